@@ -1,0 +1,22 @@
+//! Arithmetic core of Obscura.
+//!
+//! Everything here works in Z_{2^32} with wrapping arithmetic (the LWE modulus q = 2^32 is the
+//! machine word, so reduction is free):
+//!
+//! - [`matrix`]: dense row-major matrices of `u32` and of packed plaintext bytes;
+//! - [`expand`]: public matrices expanded from a 16-byte seed with AES-128-CTR, block by block;
+//! - [`sample`]: secret vectors (uniform, ternary, discrete Gaussian) drawn from the OS CSPRNG;
+//! - [`pack`]: dense packing of byte strings into `w`-bit plaintext digits and back;
+//! - [`kernels`]: the hot loops (matrix-vector and matrix-matrix products), portable reference
+//!   first, SIMD backends chosen at run time.
+//!
+//! Public randomness ([`expand`]) and secret randomness ([`sample`]) never share a generator.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod expand;
+pub mod kernels;
+pub mod matrix;
+pub mod pack;
+pub mod sample;
