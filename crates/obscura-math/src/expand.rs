@@ -112,7 +112,10 @@ mod tests {
         let m = SeededMatrix::new(seed(), 0, 4, 4);
         let a = m.rows_block(0, 4);
         // Keystream block 0 = AES_k(0^128) = c6a13b37 878f5b82 6f4f8162 a1c8d879.
-        assert_eq!(&a[..4], &[0x373b_a1c6, 0x825b_8f87, 0x6281_4f6f, 0x79d8_c8a1]);
+        assert_eq!(
+            &a[..4],
+            &[0x373b_a1c6, 0x825b_8f87, 0x6281_4f6f, 0x79d8_c8a1]
+        );
         assert_eq!(&a[4..8], &KAT_DOMAIN0_BLOCK1);
     }
 

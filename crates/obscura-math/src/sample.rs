@@ -173,7 +173,11 @@ mod tests {
         rng.fill_gaussian(&gaussian, &mut out).unwrap();
         let n = out.len() as f64;
         let mean = out.iter().map(|&v| signed(v) as f64).sum::<f64>() / n;
-        let var = out.iter().map(|&v| (signed(v) as f64 - mean).powi(2)).sum::<f64>() / n;
+        let var = out
+            .iter()
+            .map(|&v| (signed(v) as f64 - mean).powi(2))
+            .sum::<f64>()
+            / n;
         assert!(mean.abs() < 0.2, "mean {mean}");
         assert!((var.sqrt() - 11.0).abs() < 0.2, "std {}", var.sqrt());
         assert!(out.iter().all(|&v| signed(v).abs() <= 110));

@@ -1,0 +1,37 @@
+//! Private information retrieval schemes of Obscura.
+//!
+//! - [`lwe`]: the one LWE engine behind SimplePIR and FrodoPIR, with a layout knob and
+//!   client-side query preprocessing;
+//! - [`params`]: the LWE parameter table, its security argument and the correctness bound that
+//!   picks the plaintext modulus;
+//! - [`wire`]: the versioned binary envelope shared by every message;
+//! - [`scheme`]: the small trait family every scheme implements.
+//!
+//! ```
+//! use obscura_pir::lwe::{Client, Layout, Server, SetupOptions};
+//! use obscura_pir::{PirClient, PirServer};
+//!
+//! // 100 records of 16 bytes each.
+//! let data: Vec<u8> = (0..1600u32).map(|i| (i * 7) as u8).collect();
+//! let options = SetupOptions { layout: Layout::Square, ..SetupOptions::default() };
+//! let server = Server::setup(&data, 16, options, &|_, _| {})?;
+//!
+//! // The client needs only the public setup (seed, parameters, hint).
+//! let mut client = Client::new(server.public_setup().clone());
+//! let (query, state) = client.query(42)?;
+//! let answer = server.answer(&query)?;
+//! assert_eq!(client.decode(state, &answer)?, &data[42 * 16..43 * 16]);
+//! # Ok::<(), obscura_pir::PirError>(())
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod error;
+pub mod lwe;
+pub mod params;
+pub mod scheme;
+pub mod wire;
+
+pub use error::PirError;
+pub use scheme::{PirClient, PirServer};

@@ -16,7 +16,9 @@ pub fn dot_i8_u32(d: &[u8], v: &[u32]) -> u32 {
         .remainder()
         .iter()
         .zip(v_chunks.remainder())
-        .fold(0u32, |acc, (&x, &y)| acc.wrapping_add(widen(x).wrapping_mul(y)));
+        .fold(0u32, |acc, (&x, &y)| {
+            acc.wrapping_add(widen(x).wrapping_mul(y))
+        });
     lanes.iter().fold(tail, |acc, &x| acc.wrapping_add(x))
 }
 

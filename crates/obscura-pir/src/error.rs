@@ -1,0 +1,47 @@
+//! The error type of every scheme.
+
+use obscura_math::sample::RngError;
+
+/// What went wrong in a PIR operation. Errors from untrusted bytes are always
+/// [`PirError::Malformed`] or [`PirError::SetupMismatch`], never a panic.
+#[derive(Debug, thiserror::Error)]
+pub enum PirError {
+    /// The requested record does not exist.
+    #[error("record index {index} is out of range: the database has {records} records (0 to {last})", last = records.saturating_sub(1))]
+    IndexOutOfRange {
+        /// The requested index.
+        index: u64,
+        /// The number of records.
+        records: u64,
+    },
+    /// The requested database shape or parameters cannot be used.
+    #[error("invalid parameters: {0}")]
+    InvalidParameters(String),
+    /// Bytes that were to be decoded are not a valid message of the expected kind.
+    #[error("malformed {what}: {reason}")]
+    Malformed {
+        /// The kind of message.
+        what: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A message belongs to another setup (parameters, layout, shape or seed differ).
+    #[error("the {what} belongs to a different database setup (parameter digest mismatch)")]
+    SetupMismatch {
+        /// The kind of message.
+        what: &'static str,
+    },
+    /// The OS random number generator failed.
+    #[error(transparent)]
+    Rng(#[from] RngError),
+}
+
+impl PirError {
+    /// A [`PirError::Malformed`] for `what` with the given reason.
+    pub fn malformed(what: &'static str, reason: impl Into<String>) -> Self {
+        Self::Malformed {
+            what,
+            reason: reason.into(),
+        }
+    }
+}

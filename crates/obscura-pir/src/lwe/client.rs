@@ -1,0 +1,216 @@
+//! The client: queries (fresh or from a pool of prepared ones) and decoding.
+
+use obscura_math::expand::SeededMatrix;
+use obscura_math::kernels::portable::dot_u32;
+use obscura_math::pack;
+use obscura_math::sample::{DiscreteGaussian, OsSampler};
+use rayon::prelude::*;
+use zeroize::{Zeroize, ZeroizeOnDrop};
+
+use super::messages::{Answer, Query};
+use super::setup::PublicSetup;
+use crate::params::Distribution;
+use crate::wire::Digest;
+use crate::{PirClient, PirError};
+
+/// Rows of `A` expanded at a time while computing `A·s`: 256 x 1024 entries are 1 MiB, so the
+/// client never holds more than a few such blocks (one per thread), whatever the database size.
+const A_BLOCK: usize = 256;
+
+/// The client side of the LWE engine.
+pub struct Client {
+    setup: PublicSetup,
+    a: SeededMatrix,
+    gaussian: Option<DiscreteGaussian>,
+    pool: Vec<PreparedQuery>,
+}
+
+/// `A·s + e` and `H·s` for one secret `s`, computed ahead of time; the secret itself is not
+/// kept. Wiped when dropped.
+#[derive(Zeroize, ZeroizeOnDrop)]
+struct PreparedQuery {
+    masked: Vec<u32>,
+    hint_mask: Vec<u32>,
+}
+
+/// The client's secret state for one query; decodes exactly one answer. Wiped when dropped.
+#[derive(Zeroize, ZeroizeOnDrop)]
+pub struct QueryState {
+    #[zeroize(skip)]
+    digest: Digest,
+    index: u64,
+    mask: Mask,
+}
+
+/// How the client removes `H·s` from the answer.
+#[derive(Zeroize)]
+enum Mask {
+    /// The secret itself: `H[r]·s` is computed for the rows of the record only.
+    Secret(Vec<u32>),
+    /// `H·s` for every row, precomputed.
+    Rows(Vec<u32>),
+}
+
+impl Client {
+    /// A client for the database described by `setup`.
+    pub fn new(setup: PublicSetup) -> Self {
+        let a = setup.matrix_a();
+        let gaussian = match setup.params().set.error() {
+            Distribution::Gaussian(sigma) => Some(DiscreteGaussian::new(sigma)),
+            _ => None,
+        };
+        Self {
+            setup,
+            a,
+            gaussian,
+            pool: Vec::new(),
+        }
+    }
+
+    /// The public setup this client queries.
+    pub fn setup(&self) -> &PublicSetup {
+        &self.setup
+    }
+
+    /// Prepares `count` more queries for the pool, in one pass over `A`. Each later call to
+    /// [`PirClient::query`] takes one from the pool, so its online cost is one addition.
+    pub fn preprocess(&mut self, count: usize) -> Result<(), PirError> {
+        let secrets = (0..count)
+            .map(|_| self.sample_secret())
+            .collect::<Result<Vec<_>, _>>()?;
+        let masked = self.masked_queries(&secrets)?;
+        for (secret, masked) in secrets.into_iter().zip(masked) {
+            let hint_mask = self.setup.hint().mul_vec(&secret);
+            let mut secret = secret;
+            secret.zeroize();
+            self.pool.push(PreparedQuery { masked, hint_mask });
+        }
+        Ok(())
+    }
+
+    /// How many prepared queries are left in the pool.
+    pub fn prepared(&self) -> usize {
+        self.pool.len()
+    }
+
+    fn sample_secret(&self) -> Result<Vec<u32>, PirError> {
+        let mut secret = vec![0u32; self.setup.params().n()];
+        let mut rng = OsSampler::new();
+        match self.setup.params().set.secret() {
+            Distribution::UniformModQ => rng.fill_uniform(&mut secret)?,
+            Distribution::Ternary => rng.fill_ternary(&mut secret)?,
+            Distribution::Gaussian(_) => unreachable!("no parameter set has a Gaussian secret"),
+        }
+        Ok(secret)
+    }
+
+    /// `A·s + e` for each secret, streaming `A` block by block (parallel over blocks).
+    fn masked_queries(&self, secrets: &[Vec<u32>]) -> Result<Vec<Vec<u32>>, PirError> {
+        let cols = self.a.rows();
+        let n = self.a.cols();
+        let k = secrets.len();
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        // Interleaved: entry c·k + i is (A·s_i)[c].
+        let mut interleaved = vec![0u32; cols * k];
+        interleaved
+            .par_chunks_mut(A_BLOCK * k)
+            .enumerate()
+            .for_each(|(block, out)| {
+                let first = block * A_BLOCK;
+                let a = self.a.rows_block(first, out.len() / k);
+                for (row, out) in a.chunks_exact(n).zip(out.chunks_exact_mut(k)) {
+                    for (o, secret) in out.iter_mut().zip(secrets) {
+                        *o = dot_u32(row, secret);
+                    }
+                }
+            });
+        let mut rng = OsSampler::new();
+        let mut error = vec![0u32; cols];
+        let mut queries = Vec::with_capacity(k);
+        for i in 0..k {
+            match (self.setup.params().set.error(), &self.gaussian) {
+                (Distribution::Gaussian(_), Some(gaussian)) => {
+                    rng.fill_gaussian(gaussian, &mut error)?
+                }
+                (Distribution::Ternary, _) => rng.fill_ternary(&mut error)?,
+                _ => unreachable!("error distributions are Gaussian or ternary"),
+            }
+            let query = (0..cols)
+                .map(|c| interleaved[c * k + i].wrapping_add(error[c]))
+                .collect();
+            queries.push(query);
+        }
+        error.zeroize();
+        interleaved.zeroize();
+        Ok(queries)
+    }
+}
+
+impl PirClient for Client {
+    type Query = Query;
+    type Answer = Answer;
+    type State = QueryState;
+
+    fn query(&mut self, index: u64) -> Result<(Query, QueryState), PirError> {
+        let location = self.setup.geometry().locate(index)?;
+        let (mut values, mask) = match self.pool.pop() {
+            Some(mut prepared) => (
+                std::mem::take(&mut prepared.masked),
+                Mask::Rows(std::mem::take(&mut prepared.hint_mask)),
+            ),
+            None => {
+                let secret = self.sample_secret()?;
+                let masked = self
+                    .masked_queries(std::slice::from_ref(&secret))?
+                    .pop()
+                    .expect("one query");
+                (masked, Mask::Secret(secret))
+            }
+        };
+        let column = location.column as usize;
+        values[column] = values[column].wrapping_add(self.setup.params().delta());
+        let digest = *self.setup.digest();
+        Ok((
+            Query { digest, values },
+            QueryState {
+                digest,
+                index,
+                mask,
+            },
+        ))
+    }
+
+    fn decode(&self, state: QueryState, answer: &Answer) -> Result<Vec<u8>, PirError> {
+        if state.digest != *self.setup.digest() {
+            return Err(PirError::SetupMismatch {
+                what: "query state",
+            });
+        }
+        answer.check(&self.setup)?;
+        let params = self.setup.params();
+        let location = self.setup.geometry().locate(state.index)?;
+        let shift = 32 - u32::from(params.log_p);
+        let half_delta = params.delta() / 2;
+        let first = location.first_row as usize;
+        let digits: Vec<u8> = (first..first + location.row_count as usize)
+            .map(|r| {
+                let mask = match &state.mask {
+                    Mask::Secret(secret) => dot_u32(self.setup.hint().row(r), secret),
+                    Mask::Rows(rows) => rows[r],
+                };
+                let noisy = answer.values[r].wrapping_sub(mask);
+                (noisy.wrapping_add(half_delta) >> shift) as u8
+            })
+            .collect();
+        let mut record = vec![0u8; location.len as usize];
+        pack::unpack_into(
+            &digits,
+            u32::from(params.log_p),
+            location.skip_bits,
+            &mut record,
+        );
+        Ok(record)
+    }
+}

@@ -1,0 +1,83 @@
+//! Queries and answers, and their binary encodings.
+
+use super::setup::PublicSetup;
+use crate::wire::{self, Digest, Kind, Reader};
+use crate::PirError;
+
+/// A query: `A·s + e + Δ·u_column`, one entry per matrix column, tagged with its setup digest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Query {
+    pub(super) digest: Digest,
+    pub(super) values: Vec<u32>,
+}
+
+/// An answer: `D·query`, one entry per matrix row, tagged with its setup digest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub(super) digest: Digest,
+    pub(super) values: Vec<u32>,
+}
+
+macro_rules! vector_message {
+    ($type:ident, $kind:expr, $len:expr) => {
+        impl $type {
+            /// The digest of the setup this message belongs to.
+            pub fn digest(&self) -> &Digest {
+                &self.digest
+            }
+
+            /// The entries.
+            pub fn values(&self) -> &[u32] {
+                &self.values
+            }
+
+            /// The encoded message.
+            pub fn to_bytes(&self) -> Vec<u8> {
+                let mut out = Vec::with_capacity(wire::HEADER_BYTES + 8 + 4 * self.values.len());
+                wire::write_header(&mut out, $kind, &self.digest);
+                wire::write_u32s(&mut out, &self.values);
+                out
+            }
+
+            /// Decodes a message that must belong to `setup`: the digest and the length are
+            /// checked before the entries are allocated.
+            pub fn from_bytes(bytes: &[u8], setup: &PublicSetup) -> Result<Self, PirError> {
+                let (mut reader, digest) = Reader::open(bytes, $kind)?;
+                if &digest != setup.digest() {
+                    return Err(PirError::SetupMismatch {
+                        what: $kind.describe(),
+                    });
+                }
+                let expected: u64 = $len(setup);
+                let values = reader.u32s(expected as usize)?;
+                reader.finish()?;
+                Ok(Self { digest, values })
+            }
+
+            /// Checks that an in-memory message belongs to `setup`.
+            pub(super) fn check(&self, setup: &PublicSetup) -> Result<(), PirError> {
+                if &self.digest != setup.digest() {
+                    return Err(PirError::SetupMismatch {
+                        what: $kind.describe(),
+                    });
+                }
+                let expected: u64 = $len(setup);
+                if self.values.len() as u64 != expected {
+                    return Err(PirError::malformed(
+                        $kind.describe(),
+                        format!(
+                            "{} entries where {expected} are expected",
+                            self.values.len()
+                        ),
+                    ));
+                }
+                Ok(())
+            }
+        }
+    };
+}
+
+vector_message!(Query, Kind::LweQuery, |s: &PublicSetup| s.geometry().cols());
+vector_message!(Answer, Kind::LweAnswer, |s: &PublicSetup| s
+    .geometry()
+    .rows());

@@ -1,0 +1,126 @@
+//! The server: encodes the database, computes the hint, answers queries.
+
+use obscura_math::expand::MatrixSeed;
+use obscura_math::kernels;
+use obscura_math::matrix::{Matrix, PlaintextMatrix};
+use obscura_math::pack;
+use rayon::prelude::*;
+
+use super::layout::Geometry;
+use super::messages::{Answer, Query};
+use super::setup::{matrix_a, PublicSetup, SetupOptions};
+use crate::{PirError, PirServer};
+
+/// Columns of `D` (rows of `A`) processed per step of the hint product: a 64 x 1024 block of `A`
+/// is 256 KiB and stays in the L2 cache while every row of the hint is updated.
+const HINT_BLOCK: usize = 64;
+
+/// The server side of the LWE engine: the encoded database and its public setup.
+pub struct Server {
+    setup: PublicSetup,
+    database: PlaintextMatrix,
+}
+
+impl Server {
+    /// Sets up a database of records of `record_bytes` bytes laid end to end in `data` (the last
+    /// record may be short; it is zero-padded). `progress(done, total)` is called as the hint
+    /// product advances over the columns.
+    pub fn setup(
+        data: &[u8],
+        record_bytes: u64,
+        options: SetupOptions,
+        progress: &(dyn Fn(u64, u64) + Sync),
+    ) -> Result<Self, PirError> {
+        let geometry = Geometry::plan(
+            data.len() as u64,
+            record_bytes,
+            options.layout,
+            options.params,
+        )?;
+        let database = encode_database(data, &geometry);
+        let seed = MatrixSeed::random().map_err(obscura_math::sample::RngError)?;
+        let n = options.params.n();
+        let a = matrix_a(seed, &geometry, n);
+        let cols = geometry.cols() as usize;
+        let mut hint = Matrix::zeros(geometry.rows() as usize, n);
+        let mut first = 0;
+        while first < cols {
+            let count = HINT_BLOCK.min(cols - first);
+            let block = a.rows_block(first, count);
+            kernels::plaintext_mat_mul_acc(
+                database.as_bytes(),
+                cols,
+                first,
+                &block,
+                n,
+                hint.as_mut_slice(),
+            );
+            first += count;
+            progress(first as u64, cols as u64);
+        }
+        let setup = PublicSetup::new(options.params, geometry, seed, hint)?;
+        Ok(Self { setup, database })
+    }
+
+    /// A server from a stored setup and database; checks that they fit together.
+    pub fn from_parts(setup: PublicSetup, database: PlaintextMatrix) -> Result<Self, PirError> {
+        let g = setup.geometry();
+        if database.rows() as u64 != g.rows() || database.cols() as u64 != g.cols() {
+            return Err(PirError::InvalidParameters(format!(
+                "a {} x {} database does not fit a {} x {} setup",
+                database.rows(),
+                database.cols(),
+                g.rows(),
+                g.cols()
+            )));
+        }
+        Ok(Self { setup, database })
+    }
+
+    /// The public setup to hand to clients.
+    pub fn public_setup(&self) -> &PublicSetup {
+        &self.setup
+    }
+
+    /// The encoded database matrix.
+    pub fn database(&self) -> &PlaintextMatrix {
+        &self.database
+    }
+}
+
+impl PirServer for Server {
+    type Query = Query;
+    type Answer = Answer;
+
+    fn answer(&self, query: &Query) -> Result<Answer, PirError> {
+        query.check(&self.setup)?;
+        Ok(Answer {
+            digest: *self.setup.digest(),
+            values: self.database.mul_vec(&query.values),
+        })
+    }
+}
+
+/// Cuts the data into centered digits: column `c` of the matrix is the bit stream of records
+/// `c·k .. (c+1)·k`, one `log_p`-bit digit per row, stored as a two's-complement `i8` in
+/// `[-p/2, p/2)`.
+fn encode_database(data: &[u8], geometry: &Geometry) -> PlaintextMatrix {
+    let rows = geometry.rows() as usize;
+    let cols = geometry.cols() as usize;
+    let width = u32::from(geometry.log_p());
+    let p = 1i16 << width;
+    let columns: Vec<(u64, u64)> = (0..cols as u64).map(|c| geometry.column_bits(c)).collect();
+    let mut matrix = vec![0u8; rows * cols];
+    matrix
+        .par_chunks_mut(cols.max(1))
+        .enumerate()
+        .for_each(|(r, row)| {
+            let offset = r as u64 * u64::from(width);
+            for (entry, &(first, last)) in row.iter_mut().zip(&columns) {
+                let digit = i16::from(pack::digit_at(data, first + offset, width, last));
+                let centered = if digit >= p / 2 { digit - p } else { digit };
+                *entry = centered as i8 as u8;
+            }
+        });
+    PlaintextMatrix::from_vec(rows, cols, matrix).expect("shape")
+}

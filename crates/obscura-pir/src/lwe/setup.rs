@@ -1,0 +1,173 @@
+//! The public setup: what a client needs before it can query.
+
+use obscura_math::expand::{MatrixSeed, SeededMatrix, SEED_BYTES};
+use obscura_math::matrix::Matrix;
+use sha2::{Digest as _, Sha256};
+
+use super::layout::{Geometry, Layout};
+use crate::params::{LweParams, ParamSet};
+use crate::wire::{self, Digest, Kind, Reader};
+use crate::PirError;
+
+/// Domain tag of the public matrix `A` under the setup's seed.
+const DOMAIN_A: u64 = 0;
+
+/// Choices made when a server sets up a database.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SetupOptions {
+    /// The LWE parameter set.
+    pub params: ParamSet,
+    /// How records are laid out in the matrix.
+    pub layout: Layout,
+}
+
+/// The public setup of a database: parameters, geometry, the seed of `A` and the hint
+/// `H = D·A`. Its [`digest`](PublicSetup::digest) names it in every query and answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublicSetup {
+    params: LweParams,
+    geometry: Geometry,
+    seed: MatrixSeed,
+    hint: Matrix,
+    digest: Digest,
+}
+
+impl PublicSetup {
+    /// Assembles a setup; checks that the parameters are correct for the geometry and that the
+    /// hint has the right shape.
+    pub fn new(
+        set: ParamSet,
+        geometry: Geometry,
+        seed: MatrixSeed,
+        hint: Matrix,
+    ) -> Result<Self, PirError> {
+        let params = LweParams::new(set, geometry.log_p(), geometry.cols())?;
+        if hint.rows() as u64 != geometry.rows() || hint.cols() != params.n() {
+            return Err(PirError::InvalidParameters(format!(
+                "a {} x {} hint does not fit a {} x {} setup",
+                hint.rows(),
+                hint.cols(),
+                geometry.rows(),
+                params.n()
+            )));
+        }
+        let digest = setup_digest(set, &geometry, &seed);
+        Ok(Self {
+            params,
+            geometry,
+            seed,
+            hint,
+            digest,
+        })
+    }
+
+    /// The LWE parameters.
+    pub fn params(&self) -> LweParams {
+        self.params
+    }
+
+    /// The shape of the database.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    /// The seed of the public matrix.
+    pub fn seed(&self) -> MatrixSeed {
+        self.seed
+    }
+
+    /// The hint `H = D·A`.
+    pub fn hint(&self) -> &Matrix {
+        &self.hint
+    }
+
+    /// The digest that names this setup.
+    pub fn digest(&self) -> &Digest {
+        &self.digest
+    }
+
+    /// The public matrix `A` (C x n), expanded on demand.
+    pub fn matrix_a(&self) -> SeededMatrix {
+        matrix_a(self.seed, &self.geometry, self.params.n())
+    }
+
+    /// The encoded setup.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let g = &self.geometry;
+        let mut out = Vec::with_capacity(wire::HEADER_BYTES + 64 + self.hint.as_slice().len() * 4);
+        wire::write_header(&mut out, Kind::LwePublicSetup, &self.digest);
+        out.push(self.params.set.code());
+        out.push(g.log_p());
+        for value in [
+            g.records(),
+            g.record_bytes(),
+            g.data_bytes(),
+            g.per_column(),
+        ] {
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+        out.extend_from_slice(&self.seed.0);
+        for value in self.hint.as_slice() {
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+        out
+    }
+
+    /// Decodes a setup; every length is checked before allocating and the digest is recomputed.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, PirError> {
+        let (mut reader, digest) = Reader::open(bytes, Kind::LwePublicSetup)?;
+        let code = reader.u8()?;
+        let set = ParamSet::from_code(code)
+            .ok_or_else(|| reader.error(format!("unknown parameter set {code}")))?;
+        let log_p = reader.u8()?;
+        let (records, record_bytes, data_bytes, per_column) =
+            (reader.u64()?, reader.u64()?, reader.u64()?, reader.u64()?);
+        let geometry = Geometry::new(records, record_bytes, data_bytes, per_column, log_p)
+            .map_err(|e| reader.error(e.to_string()))?;
+        let seed = MatrixSeed(reader.take(SEED_BYTES)?.try_into().expect("seed length"));
+        let n = set.n();
+        let expected = (geometry.rows() as usize).checked_mul(n);
+        let present = reader.rest().len() / 4;
+        if expected != Some(present) || reader.rest().len() % 4 != 0 {
+            return Err(reader.error(format!(
+                "the hint has {} bytes where a {} x {n} hint is expected",
+                reader.rest().len(),
+                geometry.rows()
+            )));
+        }
+        let hint = reader.u32s_raw(present)?;
+        reader.finish()?;
+        let hint = Matrix::from_vec(geometry.rows() as usize, n, hint).expect("length checked");
+        let setup = Self::new(set, geometry, seed, hint)
+            .map_err(|e| PirError::malformed("public setup", e.to_string()))?;
+        if setup.digest != digest {
+            return Err(PirError::malformed(
+                "public setup",
+                "the parameter digest does not match the contents",
+            ));
+        }
+        Ok(setup)
+    }
+}
+
+/// The public matrix `A` of a setup.
+pub(super) fn matrix_a(seed: MatrixSeed, geometry: &Geometry, n: usize) -> SeededMatrix {
+    SeededMatrix::new(seed, DOMAIN_A, geometry.cols() as usize, n)
+}
+
+/// SHA-256 over a domain string, the parameter set, the geometry and the seed.
+fn setup_digest(set: ParamSet, geometry: &Geometry, seed: &MatrixSeed) -> Digest {
+    let mut hash = Sha256::new();
+    hash.update(b"obscura/lwe/setup/v1");
+    hash.update([set.code(), geometry.log_p()]);
+    for value in [
+        geometry.records(),
+        geometry.record_bytes(),
+        geometry.data_bytes(),
+        geometry.per_column(),
+    ] {
+        hash.update(value.to_le_bytes());
+    }
+    hash.update(seed.0);
+    hash.finalize().into()
+}

@@ -1,0 +1,172 @@
+//! End-to-end retrieval with the LWE engine over many shapes, layouts and parameter sets,
+//! compared with the plain records.
+
+use obscura_pir::lwe::{Client, Layout, Server, SetupOptions};
+use obscura_pir::params::ParamSet;
+use obscura_pir::{PirClient, PirError, PirServer};
+
+/// Deterministic test data (xorshift), so failures reproduce.
+fn data(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn expected(data: &[u8], record_bytes: usize, index: u64) -> &[u8] {
+    let start = index as usize * record_bytes;
+    &data[start..(start + record_bytes).min(data.len())]
+}
+
+fn retrieve(server: &Server, client: &mut Client, index: u64) -> Result<Vec<u8>, PirError> {
+    let (query, state) = client.query(index)?;
+    let answer = server.answer(&query)?;
+    client.decode(state, &answer)
+}
+
+/// Retrieves the first, last and a spread of records, fresh and preprocessed.
+fn check_shape(record_bytes: usize, records: usize, layout: Layout, set: ParamSet) {
+    // Make the last record short whenever records can be.
+    let len = records * record_bytes - record_bytes / 2;
+    let data = data(len, (record_bytes * 31 + records) as u64);
+    let options = SetupOptions {
+        params: set,
+        layout,
+    };
+    let server = Server::setup(&data, record_bytes as u64, options, &|_, _| {}).unwrap();
+    let mut client = Client::new(server.public_setup().clone());
+    let last = records as u64 - 1;
+    let mut indices = vec![0, last, last / 2, last / 3, (last * 7) / 9];
+    indices.dedup();
+    for &index in &indices {
+        let got = retrieve(&server, &mut client, index).unwrap();
+        assert_eq!(
+            got,
+            expected(&data, record_bytes, index),
+            "fresh query, {record_bytes} B x {records}, {layout:?}, {set:?}, index {index}"
+        );
+    }
+    client.preprocess(indices.len()).unwrap();
+    assert_eq!(client.prepared(), indices.len());
+    for &index in &indices {
+        let got = retrieve(&server, &mut client, index).unwrap();
+        assert_eq!(
+            got,
+            expected(&data, record_bytes, index),
+            "prepared query, {record_bytes} B x {records}, {layout:?}, index {index}"
+        );
+    }
+    assert_eq!(client.prepared(), 0);
+}
+
+const LAYOUTS: [Layout; 3] = [Layout::OnePerColumn, Layout::Square, Layout::PerColumn(3)];
+
+/// Every record size and count whose database fits in 4 MiB, in every layout.
+#[test]
+fn all_shapes_and_layouts() {
+    for record_bytes in [1, 3, 32, 1024, 4096, 65536] {
+        for records in [1, 2, 1000, 1 << 16] {
+            if record_bytes * records > 4 << 20 {
+                continue;
+            }
+            for layout in LAYOUTS {
+                check_shape(record_bytes, records, layout, ParamSet::default());
+            }
+        }
+    }
+}
+
+/// The large shapes of the matrix (64 MiB and more); run by hand with `--ignored`.
+#[test]
+#[ignore = "large: setup of up to 4 GiB"]
+fn large_shapes() {
+    for (record_bytes, records) in [(1024, 1 << 16), (4096, 1 << 16), (65536, 1000)] {
+        for layout in LAYOUTS {
+            check_shape(record_bytes, records, layout, ParamSet::default());
+        }
+    }
+}
+
+#[test]
+fn every_parameter_set() {
+    for set in ParamSet::ALL {
+        for layout in LAYOUTS {
+            check_shape(100, 500, layout, set);
+        }
+    }
+}
+
+/// At least 10,000 random retrievals across random shapes, without a single failure.
+#[test]
+fn ten_thousand_random_retrievals() {
+    let mut rng = 0x1234_5678_9abc_def1u64;
+    let mut next = move |bound: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % bound
+    };
+    let mut total = 0;
+    for round in 0..10 {
+        let record_bytes = 1 + next(200) as usize;
+        let records = 1 + next(3000) as usize;
+        let layout = LAYOUTS[round % 3];
+        let data = data(records * record_bytes, round as u64);
+        let options = SetupOptions {
+            layout,
+            ..SetupOptions::default()
+        };
+        let server = Server::setup(&data, record_bytes as u64, options, &|_, _| {}).unwrap();
+        let mut client = Client::new(server.public_setup().clone());
+        client.preprocess(500).unwrap();
+        for _ in 0..1000 {
+            let index = next(records as u64);
+            let got = retrieve(&server, &mut client, index).unwrap();
+            assert_eq!(got, expected(&data, record_bytes, index));
+            total += 1;
+        }
+    }
+    assert_eq!(total, 10_000);
+}
+
+#[test]
+fn out_of_range_index_is_an_error() {
+    let data = data(100, 1);
+    let server = Server::setup(&data, 10, SetupOptions::default(), &|_, _| {}).unwrap();
+    let mut client = Client::new(server.public_setup().clone());
+    assert!(matches!(
+        client.query(10),
+        Err(PirError::IndexOutOfRange {
+            index: 10,
+            records: 10
+        })
+    ));
+}
+
+#[test]
+fn empty_database_and_zero_record_size_are_refused() {
+    assert!(Server::setup(&[], 10, SetupOptions::default(), &|_, _| {}).is_err());
+    assert!(Server::setup(&[1, 2], 0, SetupOptions::default(), &|_, _| {}).is_err());
+}
+
+#[test]
+fn progress_reaches_the_total() {
+    let data = data(5000, 2);
+    let seen = std::sync::Mutex::new(Vec::new());
+    let options = SetupOptions {
+        layout: Layout::OnePerColumn,
+        ..SetupOptions::default()
+    };
+    Server::setup(&data, 10, options, &|done, total| {
+        seen.lock().unwrap().push((done, total))
+    })
+    .unwrap();
+    let seen = seen.into_inner().unwrap();
+    assert_eq!(seen.last(), Some(&(500, 500)));
+    assert!(seen.windows(2).all(|w| w[0].0 < w[1].0));
+}

@@ -1,0 +1,82 @@
+//! Messages and states are bound to their setup: mixing setups is a typed error, never a wrong
+//! record.
+
+use obscura_pir::lwe::{Answer, Client, PublicSetup, Query, Server, SetupOptions};
+use obscura_pir::{PirClient, PirError, PirServer};
+
+fn two_servers() -> (Server, Server, Vec<u8>) {
+    let data: Vec<u8> = (0..4000u32).map(|i| (i % 251) as u8).collect();
+    let a = Server::setup(&data, 40, SetupOptions::default(), &|_, _| {}).unwrap();
+    let b = Server::setup(&data, 40, SetupOptions::default(), &|_, _| {}).unwrap();
+    (a, b, data)
+}
+
+#[test]
+fn query_for_another_setup_is_refused() {
+    let (a, b, _) = two_servers();
+    assert_ne!(a.public_setup().digest(), b.public_setup().digest());
+    let mut client = Client::new(a.public_setup().clone());
+    let (query, _) = client.query(3).unwrap();
+    assert!(matches!(
+        b.answer(&query),
+        Err(PirError::SetupMismatch { .. })
+    ));
+    let bytes = query.to_bytes();
+    assert!(matches!(
+        Query::from_bytes(&bytes, b.public_setup()),
+        Err(PirError::SetupMismatch { .. })
+    ));
+    assert_eq!(Query::from_bytes(&bytes, a.public_setup()).unwrap(), query);
+}
+
+#[test]
+fn answer_from_another_setup_is_refused() {
+    let (a, b, data) = two_servers();
+    let mut client_a = Client::new(a.public_setup().clone());
+    let mut client_b = Client::new(b.public_setup().clone());
+    let (query_b, _) = client_b.query(3).unwrap();
+    let answer_b = b.answer(&query_b).unwrap();
+    let (_, state_a) = client_a.query(3).unwrap();
+    assert!(matches!(
+        client_a.decode(state_a, &answer_b),
+        Err(PirError::SetupMismatch { .. })
+    ));
+    let bytes = answer_b.to_bytes();
+    assert!(matches!(
+        Answer::from_bytes(&bytes, a.public_setup()),
+        Err(PirError::SetupMismatch { .. })
+    ));
+    // A state from one client is refused by a client of another setup.
+    let (query_a, state_a) = client_a.query(5).unwrap();
+    let answer_a = a.answer(&query_a).unwrap();
+    assert!(matches!(
+        client_b.decode(state_a, &answer_a),
+        Err(PirError::SetupMismatch { .. })
+    ));
+    // And the right pairing works over encoded bytes.
+    let (query_a, state_a) = client_a.query(5).unwrap();
+    let query_a = Query::from_bytes(&query_a.to_bytes(), a.public_setup()).unwrap();
+    let answer_a =
+        Answer::from_bytes(&a.answer(&query_a).unwrap().to_bytes(), a.public_setup()).unwrap();
+    assert_eq!(
+        client_a.decode(state_a, &answer_a).unwrap(),
+        &data[200..240]
+    );
+}
+
+#[test]
+fn public_setup_round_trips_and_verifies_its_digest() {
+    let (a, _, _) = two_servers();
+    let bytes = a.public_setup().to_bytes();
+    let decoded = PublicSetup::from_bytes(&bytes).unwrap();
+    assert_eq!(&decoded, a.public_setup());
+    // Changing any parameter byte breaks the digest (or the shape checks).
+    for position in 40..90 {
+        let mut bad = bytes.clone();
+        bad[position] ^= 1;
+        assert!(
+            PublicSetup::from_bytes(&bad).is_err(),
+            "flip at byte {position} accepted"
+        );
+    }
+}
