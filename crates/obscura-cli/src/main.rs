@@ -1,1 +1,44 @@
-fn main() {}
+//! The `obscura` command: a thin front end over the Obscura libraries.
+
+mod build;
+mod demo;
+mod get;
+mod progress;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Private information retrieval: fetch a record without the server learning which.
+#[derive(Parser)]
+#[command(name = "obscura", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build a PIR database file from raw fixed-size records.
+    Build(build::BuildArgs),
+    /// Fetch one record privately (client and server in this process).
+    Get(get::GetArgs),
+    /// Build a built-in database and show a private retrieval with sizes and timings.
+    Demo(demo::DemoArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Build(args) => build::run(args),
+        Command::Get(args) => get::run(args),
+        Command::Demo(args) => demo::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

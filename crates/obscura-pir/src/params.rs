@@ -223,7 +223,7 @@ mod tests {
             let ln = 41.0 * std::f64::consts::LN_2;
             let p_max = (2f64.powi(32) / (6.4 * (2.0 * columns as f64 * ln).sqrt())).sqrt();
             assert!((p_max - published_p).abs() < 1.0, "{log_columns}: {p_max}");
-            let expected = (published_p as f64).log2().floor().min(8.0) as u8;
+            let expected = published_p.log2().floor().min(8.0) as u8;
             assert_eq!(max_log_p(columns, 6.4), Some(expected));
         }
     }

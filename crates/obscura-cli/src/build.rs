@@ -1,0 +1,92 @@
+//! `obscura build`: raw records in, database file out.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use obscura_pir::lwe::{Layout, Server, SetupOptions};
+use obscura_pir::params::ParamSet;
+
+use crate::progress;
+
+/// Arguments of `obscura build`.
+#[derive(Args)]
+pub struct BuildArgs {
+    /// File of records laid end to end (the last one may be short; it is zero-padded).
+    #[arg(long)]
+    input: PathBuf,
+    /// Bytes per record.
+    #[arg(long)]
+    record_size: u64,
+    /// Database file to write.
+    #[arg(long)]
+    out: PathBuf,
+    /// Records per matrix column: `square` (SimplePIR), `one-per-column` (FrodoPIR), or a count.
+    #[arg(long, default_value = "square", value_parser = parse_layout)]
+    layout: Layout,
+    /// LWE parameter set: ypir-1024, hintless-1408 or frodo-1774.
+    #[arg(long, default_value = "ypir-1024", value_parser = parse_params)]
+    params: ParamSet,
+}
+
+/// Parses a layout name or a records-per-column count.
+pub fn parse_layout(text: &str) -> Result<Layout, String> {
+    match text {
+        "square" => Ok(Layout::Square),
+        "one-per-column" => Ok(Layout::OnePerColumn),
+        count => match count.parse::<u64>() {
+            Ok(k) if k >= 1 => Ok(Layout::PerColumn(k)),
+            _ => Err("expected square, one-per-column or a count of at least 1".into()),
+        },
+    }
+}
+
+/// Parses a parameter set name.
+pub fn parse_params(text: &str) -> Result<ParamSet, String> {
+    ParamSet::from_name(text).ok_or_else(|| {
+        let names: Vec<_> = ParamSet::ALL.iter().map(|s| s.name()).collect();
+        format!("expected one of {}", names.join(", "))
+    })
+}
+
+/// Runs `obscura build`.
+pub fn run(args: BuildArgs) -> Result<()> {
+    if args.record_size == 0 {
+        bail!("--record-size must be at least 1 byte");
+    }
+    let data = std::fs::read(&args.input)
+        .with_context(|| format!("cannot read {}", args.input.display()))?;
+    if data.is_empty() {
+        bail!(
+            "{} is empty: there are no records to serve",
+            args.input.display()
+        );
+    }
+    let options = SetupOptions {
+        params: args.params,
+        layout: args.layout,
+    };
+    let bar = progress::setup_bar("computing the hint");
+    let started = Instant::now();
+    let server = Server::setup(&data, args.record_size, options, &|done, total| {
+        progress::update(&bar, done, total)
+    })?;
+    bar.finish_and_clear();
+    obscura_server::store::write_database(&args.out, &server)?;
+    let setup = server.public_setup();
+    let g = setup.geometry();
+    println!(
+        "wrote {}: {} records of {} bytes, {} x {} matrix, p = 2^{}, {}, hint {} bytes, setup {:.2?}",
+        args.out.display(),
+        g.records(),
+        g.record_bytes(),
+        g.rows(),
+        g.cols(),
+        g.log_p(),
+        setup.params().set.name(),
+        setup.to_bytes().len(),
+        started.elapsed()
+    );
+    Ok(())
+}

@@ -1,0 +1,168 @@
+//! The `obscura` binary as a user runs it.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::path::Path;
+
+fn obscura() -> Command {
+    Command::cargo_bin("obscura").unwrap()
+}
+
+fn sample_data(len: usize) -> Vec<u8> {
+    (0..len as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect()
+}
+
+fn build(dir: &Path, data: &[u8], record_size: u64, layout: &str) -> std::path::PathBuf {
+    let input = dir.join(format!("input-{layout}.bin"));
+    std::fs::write(&input, data).unwrap();
+    let db = dir.join(format!("db-{layout}.obs"));
+    obscura()
+        .args(["build", "--input"])
+        .arg(&input)
+        .args([
+            "--record-size",
+            &record_size.to_string(),
+            "--layout",
+            layout,
+            "--out",
+        ])
+        .arg(&db)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("wrote"));
+    db
+}
+
+/// `obscura get` returns the exact bytes of every record, the short last one included.
+#[test]
+fn get_returns_every_record_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let record_size = 7usize;
+    let data = sample_data(40 * record_size - 3);
+    for layout in ["square", "one-per-column", "3"] {
+        let db = build(dir.path(), &data, record_size as u64, layout);
+        for (index, expected) in data.chunks(record_size).enumerate() {
+            let out = dir.path().join("record.bin");
+            obscura()
+                .args(["get", "--db"])
+                .arg(&db)
+                .args(["--index", &index.to_string(), "--out"])
+                .arg(&out)
+                .assert()
+                .success();
+            assert_eq!(
+                std::fs::read(&out).unwrap(),
+                expected,
+                "{layout} index {index}"
+            );
+        }
+    }
+}
+
+#[test]
+fn get_prints_hex_without_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build(dir.path(), b"abcdefgh", 4, "square");
+    obscura()
+        .args(["get", "--db"])
+        .arg(&db)
+        .args(["--index", "1"])
+        .assert()
+        .success()
+        .stdout("65666768\n");
+}
+
+fn assert_clean_failure(assert: assert_cmd::assert::Assert, message: &str) {
+    assert
+        .failure()
+        .stderr(predicate::str::starts_with("error: "))
+        .stderr(predicate::str::contains(message))
+        .stderr(predicate::str::contains("panicked").not());
+}
+
+#[test]
+fn bad_input_gets_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build(dir.path(), &sample_data(100), 10, "square");
+
+    let missing = obscura()
+        .args([
+            "build",
+            "--input",
+            "/nonexistent/input",
+            "--record-size",
+            "4",
+            "--out",
+        ])
+        .arg(dir.path().join("x.obs"))
+        .assert();
+    assert_clean_failure(missing, "cannot read /nonexistent/input");
+
+    let zero = obscura()
+        .args(["build", "--input"])
+        .arg(dir.path().join("input-square.bin"))
+        .args(["--record-size", "0", "--out"])
+        .arg(dir.path().join("x.obs"))
+        .assert();
+    assert_clean_failure(zero, "--record-size must be at least 1 byte");
+
+    let empty = dir.path().join("empty.bin");
+    std::fs::write(&empty, b"").unwrap();
+    let empty = obscura()
+        .args(["build", "--input"])
+        .arg(&empty)
+        .args(["--record-size", "4", "--out"])
+        .arg(dir.path().join("x.obs"))
+        .assert();
+    assert_clean_failure(empty, "is empty");
+
+    let out_of_range = obscura()
+        .args(["get", "--db"])
+        .arg(&db)
+        .args(["--index", "10"])
+        .assert();
+    assert_clean_failure(out_of_range, "record index 10 is out of range");
+
+    let not_a_db = dir.path().join("input-square.bin");
+    let wrong = obscura()
+        .args(["get", "--db"])
+        .arg(&not_a_db)
+        .args(["--index", "0"])
+        .assert();
+    assert_clean_failure(wrong, "not a valid Obscura database");
+
+    let missing_db = obscura()
+        .args(["get", "--db", "/nonexistent.obs", "--index", "0"])
+        .assert();
+    assert_clean_failure(missing_db, "/nonexistent.obs");
+
+    let mut corrupted = std::fs::read(&db).unwrap();
+    let last = corrupted.len() - 1;
+    corrupted[last] ^= 1;
+    let corrupted_db = dir.path().join("corrupted.obs");
+    std::fs::write(&corrupted_db, corrupted).unwrap();
+    let corrupt = obscura()
+        .args(["get", "--db"])
+        .arg(&corrupted_db)
+        .args(["--index", "0"])
+        .assert();
+    assert_clean_failure(corrupt, "checksum");
+
+    // No database file is left behind by failed builds.
+    assert!(!dir.path().join("x.obs").exists());
+}
+
+#[test]
+fn demo_retrieves_and_reports() {
+    obscura()
+        .args(["demo", "--records", "500", "--record-size", "40"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "Every record matched the original",
+        ))
+        .stdout(predicate::str::contains("query"))
+        .stdout(predicate::str::contains("answer"));
+}
