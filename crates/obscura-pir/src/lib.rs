@@ -35,3 +35,8 @@ pub mod wire;
 
 pub use error::PirError;
 pub use scheme::{PirClient, PirServer};
+
+/// The README's library example, compiled and run as a doctest.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
