@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use obscura_pir::lwe::{Layout, Server, SetupOptions};
+use obscura_pir::lwe::{Layout, SetupOptions};
 use obscura_pir::params::ParamSet;
 
 use crate::progress;
@@ -67,12 +67,8 @@ pub fn run(args: BuildArgs) -> Result<()> {
         params: args.params,
         layout: args.layout,
     };
-    let bar = progress::setup_bar("computing the hint");
     let started = Instant::now();
-    let server = Server::setup(&data, args.record_size, options, &|done, total| {
-        progress::update(&bar, done, total)
-    })?;
-    bar.finish_and_clear();
+    let server = progress::setup_with_bar(&data, args.record_size, options, "computing the hint")?;
     obscura_server::store::write_database(&args.out, &server)?;
     let setup = server.public_setup();
     let g = setup.geometry();

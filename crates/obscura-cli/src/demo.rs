@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
 use clap::Args;
-use obscura_pir::lwe::{Answer, Client, Layout, PublicSetup, Query, Server, SetupOptions};
+use obscura_pir::lwe::{Answer, Client, Layout, PublicSetup, Query, SetupOptions};
 use obscura_pir::{PirClient, PirServer};
 
 use crate::progress;
@@ -63,12 +63,8 @@ pub fn run(args: DemoArgs) -> Result<()> {
             layout,
             ..SetupOptions::default()
         };
-        let bar = progress::setup_bar("server setup");
         let started = Instant::now();
-        let server = Server::setup(&data, args.record_size, options, &|done, total| {
-            progress::update(&bar, done, total)
-        })?;
-        bar.finish_and_clear();
+        let server = progress::setup_with_bar(&data, args.record_size, options, "server setup")?;
         let setup_time = started.elapsed();
 
         // Everything crosses the process boundary as bytes, as it would over a network.
