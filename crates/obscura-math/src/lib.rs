@@ -12,7 +12,7 @@
 //!
 //! Public randomness ([`expand`]) and secret randomness ([`sample`]) never share a generator.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod expand;
