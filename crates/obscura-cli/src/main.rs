@@ -1,5 +1,6 @@
 //! The `obscura` command: a thin front end over the Obscura libraries.
 
+mod bench;
 mod build;
 mod demo;
 mod get;
@@ -25,6 +26,8 @@ enum Command {
     Get(get::GetArgs),
     /// Build a built-in database and show a private retrieval with sizes and timings.
     Demo(demo::DemoArgs),
+    /// Run a standard benchmark workload (with the machine's memory bandwidth).
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -33,6 +36,7 @@ fn main() -> ExitCode {
         Command::Build(args) => build::run(args),
         Command::Get(args) => get::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

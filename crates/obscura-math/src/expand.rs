@@ -72,7 +72,10 @@ impl SeededMatrix {
     /// If `out.len()` is not a multiple of `cols` or the rows run past the end of the matrix;
     /// both are programming errors, never input errors.
     pub fn fill_rows(&self, first: usize, out: &mut [u32]) {
-        assert!(self.cols > 0 && out.len().is_multiple_of(self.cols), "partial row");
+        assert!(
+            self.cols > 0 && out.len().is_multiple_of(self.cols),
+            "partial row"
+        );
         let count = out.len() / self.cols;
         assert!(first + count <= self.rows, "rows out of range");
         let mut iv = [0u8; 16];

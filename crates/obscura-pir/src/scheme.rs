@@ -15,6 +15,9 @@ pub trait PirServer {
 
     /// Answers one query.
     fn answer(&self, query: &Self::Query) -> Result<Self::Answer, PirError>;
+
+    /// Answers several queries in one pass over the database, in order.
+    fn answer_batch(&self, queries: &[Self::Query]) -> Result<Vec<Self::Answer>, PirError>;
 }
 
 /// The client side of a scheme: builds queries and decodes answers.

@@ -170,3 +170,37 @@ fn progress_reaches_the_total() {
     assert_eq!(seen.last(), Some(&(500, 500)));
     assert!(seen.windows(2).all(|w| w[0].0 < w[1].0));
 }
+
+/// A batch answered in one pass decodes to the same records as single answers.
+#[test]
+fn batch_answers_match_single_answers() {
+    for layout in LAYOUTS {
+        let data = data(3000 * 20, 9);
+        let options = SetupOptions {
+            layout,
+            ..SetupOptions::default()
+        };
+        let server = Server::setup(&data, 20, options, &|_, _| {}).unwrap();
+        let mut client = Client::new(server.public_setup().clone());
+        for k in [1usize, 2, 5, 16, 17] {
+            let indices: Vec<u64> = (0..k as u64).map(|i| (i * 577 + 3) % 3000).collect();
+            let (queries, states): (Vec<_>, Vec<_>) =
+                indices.iter().map(|&i| client.query(i).unwrap()).unzip();
+            let answers = server.answer_batch(&queries).unwrap();
+            assert_eq!(answers.len(), k);
+            for ((state, answer), (query, &index)) in states
+                .into_iter()
+                .zip(&answers)
+                .zip(queries.iter().zip(&indices))
+            {
+                assert_eq!(answer, &server.answer(query).unwrap());
+                assert_eq!(
+                    client.decode(state, answer).unwrap(),
+                    expected(&data, 20, index)
+                );
+            }
+        }
+    }
+    let server = Server::setup(&data(100, 1), 10, SetupOptions::default(), &|_, _| {}).unwrap();
+    assert!(server.answer_batch(&[]).unwrap().is_empty());
+}

@@ -1,51 +1,243 @@
-//! AVX-512 kernels: 16 lanes of `u32` (AVX-512F, with BW for the byte loads).
+//! AVX-512 kernels built on VNNI's `vpdpbusd` (AVX-512F, BW and VNNI: Ice Lake, Zen 4 and later).
+//!
+//! `vpdpbusd` multiplies unsigned bytes by signed bytes and adds groups of four products into
+//! 32-bit lanes, wrapping: 64 byte products per instruction. A `u32` operand is split into its
+//! four byte planes, `x = Σ_k 2^{8k}·x_k`, so `Σ_c d_c·x_c = Σ_k 2^{8k}·Σ_c d_c·x_{k,c}` modulo
+//! 2^32; each inner sum is one `vpdpbusd` stream and the planes are recombined at the end. That
+//! is 16 `u32` multiply-adds per instruction, against 16 per `vpmulld` + `vpaddd` pair, and the
+//! digits are read 64 at a time without widening.
+//!
+//! Operands are split into planes once ([`vector_planes`], [`matrix_planes`]) and shared by all
+//! row tasks. Same contracts as [`super::portable`]; the safe wrappers in [`super`] check the
+//! CPU features and the bounds.
 
 use std::arch::x86_64::*;
+use std::ops::Range;
 
+/// Columns per `vpdpbusd` step of the matrix-vector kernel (one 64-byte load of digits).
+const STEP: usize = 64;
+
+/// Bytes of plane operand per tile of the matrix-matrix kernel (stays in L2).
+const PLANE_TILE_BYTES: usize = 256 << 10;
+
+/// Output lanes per vector.
 const LANES: usize = 16;
 
+/// The four byte planes of `v`, interleaved by steps of 64 columns so that one step's planes
+/// are 256 contiguous bytes: byte `k` of `v[64·s + i]` is at `256·s + 64·k + i`. The last
+/// partial step is zero-padded.
+pub fn vector_planes(v: &[u32]) -> Vec<u8> {
+    let mut planes = vec![0u8; 4 * v.len().next_multiple_of(STEP)];
+    for (step, words) in planes.chunks_exact_mut(4 * STEP).zip(v.chunks(STEP)) {
+        for (i, &x) in words.iter().enumerate() {
+            for (k, byte) in x.to_le_bytes().into_iter().enumerate() {
+                step[k * STEP + i] = byte;
+            }
+        }
+    }
+    planes
+}
+
+/// The byte planes of a `rows x width` matrix by groups of four rows, laid out so that one
+/// 16-column vector's planes are contiguous across all groups: the `u32` at
+/// `((v·quads + q)·4 + k)·16 + l` packs byte `k` of rows `4q .. 4q + 4` in column `16v + l`.
+/// Covers whole groups (`quads = rows / 4`) and whole vectors (`width / 16`).
+pub fn matrix_planes(b: &[u32], stride: usize, rows: usize, width: usize) -> Vec<u32> {
+    let vectors = width / LANES;
+    let quads = rows / 4;
+    let mut planes = vec![0u32; vectors * quads * 4 * LANES];
+    for (index, chunk) in planes.chunks_exact_mut(4 * LANES).enumerate() {
+        let (v, q) = (index / quads, index % quads);
+        for l in 0..LANES {
+            let j = v * LANES + l;
+            let words = [0, 1, 2, 3].map(|i| b[(4 * q + i) * stride + j].to_le_bytes());
+            for k in 0..4 {
+                chunk[k * LANES + l] =
+                    u32::from_le_bytes([words[0][k], words[1][k], words[2][k], words[3][k]]);
+            }
+        }
+    }
+    planes
+}
+
+/// `Σ_k 2^{8k}·(sum of the lanes of acc[k])`, wrapping.
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn zero() -> __m512i {
-    _mm512_setzero_si512()
+fn recombine(acc: &[__m512i; 4]) -> u32 {
+    (0..4).fold(0u32, |sum, k| {
+        sum.wrapping_add((_mm512_reduce_add_epi32(acc[k]) as u32) << (8 * k))
+    })
 }
 
-#[inline]
-#[target_feature(enable = "avx512f")]
-unsafe fn load(p: *const u32) -> __m512i {
-    _mm512_loadu_si512(p.cast())
+/// `out[r] += Σ_{c ∈ cols} d[r·stride + c]·v[c]`, with `planes = vector_planes(v)`.
+///
+/// # Safety
+/// The CPU must support AVX-512F, BW and VNNI; `cols.end <= v.len()`, `cols.end <= stride`
+/// (or one row), and `d` must hold `out.len()` rows of `stride` bytes, the last one at least
+/// `cols.end` bytes.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+pub unsafe fn gemv_acc(
+    d: &[u8],
+    stride: usize,
+    v: &[u32],
+    planes: &[u8],
+    cols: Range<usize>,
+    out: &mut [u32],
+) {
+    // Columns before the first step boundary go through the portable kernel.
+    let start = cols.start.next_multiple_of(STEP).min(cols.end);
+    if start > cols.start {
+        super::portable::gemv_acc(&d[cols.start..], stride, &v[cols.start..start], out);
+    }
+    let cols = start..cols.end;
+    let body = cols.start + (cols.len() - cols.len() % STEP);
+    let rows = out.len();
+    let mut r = 0;
+    while r < rows {
+        let block = (rows - r).min(4);
+        let at = &d[r * stride..];
+        let span = cols.start..body;
+        let sums = match block {
+            4 => gemv_rows::<4>(at, stride, planes, span),
+            3 => gemv_rows::<3>(at, stride, planes, span),
+            2 => gemv_rows::<2>(at, stride, planes, span),
+            _ => gemv_rows::<1>(at, stride, planes, span),
+        };
+        for (i, sum) in sums.into_iter().take(block).enumerate() {
+            let row = &at[i * stride..];
+            let tail = super::portable::dot_i8(&row[body..cols.end], &v[body..cols.end]);
+            out[r + i] = out[r + i].wrapping_add(sum).wrapping_add(tail);
+        }
+        r += block;
+    }
 }
 
-#[inline]
-#[target_feature(enable = "avx512f")]
-unsafe fn store(p: *mut u32, v: __m512i) {
-    _mm512_storeu_si512(p.cast(), v)
+/// `R` rows of [`gemv_acc`] over `span` (a multiple of [`STEP`] long); sums in the first `R`
+/// entries.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn gemv_rows<const R: usize>(
+    d: &[u8],
+    stride: usize,
+    planes: &[u8],
+    span: Range<usize>,
+) -> [u32; 4] {
+    let mut acc = [[_mm512_setzero_si512(); 4]; R];
+    let (dp, pp) = (d.as_ptr(), planes.as_ptr());
+    let mut c = span.start;
+    while c < span.end {
+        let mut p = [_mm512_setzero_si512(); 4];
+        for (k, p) in p.iter_mut().enumerate() {
+            *p = _mm512_loadu_si512(pp.add(4 * c + k * STEP).cast());
+        }
+        for (i, acc) in acc.iter_mut().enumerate() {
+            let x = _mm512_loadu_si512(dp.add(i * stride + c).cast());
+            for (acc, &p) in acc.iter_mut().zip(&p) {
+                *acc = _mm512_dpbusd_epi32(*acc, p, x);
+            }
+        }
+        c += STEP;
+    }
+    let mut sums = [0u32; 4];
+    for (sum, acc) in sums.iter_mut().zip(&acc) {
+        *sum = recombine(acc);
+    }
+    sums
 }
 
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn splat(x: i32) -> __m512i {
-    _mm512_set1_epi32(x)
+/// `out[r·out_stride + j] += Σ_{c ∈ quads} d[r·d_stride + c]·b[c][j]` for `j < width`, with
+/// `planes = matrix_planes(b, b_stride, _, width)`.
+///
+/// # Safety
+/// The CPU must support AVX-512F, BW and VNNI; `quads` must start and end on multiples of four
+/// inside the rows `planes` covers; `d` must hold `rows` rows of `d_stride` bytes reaching
+/// column `quads.end`, and `out` `rows` rows of `out_stride` entries reaching `width`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_acc(
+    d: &[u8],
+    d_stride: usize,
+    rows: usize,
+    b: &[u32],
+    b_stride: usize,
+    width: usize,
+    planes: &[u32],
+    quads: Range<usize>,
+    out: &mut [u32],
+    out_stride: usize,
+) {
+    let w = width - width % LANES;
+    let total_quads = planes.len().checked_div(4 * w).unwrap_or(0);
+    if w > 0 {
+        let tile_quads = (PLANE_TILE_BYTES / (16 * w)).max(1);
+        let mut c0 = quads.start;
+        while c0 < quads.end {
+            let count = tile_quads.min((quads.end - c0) / 4);
+            let mut r = 0;
+            while r < rows {
+                let block = (rows - r).min(4);
+                let dp = d.as_ptr().add(r * d_stride + c0);
+                let op = out.as_mut_ptr().add(r * out_stride);
+                for v in 0..w / LANES {
+                    let pp = planes.as_ptr().add((v * total_quads + c0 / 4) * 4 * LANES);
+                    let o = op.add(v * LANES);
+                    match block {
+                        4 => gemm_tile::<4>(dp, d_stride, count, pp, o, out_stride),
+                        3 => gemm_tile::<3>(dp, d_stride, count, pp, o, out_stride),
+                        2 => gemm_tile::<2>(dp, d_stride, count, pp, o, out_stride),
+                        _ => gemm_tile::<1>(dp, d_stride, count, pp, o, out_stride),
+                    }
+                }
+                r += block;
+            }
+            c0 += 4 * count;
+        }
+    }
+    if w < width {
+        super::portable::gemm_acc(
+            &d[quads.start..],
+            d_stride,
+            rows,
+            quads.len(),
+            &b[quads.start * b_stride + w..],
+            b_stride,
+            width - w,
+            &mut out[w..],
+            out_stride,
+        );
+    }
 }
 
-/// `acc + a · b` lane by lane, wrapping.
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn mul_add(acc: __m512i, a: __m512i, b: __m512i) -> __m512i {
-    _mm512_add_epi32(acc, _mm512_mullo_epi32(a, b))
+/// `R` rows x 16 output lanes over `quads` groups of four columns, the four byte planes in
+/// separate accumulators (16 registers for `R = 4`).
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn gemm_tile<const R: usize>(
+    d: *const u8,
+    d_stride: usize,
+    quads: usize,
+    planes: *const u32,
+    out: *mut u32,
+    out_stride: usize,
+) {
+    let mut acc = [[_mm512_setzero_si512(); 4]; R];
+    for q in 0..quads {
+        let mut p = [_mm512_setzero_si512(); 4];
+        for (k, p) in p.iter_mut().enumerate() {
+            *p = _mm512_loadu_si512(planes.add((q * 4 + k) * LANES).cast());
+        }
+        for (i, acc) in acc.iter_mut().enumerate() {
+            let digits = d.add(i * d_stride + 4 * q).cast::<i32>().read_unaligned();
+            let x = _mm512_set1_epi32(digits);
+            for (acc, &p) in acc.iter_mut().zip(&p) {
+                *acc = _mm512_dpbusd_epi32(*acc, p, x);
+            }
+        }
+    }
+    for (i, acc) in acc.iter().enumerate() {
+        let o = out.add(i * out_stride);
+        let mut sum = _mm512_loadu_si512(o.cast());
+        for (k, &acc) in acc.iter().enumerate() {
+            sum = _mm512_add_epi32(sum, _mm512_sll_epi32(acc, _mm_cvtsi32_si128(8 * k as i32)));
+        }
+        _mm512_storeu_si512(o.cast(), sum);
+    }
 }
-
-/// 16 `i8` digits, sign-extended.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn load_digits(p: *const u8) -> __m512i {
-    _mm512_cvtepi8_epi32(_mm_loadu_si128(p.cast()))
-}
-
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn reduce(v: __m512i) -> u32 {
-    _mm512_reduce_add_epi32(v) as u32
-}
-
-super::simd::simd_kernels!("avx512f,avx512bw");

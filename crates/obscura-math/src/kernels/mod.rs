@@ -24,9 +24,8 @@ mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 pub mod portable;
-#[cfg(target_arch = "x86_64")]
-mod simd;
 
+use std::ops::Range;
 use std::sync::OnceLock;
 
 use rayon::prelude::*;
@@ -38,7 +37,7 @@ pub enum Backend {
     Portable,
     /// x86-64 AVX2, 8 lanes.
     Avx2,
-    /// x86-64 AVX-512 (F and BW), 16 lanes.
+    /// x86-64 AVX-512 with VNNI (F, BW, VNNI), byte dot products in 16 lanes.
     Avx512,
 }
 
@@ -57,7 +56,7 @@ impl Backend {
             if is_x86_feature_detected!("avx2") {
                 backends.push(Self::Avx2);
             }
-            if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
+            if avx512_vnni() {
                 backends.push(Self::Avx512);
             }
         }
@@ -73,93 +72,174 @@ impl Backend {
         }
     }
 
-    /// `out[r] += Σ_c d[r·stride + c] · v[c]` (see [`portable::gemv_acc`]).
+    /// Prepares `v` for [`Backend::gemv_acc`] (the AVX-512 backend splits it into byte planes).
+    pub fn prepare_vector(self, v: &[u32]) -> VectorOperand<'_> {
+        let planes = match self {
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx512 => avx512::vector_planes(v),
+            _ => Vec::new(),
+        };
+        VectorOperand { words: v, planes }
+    }
+
+    /// Prepares the `rows x width` matrix `b` (row stride `stride`) for [`Backend::gemm_acc`]
+    /// (the AVX-512 backend regroups it into byte planes of four rows).
     ///
     /// # Panics
-    /// If the slices are too short for the shape, or the backend is not available.
-    pub fn gemv_acc(self, d: &[u8], stride: usize, v: &[u32], out: &mut [u32]) {
+    /// If `b` is too short for the shape.
+    pub fn prepare_matrix(
+        self,
+        b: &[u32],
+        stride: usize,
+        rows: usize,
+        width: usize,
+    ) -> MatrixOperand<'_> {
+        assert!(width <= stride, "stride");
+        assert!(
+            rows == 0 || b.len() >= (rows - 1) * stride + width,
+            "operand too short"
+        );
+        let planes = match self {
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx512 => avx512::matrix_planes(b, stride, rows, width),
+            _ => Vec::new(),
+        };
+        MatrixOperand {
+            words: b,
+            stride,
+            rows,
+            width,
+            planes,
+        }
+    }
+
+    /// `out[r] += Σ_{c ∈ cols} d[r·stride + c] · v[c]` over Z_{2^32}, with `d` read as `i8`
+    /// digits (see [`portable::gemv_acc`]).
+    ///
+    /// # Panics
+    /// If the slices are too short for the shape, or `v` was prepared by another backend.
+    pub fn gemv_acc(
+        self,
+        d: &[u8],
+        stride: usize,
+        v: &VectorOperand,
+        cols: Range<usize>,
+        out: &mut [u32],
+    ) {
         let rows = out.len();
-        if rows == 0 {
+        if rows == 0 || cols.is_empty() {
             return;
         }
-        assert!(v.len() <= stride || rows == 1, "row stride");
-        assert!(d.len() >= (rows - 1) * stride + v.len(), "matrix too short");
+        assert!(cols.end <= v.words.len(), "columns out of range");
+        assert!(cols.end <= stride || rows == 1, "row stride");
+        assert!(
+            d.len() >= (rows - 1) * stride + cols.end,
+            "matrix too short"
+        );
         match self {
-            Self::Portable => portable::gemv_acc(d, stride, v, out),
+            Self::Portable => portable::gemv_acc(&d[cols.start..], stride, &v.words[cols], out),
             #[cfg(target_arch = "x86_64")]
             Self::Avx2 => {
                 assert!(is_x86_feature_detected!("avx2"));
                 // SAFETY: the feature is present and the bounds were checked above.
-                unsafe { avx2::gemv_acc(d, stride, v, out) }
+                unsafe { avx2::gemv_acc(&d[cols.start..], stride, &v.words[cols], out) }
             }
             #[cfg(target_arch = "x86_64")]
             Self::Avx512 => {
                 assert!(
-                    is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw")
+                    avx512_vnni() && v.planes.len() >= 4 * v.words.len(),
+                    "operand"
                 );
                 // SAFETY: the features are present and the bounds were checked above.
-                unsafe { avx512::gemv_acc(d, stride, v, out) }
+                unsafe { avx512::gemv_acc(d, stride, v.words, &v.planes, cols, out) }
             }
             #[cfg(not(target_arch = "x86_64"))]
             _ => unreachable!("only the portable backend exists here"),
         }
     }
 
-    /// `out[r·out_stride + j] += Σ_c d[r·d_stride + c] · b[c·b_stride + j]`
-    /// (see [`portable::gemm_acc`]).
+    /// `out[r·out_stride + j] += Σ_{c ∈ cols} d[r·d_stride + c] · b[c][j]` over Z_{2^32} for
+    /// `r < rows`, `j < b.width`, with `d` read as `i8` digits (see [`portable::gemm_acc`]).
     ///
     /// # Panics
-    /// If the slices are too short for the shape, or the backend is not available.
+    /// If the slices are too short for the shape, or `b` was prepared by another backend.
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_acc(
         self,
         d: &[u8],
         d_stride: usize,
         rows: usize,
-        cols: usize,
-        b: &[u32],
-        b_stride: usize,
-        width: usize,
+        b: &MatrixOperand,
+        cols: Range<usize>,
         out: &mut [u32],
         out_stride: usize,
     ) {
-        if rows == 0 || cols == 0 || width == 0 {
+        let width = b.width;
+        if rows == 0 || cols.is_empty() || width == 0 {
             return;
         }
+        assert!(cols.end <= b.rows, "columns out of range");
+        assert!(cols.end <= d_stride && width <= out_stride, "strides");
         assert!(
-            cols <= d_stride && width <= b_stride && width <= out_stride,
-            "strides"
-        );
-        assert!(d.len() >= (rows - 1) * d_stride + cols, "matrix too short");
-        assert!(
-            b.len() >= (cols - 1) * b_stride + width,
-            "operand too short"
+            d.len() >= (rows - 1) * d_stride + cols.end,
+            "matrix too short"
         );
         assert!(
             out.len() >= (rows - 1) * out_stride + width,
             "output too short"
         );
-        let args = (d, d_stride, rows, cols, b, b_stride, width, out, out_stride);
+        let portable = |cols: Range<usize>, out: &mut [u32]| {
+            portable::gemm_acc(
+                &d[cols.start..],
+                d_stride,
+                rows,
+                cols.len(),
+                &b.words[cols.start * b.stride..],
+                b.stride,
+                width,
+                out,
+                out_stride,
+            )
+        };
         match self {
-            Self::Portable => {
-                let (d, ds, r, c, b, bs, w, o, os) = args;
-                portable::gemm_acc(d, ds, r, c, b, bs, w, o, os)
-            }
+            Self::Portable => portable(cols, out),
             #[cfg(target_arch = "x86_64")]
             Self::Avx2 => {
                 assert!(is_x86_feature_detected!("avx2"));
-                let (d, ds, r, c, b, bs, w, o, os) = args;
                 // SAFETY: the feature is present and the bounds were checked above.
-                unsafe { avx2::gemm_acc(d, ds, r, c, b, bs, w, o, os) }
+                unsafe {
+                    avx2::gemm_acc(
+                        &d[cols.start..],
+                        d_stride,
+                        rows,
+                        cols.len(),
+                        &b.words[cols.start * b.stride..],
+                        b.stride,
+                        width,
+                        out,
+                        out_stride,
+                    )
+                }
             }
             #[cfg(target_arch = "x86_64")]
             Self::Avx512 => {
-                assert!(
-                    is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw")
-                );
-                let (d, ds, r, c, b, bs, w, o, os) = args;
-                // SAFETY: the features are present and the bounds were checked above.
-                unsafe { avx512::gemm_acc(d, ds, r, c, b, bs, w, o, os) }
+                assert!(avx512_vnni(), "operand");
+                // Columns outside whole groups of four go through the portable kernel.
+                let q_start = cols.start.next_multiple_of(4).min(cols.end);
+                let q_end = (cols.end / 4 * 4).max(q_start);
+                portable(cols.start..q_start, out);
+                portable(q_end..cols.end, out);
+                let quads = q_start..q_end;
+                if !quads.is_empty() {
+                    // SAFETY: the features are present; the bounds were checked above and the
+                    // quad range lies inside `cols`.
+                    unsafe {
+                        avx512::gemm_acc(
+                            d, d_stride, rows, b.words, b.stride, width, &b.planes, quads, out,
+                            out_stride,
+                        )
+                    }
+                }
             }
             #[cfg(not(target_arch = "x86_64"))]
             _ => unreachable!("only the portable backend exists here"),
@@ -167,69 +247,111 @@ impl Backend {
     }
 }
 
+/// A vector prepared for one backend's [`Backend::gemv_acc`].
+pub struct VectorOperand<'a> {
+    words: &'a [u32],
+    planes: Vec<u8>,
+}
+
+/// A matrix prepared for one backend's [`Backend::gemm_acc`].
+pub struct MatrixOperand<'a> {
+    words: &'a [u32],
+    stride: usize,
+    rows: usize,
+    width: usize,
+    planes: Vec<u32>,
+}
+
+/// Whether the CPU has the AVX-512 features the `avx512` backend needs.
+#[cfg(target_arch = "x86_64")]
+fn avx512_vnni() -> bool {
+    is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512bw")
+        && is_x86_feature_detected!("avx512vnni")
+}
+
 /// Rows handed to one parallel task.
 const ROWS_PER_TASK: usize = 16;
 
-/// Bytes of the vector operand kept in cache while a tile of columns is processed.
-const OPERAND_TILE_BYTES: usize = 128 << 10;
+/// Columns of a matrix-vector tile: 128 KiB of `u32` operand stays in the L2 cache.
+const VECTOR_TILE: usize = 32 << 10;
+
+/// Bytes of matrix operand per column tile of a batch product.
+const MATRIX_TILE_BYTES: usize = 256 << 10;
+
+/// Batches at least this large use the matrix-matrix kernel; smaller ones run one matrix-vector
+/// kernel per query over each cache-resident tile.
+const GEMM_MIN_BATCH: usize = 8;
 
 /// `out = D · v` over Z_{2^32}, where `D` is a row-major plaintext matrix of `out.len()` rows and
 /// `v.len()` columns. Rows are spread over the rayon pool; columns are tiled so the slice of `v`
-/// in use stays in the L2 cache.
+/// in use stays in cache.
 pub fn plaintext_mat_vec(d: &[u8], v: &[u32], out: &mut [u32]) {
-    let cols = v.len();
-    assert_eq!(d.len(), out.len() * cols, "matrix shape");
-    out.fill(0);
-    if cols == 0 {
-        return;
-    }
-    let backend = Backend::detect();
-    let tile = (OPERAND_TILE_BYTES / 4).min(cols);
-    out.par_chunks_mut(ROWS_PER_TASK)
-        .zip(d.par_chunks(ROWS_PER_TASK * cols))
-        .for_each(|(out, d)| {
-            for first in (0..cols).step_by(tile) {
-                let last = (first + tile).min(cols);
-                backend.gemv_acc(&d[first..], cols, &v[first..last], out);
-            }
-        });
+    let answers = plaintext_mat_vecs(d, out.len(), &[v]);
+    out.copy_from_slice(&answers[0]);
 }
 
-/// `out = D · Q` over Z_{2^32} for a batch of `k` vectors: `Q` is `cols x k` row-major (entry
-/// `c·k + j` is entry `c` of vector `j`) and `out` is `rows x k`. One pass over `D` answers all
-/// `k` vectors.
-pub fn plaintext_mat_mat(d: &[u8], q: &[u32], k: usize, out: &mut [u32]) {
-    assert!(k > 0, "empty batch");
-    let cols = q.len() / k;
-    let rows = out.len() / k;
-    assert_eq!(q.len(), cols * k, "operand shape");
-    assert_eq!(out.len(), rows * k, "output shape");
+/// `D · v_j` over Z_{2^32} for every vector of a batch, in one pass over the `rows x cols`
+/// plaintext matrix `D` (all vectors have `cols` entries).
+pub fn plaintext_mat_vecs(d: &[u8], rows: usize, vectors: &[&[u32]]) -> Vec<Vec<u32>> {
+    plaintext_mat_vecs_with(Backend::detect(), d, rows, vectors)
+}
+
+/// [`plaintext_mat_vecs`] on a chosen backend.
+pub fn plaintext_mat_vecs_with(
+    backend: Backend,
+    d: &[u8],
+    rows: usize,
+    vectors: &[&[u32]],
+) -> Vec<Vec<u32>> {
+    let k = vectors.len();
+    let cols = vectors.first().map_or(0, |v| v.len());
+    assert!(vectors.iter().all(|v| v.len() == cols), "vector lengths");
     assert_eq!(d.len(), rows * cols, "matrix shape");
-    out.fill(0);
-    if cols == 0 {
-        return;
+    let mut out = vec![0u32; rows * k];
+    if cols == 0 || k == 0 {
+        return vec![vec![0; rows]; k];
     }
-    let backend = Backend::detect();
-    let tile = (OPERAND_TILE_BYTES / (4 * k)).clamp(1, cols);
-    out.par_chunks_mut(ROWS_PER_TASK * k)
-        .zip(d.par_chunks(ROWS_PER_TASK * cols))
-        .for_each(|(out, d)| {
-            let rows = out.len() / k;
-            for first in (0..cols).step_by(tile) {
-                let count = tile.min(cols - first);
-                backend.gemm_acc(
-                    &d[first..],
-                    cols,
-                    rows,
-                    count,
-                    &q[first * k..],
-                    k,
-                    k,
-                    out,
-                    k,
-                );
+    if k < GEMM_MIN_BATCH {
+        let operands: Vec<_> = vectors.iter().map(|v| backend.prepare_vector(v)).collect();
+        out.par_chunks_mut(ROWS_PER_TASK * k)
+            .zip(d.par_chunks(ROWS_PER_TASK * cols))
+            .for_each(|(out, d)| {
+                let rows = out.len() / k;
+                let mut sums = vec![0u32; rows];
+                for (j, operand) in operands.iter().enumerate() {
+                    sums.fill(0);
+                    for first in (0..cols).step_by(VECTOR_TILE) {
+                        let tile = first..(first + VECTOR_TILE).min(cols);
+                        backend.gemv_acc(d, cols, operand, tile, &mut sums);
+                    }
+                    for (r, &sum) in sums.iter().enumerate() {
+                        out[r * k + j] = sum;
+                    }
+                }
+            });
+    } else {
+        let mut interleaved = vec![0u32; cols * k];
+        for (j, v) in vectors.iter().enumerate() {
+            for (c, &x) in v.iter().enumerate() {
+                interleaved[c * k + j] = x;
             }
-        });
+        }
+        let operand = backend.prepare_matrix(&interleaved, k, cols, k);
+        let tile = (MATRIX_TILE_BYTES / (4 * k)).next_multiple_of(4).min(cols);
+        out.par_chunks_mut(ROWS_PER_TASK * k)
+            .zip(d.par_chunks(ROWS_PER_TASK * cols))
+            .for_each(|(out, d)| {
+                let rows = out.len() / k;
+                for first in (0..cols).step_by(tile) {
+                    let cols_tile = first..(first + tile).min(cols);
+                    backend.gemm_acc(d, cols, rows, &operand, cols_tile, out, k);
+                }
+            });
+    }
+    (0..k)
+        .map(|j| (0..rows).map(|r| out[r * k + j]).collect())
+        .collect()
 }
 
 /// `out = M · v` over Z_{2^32}, where `M` is row-major with `out.len()` rows and `v.len()` columns.
@@ -261,6 +383,19 @@ pub fn plaintext_mat_mul_acc(
     n: usize,
     h: &mut [u32],
 ) {
+    plaintext_mat_mul_acc_with(Backend::detect(), d, d_cols, first, block, n, h)
+}
+
+/// [`plaintext_mat_mul_acc`] on a chosen backend.
+pub fn plaintext_mat_mul_acc_with(
+    backend: Backend,
+    d: &[u8],
+    d_cols: usize,
+    first: usize,
+    block: &[u32],
+    n: usize,
+    h: &mut [u32],
+) {
     assert!(n > 0 && block.len().is_multiple_of(n), "block shape");
     let b = block.len() / n;
     let rows = h.len() / n;
@@ -270,12 +405,12 @@ pub fn plaintext_mat_mul_acc(
     if b == 0 {
         return;
     }
-    let backend = Backend::detect();
+    let operand = backend.prepare_matrix(block, n, b, n);
     h.par_chunks_mut(4 * n)
         .zip(d.par_chunks(4 * d_cols))
         .for_each(|(h, d)| {
             let rows = h.len() / n;
-            backend.gemm_acc(&d[first..], d_cols, rows, b, block, n, n, h, n);
+            backend.gemm_acc(&d[first..], d_cols, rows, &operand, 0..b, h, n);
         });
 }
 
@@ -296,52 +431,89 @@ mod tests {
 
     proptest! {
         #[test]
-        fn gemv_backends_agree(rows in 1usize..12, cols in 0usize..90, pad in 0usize..5, seed in any::<u64>()) {
+        fn gemv_backends_agree(
+            rows in 1usize..12, cols in 0usize..300, pad in 0usize..5, skip in 0usize..70, seed in any::<u64>()
+        ) {
             let mut next = random(seed);
             let stride = cols + pad;
             let d: Vec<u8> = (0..rows * stride).map(|_| next() as u8).collect();
             let v: Vec<u32> = (0..cols).map(|_| next()).collect();
             let start: Vec<u32> = (0..rows).map(|_| next()).collect();
+            let range = skip.min(cols)..cols;
             let mut expected = start.clone();
-            portable::gemv_acc(&d, stride, &v, &mut expected);
+            portable::gemv_acc(&d[range.start..], stride, &v[range.clone()], &mut expected);
             for backend in Backend::available() {
                 let mut out = start.clone();
-                backend.gemv_acc(&d, stride, &v, &mut out);
+                backend.gemv_acc(&d, stride, &backend.prepare_vector(&v), range.clone(), &mut out);
                 prop_assert_eq!(&out, &expected, "{}", backend.name());
             }
         }
 
         #[test]
         fn gemm_backends_agree(
-            rows in 1usize..11, cols in 1usize..20, width in 1usize..150, pad in 0usize..3, seed in any::<u64>()
+            rows in 1usize..11, cols in 1usize..40, width in 1usize..150, pad in 0usize..3,
+            skip in 0usize..9, seed in any::<u64>()
         ) {
             let mut next = random(seed);
             let (d_stride, b_stride, out_stride) = (cols + pad, width + pad, width + 2 * pad);
             let d: Vec<u8> = (0..rows * d_stride).map(|_| next() as u8).collect();
             let b: Vec<u32> = (0..cols * b_stride).map(|_| next()).collect();
             let start: Vec<u32> = (0..rows * out_stride).map(|_| next()).collect();
+            let range = skip.min(cols)..cols;
             let mut expected = start.clone();
-            portable::gemm_acc(&d, d_stride, rows, cols, &b, b_stride, width, &mut expected, out_stride);
+            portable::gemm_acc(
+                &d[range.start..], d_stride, rows, range.len(), &b[range.start * b_stride..], b_stride,
+                width, &mut expected, out_stride,
+            );
             for backend in Backend::available() {
                 let mut out = start.clone();
-                backend.gemm_acc(&d, d_stride, rows, cols, &b, b_stride, width, &mut out, out_stride);
+                let operand = backend.prepare_matrix(&b, b_stride, cols, width);
+                backend.gemm_acc(&d, d_stride, rows, &operand, range.clone(), &mut out, out_stride);
                 prop_assert_eq!(&out, &expected, "{}", backend.name());
             }
         }
 
         #[test]
-        fn batch_product_matches_single_products(rows in 0usize..40, cols in 0usize..70, k in 1usize..20, seed in any::<u64>()) {
+        fn batch_products_match_on_every_backend(
+            rows in 0usize..40, cols in 0usize..200, k in 1usize..20, seed in any::<u64>()
+        ) {
             let mut next = random(seed);
             let d: Vec<u8> = (0..rows * cols).map(|_| next() as u8).collect();
-            let q: Vec<u32> = (0..cols * k).map(|_| next()).collect();
-            let mut out = vec![0u32; rows * k];
-            plaintext_mat_mat(&d, &q, k, &mut out);
-            for j in 0..k {
-                let v: Vec<u32> = (0..cols).map(|c| q[c * k + j]).collect();
-                let mut single = vec![0u32; rows];
-                plaintext_mat_vec(&d, &v, &mut single);
-                let column: Vec<u32> = (0..rows).map(|r| out[r * k + j]).collect();
-                prop_assert_eq!(column, single);
+            let vectors: Vec<Vec<u32>> = (0..k).map(|_| (0..cols).map(|_| next()).collect()).collect();
+            let refs: Vec<&[u32]> = vectors.iter().map(|v| v.as_slice()).collect();
+            let expected: Vec<Vec<u32>> = vectors
+                .iter()
+                .map(|v| {
+                    let mut out = vec![0u32; rows];
+                    if cols > 0 {
+                        portable::gemv_acc(&d, cols, v, &mut out);
+                    }
+                    out
+                })
+                .collect();
+            for backend in Backend::available() {
+                prop_assert_eq!(&plaintext_mat_vecs_with(backend, &d, rows, &refs), &expected, "{}", backend.name());
+            }
+        }
+
+        #[test]
+        fn hint_products_match_on_every_backend(
+            rows in 1usize..12, d_cols in 1usize..40, n in 1usize..70, seed in any::<u64>()
+        ) {
+            let mut next = random(seed);
+            let d: Vec<u8> = (0..rows * d_cols).map(|_| next() as u8).collect();
+            let a: Vec<u32> = (0..d_cols * n).map(|_| next()).collect();
+            let mut expected = vec![0u32; rows * n];
+            portable::gemm_acc(&d, d_cols, rows, d_cols, &a, n, n, &mut expected, n);
+            for backend in Backend::available() {
+                let mut h = vec![0u32; rows * n];
+                let mut first = 0;
+                while first < d_cols {
+                    let b = (d_cols - first).min(7);
+                    plaintext_mat_mul_acc_with(backend, &d, d_cols, first, &a[first * n..(first + b) * n], n, &mut h);
+                    first += b;
+                }
+                prop_assert_eq!(&h, &expected, "{}", backend.name());
             }
         }
     }
@@ -350,7 +522,7 @@ mod tests {
     fn large_tiles_agree() {
         // More columns than one operand tile, so the tiling is exercised.
         let mut next = random(7);
-        let (rows, cols) = (5, 3 * OPERAND_TILE_BYTES / 4 + 17);
+        let (rows, cols) = (5, 3 * VECTOR_TILE + 17);
         let d: Vec<u8> = (0..rows * cols).map(|_| next() as u8).collect();
         let v: Vec<u32> = (0..cols).map(|_| next()).collect();
         let mut out = vec![0u32; rows];

@@ -88,9 +88,11 @@ impl Geometry {
                 "record size {record_bytes} is outside 1 ..= {MAX_RECORD_BYTES} bytes"
             ));
         }
+        // The last record holds between 1 and `record_bytes` bytes.
         let full = records.checked_mul(record_bytes);
-        let partial = (records - 1) * record_bytes;
-        if full.is_none_or(|full| data_bytes <= partial || data_bytes > full) {
+        if full
+            .is_none_or(|full| data_bytes.saturating_add(record_bytes) <= full || data_bytes > full)
+        {
             return invalid(format!(
                 "{data_bytes} data bytes do not make {records} records of {record_bytes} bytes"
             ));
@@ -262,6 +264,8 @@ mod tests {
         assert!(Geometry::new(2, 4, 8, 3, 8).is_err());
         assert!(Geometry::new(2, 4, 8, 1, 9).is_err());
         assert!(Geometry::new(u64::MAX, u64::MAX, 1, 1, 8).is_err());
+        assert!(Geometry::new(u64::MAX / 2, 1 << 20, u64::MAX, 1, 8).is_err());
+        assert!(Geometry::new(1 << 40, 1 << 10, 1 << 50, 1, 8).is_err());
         assert!(Geometry::plan(10, 0, Layout::Square, ParamSet::Ypir1024).is_err());
     }
 }

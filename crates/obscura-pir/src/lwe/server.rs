@@ -11,9 +11,12 @@ use super::messages::{Answer, Query};
 use super::setup::{matrix_a, PublicSetup, SetupOptions};
 use crate::{PirError, PirServer};
 
-/// Columns of `D` (rows of `A`) processed per step of the hint product: a 64 x 1024 block of `A`
-/// is 256 KiB and stays in the L2 cache while every row of the hint is updated.
-const HINT_BLOCK: usize = 64;
+/// Columns of `D` (rows of `A`) processed per step of the hint product (a 256 x 1024 block of
+/// `A` is 1 MiB); the kernel tiles it further for the cache.
+const HINT_BLOCK: usize = 256;
+
+/// Rows of `A` expanded by one parallel task.
+const EXPAND_ROWS: usize = 16;
 
 /// The server side of the LWE engine: the encoded database and its public setup.
 pub struct Server {
@@ -46,7 +49,11 @@ impl Server {
         let mut first = 0;
         while first < cols {
             let count = HINT_BLOCK.min(cols - first);
-            let block = a.rows_block(first, count);
+            let mut block = vec![0u32; count * n];
+            block
+                .par_chunks_mut(EXPAND_ROWS * n)
+                .enumerate()
+                .for_each(|(i, rows)| a.fill_rows(first + i * EXPAND_ROWS, rows));
             kernels::plaintext_mat_mul_acc(
                 database.as_bytes(),
                 cols,
@@ -98,6 +105,27 @@ impl PirServer for Server {
             digest: *self.setup.digest(),
             values: self.database.mul_vec(&query.values),
         })
+    }
+
+    fn answer_batch(&self, queries: &[Query]) -> Result<Vec<Answer>, PirError> {
+        match queries {
+            [] => return Ok(Vec::new()),
+            [query] => return Ok(vec![self.answer(query)?]),
+            _ => {}
+        }
+        for query in queries {
+            query.check(&self.setup)?;
+        }
+        let vectors: Vec<&[u32]> = queries.iter().map(|q| q.values.as_slice()).collect();
+        let answers =
+            kernels::plaintext_mat_vecs(self.database.as_bytes(), self.database.rows(), &vectors);
+        Ok(answers
+            .into_iter()
+            .map(|values| Answer {
+                digest: *self.setup.digest(),
+                values,
+            })
+            .collect())
     }
 }
 

@@ -1,0 +1,183 @@
+//! The `frodo` and `simple-1g` presets: index PIR with the LWE engine.
+
+use std::time::Instant;
+
+use anyhow::Result;
+use obscura_pir::lwe::{Client, Layout, PublicSetup, QueryState, SetupOptions};
+use obscura_pir::params::{Distribution, LOG_Q};
+use obscura_pir::{PirClient, PirServer};
+use rayon::prelude::*;
+
+use super::report::{Batch, Bytes, Pair, Params, Report};
+use super::{Pools, Preset};
+use crate::progress;
+
+/// Times an answer is repeated to take the median.
+const ANSWER_REPEATS: usize = 5;
+
+/// Batch sizes measured by `simple-1g`.
+const BATCH_SIZES: [usize; 4] = [1, 4, 16, 64];
+
+/// Deterministic pseudo-random records (SplitMix64 of the word index).
+fn generate(bytes: u64) -> Vec<u8> {
+    let mut data = vec![0u8; bytes as usize];
+    data.par_chunks_mut(8).enumerate().for_each(|(i, chunk)| {
+        let mut z = (i as u64)
+            .wrapping_add(1)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
+    });
+    data
+}
+
+fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let started = Instant::now();
+    let value = f();
+    (value, started.elapsed().as_secs_f64())
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Runs an LWE preset and fills `report`.
+pub fn run(
+    preset: Preset,
+    records: u64,
+    record_bytes: u64,
+    pools: &Pools,
+    report: &mut Report,
+) -> Result<()> {
+    let layout = match preset {
+        Preset::Frodo => Layout::OnePerColumn,
+        Preset::Simple1g => Layout::Square,
+    };
+    let data = pools.all.install(|| generate(records * record_bytes));
+    let options = SetupOptions {
+        layout,
+        ..SetupOptions::default()
+    };
+    let (server, setup_seconds) = timed(|| {
+        pools
+            .all
+            .install(|| progress::setup_with_bar(&data, record_bytes, options, "server setup"))
+    });
+    let server = server?;
+    let setup_bytes = server.public_setup().to_bytes();
+    let (client, client_seconds) = timed(|| PublicSetup::from_bytes(&setup_bytes).map(Client::new));
+    let mut client = client?;
+
+    let setup = client.setup().clone();
+    let g = setup.geometry();
+    let params = setup.params();
+    report.scheme = "lwe".into();
+    report.layout = match layout {
+        Layout::OnePerColumn => "one-per-column".into(),
+        _ => "square".into(),
+    };
+    report.records = records;
+    report.record_bytes = record_bytes;
+    report.backend = obscura_math::kernels::Backend::detect().name().into();
+    report.matrix = [g.rows(), g.cols()];
+    report.params = Params {
+        n: params.n(),
+        log_q: LOG_Q,
+        p: params.p(),
+        sigma: params.set.error_subgaussian(),
+        set: params.set.name().into(),
+    };
+    if let Distribution::Ternary = params.set.error() {
+        report.params.sigma = 1.0;
+    }
+    report.seconds.server_setup = setup_seconds;
+    report.seconds.client_setup = client_seconds;
+
+    let mut indices = {
+        let mut x = 0x5eed_u64;
+        std::iter::repeat_with(move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % records
+        })
+    };
+    let mut correct = true;
+    let mut check = |index: u64, record: &[u8]| {
+        let start = (index * record_bytes) as usize;
+        correct &= record == &data[start..start + record_bytes as usize];
+    };
+
+    // Prepared query: preparation, online step, answer (1 and all threads), decode.
+    let (prepared, prepare_seconds) = timed(|| pools.all.install(|| client.preprocess(1)));
+    prepared?;
+    let index = indices.next().expect("endless");
+    let (query, query_seconds) = timed(|| client.query(index));
+    let (query, state) = query?;
+    let answer_times = |pool: &rayon::ThreadPool| -> Result<(Vec<f64>, _)> {
+        let mut times = Vec::new();
+        let mut last = None;
+        for _ in 0..ANSWER_REPEATS {
+            let (answer, seconds) = timed(|| pool.install(|| server.answer(&query)));
+            last = Some(answer?);
+            times.push(seconds);
+        }
+        Ok((times, last.expect("repeated")))
+    };
+    let (one_thread, _) = answer_times(&pools.one)?;
+    let (all_threads, answer) = answer_times(&pools.all)?;
+    let (record, decode_seconds) = timed(|| client.decode(state, &answer));
+    check(index, &record?);
+
+    // A query from scratch (no preparation), checked too.
+    let index = indices.next().expect("endless");
+    let (fresh, fresh_seconds) = timed(|| pools.all.install(|| client.query(index)));
+    let (fresh_query, fresh_state) = fresh?;
+    let fresh_answer = pools.all.install(|| server.answer(&fresh_query))?;
+    check(index, &client.decode(fresh_state, &fresh_answer)?);
+
+    let database_bytes = (records * record_bytes) as f64;
+    let (one, all) = (median(one_thread), median(all_threads));
+    report.seconds.query_prepare = prepare_seconds;
+    report.seconds.query = query_seconds;
+    report.seconds.query_fresh = fresh_seconds;
+    report.seconds.answer = all;
+    report.seconds.decode = decode_seconds;
+    report.answer_gbs = Pair {
+        one_thread: database_bytes / one / 1e9,
+        all_threads: database_bytes / all / 1e9,
+    };
+    report.bytes = Bytes {
+        hint: setup_bytes.len() as u64,
+        query: query.to_bytes().len() as u64,
+        answer: answer.to_bytes().len() as u64,
+    };
+
+    if preset == Preset::Simple1g {
+        for k in BATCH_SIZES {
+            pools.all.install(|| client.preprocess(k))?;
+            let mut queries = Vec::with_capacity(k);
+            let mut states: Vec<(u64, QueryState)> = Vec::with_capacity(k);
+            for _ in 0..k {
+                let index = indices.next().expect("endless");
+                let (query, state) = client.query(index)?;
+                queries.push(query);
+                states.push((index, state));
+            }
+            let (answers, seconds) = timed(|| pools.all.install(|| server.answer_batch(&queries)));
+            for ((index, state), answer) in states.into_iter().zip(&answers?) {
+                check(index, &client.decode(state, answer)?);
+            }
+            report.batch.push(Batch {
+                k,
+                seconds,
+                effective_gbs: k as f64 * database_bytes / seconds / 1e9,
+            });
+        }
+    }
+    report.correct = correct;
+    Ok(())
+}

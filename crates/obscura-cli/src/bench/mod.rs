@@ -1,0 +1,103 @@
+//! `obscura bench`: the standard workloads of WORKLOADS.md, with the machine's memory bandwidth
+//! measured in the same run.
+
+mod bandwidth;
+mod lwe;
+mod report;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use rayon::ThreadPool;
+
+pub use report::Report;
+
+/// A standard workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Preset {
+    /// 2^20 records x 1 KiB, index PIR, one record per column (FrodoPIR's workload).
+    Frodo,
+    /// 2^20 records x 1 KiB (1 GiB), near-square layout (SimplePIR's workload).
+    #[value(name = "simple-1g")]
+    Simple1g,
+}
+
+impl Preset {
+    /// The name WORKLOADS.md gives the preset.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Frodo => "frodo",
+            Self::Simple1g => "simple-1g",
+        }
+    }
+}
+
+/// Arguments of `obscura bench`.
+#[derive(Args)]
+pub struct BenchArgs {
+    /// The workload.
+    preset: Preset,
+    /// Records in the database (default: the preset's, 2^20).
+    #[arg(long)]
+    records: Option<u64>,
+    /// Bytes per record (default: the preset's, 1024).
+    #[arg(long)]
+    record_bytes: Option<u64>,
+    /// Threads for the parallel steps (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Print one JSON object instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Thread pools for one and for all threads.
+pub struct Pools {
+    /// A pool of one thread.
+    pub one: ThreadPool,
+    /// A pool of the requested number of threads.
+    pub all: ThreadPool,
+}
+
+fn pool(threads: usize) -> Result<ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .context("cannot start the thread pool")
+}
+
+/// Runs `obscura bench`.
+pub fn run(args: BenchArgs) -> Result<()> {
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    anyhow::ensure!(threads >= 1, "--threads must be at least 1");
+    let pools = Pools {
+        one: pool(1)?,
+        all: pool(threads)?,
+    };
+    let mut report = Report::new(args.preset.name(), threads);
+    {
+        let buffer = bandwidth::buffer();
+        report.bandwidth_gbs = report::Pair {
+            one_thread: bandwidth::read_gbs(&buffer, &pools.one),
+            all_threads: bandwidth::read_gbs(&buffer, &pools.all),
+        };
+    }
+    let records = args.records.unwrap_or(1 << 20);
+    let record_bytes = args.record_bytes.unwrap_or(1024);
+    anyhow::ensure!(
+        records >= 1 && record_bytes >= 1,
+        "--records and --record-bytes must be at least 1"
+    );
+    lwe::run(args.preset, records, record_bytes, &pools, &mut report)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        report.print_tables();
+    }
+    anyhow::ensure!(
+        report.correct,
+        "a retrieved record did not match the original"
+    );
+    Ok(())
+}

@@ -1,0 +1,203 @@
+//! The result of a benchmark run: the JSON object of WORKLOADS.md, and its tables.
+
+use serde::Serialize;
+
+/// A figure for one thread and for all threads.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Pair {
+    /// With one thread.
+    pub one_thread: f64,
+    /// With all threads.
+    pub all_threads: f64,
+}
+
+/// LWE parameters as reported.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Params {
+    /// LWE dimension.
+    pub n: usize,
+    /// log2 of the ciphertext modulus.
+    pub log_q: u32,
+    /// Plaintext modulus.
+    pub p: u32,
+    /// Error standard deviation (1 stands for uniform ternary).
+    pub sigma: f64,
+    /// Parameter set name.
+    pub set: String,
+}
+
+/// Step times in seconds (a step that does not apply is absent).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Seconds {
+    /// Server setup (encoding and hint).
+    pub server_setup: f64,
+    /// Client setup (decoding the public setup).
+    pub client_setup: f64,
+    /// Preparing one query ahead of time (A·s + e, H·s).
+    pub query_prepare: f64,
+    /// The online query step with a prepared query.
+    pub query: f64,
+    /// A query generated from scratch, without preparation.
+    pub query_fresh: f64,
+    /// Server answer to one query, all threads (median).
+    pub answer: f64,
+    /// Decoding one answer.
+    pub decode: f64,
+}
+
+/// Message sizes in bytes.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Bytes {
+    /// The public setup (hint, seed, parameters).
+    pub hint: u64,
+    /// One query.
+    pub query: u64,
+    /// One answer.
+    pub answer: u64,
+}
+
+/// One batch size.
+#[derive(Clone, Debug, Serialize)]
+pub struct Batch {
+    /// Queries answered in one pass.
+    pub k: usize,
+    /// Time for the whole batch.
+    pub seconds: f64,
+    /// k x database bytes / seconds, in 10^9 bytes per second.
+    pub effective_gbs: f64,
+}
+
+/// The JSON object `obscura bench --json` prints.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    /// Preset name.
+    pub preset: String,
+    /// Scheme.
+    pub scheme: String,
+    /// Matrix layout.
+    pub layout: String,
+    /// Records in the database.
+    pub records: u64,
+    /// Bytes per record.
+    pub record_bytes: u64,
+    /// Threads used for "all threads".
+    pub threads: usize,
+    /// Kernel backend.
+    pub backend: String,
+    /// Matrix shape (rows, columns).
+    pub matrix: [u64; 2],
+    /// Parameters.
+    pub params: Params,
+    /// Streaming read bandwidth.
+    pub bandwidth_gbs: Pair,
+    /// Step times.
+    pub seconds: Seconds,
+    /// Message sizes.
+    pub bytes: Bytes,
+    /// Answer throughput (database bytes / answer seconds).
+    pub answer_gbs: Pair,
+    /// Batched answers.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub batch: Vec<Batch>,
+    /// Whether every retrieved record matched the original.
+    pub correct: bool,
+}
+
+impl Report {
+    /// An empty report for `preset` on `threads` threads.
+    pub fn new(preset: &str, threads: usize) -> Self {
+        Self {
+            preset: preset.into(),
+            threads,
+            ..Self::default()
+        }
+    }
+
+    /// Prints the human-readable tables.
+    pub fn print_tables(&self) {
+        let gib = (self.records * self.record_bytes) as f64 / (1u64 << 30) as f64;
+        println!(
+            "preset {}: {} records x {} B ({gib:.3} GiB), {} layout, {} x {} matrix, {} threads, {} kernels",
+            self.preset,
+            self.records,
+            self.record_bytes,
+            self.layout,
+            self.matrix[0],
+            self.matrix[1],
+            self.threads,
+            self.backend
+        );
+        println!(
+            "params: {} (n = {}, q = 2^{}, p = {}, sigma = {})",
+            self.params.set, self.params.n, self.params.log_q, self.params.p, self.params.sigma
+        );
+        println!(
+            "memory bandwidth (streaming read): {:.1} GB/s one thread, {:.1} GB/s all threads\n",
+            self.bandwidth_gbs.one_thread, self.bandwidth_gbs.all_threads
+        );
+        let s = &self.seconds;
+        println!("| step | time |\n|---|---|");
+        for (name, secs) in [
+            ("server setup", s.server_setup),
+            ("client setup", s.client_setup),
+            ("query preparation (one query)", s.query_prepare),
+            ("query, online step (prepared)", s.query),
+            ("query, from scratch", s.query_fresh),
+            ("answer (all threads, median)", s.answer),
+            ("decode", s.decode),
+        ] {
+            println!("| {name} | {} |", human(secs));
+        }
+        println!(
+            "\n| message | bytes |\n|---|---|\n| hint (public setup) | {} |\n| query | {} |\n| answer | {} |",
+            self.bytes.hint, self.bytes.query, self.bytes.answer
+        );
+        println!("\n| answer throughput | GB/s | of bandwidth |\n|---|---|---|");
+        for (name, gbs, bandwidth) in [
+            (
+                "one thread",
+                self.answer_gbs.one_thread,
+                self.bandwidth_gbs.one_thread,
+            ),
+            (
+                "all threads",
+                self.answer_gbs.all_threads,
+                self.bandwidth_gbs.all_threads,
+            ),
+        ] {
+            println!("| {name} | {gbs:.2} | {:.0}% |", 100.0 * gbs / bandwidth);
+        }
+        if !self.batch.is_empty() {
+            let single = self.batch[0].effective_gbs;
+            println!("\n| batch k | time | effective GB/s | vs k = 1 |\n|---|---|---|---|");
+            for batch in &self.batch {
+                println!(
+                    "| {} | {} | {:.1} | {:.1}x |",
+                    batch.k,
+                    human(batch.seconds),
+                    batch.effective_gbs,
+                    batch.effective_gbs / single
+                );
+            }
+        }
+        println!(
+            "\ncorrect: {}",
+            if self.correct {
+                "every retrieved record matched"
+            } else {
+                "NO: a record came back wrong"
+            }
+        );
+    }
+}
+
+/// Seconds as s, ms or µs.
+fn human(seconds: f64) -> String {
+    if seconds >= 1.0 {
+        format!("{seconds:.2} s")
+    } else if seconds >= 1e-3 {
+        format!("{:.2} ms", seconds * 1e3)
+    } else {
+        format!("{:.1} µs", seconds * 1e6)
+    }
+}

@@ -1,0 +1,62 @@
+//! Criterion benchmarks of the kernels on every backend this CPU has.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use obscura_math::kernels::{plaintext_mat_mul_acc_with, plaintext_mat_vecs_with, Backend};
+
+fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn random_words(len: usize, seed: u64) -> Vec<u32> {
+    random_bytes(4 * len, seed)
+        .chunks_exact(4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect()
+}
+
+/// One query against a 64 MiB database (8192 x 8192): the answer kernel.
+fn answer(c: &mut Criterion) {
+    let (rows, cols) = (8192, 8192);
+    let d = random_bytes(rows * cols, 1);
+    let queries: Vec<Vec<u32>> = (0..16).map(|j| random_words(cols, 2 + j)).collect();
+    let mut group = c.benchmark_group("answer_64MiB");
+    group.sample_size(10);
+    for backend in Backend::available() {
+        for k in [1usize, 4, 16] {
+            let refs: Vec<&[u32]> = queries[..k].iter().map(|q| q.as_slice()).collect();
+            group.throughput(Throughput::Bytes((k * rows * cols) as u64));
+            group.bench_with_input(BenchmarkId::new(backend.name(), k), &refs, |b, refs| {
+                b.iter(|| plaintext_mat_vecs_with(backend, &d, rows, refs))
+            });
+        }
+    }
+    group.finish();
+}
+
+/// One 256-column block of the hint product for 1024 rows with n = 1024.
+fn hint_block(c: &mut Criterion) {
+    let (rows, cols, n) = (1024, 256, 1024);
+    let d = random_bytes(rows * cols, 3);
+    let block = random_words(cols * n, 4);
+    let mut group = c.benchmark_group("hint_block");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements((rows * cols * n) as u64));
+    for backend in Backend::available() {
+        group.bench_function(backend.name(), |b| {
+            let mut h = vec![0u32; rows * n];
+            b.iter(|| plaintext_mat_mul_acc_with(backend, &d, cols, 0, &block, n, &mut h))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, answer, hint_block);
+criterion_main!(benches);
