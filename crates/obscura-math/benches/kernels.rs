@@ -22,12 +22,12 @@ fn random_words(len: usize, seed: u64) -> Vec<u32> {
         .collect()
 }
 
-/// One query against a 64 MiB database (8192 x 8192): the answer kernel.
+/// Queries against a 256 MiB database (16384 x 16384): the answer kernel.
 fn answer(c: &mut Criterion) {
-    let (rows, cols) = (8192, 8192);
+    let (rows, cols) = (16384, 16384);
     let d = random_bytes(rows * cols, 1);
     let queries: Vec<Vec<u32>> = (0..16).map(|j| random_words(cols, 2 + j)).collect();
-    let mut group = c.benchmark_group("answer_64MiB");
+    let mut group = c.benchmark_group("answer_256MiB");
     group.sample_size(10);
     for backend in Backend::available() {
         for k in [1usize, 4, 16] {
@@ -37,6 +37,23 @@ fn answer(c: &mut Criterion) {
                 b.iter(|| plaintext_mat_vecs_with(backend, &d, rows, refs))
             });
         }
+    }
+    group.finish();
+}
+
+/// The matrix-vector kernel alone on cache-resident data (no threads): its compute ceiling.
+fn gemv_in_cache(c: &mut Criterion) {
+    let (rows, cols) = (16, 16384);
+    let d = random_bytes(rows * cols, 5);
+    let v = random_words(cols, 6);
+    let mut group = c.benchmark_group("gemv_in_cache");
+    group.throughput(Throughput::Bytes((rows * cols) as u64));
+    for backend in Backend::available() {
+        let operand = backend.prepare_vector(&v);
+        group.bench_function(backend.name(), |b| {
+            let mut out = vec![0u32; rows];
+            b.iter(|| backend.gemv_acc(&d, cols, &operand, 0..cols, &mut out))
+        });
     }
     group.finish();
 }
@@ -58,5 +75,5 @@ fn hint_block(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, answer, hint_block);
+criterion_group!(benches, answer, gemv_in_cache, hint_block);
 criterion_main!(benches);

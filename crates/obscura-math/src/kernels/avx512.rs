@@ -14,6 +14,9 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
+/// Rows per pass of the matrix-vector kernel.
+const ROW_BLOCK: usize = 4;
+
 /// Columns per `vpdpbusd` step of the matrix-vector kernel (one 64-byte load of digits).
 const STEP: usize = 64;
 
@@ -94,7 +97,7 @@ pub unsafe fn gemv_acc(
     let rows = out.len();
     let mut r = 0;
     while r < rows {
-        let block = (rows - r).min(4);
+        let block = (rows - r).min(ROW_BLOCK);
         let at = &d[r * stride..];
         let span = cols.start..body;
         let sums = match block {
@@ -125,14 +128,14 @@ unsafe fn gemv_rows<const R: usize>(
     let (dp, pp) = (d.as_ptr(), planes.as_ptr());
     let mut c = span.start;
     while c < span.end {
-        let mut p = [_mm512_setzero_si512(); 4];
-        for (k, p) in p.iter_mut().enumerate() {
-            *p = _mm512_loadu_si512(pp.add(4 * c + k * STEP).cast());
+        let mut x = [_mm512_setzero_si512(); R];
+        for (i, x) in x.iter_mut().enumerate() {
+            *x = _mm512_loadu_si512(dp.add(i * stride + c).cast());
         }
-        for (i, acc) in acc.iter_mut().enumerate() {
-            let x = _mm512_loadu_si512(dp.add(i * stride + c).cast());
-            for (acc, &p) in acc.iter_mut().zip(&p) {
-                *acc = _mm512_dpbusd_epi32(*acc, p, x);
+        for k in 0..4 {
+            let p = _mm512_loadu_si512(pp.add(4 * c + k * STEP).cast());
+            for (acc, &x) in acc.iter_mut().zip(&x) {
+                acc[k] = _mm512_dpbusd_epi32(acc[k], p, x);
             }
         }
         c += STEP;
