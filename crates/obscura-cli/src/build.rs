@@ -6,7 +6,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use obscura_pir::lwe::{Layout, SetupOptions};
-use obscura_pir::params::ParamSet;
+use obscura_pir::params::{MatrixKind, ParamSet};
 
 use crate::progress;
 
@@ -28,6 +28,15 @@ pub struct BuildArgs {
     /// LWE parameter set: ypir-1024, hintless-1408 or frodo-1774.
     #[arg(long, default_value = "ypir-1024", value_parser = parse_params)]
     params: ParamSet,
+    /// Public matrix: negacyclic (Ring-LWE, fast client; needs ypir-1024) or uniform (plain LWE).
+    /// Default: negacyclic where the parameter set allows it.
+    #[arg(long, value_parser = parse_matrix)]
+    matrix: Option<MatrixKind>,
+}
+
+/// Parses a matrix kind name.
+pub fn parse_matrix(text: &str) -> Result<MatrixKind, String> {
+    MatrixKind::from_name(text).ok_or_else(|| "expected negacyclic or uniform".into())
 }
 
 /// Parses a layout name or a records-per-column count.
@@ -66,6 +75,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
     let options = SetupOptions {
         params: args.params,
         layout: args.layout,
+        matrix: args.matrix,
     };
     let started = Instant::now();
     let server = progress::setup_with_bar(&data, args.record_size, options, "computing the hint")?;
@@ -73,7 +83,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
     let setup = server.public_setup();
     let g = setup.geometry();
     println!(
-        "wrote {}: {} records of {} bytes, {} x {} matrix, p = 2^{}, {}, hint {} bytes, setup {:.2?}",
+        "wrote {}: {} records of {} bytes, {} x {} matrix, p = 2^{}, {} with a {} A, hint {} bytes, setup {:.2?}",
         args.out.display(),
         g.records(),
         g.record_bytes(),
@@ -81,6 +91,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
         g.cols(),
         g.log_p(),
         setup.params().set.name(),
+        setup.params().matrix.name(),
         setup.to_bytes().len(),
         started.elapsed()
     );

@@ -74,12 +74,13 @@ pub fn run(args: DemoArgs) -> Result<()> {
         let client_setup_time = started.elapsed();
         let g = client.setup().geometry();
         println!(
-            "  matrix {} x {}, p = 2^{}, n = {} ({})",
+            "  matrix {} x {}, p = 2^{}, n = {} ({}, {} A)",
             g.rows(),
             g.cols(),
             g.log_p(),
             client.setup().params().n(),
-            client.setup().params().set.name()
+            client.setup().params().set.name(),
+            client.setup().params().matrix.name()
         );
         println!(
             "  server setup {}   client setup {}",

@@ -15,19 +15,20 @@ fn sample_data(len: usize) -> Vec<u8> {
 }
 
 fn build(dir: &Path, data: &[u8], record_size: u64, layout: &str) -> std::path::PathBuf {
-    let input = dir.join(format!("input-{layout}.bin"));
+    build_with(dir, data, record_size, &["--layout", layout])
+}
+
+fn build_with(dir: &Path, data: &[u8], record_size: u64, options: &[&str]) -> std::path::PathBuf {
+    let name = options.join("-").replace("--", "");
+    let input = dir.join(format!("input-{name}.bin"));
     std::fs::write(&input, data).unwrap();
-    let db = dir.join(format!("db-{layout}.obs"));
+    let db = dir.join(format!("db-{name}.obs"));
     obscura()
         .args(["build", "--input"])
         .arg(&input)
-        .args([
-            "--record-size",
-            &record_size.to_string(),
-            "--layout",
-            layout,
-            "--out",
-        ])
+        .args(["--record-size", &record_size.to_string()])
+        .args(options)
+        .arg("--out")
         .arg(&db)
         .assert()
         .success()
@@ -41,8 +42,14 @@ fn get_returns_every_record_exactly() {
     let dir = tempfile::tempdir().unwrap();
     let record_size = 7usize;
     let data = sample_data(40 * record_size - 3);
-    for layout in ["square", "one-per-column", "3"] {
-        let db = build(dir.path(), &data, record_size as u64, layout);
+    for options in [
+        &["--layout", "square"][..],
+        &["--layout", "one-per-column"],
+        &["--layout", "3"],
+        &["--matrix", "uniform"],
+        &["--params", "frodo-1774", "--layout", "one-per-column"],
+    ] {
+        let db = build_with(dir.path(), &data, record_size as u64, options);
         for (index, expected) in data.chunks(record_size).enumerate() {
             let out = dir.path().join("record.bin");
             obscura()
@@ -55,7 +62,7 @@ fn get_returns_every_record_exactly() {
             assert_eq!(
                 std::fs::read(&out).unwrap(),
                 expected,
-                "{layout} index {index}"
+                "{options:?} index {index}"
             );
         }
     }
@@ -102,7 +109,7 @@ fn bad_input_gets_a_one_line_error() {
 
     let zero = obscura()
         .args(["build", "--input"])
-        .arg(dir.path().join("input-square.bin"))
+        .arg(dir.path().join("input-layout-square.bin"))
         .args(["--record-size", "0", "--out"])
         .arg(dir.path().join("x.obs"))
         .assert();
@@ -125,7 +132,7 @@ fn bad_input_gets_a_one_line_error() {
         .assert();
     assert_clean_failure(out_of_range, "record index 10 is out of range");
 
-    let not_a_db = dir.path().join("input-square.bin");
+    let not_a_db = dir.path().join("input-layout-square.bin");
     let wrong = obscura()
         .args(["get", "--db"])
         .arg(&not_a_db)
@@ -149,6 +156,22 @@ fn bad_input_gets_a_one_line_error() {
         .args(["--index", "0"])
         .assert();
     assert_clean_failure(corrupt, "checksum");
+
+    let unsupported = obscura()
+        .args(["build", "--input"])
+        .arg(&not_a_db)
+        .args([
+            "--record-size",
+            "4",
+            "--params",
+            "frodo-1774",
+            "--matrix",
+            "negacyclic",
+            "--out",
+        ])
+        .arg(dir.path().join("x.obs"))
+        .assert();
+    assert_clean_failure(unsupported, "cannot use a negacyclic matrix");
 
     // No database file is left behind by failed builds.
     assert!(!dir.path().join("x.obs").exists());

@@ -13,6 +13,10 @@
 //! The known-answer tests below pin this definition, so a dependency bump cannot change `A`.
 
 use aes::cipher::{KeyIvInit, StreamCipher, StreamCipherSeek};
+use rayon::prelude::*;
+
+use crate::kernels::portable::dot_u32;
+use crate::ntt::{FixedMultiplier, NttPlan};
 
 type Aes128Ctr = ctr::Ctr128BE<aes::Aes128>;
 
@@ -100,6 +104,145 @@ impl SeededMatrix {
     }
 }
 
+/// Rows of a uniform matrix expanded per parallel task while computing `A·s`: 256 x 1024
+/// entries are 1 MiB, so a client holds a few such blocks, never the whole matrix.
+const PRODUCT_BLOCK: usize = 256;
+
+/// A `rows x n` matrix over Z_{2^32} made of stacked negacyclic `n x n` blocks: block `i` is the
+/// matrix of multiplication by `a_i(x)` in Z_{2^32}[x]/(x^n + 1), where the coefficients of
+/// `a_i` are row `i` of a [`SeededMatrix`] with the same seed and domain. Row `i·n + r` is
+/// `(a_i[r], a_i[r-1], …, a_i[0], -a_i[n-1], …, -a_i[r+1])`.
+///
+/// It is defined by `rows` (rounded up to whole blocks) expanded words instead of `rows · n`,
+/// and `A·s` costs a few NTTs per block instead of `n²` products.
+#[derive(Clone, Debug)]
+pub struct NegacyclicMatrix {
+    polynomials: SeededMatrix,
+    rows: usize,
+    plan: Box<NttPlan>,
+}
+
+impl NegacyclicMatrix {
+    /// The matrix with the given seed, domain tag and shape; `None` unless `n` is a power of two
+    /// that the NTT supports.
+    pub fn new(seed: MatrixSeed, domain: u64, rows: usize, n: usize) -> Option<Self> {
+        let plan = Box::new(NttPlan::new(n)?);
+        Some(Self {
+            polynomials: SeededMatrix::new(seed, domain, rows.div_ceil(n), n),
+            rows,
+            plan,
+        })
+    }
+
+    /// Writes rows `first .. first + out.len() / n` into `out` (row-major).
+    pub fn fill_rows(&self, first: usize, out: &mut [u32]) {
+        let n = self.plan.degree();
+        assert!(out.len().is_multiple_of(n), "partial row");
+        assert!(first + out.len() / n <= self.rows, "rows out of range");
+        let mut block = usize::MAX;
+        let mut a = vec![0u32; n];
+        for (offset, row) in out.chunks_exact_mut(n).enumerate() {
+            let c = first + offset;
+            if c / n != block {
+                block = c / n;
+                self.polynomials.fill_rows(block, &mut a);
+            }
+            let r = c % n;
+            for (k, value) in row.iter_mut().enumerate() {
+                *value = if k <= r {
+                    a[r - k]
+                } else {
+                    a[n + r - k].wrapping_neg()
+                };
+            }
+        }
+    }
+}
+
+/// A public matrix `A` (`rows x n`): uniform, or structured as stacked negacyclic blocks.
+#[derive(Clone, Debug)]
+pub enum PublicMatrix {
+    /// Every entry expanded from the seed.
+    Uniform(SeededMatrix),
+    /// Stacked negacyclic blocks.
+    Negacyclic(NegacyclicMatrix),
+}
+
+impl PublicMatrix {
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        match self {
+            Self::Uniform(m) => m.rows(),
+            Self::Negacyclic(m) => m.rows,
+        }
+    }
+
+    /// Number of columns (the LWE dimension n).
+    pub fn cols(&self) -> usize {
+        match self {
+            Self::Uniform(m) => m.cols(),
+            Self::Negacyclic(m) => m.plan.degree(),
+        }
+    }
+
+    /// Writes rows `first .. first + out.len() / cols` into `out` (row-major).
+    pub fn fill_rows(&self, first: usize, out: &mut [u32]) {
+        match self {
+            Self::Uniform(m) => m.fill_rows(first, out),
+            Self::Negacyclic(m) => m.fill_rows(first, out),
+        }
+    }
+
+    /// `A·s` for every secret (each of length n), in one pass over `A`, on the rayon pool.
+    pub fn mul_secrets(&self, secrets: &[Vec<u32>]) -> Vec<Vec<u32>> {
+        let (rows, n, k) = (self.rows(), self.cols(), secrets.len());
+        assert!(secrets.iter().all(|s| s.len() == n), "secret length");
+        if k == 0 || rows == 0 {
+            return vec![vec![0; rows]; k];
+        }
+        // Interleaved: entry c·k + i is (A·s_i)[c].
+        let mut interleaved = vec![0u32; rows * k];
+        match self {
+            Self::Uniform(m) => {
+                interleaved
+                    .par_chunks_mut(PRODUCT_BLOCK * k)
+                    .enumerate()
+                    .for_each(|(block, out)| {
+                        let a = m.rows_block(block * PRODUCT_BLOCK, out.len() / k);
+                        for (row, out) in a.chunks_exact(n).zip(out.chunks_exact_mut(k)) {
+                            for (o, secret) in out.iter_mut().zip(secrets) {
+                                *o = dot_u32(row, secret);
+                            }
+                        }
+                    });
+            }
+            Self::Negacyclic(m) => {
+                let multipliers: Vec<_> = secrets
+                    .iter()
+                    .map(|s| FixedMultiplier::new(&m.plan, s))
+                    .collect();
+                interleaved
+                    .par_chunks_mut(n * k)
+                    .enumerate()
+                    .for_each(|(block, out)| {
+                        let mut a = vec![0u32; n];
+                        m.polynomials.fill_rows(block, &mut a);
+                        let mut product = vec![0u32; n];
+                        for (i, multiplier) in multipliers.iter().enumerate() {
+                            multiplier.multiply(&a, &mut product);
+                            for (o, &value) in out.chunks_exact_mut(k).zip(&product) {
+                                o[i] = value;
+                            }
+                        }
+                    });
+            }
+        }
+        (0..k)
+            .map(|i| (0..rows).map(|c| interleaved[c * k + i]).collect())
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,6 +283,57 @@ mod tests {
                 if first + count <= 37 {
                     let block = m.rows_block(first, count);
                     assert_eq!(block, whole[first * 19..(first + count) * 19]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn negacyclic_rows_are_the_multiplication_matrix() {
+        let n = 8;
+        let m = NegacyclicMatrix::new(seed(), 5, 19, n).unwrap();
+        let polynomials = SeededMatrix::new(seed(), 5, 3, n).rows_block(0, 3);
+        let mut rows = vec![0u32; 19 * n];
+        m.fill_rows(0, &mut rows);
+        // Row i·n + r of block i applied to s is coefficient r of a_i·s.
+        let s: Vec<u32> = (0..n as u32).map(|x| x.wrapping_mul(0x9e37_79b9)).collect();
+        for block in 0..3 {
+            let a = &polynomials[block * n..(block + 1) * n];
+            let product = crate::ntt::negacyclic_schoolbook(a, &s);
+            for (r, &expected) in product.iter().enumerate() {
+                let c = block * n + r;
+                if c < 19 {
+                    assert_eq!(dot_u32(&rows[c * n..(c + 1) * n], &s), expected);
+                }
+            }
+        }
+        let mut tail = vec![0u32; 4 * n];
+        m.fill_rows(15, &mut tail);
+        assert_eq!(tail, rows[15 * n..]);
+    }
+
+    #[test]
+    fn products_with_secrets_match_the_rows() {
+        for n in [16, 1024] {
+            let rows = 2 * n + 3;
+            for matrix in [
+                PublicMatrix::Uniform(SeededMatrix::new(seed(), 1, rows, n)),
+                PublicMatrix::Negacyclic(NegacyclicMatrix::new(seed(), 1, rows, n).unwrap()),
+            ] {
+                let secrets: Vec<Vec<u32>> = (0..3u32)
+                    .map(|j| {
+                        (0..n as u32)
+                            .map(|x| x.wrapping_mul(0x85eb_ca6b) ^ j)
+                            .collect()
+                    })
+                    .collect();
+                let products = matrix.mul_secrets(&secrets);
+                let mut a = vec![0u32; rows * n];
+                matrix.fill_rows(0, &mut a);
+                for (secret, product) in secrets.iter().zip(&products) {
+                    let expected: Vec<u32> =
+                        a.chunks_exact(n).map(|row| dot_u32(row, secret)).collect();
+                    assert_eq!(product, &expected);
                 }
             }
         }

@@ -18,5 +18,6 @@
 pub mod expand;
 pub mod kernels;
 pub mod matrix;
+pub mod ntt;
 pub mod pack;
 pub mod sample;

@@ -35,6 +35,23 @@
 //!   query budget; we use the more conservative 1774). The ternary error is 1-subgaussian, so it
 //!   allows the largest plaintext modulus.
 //!
+//! # The public matrix: uniform or negacyclic
+//!
+//! `A` is expanded from a public seed either entry by entry ([`MatrixKind::Uniform`]) or as
+//! stacked negacyclic `n x n` blocks ([`MatrixKind::Negacyclic`], as YPIR does), block `i` being
+//! multiplication by a seeded polynomial `a_i` in R_q = Z_q[x]/(x^n + 1). With the negacyclic
+//! matrix a query is `C/n` Ring-LWE samples `a_i·s + e_i` in R_q with one secret, so privacy
+//! rests on decisional Ring-LWE in the power-of-two cyclotomic ring of degree n = 1024 with
+//! q = 2^32 and the same error. That is a stronger assumption than plain LWE (it adds ring
+//! structure), but no known attack on these parameters exploits the structure: the lattice
+//! estimator treats RLWE as LWE of the same dimension, so the table's estimate carries over,
+//! and YPIR relies on exactly this instance. Hardness of RLWE for non-prime moduli such as 2^32
+//! follows from the modulus-switching results for algebraically structured LWE
+//! (Peikert–Pepin 2019). The structure buys speed, not size: the client computes `A·s` with
+//! NTTs (`C/n` products of degree n instead of `C·n` products and `4·C·n` bytes of expanded
+//! keystream), which makes preparing a query for 2^20 records a matter of milliseconds. It is
+//! the default where n is a power of two (`ypir-1024`); the other sets use the uniform matrix.
+//!
 //! The error is sampled by [`obscura_math::sample`] from the OS CSPRNG; the public matrix `A`
 //! comes from [`obscura_math::expand`] (AES-128-CTR), never from the same generator.
 //!
@@ -157,6 +174,11 @@ impl ParamSet {
         }
     }
 
+    /// Whether the set can use a public matrix of this kind (negacyclic needs n a power of two).
+    pub fn supports(self, kind: MatrixKind) -> bool {
+        kind == MatrixKind::Uniform || obscura_math::ntt::NttPlan::new(self.n()).is_some()
+    }
+
     /// The largest plaintext modulus exponent that is correct for `columns` columns.
     pub fn max_log_p(self, columns: u64) -> Option<u8> {
         max_log_p(columns, self.error_subgaussian())
@@ -173,20 +195,85 @@ pub fn max_log_p(columns: u64, sigma: f64) -> Option<u8> {
         .find(|&log_p| 2f64.powi((LOG_Q - 2 * u32::from(log_p)) as i32) >= bound)
 }
 
-/// A parameter set together with the plaintext modulus chosen for a database.
+/// How the public matrix `A` is expanded from its seed (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MatrixKind {
+    /// Every entry uniform: plain LWE.
+    Uniform,
+    /// Stacked negacyclic blocks: Ring-LWE, NTT-fast client. Needs n a power of two.
+    Negacyclic,
+}
+
+impl MatrixKind {
+    /// Both kinds.
+    pub const ALL: [MatrixKind; 2] = [Self::Uniform, Self::Negacyclic];
+
+    /// The kind's name as the CLI spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Uniform => "uniform",
+            Self::Negacyclic => "negacyclic",
+        }
+    }
+
+    /// The kind with this name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+
+    /// The code of the kind in binary formats.
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Uniform => 1,
+            Self::Negacyclic => 2,
+        }
+    }
+
+    /// The kind with this format code.
+    pub fn from_code(code: u8) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.code() == code)
+    }
+
+    /// The default kind for a parameter set: negacyclic where n allows it.
+    pub fn default_for(set: ParamSet) -> Self {
+        if set.supports(Self::Negacyclic) {
+            Self::Negacyclic
+        } else {
+            Self::Uniform
+        }
+    }
+}
+
+/// A parameter set together with the kind of public matrix and the plaintext modulus chosen for
+/// a database.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LweParams {
     /// The security parameter set.
     pub set: ParamSet,
+    /// How the public matrix is expanded.
+    pub matrix: MatrixKind,
     /// log2 of the plaintext modulus p.
     pub log_p: u8,
 }
 
 impl LweParams {
-    /// Checks `log_p` against the set and the number of columns.
-    pub fn new(set: ParamSet, log_p: u8, columns: u64) -> Result<Self, PirError> {
+    /// Checks the matrix kind against the set and `log_p` against the number of columns.
+    pub fn new(
+        set: ParamSet,
+        matrix: MatrixKind,
+        log_p: u8,
+        columns: u64,
+    ) -> Result<Self, PirError> {
+        if !set.supports(matrix) {
+            return Err(PirError::InvalidParameters(format!(
+                "{} cannot use a {} matrix (n = {} is not a power of two)",
+                set.name(),
+                matrix.name(),
+                set.n()
+            )));
+        }
         match set.max_log_p(columns) {
-            Some(max) if (1..=max).contains(&log_p) => Ok(Self { set, log_p }),
+            Some(max) if (1..=max).contains(&log_p) => Ok(Self { set, matrix, log_p }),
             _ => Err(PirError::InvalidParameters(format!(
                 "p = 2^{log_p} is not correct for {columns} columns with {}",
                 set.name()
@@ -235,8 +322,18 @@ mod tests {
         assert_eq!(set.max_log_p(1 << 19), Some(8));
         assert_eq!(set.max_log_p(1 << 20), Some(7));
         assert_eq!(ParamSet::Frodo1774.max_log_p(1 << 20), Some(8));
-        assert!(LweParams::new(set, 8, 1 << 20).is_err());
-        assert_eq!(LweParams::new(set, 7, 1 << 20).unwrap().delta(), 1 << 25);
+        let kind = MatrixKind::Negacyclic;
+        assert!(LweParams::new(set, kind, 8, 1 << 20).is_err());
+        assert_eq!(
+            LweParams::new(set, kind, 7, 1 << 20).unwrap().delta(),
+            1 << 25
+        );
+        assert!(LweParams::new(ParamSet::Frodo1774, kind, 8, 1 << 10).is_err());
+        assert_eq!(
+            MatrixKind::default_for(ParamSet::Hintless1408),
+            MatrixKind::Uniform
+        );
+        assert_eq!(MatrixKind::default_for(set), kind);
     }
 
     #[test]
@@ -246,5 +343,9 @@ mod tests {
             assert_eq!(ParamSet::from_code(set.code()), Some(set));
         }
         assert_eq!(ParamSet::from_code(0), None);
+        for kind in MatrixKind::ALL {
+            assert_eq!(MatrixKind::from_name(kind.name()), Some(kind));
+            assert_eq!(MatrixKind::from_code(kind.code()), Some(kind));
+        }
     }
 }

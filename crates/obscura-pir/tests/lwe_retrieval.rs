@@ -2,7 +2,7 @@
 //! compared with the plain records.
 
 use obscura_pir::lwe::{Client, Layout, Server, SetupOptions};
-use obscura_pir::params::ParamSet;
+use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_pir::{PirClient, PirError, PirServer};
 
 /// Deterministic test data (xorshift), so failures reproduce.
@@ -30,13 +30,20 @@ fn retrieve(server: &Server, client: &mut Client, index: u64) -> Result<Vec<u8>,
 }
 
 /// Retrieves the first, last and a spread of records, fresh and preprocessed.
-fn check_shape(record_bytes: usize, records: usize, layout: Layout, set: ParamSet) {
+fn check_shape(
+    record_bytes: usize,
+    records: usize,
+    layout: Layout,
+    set: ParamSet,
+    matrix: MatrixKind,
+) {
     // Make the last record short whenever records can be.
     let len = records * record_bytes - record_bytes / 2;
     let data = data(len, (record_bytes * 31 + records) as u64);
     let options = SetupOptions {
         params: set,
         layout,
+        matrix: Some(matrix),
     };
     let server = Server::setup(&data, record_bytes as u64, options, &|_, _| {}).unwrap();
     let mut client = Client::new(server.public_setup().clone());
@@ -75,8 +82,30 @@ fn all_shapes_and_layouts() {
                 continue;
             }
             for layout in LAYOUTS {
-                check_shape(record_bytes, records, layout, ParamSet::default());
+                check_shape(
+                    record_bytes,
+                    records,
+                    layout,
+                    ParamSet::default(),
+                    MatrixKind::Negacyclic,
+                );
             }
+        }
+    }
+}
+
+/// The uniform (plain LWE) matrix over a spread of shapes.
+#[test]
+fn uniform_matrix_shapes() {
+    for (record_bytes, records) in [(1, 1), (3, 1000), (32, 1 << 16), (4096, 2), (65536, 2)] {
+        for layout in LAYOUTS {
+            check_shape(
+                record_bytes,
+                records,
+                layout,
+                ParamSet::default(),
+                MatrixKind::Uniform,
+            );
         }
     }
 }
@@ -87,7 +116,9 @@ fn all_shapes_and_layouts() {
 fn large_shapes() {
     for (record_bytes, records) in [(1024, 1 << 16), (4096, 1 << 16), (65536, 1000)] {
         for layout in LAYOUTS {
-            check_shape(record_bytes, records, layout, ParamSet::default());
+            for matrix in MatrixKind::ALL {
+                check_shape(record_bytes, records, layout, ParamSet::default(), matrix);
+            }
         }
     }
 }
@@ -95,8 +126,10 @@ fn large_shapes() {
 #[test]
 fn every_parameter_set() {
     for set in ParamSet::ALL {
-        for layout in LAYOUTS {
-            check_shape(100, 500, layout, set);
+        for matrix in MatrixKind::ALL.into_iter().filter(|&m| set.supports(m)) {
+            for layout in LAYOUTS {
+                check_shape(100, 500, layout, set, matrix);
+            }
         }
     }
 }

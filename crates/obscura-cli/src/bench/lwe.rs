@@ -89,6 +89,7 @@ pub fn run(
         p: params.p(),
         sigma: params.set.error_subgaussian(),
         set: params.set.name().into(),
+        matrix: params.matrix.name().into(),
     };
     if let Distribution::Ternary = params.set.error() {
         report.params.sigma = 1.0;

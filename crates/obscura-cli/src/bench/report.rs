@@ -24,6 +24,8 @@ pub struct Params {
     pub sigma: f64,
     /// Parameter set name.
     pub set: String,
+    /// Public matrix kind (uniform or negacyclic).
+    pub matrix: String,
 }
 
 /// Step times in seconds (a step that does not apply is absent).
@@ -128,8 +130,13 @@ impl Report {
             self.backend
         );
         println!(
-            "params: {} (n = {}, q = 2^{}, p = {}, sigma = {})",
-            self.params.set, self.params.n, self.params.log_q, self.params.p, self.params.sigma
+            "params: {} (n = {}, q = 2^{}, p = {}, sigma = {}, {} A)",
+            self.params.set,
+            self.params.n,
+            self.params.log_q,
+            self.params.p,
+            self.params.sigma,
+            self.params.matrix
         );
         println!(
             "memory bandwidth (streaming read): {:.1} GB/s one thread, {:.1} GB/s all threads\n",

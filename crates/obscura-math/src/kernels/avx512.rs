@@ -14,6 +14,8 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
+use rayon::prelude::*;
+
 /// Rows per pass of the matrix-vector kernel.
 const ROW_BLOCK: usize = 4;
 
@@ -30,14 +32,21 @@ const LANES: usize = 16;
 /// are 256 contiguous bytes: byte `k` of `v[64·s + i]` is at `256·s + 64·k + i`. The last
 /// partial step is zero-padded.
 pub fn vector_planes(v: &[u32]) -> Vec<u8> {
+    /// Steps split per parallel task.
+    const STEPS_PER_TASK: usize = 1024;
     let mut planes = vec![0u8; 4 * v.len().next_multiple_of(STEP)];
-    for (step, words) in planes.chunks_exact_mut(4 * STEP).zip(v.chunks(STEP)) {
-        for (i, &x) in words.iter().enumerate() {
-            for (k, byte) in x.to_le_bytes().into_iter().enumerate() {
-                step[k * STEP + i] = byte;
+    planes
+        .par_chunks_mut(4 * STEP * STEPS_PER_TASK)
+        .zip(v.par_chunks(STEP * STEPS_PER_TASK))
+        .for_each(|(planes, v)| {
+            for (step, words) in planes.chunks_exact_mut(4 * STEP).zip(v.chunks(STEP)) {
+                for (i, &x) in words.iter().enumerate() {
+                    for (k, byte) in x.to_le_bytes().into_iter().enumerate() {
+                        step[k * STEP + i] = byte;
+                    }
+                }
             }
-        }
-    }
+        });
     planes
 }
 

@@ -1,10 +1,9 @@
 //! The client: queries (fresh or from a pool of prepared ones) and decoding.
 
-use obscura_math::expand::SeededMatrix;
+use obscura_math::expand::PublicMatrix;
 use obscura_math::kernels::portable::dot_u32;
 use obscura_math::pack;
 use obscura_math::sample::{DiscreteGaussian, OsSampler};
-use rayon::prelude::*;
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use super::messages::{Answer, Query};
@@ -13,14 +12,10 @@ use crate::params::Distribution;
 use crate::wire::Digest;
 use crate::{PirClient, PirError};
 
-/// Rows of `A` expanded at a time while computing `A·s`: 256 x 1024 entries are 1 MiB, so the
-/// client never holds more than a few such blocks (one per thread), whatever the database size.
-const A_BLOCK: usize = 256;
-
 /// The client side of the LWE engine.
 pub struct Client {
     setup: PublicSetup,
-    a: SeededMatrix,
+    a: PublicMatrix,
     gaussian: Option<DiscreteGaussian>,
     pool: Vec<PreparedQuery>,
 }
@@ -104,32 +99,13 @@ impl Client {
         Ok(secret)
     }
 
-    /// `A·s + e` for each secret, streaming `A` block by block (parallel over blocks).
+    /// `A·s + e` for each secret: `A` streamed block by block, or multiplied by NTTs when it is
+    /// negacyclic.
     fn masked_queries(&self, secrets: &[Vec<u32>]) -> Result<Vec<Vec<u32>>, PirError> {
-        let cols = self.a.rows();
-        let n = self.a.cols();
-        let k = secrets.len();
-        if k == 0 {
-            return Ok(Vec::new());
-        }
-        // Interleaved: entry c·k + i is (A·s_i)[c].
-        let mut interleaved = vec![0u32; cols * k];
-        interleaved
-            .par_chunks_mut(A_BLOCK * k)
-            .enumerate()
-            .for_each(|(block, out)| {
-                let first = block * A_BLOCK;
-                let a = self.a.rows_block(first, out.len() / k);
-                for (row, out) in a.chunks_exact(n).zip(out.chunks_exact_mut(k)) {
-                    for (o, secret) in out.iter_mut().zip(secrets) {
-                        *o = dot_u32(row, secret);
-                    }
-                }
-            });
+        let mut queries = self.a.mul_secrets(secrets);
         let mut rng = OsSampler::new();
-        let mut error = vec![0u32; cols];
-        let mut queries = Vec::with_capacity(k);
-        for i in 0..k {
+        let mut error = vec![0u32; self.a.rows()];
+        for query in &mut queries {
             match (self.setup.params().set.error(), &self.gaussian) {
                 (Distribution::Gaussian(_), Some(gaussian)) => {
                     rng.fill_gaussian(gaussian, &mut error)?
@@ -137,13 +113,11 @@ impl Client {
                 (Distribution::Ternary, _) => rng.fill_ternary(&mut error)?,
                 _ => unreachable!("error distributions are Gaussian or ternary"),
             }
-            let query = (0..cols)
-                .map(|c| interleaved[c * k + i].wrapping_add(error[c]))
-                .collect();
-            queries.push(query);
+            for (q, &e) in query.iter_mut().zip(&error) {
+                *q = q.wrapping_add(e);
+            }
         }
         error.zeroize();
-        interleaved.zeroize();
         Ok(queries)
     }
 }

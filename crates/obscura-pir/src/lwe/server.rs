@@ -9,6 +9,7 @@ use rayon::prelude::*;
 use super::layout::Geometry;
 use super::messages::{Answer, Query};
 use super::setup::{matrix_a, PublicSetup, SetupOptions};
+use crate::params::{LweParams, MatrixKind};
 use crate::{PirError, PirServer};
 
 /// Columns of `D` (rows of `A`) processed per step of the hint product (a 256 x 1024 block of
@@ -42,8 +43,11 @@ impl Server {
         )?;
         let database = encode_database(data, &geometry);
         let seed = MatrixSeed::random().map_err(obscura_math::sample::RngError)?;
-        let n = options.params.n();
-        let a = matrix_a(seed, &geometry, n);
+        let set = options.params;
+        let kind = options.matrix.unwrap_or(MatrixKind::default_for(set));
+        let params = LweParams::new(set, kind, geometry.log_p(), geometry.cols())?;
+        let n = params.n();
+        let a = matrix_a(&params, seed, &geometry);
         let cols = geometry.cols() as usize;
         let mut hint = Matrix::zeros(geometry.rows() as usize, n);
         let mut first = 0;
@@ -65,7 +69,7 @@ impl Server {
             first += count;
             progress(first as u64, cols as u64);
         }
-        let setup = PublicSetup::new(options.params, geometry, seed, hint)?;
+        let setup = PublicSetup::new(set, kind, geometry, seed, hint)?;
         Ok(Self { setup, database })
     }
 

@@ -1,11 +1,11 @@
 //! The public setup: what a client needs before it can query.
 
-use obscura_math::expand::{MatrixSeed, SeededMatrix, SEED_BYTES};
+use obscura_math::expand::{MatrixSeed, NegacyclicMatrix, PublicMatrix, SeededMatrix, SEED_BYTES};
 use obscura_math::matrix::Matrix;
 use sha2::{Digest as _, Sha256};
 
 use super::layout::{Geometry, Layout};
-use crate::params::{LweParams, ParamSet};
+use crate::params::{LweParams, MatrixKind, ParamSet};
 use crate::wire::{self, Digest, Kind, Reader};
 use crate::PirError;
 
@@ -19,6 +19,8 @@ pub struct SetupOptions {
     pub params: ParamSet,
     /// How records are laid out in the matrix.
     pub layout: Layout,
+    /// How the public matrix is expanded; `None` picks [`MatrixKind::default_for`] the set.
+    pub matrix: Option<MatrixKind>,
 }
 
 /// The public setup of a database: parameters, geometry, the seed of `A` and the hint
@@ -37,11 +39,12 @@ impl PublicSetup {
     /// hint has the right shape.
     pub fn new(
         set: ParamSet,
+        matrix: MatrixKind,
         geometry: Geometry,
         seed: MatrixSeed,
         hint: Matrix,
     ) -> Result<Self, PirError> {
-        let params = LweParams::new(set, geometry.log_p(), geometry.cols())?;
+        let params = LweParams::new(set, matrix, geometry.log_p(), geometry.cols())?;
         if hint.rows() as u64 != geometry.rows() || hint.cols() != params.n() {
             return Err(PirError::InvalidParameters(format!(
                 "a {} x {} hint does not fit a {} x {} setup",
@@ -51,7 +54,7 @@ impl PublicSetup {
                 params.n()
             )));
         }
-        let digest = setup_digest(set, &geometry, &seed);
+        let digest = setup_digest(&params, &geometry, &seed);
         Ok(Self {
             params,
             geometry,
@@ -87,8 +90,8 @@ impl PublicSetup {
     }
 
     /// The public matrix `A` (C x n), expanded on demand.
-    pub fn matrix_a(&self) -> SeededMatrix {
-        matrix_a(self.seed, &self.geometry, self.params.n())
+    pub fn matrix_a(&self) -> PublicMatrix {
+        matrix_a(&self.params, self.seed, &self.geometry)
     }
 
     /// The encoded setup.
@@ -97,6 +100,7 @@ impl PublicSetup {
         let mut out = Vec::with_capacity(wire::HEADER_BYTES + 64 + self.hint.as_slice().len() * 4);
         wire::write_header(&mut out, Kind::LwePublicSetup, &self.digest);
         out.push(self.params.set.code());
+        out.push(self.params.matrix.code());
         out.push(g.log_p());
         for value in [
             g.records(),
@@ -119,6 +123,9 @@ impl PublicSetup {
         let code = reader.u8()?;
         let set = ParamSet::from_code(code)
             .ok_or_else(|| reader.error(format!("unknown parameter set {code}")))?;
+        let code = reader.u8()?;
+        let matrix = MatrixKind::from_code(code)
+            .ok_or_else(|| reader.error(format!("unknown matrix kind {code}")))?;
         let log_p = reader.u8()?;
         let (records, record_bytes, data_bytes, per_column) =
             (reader.u64()?, reader.u64()?, reader.u64()?, reader.u64()?);
@@ -138,7 +145,7 @@ impl PublicSetup {
         let hint = reader.u32s_raw(present)?;
         reader.finish()?;
         let hint = Matrix::from_vec(geometry.rows() as usize, n, hint).expect("length checked");
-        let setup = Self::new(set, geometry, seed, hint)
+        let setup = Self::new(set, matrix, geometry, seed, hint)
             .map_err(|e| PirError::malformed("public setup", e.to_string()))?;
         if setup.digest != digest {
             return Err(PirError::malformed(
@@ -151,15 +158,21 @@ impl PublicSetup {
 }
 
 /// The public matrix `A` of a setup.
-pub(super) fn matrix_a(seed: MatrixSeed, geometry: &Geometry, n: usize) -> SeededMatrix {
-    SeededMatrix::new(seed, DOMAIN_A, geometry.cols() as usize, n)
+pub(super) fn matrix_a(params: &LweParams, seed: MatrixSeed, geometry: &Geometry) -> PublicMatrix {
+    let (rows, n) = (geometry.cols() as usize, params.n());
+    match params.matrix {
+        MatrixKind::Uniform => PublicMatrix::Uniform(SeededMatrix::new(seed, DOMAIN_A, rows, n)),
+        MatrixKind::Negacyclic => PublicMatrix::Negacyclic(
+            NegacyclicMatrix::new(seed, DOMAIN_A, rows, n).expect("checked by LweParams::new"),
+        ),
+    }
 }
 
-/// SHA-256 over a domain string, the parameter set, the geometry and the seed.
-fn setup_digest(set: ParamSet, geometry: &Geometry, seed: &MatrixSeed) -> Digest {
+/// SHA-256 over a domain string, the parameters, the geometry and the seed.
+fn setup_digest(params: &LweParams, geometry: &Geometry, seed: &MatrixSeed) -> Digest {
     let mut hash = Sha256::new();
     hash.update(b"obscura/lwe/setup/v1");
-    hash.update([set.code(), geometry.log_p()]);
+    hash.update([params.set.code(), params.matrix.code(), geometry.log_p()]);
     for value in [
         geometry.records(),
         geometry.record_bytes(),

@@ -1,0 +1,350 @@
+//! Negacyclic number-theoretic transforms, and products in Z_{2^32}[x]/(x^n + 1) through them.
+//!
+//! Z_{2^32} has no roots of unity to transform with, so a product of two polynomials modulo
+//! `x^n + 1` and 2^32 is computed exactly over the integers: both factors are lifted to centered
+//! representatives, multiplied modulo three 31-bit primes `p ≡ 1 (mod 2^13)` (each has the
+//! primitive 2n-th roots of unity a negacyclic NTT needs, for n up to 4096), and the exact
+//! coefficients (|c| ≤ n·2^62 < P/2, P ≈ 2^93) are rebuilt by CRT and reduced modulo 2^32.
+//!
+//! The transforms are the merged-twist Cooley–Tukey (forward) and Gentleman–Sande (inverse)
+//! butterflies with bit-reversed powers of ψ (a primitive 2n-th root), so no separate twisting
+//! pass is needed; twiddles use Shoup's precomputed quotients.
+
+/// The three NTT primes: each below 2^31 and ≡ 1 modulo 2^13.
+pub const PRIMES: [u32; 3] = [2_147_377_153, 2_147_352_577, 2_147_295_233];
+
+/// The largest supported ring degree.
+pub const MAX_DEGREE: usize = 4096;
+
+/// `(a · b) mod p` with `b_shoup = floor(b · 2^32 / p)`, for `a < 2^32`, `b < p < 2^31`.
+#[inline(always)]
+fn mul_shoup(a: u32, b: u32, b_shoup: u32, p: u32) -> u32 {
+    let q = ((u64::from(a) * u64::from(b_shoup)) >> 32) as u32;
+    let r = a.wrapping_mul(b).wrapping_sub(q.wrapping_mul(p));
+    if r >= p {
+        r - p
+    } else {
+        r
+    }
+}
+
+fn shoup(b: u32, p: u32) -> u32 {
+    ((u64::from(b) << 32) / u64::from(p)) as u32
+}
+
+fn pow_mod(mut base: u64, mut exp: u64, p: u64) -> u64 {
+    let mut result = 1;
+    base %= p;
+    while exp > 0 {
+        if exp & 1 == 1 {
+            result = result * base % p;
+        }
+        base = base * base % p;
+        exp >>= 1;
+    }
+    result
+}
+
+/// Twiddle tables for one prime and one degree.
+#[derive(Clone, Debug)]
+struct PrimeTables {
+    p: u32,
+    /// ψ^{bitrev(i)} and its Shoup quotient.
+    psi: Vec<(u32, u32)>,
+    /// ψ^{-bitrev(i)} and its Shoup quotient.
+    psi_inv: Vec<(u32, u32)>,
+    /// n^{-1} mod p and its Shoup quotient.
+    n_inv: (u32, u32),
+}
+
+impl PrimeTables {
+    fn new(p: u32, n: usize) -> Self {
+        let p64 = u64::from(p);
+        // A quadratic non-residue g gives ψ = g^((p-1)/2n) with ψ^n = g^((p-1)/2) = -1.
+        let g = (2..p64)
+            .find(|&g| pow_mod(g, (p64 - 1) / 2, p64) == p64 - 1)
+            .expect("p is an odd prime");
+        let psi = pow_mod(g, (p64 - 1) / (2 * n as u64), p64);
+        let psi_inv = pow_mod(psi, p64 - 2, p64);
+        let bits = n.trailing_zeros();
+        let table = |root: u64| -> Vec<(u32, u32)> {
+            (0..n)
+                .map(|i| {
+                    let e = if bits == 0 {
+                        0
+                    } else {
+                        (i.reverse_bits() >> (usize::BITS - bits)) as u64
+                    };
+                    let w = pow_mod(root, e, p64) as u32;
+                    (w, shoup(w, p))
+                })
+                .collect()
+        };
+        let n_inv = pow_mod(n as u64, p64 - 2, p64) as u32;
+        Self {
+            p,
+            psi: table(psi),
+            psi_inv: table(psi_inv),
+            n_inv: (n_inv, shoup(n_inv, p)),
+        }
+    }
+
+    /// In place, natural order in, bit-reversed order out; values in `[0, p)`.
+    fn forward(&self, a: &mut [u32]) {
+        let (n, p) = (a.len(), self.p);
+        let mut t = n;
+        let mut m = 1;
+        while m < n {
+            t /= 2;
+            for i in 0..m {
+                let (w, w_shoup) = self.psi[m + i];
+                let (lo, hi) = a[2 * i * t..2 * i * t + 2 * t].split_at_mut(t);
+                for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
+                    let u = *x;
+                    let v = mul_shoup(*y, w, w_shoup, p);
+                    let sum = u + v;
+                    *x = if sum >= p { sum - p } else { sum };
+                    *y = if u >= v { u - v } else { u + p - v };
+                }
+            }
+            m *= 2;
+        }
+    }
+
+    /// In place, bit-reversed order in, natural order out, including the 1/n scaling.
+    fn inverse(&self, a: &mut [u32]) {
+        let (n, p) = (a.len(), self.p);
+        let mut t = 1;
+        let mut m = n;
+        while m > 1 {
+            let h = m / 2;
+            for i in 0..h {
+                let (w, w_shoup) = self.psi_inv[h + i];
+                let (lo, hi) = a[2 * i * t..2 * i * t + 2 * t].split_at_mut(t);
+                for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
+                    let (u, v) = (*x, *y);
+                    let sum = u + v;
+                    *x = if sum >= p { sum - p } else { sum };
+                    let diff = if u >= v { u - v } else { u + p - v };
+                    *y = mul_shoup(diff, w, w_shoup, p);
+                }
+            }
+            t *= 2;
+            m = h;
+        }
+        let (s, s_shoup) = self.n_inv;
+        for x in a.iter_mut() {
+            *x = mul_shoup(*x, s, s_shoup, p);
+        }
+    }
+
+    /// The residue of the centered lift of `x ∈ Z_{2^32}` (read as `i32`).
+    #[inline(always)]
+    fn lift(&self, x: u32) -> u32 {
+        (x as i32).rem_euclid(self.p as i32) as u32
+    }
+}
+
+/// Transforms for one ring degree over the three primes.
+#[derive(Clone, Debug)]
+pub struct NttPlan {
+    n: usize,
+    tables: [PrimeTables; 3],
+    /// CRT constants: p0^{-1} mod p1 and (p0·p1)^{-1} mod p2.
+    crt: (u64, u64),
+}
+
+impl NttPlan {
+    /// The plan for degree `n`, a power of two from 2 to [`MAX_DEGREE`].
+    pub fn new(n: usize) -> Option<Self> {
+        if !n.is_power_of_two() || !(2..=MAX_DEGREE).contains(&n) {
+            return None;
+        }
+        let [p0, p1, p2] = PRIMES.map(u64::from);
+        let crt = (pow_mod(p0, p1 - 2, p1), pow_mod(p0 * p1 % p2, p2 - 2, p2));
+        Some(Self {
+            n,
+            tables: PRIMES.map(|p| PrimeTables::new(p, n)),
+            crt,
+        })
+    }
+
+    /// The ring degree.
+    pub fn degree(&self) -> usize {
+        self.n
+    }
+
+    /// The three residue transforms of the centered lift of `a` (length n).
+    fn transform(&self, a: &[u32]) -> [Vec<u32>; 3] {
+        assert_eq!(a.len(), self.n, "polynomial degree");
+        let mut out = [vec![0u32; self.n], vec![0u32; self.n], vec![0u32; self.n]];
+        for (table, residues) in self.tables.iter().zip(out.iter_mut()) {
+            for (r, &x) in residues.iter_mut().zip(a) {
+                *r = table.lift(x);
+            }
+            table.forward(residues);
+        }
+        out
+    }
+
+    /// Rebuilds coefficients modulo 2^32 from the three inverse-transformed residues.
+    fn reconstruct(&self, residues: &[Vec<u32>; 3], out: &mut [u32]) {
+        let [p0, p1, p2] = PRIMES.map(u64::from);
+        let (inv01, inv012) = self.crt;
+        let big_p = u128::from(p0) * u128::from(p1) * u128::from(p2);
+        let half = big_p / 2;
+        let p01_wrapped = (p0 * p1) as u32;
+        let big_p_wrapped = big_p as u32;
+        for (i, o) in out.iter_mut().enumerate() {
+            let (r0, r1, r2) = (
+                u64::from(residues[0][i]),
+                u64::from(residues[1][i]),
+                u64::from(residues[2][i]),
+            );
+            // Garner: x = r0 + p0·v1 + p0·p1·v2.
+            let v1 = (r1 + p1 - r0 % p1) % p1 * inv01 % p1;
+            let partial = (r0 + p0 % p2 * v1) % p2;
+            let v2 = (r2 + p2 - partial) % p2 * inv012 % p2;
+            let x = u128::from(r0)
+                + u128::from(p0) * u128::from(v1)
+                + u128::from(p0 * p1) * u128::from(v2);
+            let low = (r0 as u32)
+                .wrapping_add((p0 as u32).wrapping_mul(v1 as u32))
+                .wrapping_add(p01_wrapped.wrapping_mul(v2 as u32));
+            *o = if x > half {
+                low.wrapping_sub(big_p_wrapped)
+            } else {
+                low
+            };
+        }
+    }
+}
+
+/// Multiplication by a fixed polynomial `s` in Z_{2^32}[x]/(x^n + 1), with `s` transformed once.
+#[derive(Clone, Debug)]
+pub struct FixedMultiplier<'a> {
+    plan: &'a NttPlan,
+    /// Transformed residues of `s` with their Shoup quotients.
+    s_hat: [Vec<(u32, u32)>; 3],
+}
+
+impl<'a> FixedMultiplier<'a> {
+    /// Prepares multiplication by `s` (length n).
+    pub fn new(plan: &'a NttPlan, s: &[u32]) -> Self {
+        let transformed = plan.transform(s);
+        let s_hat = [0, 1, 2].map(|k| {
+            transformed[k]
+                .iter()
+                .map(|&x| (x, shoup(x, PRIMES[k])))
+                .collect()
+        });
+        Self { plan, s_hat }
+    }
+
+    /// Writes `(a · s) mod (x^n + 1, 2^32)` into `out` (both of length n).
+    pub fn multiply(&self, a: &[u32], out: &mut [u32]) {
+        let mut residues = self.plan.transform(a);
+        for ((table, residues), s_hat) in self
+            .plan
+            .tables
+            .iter()
+            .zip(residues.iter_mut())
+            .zip(&self.s_hat)
+        {
+            for (x, &(s, s_shoup)) in residues.iter_mut().zip(s_hat) {
+                *x = mul_shoup(*x, s, s_shoup, table.p);
+            }
+            table.inverse(residues);
+        }
+        self.plan.reconstruct(&residues, out);
+    }
+}
+
+/// `(a · b) mod (x^n + 1, 2^32)` by schoolbook multiplication: the reference for tests.
+pub fn negacyclic_schoolbook(a: &[u32], b: &[u32]) -> Vec<u32> {
+    let n = a.len();
+    assert_eq!(b.len(), n, "degrees");
+    let mut out = vec![0u32; n];
+    for (i, &x) in a.iter().enumerate() {
+        for (j, &y) in b.iter().enumerate() {
+            let product = x.wrapping_mul(y);
+            if i + j < n {
+                out[i + j] = out[i + j].wrapping_add(product);
+            } else {
+                out[i + j - n] = out[i + j - n].wrapping_sub(product);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn is_prime(p: u64) -> bool {
+        p > 1
+            && (2..)
+                .take_while(|d| d * d <= p)
+                .all(|d| !p.is_multiple_of(d))
+    }
+
+    #[test]
+    fn primes_fit_the_transforms() {
+        for p in PRIMES {
+            assert!(is_prime(u64::from(p)) && p < 1 << 31);
+            assert_eq!((p - 1) % (2 * MAX_DEGREE as u32), 0);
+        }
+        let plan = NttPlan::new(1024).unwrap();
+        for table in &plan.tables {
+            let psi = u64::from(table.psi[1].0); // ψ^{bitrev(1)} = ψ^{n/2}
+            assert_eq!(psi * psi % u64::from(table.p), u64::from(table.p) - 1);
+        }
+        assert!(NttPlan::new(1000).is_none() && NttPlan::new(8192).is_none());
+    }
+
+    #[test]
+    fn forward_then_inverse_is_identity() {
+        let plan = NttPlan::new(64).unwrap();
+        let table = &plan.tables[1];
+        let a: Vec<u32> = (0..64).map(|i| (i * 7919 + 3) % table.p).collect();
+        let mut b = a.clone();
+        table.forward(&mut b);
+        assert_ne!(a, b);
+        table.inverse(&mut b);
+        assert_eq!(a, b);
+    }
+
+    proptest! {
+        #[test]
+        fn products_match_schoolbook(log_n in 1u32..8, seed in any::<u64>()) {
+            let n = 1usize << log_n;
+            let mut x = seed | 1;
+            let mut next = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u32 };
+            let a: Vec<u32> = (0..n).map(|_| next()).collect();
+            let s: Vec<u32> = (0..n).map(|_| next()).collect();
+            let plan = NttPlan::new(n).unwrap();
+            let mut out = vec![0u32; n];
+            FixedMultiplier::new(&plan, &s).multiply(&a, &mut out);
+            prop_assert_eq!(out, negacyclic_schoolbook(&a, &s));
+        }
+    }
+
+    #[test]
+    fn extreme_coefficients_at_full_degree() {
+        let n = 1024;
+        let plan = NttPlan::new(n).unwrap();
+        for (a_value, s_value) in [
+            (0x8000_0000u32, 0x8000_0000u32),
+            (0x7fff_ffff, 0x8000_0000),
+            (u32::MAX, 1),
+        ] {
+            let a = vec![a_value; n];
+            let s = vec![s_value; n];
+            let mut out = vec![0u32; n];
+            FixedMultiplier::new(&plan, &s).multiply(&a, &mut out);
+            assert_eq!(out, negacyclic_schoolbook(&a, &s));
+        }
+    }
+}
