@@ -21,11 +21,8 @@ pub const MAX_DEGREE: usize = 4096;
 fn mul_shoup(a: u32, b: u32, b_shoup: u32, p: u32) -> u32 {
     let q = ((u64::from(a) * u64::from(b_shoup)) >> 32) as u32;
     let r = a.wrapping_mul(b).wrapping_sub(q.wrapping_mul(p));
-    if r >= p {
-        r - p
-    } else {
-        r
-    }
+    // r < 2p: subtract p if that does not wrap (branch-free, so loops vectorize).
+    r.min(r.wrapping_sub(p))
 }
 
 fn shoup(b: u32, p: u32) -> u32 {
@@ -90,6 +87,7 @@ impl PrimeTables {
     }
 
     /// In place, natural order in, bit-reversed order out; values in `[0, p)`.
+    #[inline(always)]
     fn forward(&self, a: &mut [u32]) {
         let (n, p) = (a.len(), self.p);
         let mut t = n;
@@ -102,9 +100,8 @@ impl PrimeTables {
                 for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
                     let u = *x;
                     let v = mul_shoup(*y, w, w_shoup, p);
-                    let sum = u + v;
-                    *x = if sum >= p { sum - p } else { sum };
-                    *y = if u >= v { u - v } else { u + p - v };
+                    *x = add_mod(u, v, p);
+                    *y = sub_mod(u, v, p);
                 }
             }
             m *= 2;
@@ -112,6 +109,7 @@ impl PrimeTables {
     }
 
     /// In place, bit-reversed order in, natural order out, including the 1/n scaling.
+    #[inline(always)]
     fn inverse(&self, a: &mut [u32]) {
         let (n, p) = (a.len(), self.p);
         let mut t = 1;
@@ -123,10 +121,8 @@ impl PrimeTables {
                 let (lo, hi) = a[2 * i * t..2 * i * t + 2 * t].split_at_mut(t);
                 for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
                     let (u, v) = (*x, *y);
-                    let sum = u + v;
-                    *x = if sum >= p { sum - p } else { sum };
-                    let diff = if u >= v { u - v } else { u + p - v };
-                    *y = mul_shoup(diff, w, w_shoup, p);
+                    *x = add_mod(u, v, p);
+                    *y = mul_shoup(sub_mod(u, v, p), w, w_shoup, p);
                 }
             }
             t *= 2;
@@ -138,10 +134,22 @@ impl PrimeTables {
         }
     }
 
-    /// The residue of the centered lift of `x ∈ Z_{2^32}` (read as `i32`).
+    /// The residue of the centered lift of `x ∈ Z_{2^32}` (read as `i32`). Both `|x|` and
+    /// `p` lie in `(2^30, 2^31]`, so one conditional subtraction reduces.
     #[inline(always)]
     fn lift(&self, x: u32) -> u32 {
-        (x as i32).rem_euclid(self.p as i32) as u32
+        let p = self.p;
+        let magnitude = (x as i32).unsigned_abs();
+        let reduced = if magnitude >= p {
+            magnitude - p
+        } else {
+            magnitude
+        };
+        if (x as i32) < 0 && reduced != 0 {
+            p - reduced
+        } else {
+            reduced
+        }
     }
 }
 
@@ -150,8 +158,7 @@ impl PrimeTables {
 pub struct NttPlan {
     n: usize,
     tables: [PrimeTables; 3],
-    /// CRT constants: p0^{-1} mod p1 and (p0·p1)^{-1} mod p2.
-    crt: (u64, u64),
+    crt: CrtConstants,
 }
 
 impl NttPlan {
@@ -161,7 +168,12 @@ impl NttPlan {
             return None;
         }
         let [p0, p1, p2] = PRIMES.map(u64::from);
-        let crt = (pow_mod(p0, p1 - 2, p1), pow_mod(p0 * p1 % p2, p2 - 2, p2));
+        let with_quotient = |x: u64, p: u64| (x as u32, shoup(x as u32, p as u32));
+        let crt = CrtConstants {
+            inv01: with_quotient(pow_mod(p0, p1 - 2, p1), p1),
+            inv012: with_quotient(pow_mod(p0 * p1 % p2, p2 - 2, p2), p2),
+            p0_mod_p2: with_quotient(p0 % p2, p2),
+        };
         Some(Self {
             n,
             tables: PRIMES.map(|p| PrimeTables::new(p, n)),
@@ -175,6 +187,7 @@ impl NttPlan {
     }
 
     /// The three residue transforms of the centered lift of `a` (length n).
+    #[inline(always)]
     fn transform(&self, a: &[u32]) -> [Vec<u32>; 3] {
         assert_eq!(a.len(), self.n, "polynomial degree");
         let mut out = [vec![0u32; self.n], vec![0u32; self.n], vec![0u32; self.n]];
@@ -188,36 +201,60 @@ impl NttPlan {
     }
 
     /// Rebuilds coefficients modulo 2^32 from the three inverse-transformed residues.
+    #[inline(always)]
     fn reconstruct(&self, residues: &[Vec<u32>; 3], out: &mut [u32]) {
-        let [p0, p1, p2] = PRIMES.map(u64::from);
-        let (inv01, inv012) = self.crt;
+        let [p0, p1, p2] = PRIMES;
+        let c = &self.crt;
         let big_p = u128::from(p0) * u128::from(p1) * u128::from(p2);
         let half = big_p / 2;
-        let p01_wrapped = (p0 * p1) as u32;
-        let big_p_wrapped = big_p as u32;
+        let p01 = u64::from(p0) * u64::from(p1);
         for (i, o) in out.iter_mut().enumerate() {
-            let (r0, r1, r2) = (
-                u64::from(residues[0][i]),
-                u64::from(residues[1][i]),
-                u64::from(residues[2][i]),
+            let (r0, r1, r2) = (residues[0][i], residues[1][i], residues[2][i]);
+            // Garner: x = r0 + p0·v1 + p0·p1·v2 with v1 < p1, v2 < p2.
+            let r0_mod_p1 = if r0 >= p1 { r0 - p1 } else { r0 };
+            let v1 = mul_shoup(sub_mod(r1, r0_mod_p1, p1), c.inv01.0, c.inv01.1, p1);
+            let r0_mod_p2 = if r0 >= p2 { r0 - p2 } else { r0 };
+            let partial = add_mod(
+                r0_mod_p2,
+                mul_shoup(v1, c.p0_mod_p2.0, c.p0_mod_p2.1, p2),
+                p2,
             );
-            // Garner: x = r0 + p0·v1 + p0·p1·v2.
-            let v1 = (r1 + p1 - r0 % p1) % p1 * inv01 % p1;
-            let partial = (r0 + p0 % p2 * v1) % p2;
-            let v2 = (r2 + p2 - partial) % p2 * inv012 % p2;
-            let x = u128::from(r0)
-                + u128::from(p0) * u128::from(v1)
-                + u128::from(p0 * p1) * u128::from(v2);
-            let low = (r0 as u32)
-                .wrapping_add((p0 as u32).wrapping_mul(v1 as u32))
-                .wrapping_add(p01_wrapped.wrapping_mul(v2 as u32));
+            let v2 = mul_shoup(sub_mod(r2, partial, p2), c.inv012.0, c.inv012.1, p2);
+            let x =
+                u128::from(r0) + u128::from(p0) * u128::from(v1) + u128::from(p01) * u128::from(v2);
+            // The centered value is x or x − P; modulo 2^32 that is a wrapping subtraction.
             *o = if x > half {
-                low.wrapping_sub(big_p_wrapped)
+                (x as u32).wrapping_sub(big_p as u32)
             } else {
-                low
+                x as u32
             };
         }
     }
+}
+
+/// `(a + b) mod p` for `a, b < p`.
+#[inline(always)]
+fn add_mod(a: u32, b: u32, p: u32) -> u32 {
+    let sum = a + b;
+    sum.min(sum.wrapping_sub(p))
+}
+
+/// `(a − b) mod p` for `a, b < p`.
+#[inline(always)]
+fn sub_mod(a: u32, b: u32, p: u32) -> u32 {
+    let difference = a.wrapping_sub(b);
+    difference.min(difference.wrapping_add(p))
+}
+
+/// Constants of the CRT reconstruction, each with its Shoup quotient.
+#[derive(Clone, Debug)]
+struct CrtConstants {
+    /// p0^{-1} mod p1.
+    inv01: (u32, u32),
+    /// (p0·p1)^{-1} mod p2.
+    inv012: (u32, u32),
+    /// p0 mod p2.
+    p0_mod_p2: (u32, u32),
 }
 
 /// Multiplication by a fixed polynomial `s` in Z_{2^32}[x]/(x^n + 1), with `s` transformed once.
@@ -242,7 +279,17 @@ impl<'a> FixedMultiplier<'a> {
     }
 
     /// Writes `(a · s) mod (x^n + 1, 2^32)` into `out` (both of length n).
+    ///
+    /// The same code is compiled for the widest vector unit the CPU has (chosen at run time), so
+    /// the butterflies and the CRT are auto-vectorized.
     pub fn multiply(&self, a: &[u32], out: &mut [u32]) {
+        assert_eq!(a.len(), self.plan.n, "polynomial degree");
+        assert_eq!(out.len(), self.plan.n, "polynomial degree");
+        wide::multiply(self, a, out)
+    }
+
+    #[inline(always)]
+    fn multiply_inline(&self, a: &[u32], out: &mut [u32]) {
         let mut residues = self.plan.transform(a);
         for ((table, residues), s_hat) in self
             .plan
@@ -257,6 +304,37 @@ impl<'a> FixedMultiplier<'a> {
             table.inverse(residues);
         }
         self.plan.reconstruct(&residues, out);
+    }
+}
+
+/// [`FixedMultiplier::multiply`] compiled for the vector units this CPU has.
+#[allow(unsafe_code)]
+mod wide {
+    use super::FixedMultiplier;
+    use crate::kernels::Backend;
+
+    pub(super) fn multiply(m: &FixedMultiplier, a: &[u32], out: &mut [u32]) {
+        match Backend::detect() {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `detect` returned this backend, so the CPU has the features.
+            Backend::Avx512 => unsafe { avx512(m, a, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Backend::Avx2 => unsafe { avx2(m, a, out) },
+            _ => m.multiply_inline(a, out),
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    unsafe fn avx512(m: &FixedMultiplier, a: &[u32], out: &mut [u32]) {
+        m.multiply_inline(a, out)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn avx2(m: &FixedMultiplier, a: &[u32], out: &mut [u32]) {
+        m.multiply_inline(a, out)
     }
 }
 

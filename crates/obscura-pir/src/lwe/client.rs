@@ -4,6 +4,7 @@ use obscura_math::expand::PublicMatrix;
 use obscura_math::kernels::portable::dot_u32;
 use obscura_math::pack;
 use obscura_math::sample::{DiscreteGaussian, OsSampler};
+use rayon::prelude::*;
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use super::messages::{Answer, Query};
@@ -102,22 +103,28 @@ impl Client {
     /// `A·s + e` for each secret: `A` streamed block by block, or multiplied by NTTs when it is
     /// negacyclic.
     fn masked_queries(&self, secrets: &[Vec<u32>]) -> Result<Vec<Vec<u32>>, PirError> {
+        /// Error entries sampled per parallel task.
+        const ERROR_CHUNK: usize = 1 << 16;
         let mut queries = self.a.mul_secrets(secrets);
-        let mut rng = OsSampler::new();
-        let mut error = vec![0u32; self.a.rows()];
+        let error = self.setup.params().set.error();
         for query in &mut queries {
-            match (self.setup.params().set.error(), &self.gaussian) {
-                (Distribution::Gaussian(_), Some(gaussian)) => {
-                    rng.fill_gaussian(gaussian, &mut error)?
+            query.par_chunks_mut(ERROR_CHUNK).try_for_each(|chunk| {
+                let mut rng = OsSampler::new();
+                let mut noise = vec![0u32; chunk.len()];
+                match (error, &self.gaussian) {
+                    (Distribution::Gaussian(_), Some(gaussian)) => {
+                        rng.fill_gaussian(gaussian, &mut noise)?
+                    }
+                    (Distribution::Ternary, _) => rng.fill_ternary(&mut noise)?,
+                    _ => unreachable!("error distributions are Gaussian or ternary"),
                 }
-                (Distribution::Ternary, _) => rng.fill_ternary(&mut error)?,
-                _ => unreachable!("error distributions are Gaussian or ternary"),
-            }
-            for (q, &e) in query.iter_mut().zip(&error) {
-                *q = q.wrapping_add(e);
-            }
+                for (q, &e) in chunk.iter_mut().zip(&noise) {
+                    *q = q.wrapping_add(e);
+                }
+                noise.zeroize();
+                Ok::<(), PirError>(())
+            })?;
         }
-        error.zeroize();
         Ok(queries)
     }
 }
