@@ -189,3 +189,50 @@ fn demo_retrieves_and_reports() {
         .stdout(predicate::str::contains("query"))
         .stdout(predicate::str::contains("answer"));
 }
+
+/// Both LWE presets at a small size: the JSON of WORKLOADS.md, with every record checked.
+#[test]
+fn bench_presets_print_the_documented_json() {
+    for preset in ["frodo", "simple-1g"] {
+        let output = obscura()
+            .args([
+                "bench",
+                preset,
+                "--records",
+                "3000",
+                "--record-bytes",
+                "100",
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(report["preset"], preset);
+        assert_eq!(report["records"], 3000);
+        assert_eq!(report["record_bytes"], 100);
+        assert_eq!(report["correct"], true);
+        assert_eq!(report["params"]["log_q"], 32);
+        for key in ["one_thread", "all_threads"] {
+            assert!(report["bandwidth_gbs"][key].as_f64().unwrap() > 0.0);
+            assert!(report["answer_gbs"][key].as_f64().unwrap() > 0.0);
+        }
+        for key in [
+            "server_setup",
+            "client_setup",
+            "query_prepare",
+            "query",
+            "answer",
+            "decode",
+        ] {
+            assert!(report["seconds"][key].as_f64().unwrap() > 0.0, "{key}");
+        }
+        assert!(report["bytes"]["query"].as_u64().unwrap() > 0);
+        let batches = report["batch"].as_array().map_or(0, |b| b.len());
+        assert_eq!(batches, if preset == "simple-1g" { 4 } else { 0 });
+    }
+}
