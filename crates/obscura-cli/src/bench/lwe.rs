@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use obscura_pir::lwe::{Client, Layout, PublicSetup, QueryState, SetupOptions};
 use obscura_pir::params::{Distribution, LOG_Q};
 use obscura_pir::{PirClient, PirServer};
@@ -19,8 +19,15 @@ const ANSWER_REPEATS: usize = 5;
 const BATCH_SIZES: [usize; 4] = [1, 4, 16, 64];
 
 /// Deterministic pseudo-random records (SplitMix64 of the word index).
-fn generate(bytes: u64) -> Vec<u8> {
-    let mut data = vec![0u8; bytes as usize];
+fn generate(records: u64, record_bytes: u64) -> Result<Vec<u8>> {
+    let bytes = records
+        .checked_mul(record_bytes)
+        .and_then(|b| usize::try_from(b).ok())
+        .context("the database size overflows")?;
+    let mut data = Vec::new();
+    data.try_reserve_exact(bytes)
+        .with_context(|| format!("cannot allocate a {bytes}-byte database"))?;
+    data.resize(bytes, 0);
     data.par_chunks_mut(8).enumerate().for_each(|(i, chunk)| {
         let mut z = (i as u64)
             .wrapping_add(1)
@@ -30,7 +37,7 @@ fn generate(bytes: u64) -> Vec<u8> {
         z ^= z >> 31;
         chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
     });
-    data
+    Ok(data)
 }
 
 fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
@@ -56,7 +63,7 @@ pub fn run(
         Preset::Frodo => Layout::OnePerColumn,
         Preset::Simple1g => Layout::Square,
     };
-    let data = pools.all.install(|| generate(records * record_bytes));
+    let data = pools.all.install(|| generate(records, record_bytes))?;
     let options = SetupOptions {
         layout,
         ..SetupOptions::default()

@@ -188,38 +188,33 @@ impl Backend {
             out.len() >= (rows - 1) * out_stride + width,
             "output too short"
         );
-        let portable = |cols: Range<usize>, out: &mut [u32]| {
-            portable::gemm_acc(
-                &d[cols.start..],
-                d_stride,
-                rows,
-                cols.len(),
-                &b.words[cols.start * b.stride..],
-                b.stride,
-                width,
-                out,
-                out_stride,
-            )
+        // The kernels that read `b` as plain words, over a column range.
+        type WordKernel =
+            unsafe fn(&[u8], usize, usize, usize, &[u32], usize, usize, &mut [u32], usize);
+        let words = |kernel: WordKernel, cols: Range<usize>, out: &mut [u32]| {
+            // SAFETY: callers pass the portable kernel, or a SIMD kernel after checking its CPU
+            // features; the bounds were checked above.
+            unsafe {
+                kernel(
+                    &d[cols.start..],
+                    d_stride,
+                    rows,
+                    cols.len(),
+                    &b.words[cols.start * b.stride..],
+                    b.stride,
+                    width,
+                    out,
+                    out_stride,
+                )
+            }
         };
+        let portable = |cols: Range<usize>, out: &mut [u32]| words(portable::gemm_acc, cols, out);
         match self {
             Self::Portable => portable(cols, out),
             #[cfg(target_arch = "x86_64")]
             Self::Avx2 => {
                 assert!(is_x86_feature_detected!("avx2"));
-                // SAFETY: the feature is present and the bounds were checked above.
-                unsafe {
-                    avx2::gemm_acc(
-                        &d[cols.start..],
-                        d_stride,
-                        rows,
-                        cols.len(),
-                        &b.words[cols.start * b.stride..],
-                        b.stride,
-                        width,
-                        out,
-                        out_stride,
-                    )
-                }
+                words(avx2::gemm_acc, cols, out)
             }
             #[cfg(target_arch = "x86_64")]
             Self::Avx512 => {
