@@ -8,7 +8,7 @@ use clap::Args;
 use obscura_pir::lwe::{Layout, SetupOptions};
 use obscura_pir::params::{MatrixKind, ParamSet};
 
-use crate::progress;
+use crate::{progress, threads};
 
 /// Arguments of `obscura build`.
 #[derive(Args)]
@@ -32,6 +32,9 @@ pub struct BuildArgs {
     /// Default: negacyclic where the parameter set allows it.
     #[arg(long, value_parser = parse_matrix)]
     matrix: Option<MatrixKind>,
+    /// Threads for the setup (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
 }
 
 /// Parses a matrix kind name.
@@ -77,8 +80,11 @@ pub fn run(args: BuildArgs) -> Result<()> {
         layout: args.layout,
         matrix: args.matrix,
     };
+    let pool = threads::pool(threads::count(args.threads)?)?;
     let started = Instant::now();
-    let server = progress::setup_with_bar(&data, args.record_size, options, "computing the hint")?;
+    let server = pool.install(|| {
+        progress::setup_with_bar(&data, args.record_size, options, "computing the hint")
+    })?;
     obscura_server::store::write_database(&args.out, &server)?;
     let setup = server.public_setup();
     let g = setup.geometry();

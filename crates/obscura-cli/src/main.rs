@@ -5,6 +5,7 @@ mod build;
 mod demo;
 mod get;
 mod progress;
+mod threads;
 
 use std::process::ExitCode;
 

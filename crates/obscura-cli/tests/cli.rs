@@ -45,7 +45,7 @@ fn get_returns_every_record_exactly() {
     for options in [
         &["--layout", "square"][..],
         &["--layout", "one-per-column"],
-        &["--layout", "3"],
+        &["--layout", "3", "--threads", "1"],
         &["--matrix", "uniform"],
         &["--params", "frodo-1774", "--layout", "one-per-column"],
     ] {
@@ -172,6 +172,14 @@ fn bad_input_gets_a_one_line_error() {
         .arg(dir.path().join("x.obs"))
         .assert();
     assert_clean_failure(unsupported, "cannot use a negacyclic matrix");
+
+    let no_threads = obscura()
+        .args(["build", "--input"])
+        .arg(&not_a_db)
+        .args(["--record-size", "4", "--threads", "0", "--out"])
+        .arg(dir.path().join("x.obs"))
+        .assert();
+    assert_clean_failure(no_threads, "--threads must be at least 1");
 
     // No database file is left behind by failed builds.
     assert!(!dir.path().join("x.obs").exists());

@@ -5,11 +5,13 @@ mod bandwidth;
 mod lwe;
 mod report;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use rayon::ThreadPool;
 
 pub use report::Report;
+
+use crate::threads;
 
 /// A standard workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -58,22 +60,12 @@ pub struct Pools {
     pub all: ThreadPool,
 }
 
-fn pool(threads: usize) -> Result<ThreadPool> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .context("cannot start the thread pool")
-}
-
 /// Runs `obscura bench`.
 pub fn run(args: BenchArgs) -> Result<()> {
-    let threads = args
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    anyhow::ensure!(threads >= 1, "--threads must be at least 1");
+    let threads = threads::count(args.threads)?;
     let pools = Pools {
-        one: pool(1)?,
-        all: pool(threads)?,
+        one: threads::pool(1)?,
+        all: threads::pool(threads)?,
     };
     let mut report = Report::new(args.preset.name(), threads);
     {

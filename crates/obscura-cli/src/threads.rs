@@ -1,0 +1,20 @@
+//! The `--threads` setting shared by the commands that compute in parallel.
+
+use anyhow::{ensure, Context, Result};
+use rayon::ThreadPool;
+
+/// The requested thread count, or every core when none was given.
+pub fn count(requested: Option<usize>) -> Result<usize> {
+    let threads =
+        requested.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    ensure!(threads >= 1, "--threads must be at least 1");
+    Ok(threads)
+}
+
+/// A rayon pool of `threads` threads: the kernels run on whichever pool they are installed in.
+pub fn pool(threads: usize) -> Result<ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .context("cannot start the thread pool")
+}
