@@ -1,10 +1,17 @@
-//! Obscura's server side without the math: the on-disk store of preprocessed databases.
+//! Obscura's server side without the math: the on-disk store of preprocessed databases, the
+//! HTTP service that answers queries, and the HTTP client.
 //!
 //! A database is set up once (the hint product is the expensive step) and written to one file
 //! by [`store::write_database`]; [`store::read_database`] loads and verifies it, so serving it
-//! again needs no setup.
+//! again needs no setup. [`service`] serves a [`catalog::Catalog`] of such databases over HTTP
+//! and [`client::HttpClient`] talks to it.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod catalog;
+pub mod client;
+pub mod framing;
+pub mod metrics;
+pub mod service;
 pub mod store;

@@ -1,0 +1,77 @@
+//! Framing of several binary messages in one HTTP body (the batch endpoint):
+//! `count: u32 LE`, then `count` times `length: u32 LE` followed by that many bytes.
+
+/// Joins messages into one body.
+pub fn encode(messages: &[Vec<u8>]) -> Vec<u8> {
+    let total: usize = messages.iter().map(|m| 4 + m.len()).sum();
+    let mut out = Vec::with_capacity(4 + total);
+    out.extend_from_slice(&(messages.len() as u32).to_le_bytes());
+    for message in messages {
+        out.extend_from_slice(&(message.len() as u32).to_le_bytes());
+        out.extend_from_slice(message);
+    }
+    out
+}
+
+/// Splits a body into at most `max_messages` messages; every length is checked against the bytes
+/// present, and nothing is copied.
+pub fn decode(body: &[u8], max_messages: usize) -> Result<Vec<&[u8]>, String> {
+    let take_u32 = |bytes: &[u8]| -> Option<u32> {
+        Some(u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?))
+    };
+    let count = take_u32(body).ok_or("the batch is shorter than its 4-byte count")? as usize;
+    if count == 0 || count > max_messages {
+        return Err(format!(
+            "a batch holds 1 to {max_messages} queries, not {count}"
+        ));
+    }
+    let mut rest = &body[4..];
+    let mut messages = Vec::with_capacity(count);
+    for i in 0..count {
+        let len = take_u32(rest).ok_or_else(|| format!("batch entry {i} has no length"))? as usize;
+        rest = &rest[4..];
+        if rest.len() < len {
+            return Err(format!(
+                "batch entry {i} is truncated: {len} bytes announced, {} present",
+                rest.len()
+            ));
+        }
+        let (message, tail) = rest.split_at(len);
+        messages.push(message);
+        rest = tail;
+    }
+    if !rest.is_empty() {
+        return Err(format!("{} trailing bytes after the batch", rest.len()));
+    }
+    Ok(messages)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn round_trip() {
+        let messages = vec![b"abc".to_vec(), vec![], vec![7; 1000]];
+        let body = encode(&messages);
+        let decoded = decode(&body, 3).unwrap();
+        assert_eq!(
+            decoded,
+            messages.iter().map(|m| m.as_slice()).collect::<Vec<_>>()
+        );
+        assert!(decode(&body, 2).is_err());
+        assert!(decode(&body[..body.len() - 1], 3).is_err());
+        let mut longer = body.clone();
+        longer.push(0);
+        assert!(decode(&longer, 3).is_err());
+        assert!(decode(&encode(&[]), 3).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn random_bodies_never_panic(body in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let _ = decode(&body, 64);
+        }
+    }
+}

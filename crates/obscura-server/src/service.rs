@@ -1,0 +1,398 @@
+//! The HTTP service: serves public setups and answers queries it cannot read.
+//!
+//! | route | what |
+//! |---|---|
+//! | `GET /v1/databases` | JSON list of the databases ([`DatabaseInfo`](crate::catalog::DatabaseInfo)) |
+//! | `GET /v1/databases/{name}/setup` | the binary public setup, with `ETag`; `If-None-Match` gets 304 |
+//! | `POST /v1/databases/{name}/query` | binary query in, binary answer out |
+//! | `POST /v1/databases/{name}/batch` | several queries ([`framing`](crate::framing)) in, answers out |
+//! | `GET /healthz` | `ok` |
+//! | `GET /metrics` | Prometheus text |
+//!
+//! Queries that arrive together are answered in one pass over the database: each database has
+//! one worker that takes every query waiting (up to [`ServiceConfig::max_batch`], waiting at most
+//! [`ServiceConfig::batch_window`] for more) and runs the batch kernel. Bodies are bounded,
+//! concurrent queries are bounded (503 beyond), every request has a time limit (408), and query
+//! contents are never logged.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use obscura_pir::lwe::{Answer, Query};
+use obscura_pir::{PirError, PirServer};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+use tower_http::timeout::TimeoutLayer;
+
+use crate::catalog::{Catalog, Entry};
+use crate::framing;
+use crate::metrics::{Metrics, ENDPOINTS};
+
+/// Limits and batching of a service.
+#[derive(Clone, Debug)]
+pub struct ServiceConfig {
+    /// Largest request body; `None` sizes it for a full batch of the largest queries.
+    pub max_body_bytes: Option<usize>,
+    /// Queries being answered or waiting at once; more get 503.
+    pub max_concurrent: usize,
+    /// Time limit of a request; slower ones get 408.
+    pub request_timeout: Duration,
+    /// How long the batcher waits for more queries after the first.
+    pub batch_window: Duration,
+    /// Most queries answered in one pass (and accepted by the batch endpoint).
+    pub max_batch: usize,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: None,
+            max_concurrent: 256,
+            request_timeout: Duration::from_secs(30),
+            batch_window: Duration::from_millis(1),
+            max_batch: 16,
+        }
+    }
+}
+
+/// A query waiting for its answer.
+struct Job {
+    query: Query,
+    reply: oneshot::Sender<Result<Answer, PirError>>,
+}
+
+/// What the handlers share.
+struct AppState {
+    catalog: Catalog,
+    batchers: HashMap<String, mpsc::Sender<Job>>,
+    permits: Arc<Semaphore>,
+    metrics: Arc<Metrics>,
+    max_batch: usize,
+}
+
+/// An error response: a status and a one-line message.
+struct Failure(StatusCode, String);
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        (
+            self.0,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            self.1 + "\n",
+        )
+            .into_response()
+    }
+}
+
+impl Failure {
+    fn unknown(name: &str) -> Self {
+        Self(StatusCode::NOT_FOUND, format!("unknown database {name:?}"))
+    }
+
+    fn from_pir(error: PirError, name: &str) -> Self {
+        match error {
+            PirError::SetupMismatch { what } => Self(
+                StatusCode::CONFLICT,
+                format!(
+                    "the {what} belongs to a different setup of {name:?}: fetch the setup again"
+                ),
+            ),
+            PirError::Malformed { .. }
+            | PirError::IndexOutOfRange { .. }
+            | PirError::InvalidParameters(_) => Self(StatusCode::BAD_REQUEST, error.to_string()),
+            PirError::Rng(_) => Self(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()),
+        }
+    }
+}
+
+/// Builds the service for `catalog`. Must be called inside a tokio runtime (it starts one
+/// batching worker per database).
+pub fn router(catalog: Catalog, config: ServiceConfig) -> Router {
+    let max_query = catalog
+        .entries()
+        .map(|e| e.info.query_bytes as usize)
+        .max()
+        .unwrap_or(0);
+    let max_body = config
+        .max_body_bytes
+        .unwrap_or(config.max_batch.max(1) * (max_query + 4) + 4)
+        .max(1024);
+    let metrics = Arc::new(Metrics::default());
+    let mut batchers = HashMap::new();
+    for entry in catalog.entries() {
+        let (sender, receiver) = mpsc::channel(config.max_concurrent.max(1));
+        batchers.insert(entry.name.clone(), sender);
+        let batching = Batching {
+            window: config.batch_window,
+            max_batch: config.max_batch.max(1),
+            metrics: metrics.clone(),
+        };
+        tokio::spawn(batch_worker(entry.clone(), receiver, batching));
+    }
+    let state = Arc::new(AppState {
+        catalog,
+        batchers,
+        permits: Arc::new(Semaphore::new(config.max_concurrent.max(1))),
+        metrics,
+        max_batch: config.max_batch.max(1),
+    });
+    Router::new()
+        .route("/v1/databases", get(list))
+        .route("/v1/databases/{name}/setup", get(setup))
+        .route("/v1/databases/{name}/query", post(query))
+        .route("/v1/databases/{name}/batch", post(batch))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/metrics", get(render_metrics))
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            config.request_timeout,
+        ))
+        .with_state(state)
+}
+
+/// Serves `router` on `listener` until `shutdown` completes, then finishes the requests in
+/// flight.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// Completes on ctrl-c or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+}
+
+/// Counts every request, its latency and whether it failed, by endpoint (never its contents).
+async fn observe(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    let endpoint = ENDPOINTS
+        .iter()
+        .position(|e| path.ends_with(&format!("/{e}")) || path == format!("/v1/{e}"))
+        .unwrap_or(0);
+    let incoming = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse().ok())
+        .unwrap_or(0);
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let outgoing = response
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse().ok())
+        .unwrap_or(0);
+    let failed = response.status().is_client_error() || response.status().is_server_error();
+    state.metrics.record(endpoint, failed, started.elapsed());
+    state.metrics.add_bytes(incoming, outgoing);
+    response
+}
+
+async fn list(State(state): State<Arc<AppState>>) -> impl IntoResponse {
+    Json(
+        state
+            .catalog
+            .entries()
+            .map(|e| e.info.clone())
+            .collect::<Vec<_>>(),
+    )
+}
+
+async fn render_metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        state.metrics.render(),
+    )
+}
+
+async fn setup(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, Failure> {
+    let entry = state
+        .catalog
+        .get(&name)
+        .ok_or_else(|| Failure::unknown(&name))?;
+    let cache = [
+        (header::ETAG, entry.etag.clone()),
+        (header::CACHE_CONTROL, "no-cache".to_string()),
+    ];
+    let unchanged = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|tags| {
+            tags.split(',')
+                .any(|t| t.trim() == entry.etag || t.trim() == "*")
+        });
+    if unchanged {
+        return Ok((StatusCode::NOT_MODIFIED, cache).into_response());
+    }
+    let body = Bytes::from_owner(SetupBytes(entry.setup_bytes.clone()));
+    Ok((
+        cache,
+        [(header::CONTENT_TYPE, "application/octet-stream")],
+        body,
+    )
+        .into_response())
+}
+
+/// Shares the encoded setup with the response body without copying it.
+struct SetupBytes(Arc<[u8]>);
+
+impl AsRef<[u8]> for SetupBytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+async fn query(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Response, Failure> {
+    let entry = state
+        .catalog
+        .get(&name)
+        .ok_or_else(|| Failure::unknown(&name))?;
+    let query = Query::from_bytes(&body, entry.server.public_setup())
+        .map_err(|e| Failure::from_pir(e, &name))?;
+    let answers = answer_all(&state, entry, vec![query]).await?;
+    Ok(octets(answers[0].to_bytes()))
+}
+
+async fn batch(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Response, Failure> {
+    let entry = state
+        .catalog
+        .get(&name)
+        .ok_or_else(|| Failure::unknown(&name))?;
+    let messages =
+        framing::decode(&body, state.max_batch).map_err(|e| Failure(StatusCode::BAD_REQUEST, e))?;
+    let queries = messages
+        .into_iter()
+        .map(|m| Query::from_bytes(m, entry.server.public_setup()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Failure::from_pir(e, &name))?;
+    let answers = answer_all(&state, entry, queries).await?;
+    Ok(octets(framing::encode(
+        &answers.iter().map(Answer::to_bytes).collect::<Vec<_>>(),
+    )))
+}
+
+fn octets(body: Vec<u8>) -> Response {
+    ([(header::CONTENT_TYPE, "application/octet-stream")], body).into_response()
+}
+
+/// Hands the queries to the database's batcher and waits for their answers; refuses with 503
+/// when too many queries are in flight.
+async fn answer_all(
+    state: &AppState,
+    entry: &Entry,
+    queries: Vec<Query>,
+) -> Result<Vec<Answer>, Failure> {
+    let busy = || {
+        Failure(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is busy: retry later".into(),
+        )
+    };
+    let _permits = state
+        .permits
+        .clone()
+        .try_acquire_many_owned(queries.len() as u32)
+        .map_err(|_| busy())?;
+    let sender = &state.batchers[&entry.name];
+    let mut replies = Vec::with_capacity(queries.len());
+    for query in queries {
+        let (reply, receiver) = oneshot::channel();
+        sender.try_send(Job { query, reply }).map_err(|_| busy())?;
+        replies.push(receiver);
+    }
+    let mut answers = Vec::with_capacity(replies.len());
+    for receiver in replies {
+        let internal = |e: String| Failure(StatusCode::INTERNAL_SERVER_ERROR, e);
+        let answer = receiver
+            .await
+            .map_err(|_| internal("the answering worker stopped".into()))?;
+        answers.push(answer.map_err(|e| Failure::from_pir(e, &entry.name))?);
+    }
+    Ok(answers)
+}
+
+/// How a batching worker groups queries.
+struct Batching {
+    window: Duration,
+    max_batch: usize,
+    metrics: Arc<Metrics>,
+}
+
+/// Answers the queries of one database, as many per pass as are waiting.
+async fn batch_worker(entry: Arc<Entry>, mut receiver: mpsc::Receiver<Job>, batching: Batching) {
+    while let Some(first) = receiver.recv().await {
+        let mut jobs = vec![first];
+        let deadline = tokio::time::Instant::now() + batching.window;
+        while jobs.len() < batching.max_batch {
+            match receiver.try_recv() {
+                Ok(job) => jobs.push(job),
+                Err(_) => match tokio::time::timeout_at(deadline, receiver.recv()).await {
+                    Ok(Some(job)) => jobs.push(job),
+                    _ => break,
+                },
+            }
+        }
+        batching.metrics.add_batch(jobs.len());
+        let (queries, replies): (Vec<Query>, Vec<_>) =
+            jobs.into_iter().map(|j| (j.query, j.reply)).unzip();
+        let entry = entry.clone();
+        let result = tokio::task::spawn_blocking(move || entry.server.answer_batch(&queries)).await;
+        match result {
+            Ok(Ok(answers)) => {
+                for (reply, answer) in replies.into_iter().zip(answers) {
+                    let _ = reply.send(Ok(answer));
+                }
+            }
+            Ok(Err(error)) => {
+                let message = error.to_string();
+                for reply in replies {
+                    let _ = reply.send(Err(PirError::InvalidParameters(message.clone())));
+                }
+            }
+            Err(_) => {} // The task panicked; dropping the replies tells each waiter.
+        }
+    }
+}

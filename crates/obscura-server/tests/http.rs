@@ -1,0 +1,332 @@
+//! The HTTP service end to end on loopback: retrieval, caching, malformed requests, overload,
+//! and a bounded load test.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use obscura_pir::lwe::{Client, Layout, Server, SetupOptions};
+use obscura_pir::PirClient;
+use obscura_server::catalog::Catalog;
+use obscura_server::client::{ClientError, HttpClient};
+use obscura_server::framing;
+use obscura_server::service::{self, ServiceConfig};
+use ureq::Agent;
+
+/// A service on an ephemeral loopback port, stopped when dropped.
+struct TestServer {
+    url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl TestServer {
+    fn start(catalog: Catalog, config: ServiceConfig) -> Self {
+        let (address_tx, address_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                address_tx.send(listener.local_addr().unwrap()).unwrap();
+                let router = service::router(catalog, config);
+                service::serve(listener, router, async {
+                    let _ = stopped.await;
+                })
+                .await
+                .unwrap();
+            });
+        });
+        let address = address_rx.recv().unwrap();
+        Self {
+            url: format!("http://{address}"),
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        self.thread.take().unwrap().join().unwrap();
+    }
+}
+
+fn data(len: usize, seed: u32) -> Vec<u8> {
+    (0..len as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) ^ seed) as u8)
+        .collect()
+}
+
+fn database(data: &[u8], record_bytes: u64, layout: Layout) -> Server {
+    let options = SetupOptions {
+        layout,
+        ..SetupOptions::default()
+    };
+    Server::setup(data, record_bytes, options, &|_, _| {}).unwrap()
+}
+
+fn raw() -> Agent {
+    Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
+
+fn status_and_text(
+    response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+) -> (u16, String) {
+    let mut response = response.unwrap();
+    let status = response.status().as_u16();
+    (
+        status,
+        response.body_mut().read_to_string().unwrap_or_default(),
+    )
+}
+
+#[test]
+fn retrieves_every_record_over_http_and_caches_the_setup() {
+    let (square, frodo) = (data(50 * 24 - 5, 1), data(40 * 10, 2));
+    let mut catalog = Catalog::default();
+    catalog
+        .insert("square".into(), database(&square, 24, Layout::Square))
+        .unwrap();
+    catalog
+        .insert("frodo".into(), database(&frodo, 10, Layout::OnePerColumn))
+        .unwrap();
+    let server = TestServer::start(catalog, ServiceConfig::default());
+    let cache = tempfile::tempdir().unwrap();
+    let http = HttpClient::new(&server.url, Some(cache.path().to_path_buf()));
+
+    let list = http.list().unwrap();
+    assert_eq!(
+        list.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(),
+        ["frodo", "square"]
+    );
+    assert_eq!(list[1].records, 50);
+    assert_eq!(list[1].record_bytes, 24);
+
+    for (name, data, record_bytes) in [("square", &square, 24usize), ("frodo", &frodo, 10)] {
+        let setup = http.setup(name).unwrap();
+        let info = list.iter().find(|d| d.name == name).unwrap();
+        assert_eq!(info.digest, hex::encode(setup.digest()));
+        let mut client = Client::new(setup.clone());
+        for (index, expected) in data.chunks(record_bytes).enumerate() {
+            let (query, state) = client.query(index as u64).unwrap();
+            assert_eq!(info.query_bytes, query.to_bytes().len() as u64);
+            let answer = http.query(name, &setup, &query).unwrap();
+            assert_eq!(
+                client.decode(state, &answer).unwrap(),
+                expected,
+                "{name} {index}"
+            );
+        }
+        // A batch in one request.
+        let indices = [3u64, 0, 7, 3];
+        let (queries, states): (Vec<_>, Vec<_>) =
+            indices.iter().map(|&i| client.query(i).unwrap()).unzip();
+        let answers = http.batch(name, &setup, &queries).unwrap();
+        for ((state, answer), &index) in states.into_iter().zip(&answers).zip(&indices) {
+            let start = index as usize * record_bytes;
+            assert_eq!(
+                client.decode(state, answer).unwrap(),
+                &data[start..start + record_bytes]
+            );
+        }
+    }
+
+    // The cached setup is revalidated: the server answers 304 to its ETag.
+    let etag = std::fs::read_dir(cache.path())
+        .unwrap()
+        .flat_map(|server| std::fs::read_dir(server.unwrap().path()).unwrap())
+        .map(|f| f.unwrap().path())
+        .find(|p| p.file_name().unwrap() == "square.etag")
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .expect("the setup was cached");
+    let response = raw()
+        .get(&format!("{}/v1/databases/square/setup", server.url))
+        .header("If-None-Match", &etag)
+        .call()
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 304);
+    let again = http.setup("square").unwrap();
+    assert_eq!(hex::encode(again.digest()), list[1].digest);
+
+    let (status, metrics) = status_and_text(raw().get(&format!("{}/metrics", server.url)).call());
+    assert_eq!(status, 200);
+    assert!(
+        metrics.contains("obscura_requests_total{endpoint=\"query\"} 90"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("obscura_batched_queries_total"));
+    let (status, body) = status_and_text(raw().get(&format!("{}/healthz", server.url)).call());
+    assert_eq!((status, body.as_str()), (200, "ok\n"));
+}
+
+#[test]
+fn malformed_requests_get_clear_client_errors_and_the_server_keeps_answering() {
+    let data = data(30 * 16, 3);
+    let mut catalog = Catalog::default();
+    catalog
+        .insert("db".into(), database(&data, 16, Layout::Square))
+        .unwrap();
+    catalog
+        .insert("other".into(), database(&data, 16, Layout::Square))
+        .unwrap();
+    let config = ServiceConfig {
+        max_concurrent: 4,
+        ..ServiceConfig::default()
+    };
+    let server = TestServer::start(catalog, config);
+    let http = HttpClient::new(&server.url, None);
+    let setup = http.setup("db").unwrap();
+    let other_setup = http.setup("other").unwrap();
+    let mut client = Client::new(setup.clone());
+    let (query, _) = client.query(1).unwrap();
+    let good = query.to_bytes();
+    let foreign = Client::new(other_setup).query(1).unwrap().0.to_bytes();
+    let post = |path: &str, body: &[u8]| {
+        status_and_text(raw().post(&format!("{}{path}", server.url)).send(body))
+    };
+
+    let cases: Vec<(&str, Vec<u8>, u16, &str)> = vec![
+        (
+            "/v1/databases/db/query",
+            b"garbage".to_vec(),
+            400,
+            "malformed query",
+        ),
+        (
+            "/v1/databases/db/query",
+            good[..good.len() - 3].to_vec(),
+            400,
+            "malformed query",
+        ),
+        ("/v1/databases/db/query", good[..10].to_vec(), 400, "header"),
+        ("/v1/databases/db/query", vec![], 400, "malformed query"),
+        (
+            "/v1/databases/nope/query",
+            good.clone(),
+            404,
+            "unknown database",
+        ),
+        (
+            "/v1/databases/db/query",
+            foreign.clone(),
+            409,
+            "different setup",
+        ),
+        ("/v1/databases/db/query", vec![0; 256 << 10], 413, ""),
+        ("/v1/databases/db/batch", b"xx".to_vec(), 400, "count"),
+        (
+            "/v1/databases/db/batch",
+            framing::encode(&[good.clone(), b"junk".to_vec()]),
+            400,
+            "malformed query",
+        ),
+        (
+            "/v1/databases/db/batch",
+            17u32.to_le_bytes().to_vec(),
+            400,
+            "a batch holds 1 to 16",
+        ),
+        (
+            "/v1/databases/db/batch",
+            framing::encode(&vec![good.clone(); 17]),
+            413,
+            "",
+        ),
+        (
+            "/v1/databases/db/batch",
+            framing::encode(&vec![good.clone(); 5]),
+            503,
+            "busy",
+        ),
+    ];
+    for (path, body, status, message) in cases {
+        let (got, text) = post(path, &body);
+        assert_eq!(got, status, "{path}: {text}");
+        assert!(text.contains(message), "{path}: {text:?} lacks {message:?}");
+    }
+    let (status, text) = status_and_text(
+        raw()
+            .get(&format!("{}/v1/databases/nope/setup", server.url))
+            .call(),
+    );
+    assert_eq!((status, text.trim()), (404, "unknown database \"nope\""));
+    assert!(matches!(
+        http.setup("nope"),
+        Err(ClientError::Status { status: 404, .. })
+    ));
+
+    // Still answering correctly.
+    for index in [0u64, 29] {
+        let (query, state) = client.query(index).unwrap();
+        let answer = http.query("db", &setup, &query).unwrap();
+        let start = index as usize * 16;
+        assert_eq!(
+            client.decode(state, &answer).unwrap(),
+            &data[start..start + 16]
+        );
+    }
+}
+
+/// 32 concurrent clients x 200 queries on loopback: no errors, every record right.
+#[test]
+fn bounded_load_test() {
+    const CLIENTS: usize = 32;
+    const QUERIES: usize = 200;
+    let data = Arc::new(data(1000 * 32, 4));
+    let mut catalog = Catalog::default();
+    catalog
+        .insert("load".into(), database(&data, 32, Layout::Square))
+        .unwrap();
+    let server = TestServer::start(catalog, ServiceConfig::default());
+    let setup = HttpClient::new(&server.url, None).setup("load").unwrap();
+    let started = Instant::now();
+    let workers: Vec<_> = (0..CLIENTS)
+        .map(|worker| {
+            let (url, setup, data) = (server.url.clone(), setup.clone(), data.clone());
+            std::thread::spawn(move || {
+                let http = HttpClient::new(&url, None);
+                let mut client = Client::new(setup.clone());
+                client.preprocess(QUERIES).unwrap();
+                let mut latencies = Vec::with_capacity(QUERIES);
+                for i in 0..QUERIES {
+                    let index = ((worker * 7919 + i * 104_729) % 1000) as u64;
+                    let (query, state) = client.query(index).unwrap();
+                    let sent = Instant::now();
+                    let answer = http.query("load", &setup, &query).unwrap();
+                    latencies.push(sent.elapsed());
+                    let start = index as usize * 32;
+                    assert_eq!(
+                        client.decode(state, &answer).unwrap(),
+                        &data[start..start + 32]
+                    );
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut latencies: Vec<Duration> = workers
+        .into_iter()
+        .flat_map(|w| w.join().unwrap())
+        .collect();
+    let elapsed = started.elapsed();
+    latencies.sort();
+    assert_eq!(latencies.len(), CLIENTS * QUERIES);
+    let percentile =
+        |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)];
+    println!(
+        "load test: {} queries in {elapsed:.2?} ({:.0} queries/s), p50 {:.2?}, p99 {:.2?}",
+        latencies.len(),
+        latencies.len() as f64 / elapsed.as_secs_f64(),
+        percentile(0.5),
+        percentile(0.99)
+    );
+}
