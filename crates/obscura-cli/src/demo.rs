@@ -1,11 +1,14 @@
-//! `obscura demo`: a private retrieval on built-in data, step by step.
+//! `obscura demo`: a private retrieval over HTTP on built-in data, step by step.
 
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
 use clap::Args;
-use obscura_pir::lwe::{Answer, Client, Layout, PublicSetup, Query, SetupOptions};
-use obscura_pir::{PirClient, PirServer};
+use obscura_pir::lwe::{Client, Layout, SetupOptions};
+use obscura_pir::PirClient;
+use obscura_server::catalog::Catalog;
+use obscura_server::client::HttpClient;
+use obscura_server::service::{BackgroundService, ServiceConfig};
 
 use crate::progress;
 
@@ -39,6 +42,20 @@ fn ms(duration: Duration) -> String {
     format!("{:.3} ms", duration.as_secs_f64() * 1e3)
 }
 
+/// The two layouts the demo serves, by database name.
+const LAYOUTS: [(&str, &str, Layout); 2] = [
+    (
+        "simplepir",
+        "SimplePIR layout (near-square matrix)",
+        Layout::Square,
+    ),
+    (
+        "frodopir",
+        "FrodoPIR layout (one record per column)",
+        Layout::OnePerColumn,
+    ),
+];
+
 /// Runs `obscura demo`.
 pub fn run(args: DemoArgs) -> Result<()> {
     ensure!(args.records >= 1, "--records must be at least 1");
@@ -50,67 +67,58 @@ pub fn run(args: DemoArgs) -> Result<()> {
         args.record_size,
         data.len() as f64 / (1 << 20) as f64
     );
-    let wanted = [args.records / 3, args.records - 1, 0];
-    for (name, layout) in [
-        ("SimplePIR layout (near-square matrix)", Layout::Square),
-        (
-            "FrodoPIR layout (one record per column)",
-            Layout::OnePerColumn,
-        ),
-    ] {
-        println!("== {name}");
+    let mut catalog = Catalog::default();
+    for (name, _, layout) in LAYOUTS {
         let options = SetupOptions {
             layout,
             ..SetupOptions::default()
         };
         let started = Instant::now();
         let server = progress::setup_with_bar(&data, args.record_size, options, "server setup")?;
-        let setup_time = started.elapsed();
+        println!("server setup of {name:?}: {}", ms(started.elapsed()));
+        catalog.insert(name.into(), server)?;
+    }
+    let service =
+        BackgroundService::start(catalog, ServiceConfig::default(), "127.0.0.1:0".parse()?)?;
+    println!("serving both on {} (loopback)\n", service.url());
 
-        // Everything crosses the process boundary as bytes, as it would over a network.
-        let setup_bytes = server.public_setup().to_bytes();
+    let cache = tempfile::tempdir()?;
+    let http = HttpClient::new(&service.url(), Some(cache.path().to_path_buf()));
+    let wanted = [args.records / 3, args.records - 1, 0];
+    for (name, title, _) in LAYOUTS {
+        println!("== {title}: GET /v1/databases/{name}/setup, then POST .../query");
         let started = Instant::now();
-        let mut client = Client::new(PublicSetup::from_bytes(&setup_bytes)?);
-        let client_setup_time = started.elapsed();
-        let g = client.setup().geometry();
+        let setup = http.setup(name)?;
+        let download = started.elapsed();
+        let g = setup.geometry();
         println!(
             "  matrix {} x {}, p = 2^{}, n = {} ({}, {} A)",
             g.rows(),
             g.cols(),
             g.log_p(),
-            client.setup().params().n(),
-            client.setup().params().set.name(),
-            client.setup().params().matrix.name()
+            setup.params().n(),
+            setup.params().set.name(),
+            setup.params().matrix.name()
         );
-        println!(
-            "  server setup {}   client setup {}",
-            ms(setup_time),
-            ms(client_setup_time)
-        );
-
+        let mut client = Client::new(setup.clone());
         let started = Instant::now();
         client.preprocess(wanted.len())?;
         println!(
-            "  client preprocessing of {} queries {}",
+            "  client setup (download + check) {}, preprocessing of {} queries {}",
+            ms(download),
             wanted.len(),
             ms(started.elapsed())
         );
         for (i, &index) in wanted.iter().enumerate() {
             let started = Instant::now();
             let (query, state) = client.query(index)?;
-            let query_bytes = query.to_bytes();
             let query_time = started.elapsed();
-
             let started = Instant::now();
-            let answer = server.answer(&Query::from_bytes(&query_bytes, server.public_setup())?)?;
-            let answer_bytes = answer.to_bytes();
-            let answer_time = started.elapsed();
-
+            let answer = http.query(name, &setup, &query)?;
+            let round_trip = started.elapsed();
             let started = Instant::now();
-            let record =
-                client.decode(state, &Answer::from_bytes(&answer_bytes, client.setup())?)?;
+            let record = client.decode(state, &answer)?;
             let decode_time = started.elapsed();
-
             let start = (index * args.record_size) as usize;
             ensure!(
                 record == data[start..start + args.record_size as usize],
@@ -119,21 +127,22 @@ pub fn run(args: DemoArgs) -> Result<()> {
             if i == 0 {
                 println!(
                     "  sizes: public setup (hint) {} B, query {} B, answer {} B",
-                    setup_bytes.len(),
-                    query_bytes.len(),
-                    answer_bytes.len()
+                    setup.to_bytes().len(),
+                    query.to_bytes().len(),
+                    answer.to_bytes().len()
                 );
             }
             println!(
-                "  record {index}: query {} (online, prepared), answer {}, decode {} -> {:?}",
+                "  record {index}: query {} (online, prepared), HTTP round trip {}, decode {} -> {:?}",
                 ms(query_time),
-                ms(answer_time),
+                ms(round_trip),
                 ms(decode_time),
                 String::from_utf8_lossy(&record[..record.len().min(48)])
             );
         }
         println!();
     }
+    drop(service);
     println!("Every record matched the original; the server saw only LWE ciphertexts.");
     Ok(())
 }

@@ -5,6 +5,7 @@ mod build;
 mod demo;
 mod get;
 mod progress;
+mod serve;
 mod threads;
 
 use std::process::ExitCode;
@@ -23,8 +24,10 @@ struct Cli {
 enum Command {
     /// Build a PIR database file from raw fixed-size records.
     Build(build::BuildArgs),
-    /// Fetch one record privately (client and server in this process).
+    /// Fetch one record privately, from a database file or from a server.
     Get(get::GetArgs),
+    /// Serve database files over HTTP.
+    Serve(serve::ServeArgs),
     /// Build a built-in database and show a private retrieval with sizes and timings.
     Demo(demo::DemoArgs),
     /// Run a standard benchmark workload (with the machine's memory bandwidth).
@@ -36,6 +39,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Build(args) => build::run(args),
         Command::Get(args) => get::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
     };

@@ -244,3 +244,102 @@ fn bench_presets_print_the_documented_json() {
         assert_eq!(batches, if preset == "simple-1g" { 4 } else { 0 });
     }
 }
+
+/// `obscura serve` in one process, `obscura get --server` in others: every record comes back
+/// exactly, and SIGTERM stops the server gracefully.
+#[test]
+fn serve_and_get_over_http() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let data = sample_data(25 * 9 - 4);
+    let db = build(dir.path(), &data, 9, "square");
+    let mut server = std::process::Command::new(assert_cmd::cargo::cargo_bin("obscura"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--threads", "1"])
+        .arg(&db)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(server.stderr.take().unwrap()).lines();
+    let url = lines
+        .by_ref()
+        .map(|line| line.unwrap())
+        .find_map(|line| {
+            line.strip_prefix("serving on ")
+                .map(|rest| rest.split(' ').next().unwrap().to_string())
+        })
+        .expect("the server announces its address");
+    let name = db.file_stem().unwrap().to_str().unwrap().to_string();
+    let cache = dir.path().join("cache");
+    for (index, expected) in data.chunks(9).enumerate() {
+        let out = dir.path().join("remote.bin");
+        obscura()
+            .args([
+                "get",
+                "--server",
+                &url,
+                "--db",
+                &name,
+                "--index",
+                &index.to_string(),
+                "--out",
+            ])
+            .arg(&out)
+            .arg("--cache-dir")
+            .arg(&cache)
+            .assert()
+            .success();
+        assert_eq!(std::fs::read(&out).unwrap(), expected, "index {index}");
+    }
+    let missing = obscura()
+        .args([
+            "get",
+            "--server",
+            &url,
+            "--db",
+            "nope",
+            "--index",
+            "0",
+            "--cache-dir",
+        ])
+        .arg(&cache)
+        .assert();
+    assert_clean_failure(missing, "unknown database");
+    let out_of_range = obscura()
+        .args([
+            "get",
+            "--server",
+            &url,
+            "--db",
+            &name,
+            "--index",
+            "25",
+            "--cache-dir",
+        ])
+        .arg(&cache)
+        .assert();
+    assert_clean_failure(out_of_range, "out of range");
+
+    std::process::Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap();
+    let status = server.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    assert!(rest.iter().any(|l| l == "stopped"), "{rest:?}");
+
+    let unreachable = obscura()
+        .args([
+            "get",
+            "--server",
+            &url,
+            "--db",
+            &name,
+            "--index",
+            "0",
+            "--cache-dir",
+        ])
+        .arg(&cache)
+        .assert();
+    assert_clean_failure(unreachable, "cannot reach");
+}

@@ -396,3 +396,67 @@ async fn batch_worker(entry: Arc<Entry>, mut receiver: mpsc::Receiver<Job>, batc
         }
     }
 }
+
+/// A service running on its own thread and runtime (for demos, tests and embedding); stopped
+/// gracefully when dropped.
+pub struct BackgroundService {
+    address: std::net::SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+}
+
+impl BackgroundService {
+    /// Binds `address` (port 0 picks a free one) and serves `catalog` until dropped.
+    pub fn start(
+        catalog: Catalog,
+        config: ServiceConfig,
+        address: std::net::SocketAddr,
+    ) -> std::io::Result<Self> {
+        let (bound_tx, bound_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(async move {
+                let listener = match tokio::net::TcpListener::bind(address).await {
+                    Ok(listener) => listener,
+                    Err(error) => {
+                        let _ = bound_tx
+                            .send(Err(std::io::Error::new(error.kind(), error.to_string())));
+                        return Err(error);
+                    }
+                };
+                let _ = bound_tx.send(listener.local_addr());
+                serve(listener, router(catalog, config), async {
+                    let _ = stopped.await;
+                })
+                .await
+            })
+        });
+        let address = bound_rx
+            .recv()
+            .map_err(|_| std::io::Error::other("the service thread stopped"))??;
+        Ok(Self {
+            address,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// The base URL of the service, e.g. `http://127.0.0.1:41234`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+}
+
+impl Drop for BackgroundService {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

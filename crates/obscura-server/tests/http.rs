@@ -2,7 +2,6 @@
 //! and a bounded load test.
 
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use obscura_pir::lwe::{Client, Layout, Server, SetupOptions};
@@ -10,50 +9,23 @@ use obscura_pir::PirClient;
 use obscura_server::catalog::Catalog;
 use obscura_server::client::{ClientError, HttpClient};
 use obscura_server::framing;
-use obscura_server::service::{self, ServiceConfig};
+use obscura_server::service::{BackgroundService, ServiceConfig};
 use ureq::Agent;
 
 /// A service on an ephemeral loopback port, stopped when dropped.
 struct TestServer {
     url: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    _service: BackgroundService,
 }
 
 impl TestServer {
     fn start(catalog: Catalog, config: ServiceConfig) -> Self {
-        let (address_tx, address_rx) = std::sync::mpsc::channel();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                address_tx.send(listener.local_addr().unwrap()).unwrap();
-                let router = service::router(catalog, config);
-                service::serve(listener, router, async {
-                    let _ = stopped.await;
-                })
-                .await
-                .unwrap();
-            });
-        });
-        let address = address_rx.recv().unwrap();
+        let service =
+            BackgroundService::start(catalog, config, "127.0.0.1:0".parse().unwrap()).unwrap();
         Self {
-            url: format!("http://{address}"),
-            stop: Some(stop),
-            thread: Some(thread),
+            url: service.url(),
+            _service: service,
         }
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        let _ = self.stop.take().unwrap().send(());
-        self.thread.take().unwrap().join().unwrap();
     }
 }
 
