@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use obscura_pir::lwe::{Client, Layout, PublicSetup, QueryState, SetupOptions};
-use obscura_pir::params::{Distribution, LOG_Q};
+use obscura_pir::params::LOG_Q;
 use obscura_pir::{PirClient, PirServer};
 use rayon::prelude::*;
 
@@ -19,7 +19,7 @@ const ANSWER_REPEATS: usize = 5;
 const BATCH_SIZES: [usize; 4] = [1, 4, 16, 64];
 
 /// Deterministic pseudo-random records (SplitMix64 of the word index).
-fn generate(records: u64, record_bytes: u64) -> Result<Vec<u8>> {
+pub fn generate(records: u64, record_bytes: u64) -> Result<Vec<u8>> {
     let bytes = records
         .checked_mul(record_bytes)
         .and_then(|b| usize::try_from(b).ok())
@@ -51,34 +51,14 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
-/// Runs an LWE preset and fills `report`.
-pub fn run(
-    preset: Preset,
+/// Fills the report's description of the database: shape, layout, kernels and parameters.
+pub fn describe(
+    report: &mut Report,
+    setup: &PublicSetup,
+    layout: Layout,
     records: u64,
     record_bytes: u64,
-    pools: &Pools,
-    report: &mut Report,
-) -> Result<()> {
-    let layout = match preset {
-        Preset::Frodo => Layout::OnePerColumn,
-        Preset::Simple1g => Layout::Square,
-    };
-    let data = pools.all.install(|| generate(records, record_bytes))?;
-    let options = SetupOptions {
-        layout,
-        ..SetupOptions::default()
-    };
-    let (server, setup_seconds) = timed(|| {
-        pools
-            .all
-            .install(|| progress::setup_with_bar(&data, record_bytes, options, "server setup"))
-    });
-    let server = server?;
-    let setup_bytes = server.public_setup().to_bytes();
-    let (client, client_seconds) = timed(|| PublicSetup::from_bytes(&setup_bytes).map(Client::new));
-    let mut client = client?;
-
-    let setup = client.setup().clone();
+) {
     let g = setup.geometry();
     let params = setup.params();
     report.scheme = "lwe".into();
@@ -98,9 +78,36 @@ pub fn run(
         set: params.set.name().into(),
         matrix: params.matrix.name().into(),
     };
-    if let Distribution::Ternary = params.set.error() {
-        report.params.sigma = 1.0;
-    }
+}
+
+/// Runs an LWE preset and fills `report`.
+pub fn run(
+    preset: Preset,
+    records: u64,
+    record_bytes: u64,
+    pools: &Pools,
+    report: &mut Report,
+) -> Result<()> {
+    let layout = match preset {
+        Preset::Frodo => Layout::OnePerColumn,
+        Preset::Simple1g | Preset::Service => Layout::Square,
+    };
+    let data = pools.all.install(|| generate(records, record_bytes))?;
+    let options = SetupOptions {
+        layout,
+        ..SetupOptions::default()
+    };
+    let (server, setup_seconds) = timed(|| {
+        pools
+            .all
+            .install(|| progress::setup_with_bar(&data, record_bytes, options, "server setup"))
+    });
+    let server = server?;
+    let setup_bytes = server.public_setup().to_bytes();
+    let (client, client_seconds) = timed(|| PublicSetup::from_bytes(&setup_bytes).map(Client::new));
+    let mut client = client?;
+
+    describe(report, client.setup(), layout, records, record_bytes);
     report.seconds.server_setup = setup_seconds;
     report.seconds.client_setup = client_seconds;
 

@@ -4,6 +4,7 @@
 mod bandwidth;
 mod lwe;
 mod report;
+mod service;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
@@ -21,6 +22,9 @@ pub enum Preset {
     /// 2^20 records x 1 KiB (1 GiB), near-square layout (SimplePIR's workload).
     #[value(name = "simple-1g")]
     Simple1g,
+    /// The HTTP service on loopback: queries per second and latency against concurrency
+    /// (near-square layout; default 2^16 records x 1 KiB = 64 MiB).
+    Service,
 }
 
 impl Preset {
@@ -29,6 +33,7 @@ impl Preset {
         match self {
             Self::Frodo => "frodo",
             Self::Simple1g => "simple-1g",
+            Self::Service => "service",
         }
     }
 }
@@ -75,13 +80,21 @@ pub fn run(args: BenchArgs) -> Result<()> {
             all_threads: bandwidth::read_gbs(&buffer, &pools.all),
         };
     }
-    let records = args.records.unwrap_or(1 << 20);
+    let default_records = if args.preset == Preset::Service {
+        1 << 16
+    } else {
+        1 << 20
+    };
+    let records = args.records.unwrap_or(default_records);
     let record_bytes = args.record_bytes.unwrap_or(1024);
     anyhow::ensure!(
         records >= 1 && record_bytes >= 1,
         "--records and --record-bytes must be at least 1"
     );
-    lwe::run(args.preset, records, record_bytes, &pools, &mut report)?;
+    match args.preset {
+        Preset::Service => service::run(records, record_bytes, &pools, &mut report)?,
+        preset => lwe::run(preset, records, record_bytes, &pools, &mut report)?,
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -69,6 +69,21 @@ pub struct Batch {
     pub effective_gbs: f64,
 }
 
+/// The HTTP service at one level of concurrency.
+#[derive(Clone, Debug, Serialize)]
+pub struct ServiceLevel {
+    /// Clients sending queries at once.
+    pub concurrency: usize,
+    /// Queries sent in all.
+    pub queries: usize,
+    /// Queries answered per second.
+    pub queries_per_second: f64,
+    /// Median round trip in milliseconds.
+    pub p50_ms: f64,
+    /// 99th percentile round trip in milliseconds.
+    pub p99_ms: f64,
+}
+
 /// The JSON object `obscura bench --json` prints.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
@@ -101,6 +116,9 @@ pub struct Report {
     /// Batched answers.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub batch: Vec<Batch>,
+    /// The HTTP service against concurrency.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub service: Vec<ServiceLevel>,
     /// Whether every retrieved record matched the original.
     pub correct: bool,
 }
@@ -142,6 +160,30 @@ impl Report {
             "memory bandwidth (streaming read): {:.1} GB/s one thread, {:.1} GB/s all threads\n",
             self.bandwidth_gbs.one_thread, self.bandwidth_gbs.all_threads
         );
+        if !self.service.is_empty() {
+            println!(
+                "| concurrent clients | queries | queries/s | p50 | p99 |\n|---|---|---|---|---|"
+            );
+            for level in &self.service {
+                println!(
+                    "| {} | {} | {:.1} | {:.1} ms | {:.1} ms |",
+                    level.concurrency,
+                    level.queries,
+                    level.queries_per_second,
+                    level.p50_ms,
+                    level.p99_ms
+                );
+            }
+            println!(
+                "\ncorrect: {}",
+                if self.correct {
+                    "every retrieved record matched"
+                } else {
+                    "NO"
+                }
+            );
+            return;
+        }
         let s = &self.seconds;
         println!("| step | time |\n|---|---|");
         for (name, secs) in [
