@@ -274,9 +274,10 @@ const VECTOR_TILE: usize = 32 << 10;
 /// Bytes of matrix operand per column tile of a batch product.
 const MATRIX_TILE_BYTES: usize = 256 << 10;
 
-/// Batches at least this large use the matrix-matrix kernel; smaller ones run one matrix-vector
-/// kernel per query over each cache-resident tile.
-const GEMM_MIN_BATCH: usize = 8;
+/// Batches at least this large use the matrix-matrix kernel, padded to whole vectors of this
+/// many lanes; smaller ones run one matrix-vector kernel per query over each cache-resident
+/// tile, which costs about the same per query and wastes no lanes.
+const GEMM_MIN_BATCH: usize = 16;
 
 /// `out = D · v` over Z_{2^32}, where `D` is a row-major plaintext matrix of `out.len()` rows and
 /// `v.len()` columns. Rows are spread over the rayon pool; columns are tiled so the slice of `v`
@@ -326,23 +327,30 @@ pub fn plaintext_mat_vecs_with(
                 }
             });
     } else {
-        let mut interleaved = vec![0u32; cols * k];
+        // Queries interleaved and padded with zero queries to whole vectors of lanes.
+        let width = k.next_multiple_of(GEMM_MIN_BATCH);
+        let mut interleaved = vec![0u32; cols * width];
         for (j, v) in vectors.iter().enumerate() {
             for (c, &x) in v.iter().enumerate() {
-                interleaved[c * k + j] = x;
+                interleaved[c * width + j] = x;
             }
         }
-        let operand = backend.prepare_matrix(&interleaved, k, cols, k);
-        let tile = (MATRIX_TILE_BYTES / (4 * k)).next_multiple_of(4).min(cols);
-        out.par_chunks_mut(ROWS_PER_TASK * k)
+        let operand = backend.prepare_matrix(&interleaved, width, cols, width);
+        let tile = (MATRIX_TILE_BYTES / (4 * width)).next_multiple_of(4).min(cols);
+        let mut padded = vec![0u32; rows * width];
+        padded
+            .par_chunks_mut(ROWS_PER_TASK * width)
             .zip(d.par_chunks(ROWS_PER_TASK * cols))
             .for_each(|(out, d)| {
-                let rows = out.len() / k;
+                let rows = out.len() / width;
                 for first in (0..cols).step_by(tile) {
                     let cols_tile = first..(first + tile).min(cols);
-                    backend.gemm_acc(d, cols, rows, &operand, cols_tile, out, k);
+                    backend.gemm_acc(d, cols, rows, &operand, cols_tile, out, width);
                 }
             });
+        for (out, padded) in out.chunks_exact_mut(k).zip(padded.chunks_exact(width)) {
+            out.copy_from_slice(&padded[..k]);
+        }
     }
     (0..k)
         .map(|j| (0..rows).map(|r| out[r * k + j]).collect())
