@@ -343,3 +343,37 @@ fn serve_and_get_over_http() {
         .assert();
     assert_clean_failure(unreachable, "cannot reach");
 }
+
+/// The service preset at a small size: four concurrency levels, every record checked.
+#[test]
+fn bench_service_reports_each_concurrency_level() {
+    let output = obscura()
+        .args([
+            "bench",
+            "service",
+            "--records",
+            "500",
+            "--record-bytes",
+            "32",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["correct"], true);
+    let levels = report["service"].as_array().unwrap();
+    let concurrency: Vec<u64> = levels
+        .iter()
+        .map(|l| l["concurrency"].as_u64().unwrap())
+        .collect();
+    assert_eq!(concurrency, [1, 4, 16, 64]);
+    for level in levels {
+        assert!(level["queries_per_second"].as_f64().unwrap() > 0.0);
+        assert!(level["p99_ms"].as_f64().unwrap() >= level["p50_ms"].as_f64().unwrap());
+    }
+}

@@ -1,5 +1,7 @@
 //! Dense row-major matrices over Z_{2^32}, and of plaintext digits.
 
+use std::sync::Arc;
+
 use crate::kernels;
 
 /// A dense row-major matrix over Z_{2^32} (wrapping arithmetic).
@@ -62,19 +64,50 @@ impl Matrix {
     }
 }
 
+/// Bytes kept alive by someone else (for instance a memory-mapped database file).
+pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// Where the bytes of a plaintext matrix live.
+#[derive(Clone)]
+enum Storage {
+    Owned(Vec<u8>),
+    Shared {
+        owner: SharedBytes,
+        start: usize,
+        len: usize,
+    },
+}
+
 /// A dense row-major matrix of plaintext digits, one centered digit per byte
-/// (two's-complement `i8`), the form in which databases are stored and streamed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// (two's-complement `i8`), the form in which databases are stored and streamed. The bytes are
+/// owned, or shared with their owner (a memory-mapped file is served without a copy).
+#[derive(Clone)]
 pub struct PlaintextMatrix {
     rows: usize,
     cols: usize,
-    data: Vec<u8>,
+    storage: Storage,
 }
 
 impl PlaintextMatrix {
     /// A matrix over existing row-major bytes; `None` if the length does not match the shape.
     pub fn from_vec(rows: usize, cols: usize, data: Vec<u8>) -> Option<Self> {
-        (rows.checked_mul(cols)? == data.len()).then_some(Self { rows, cols, data })
+        (rows.checked_mul(cols)? == data.len()).then_some(Self {
+            rows,
+            cols,
+            storage: Storage::Owned(data),
+        })
+    }
+
+    /// A matrix over the `rows · cols` bytes of `owner` from `start`; `None` if they are not
+    /// all there.
+    pub fn from_shared(rows: usize, cols: usize, owner: SharedBytes, start: usize) -> Option<Self> {
+        let len = rows.checked_mul(cols)?;
+        let available = (*owner).as_ref().len().checked_sub(start)?;
+        (available >= len).then_some(Self {
+            rows,
+            cols,
+            storage: Storage::Shared { owner, start, len },
+        })
     }
 
     /// Number of rows.
@@ -89,7 +122,10 @@ impl PlaintextMatrix {
 
     /// The row-major bytes.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.data
+        match &self.storage {
+            Storage::Owned(data) => data,
+            Storage::Shared { owner, start, len } => &(**owner).as_ref()[*start..*start + *len],
+        }
     }
 
     /// `self · v` over Z_{2^32}, digits read as signed.
@@ -99,8 +135,26 @@ impl PlaintextMatrix {
     pub fn mul_vec(&self, v: &[u32]) -> Vec<u32> {
         assert_eq!(v.len(), self.cols, "vector length");
         let mut out = vec![0u32; self.rows];
-        kernels::plaintext_mat_vec(&self.data, v, &mut out);
+        kernels::plaintext_mat_vec(self.as_bytes(), v, &mut out);
         out
+    }
+}
+
+impl PartialEq for PlaintextMatrix {
+    fn eq(&self, other: &Self) -> bool {
+        (self.rows, self.cols) == (other.rows, other.cols) && self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for PlaintextMatrix {}
+
+impl std::fmt::Debug for PlaintextMatrix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlaintextMatrix")
+            .field("rows", &self.rows)
+            .field("cols", &self.cols)
+            .field("shared", &matches!(self.storage, Storage::Shared { .. }))
+            .finish()
     }
 }
 
@@ -169,5 +223,14 @@ mod tests {
         assert!(Matrix::from_vec(2, 3, vec![0; 5]).is_none());
         assert!(PlaintextMatrix::from_vec(usize::MAX, 2, vec![]).is_none());
         assert_eq!(Matrix::zeros(2, 3).row(1), &[0, 0, 0]);
+        let owner: SharedBytes = Arc::new(vec![1u8, 2, 3, 4, 5, 6, 7]);
+        let shared = PlaintextMatrix::from_shared(2, 3, owner.clone(), 1).unwrap();
+        assert_eq!(shared.as_bytes(), &[2, 3, 4, 5, 6, 7]);
+        assert_eq!(
+            shared,
+            PlaintextMatrix::from_vec(2, 3, vec![2, 3, 4, 5, 6, 7]).unwrap()
+        );
+        assert!(PlaintextMatrix::from_shared(2, 3, owner.clone(), 2).is_none());
+        assert!(PlaintextMatrix::from_shared(1, 1, owner, 9).is_none());
     }
 }

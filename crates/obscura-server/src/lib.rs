@@ -6,7 +6,7 @@
 //! again needs no setup. [`service`] serves a [`catalog::Catalog`] of such databases over HTTP
 //! and [`client::HttpClient`] talks to it.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod catalog;

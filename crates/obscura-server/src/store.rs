@@ -10,15 +10,17 @@
 //! ```
 //!
 //! Files are written to a temporary name in the target directory and renamed into place, so a
-//! crash never leaves a half-written database under the final name. Loading checks every length
-//! against the file size before allocating, verifies the checksum and the setup digest, and
-//! refuses a truncated or corrupted file with a [`StoreError`].
+//! crash never leaves a half-written database under the final name. Loading memory-maps the
+//! file, checks every length against the file size, verifies the checksum and the setup digest,
+//! and refuses a truncated or corrupted file with a [`StoreError`]; the matrix is then served
+//! straight from the mapping.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use obscura_math::matrix::PlaintextMatrix;
+use obscura_math::matrix::{PlaintextMatrix, SharedBytes};
 use obscura_pir::lwe::{PublicSetup, Server};
 use obscura_pir::wire::{self, Kind, Reader};
 use obscura_pir::PirError;
@@ -91,7 +93,8 @@ pub fn write_database(path: &Path, server: &Server) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Loads and verifies the database file at `path`.
+/// Loads and verifies the database file at `path`. The file is memory-mapped and the matrix is
+/// served from the mapping without a copy.
 pub fn read_database(path: &Path) -> Result<Server, StoreError> {
     let io = |source| StoreError::Io {
         path: path.to_path_buf(),
@@ -103,69 +106,67 @@ pub fn read_database(path: &Path) -> Result<Server, StoreError> {
     };
     let file = File::open(path).map_err(io)?;
     let file_len = file.metadata().map_err(io)?.len();
-    let mut input = BufReader::with_capacity(1 << 20, file);
-
     if file_len < PREAMBLE_BYTES as u64 {
         return Err(invalid(format!("the file is only {file_len} bytes long")));
     }
-    let mut preamble = [0u8; PREAMBLE_BYTES];
-    input.read_exact(&mut preamble).map_err(io)?;
-    let (mut reader, digest) =
-        Reader::open(&preamble, Kind::DatabaseFile).map_err(|e| invalid(e.to_string()))?;
+    let map = map_read_only(&file).map_err(io)?;
+    let bytes: &[u8] = &map;
+
+    let (mut reader, digest) = Reader::open(&bytes[..PREAMBLE_BYTES], Kind::DatabaseFile)
+        .map_err(|e| invalid(e.to_string()))?;
     let payload_len = reader.u64().map_err(|e| invalid(e.to_string()))?;
-    let checksum = reader
-        .take(32)
-        .map_err(|e| invalid(e.to_string()))?
-        .to_vec();
-    if payload_len != file_len - PREAMBLE_BYTES as u64 {
+    let checksum = reader.take(32).map_err(|e| invalid(e.to_string()))?;
+    let payload = &bytes[PREAMBLE_BYTES..];
+    if payload_len != payload.len() as u64 {
         return Err(invalid(format!(
             "the header announces {payload_len} payload bytes but the file holds {} (truncated or extended)",
-            file_len - PREAMBLE_BYTES as u64
+            payload.len()
         )));
     }
-
-    let mut hash = Sha256::new();
-    let mut setup_len = [0u8; 8];
-    input
-        .read_exact(&mut setup_len)
-        .map_err(|e| invalid(e.to_string()))?;
-    hash.update(setup_len);
-    let setup_len = u64::from_le_bytes(setup_len);
+    if Sha256::digest(payload).as_slice() != checksum {
+        return Err(invalid(
+            "the checksum does not match: the file is corrupted".into(),
+        ));
+    }
+    let setup_len = payload
+        .get(..8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+        .ok_or_else(|| invalid("the payload is shorter than its setup length".into()))?;
     if setup_len > payload_len - 8 {
         return Err(invalid(format!(
             "the public setup length {setup_len} exceeds the payload"
         )));
     }
-    let mut setup = vec![0u8; setup_len as usize];
-    input.read_exact(&mut setup).map_err(io)?;
-    hash.update(&setup);
-    let matrix_len = payload_len - 8 - setup_len;
-    let mut matrix = vec![0u8; matrix_len as usize];
-    input.read_exact(&mut matrix).map_err(io)?;
-    hash.update(&matrix);
-    if hash.finalize().as_slice() != checksum.as_slice() {
-        return Err(invalid(
-            "the checksum does not match: the file is corrupted".into(),
-        ));
-    }
-
-    let setup = PublicSetup::from_bytes(&setup).map_err(|e| invalid(e.to_string()))?;
+    let setup_end = 8 + setup_len as usize;
+    let setup =
+        PublicSetup::from_bytes(&payload[8..setup_end]).map_err(|e| invalid(e.to_string()))?;
     if setup.digest() != &digest {
         return Err(invalid(
             "the header digest does not match the public setup".into(),
         ));
     }
     let geometry = setup.geometry();
-    let matrix =
-        PlaintextMatrix::from_vec(geometry.rows() as usize, geometry.cols() as usize, matrix)
-            .ok_or_else(|| {
-                invalid(format!(
-                    "the matrix has {matrix_len} bytes, not {} x {}",
-                    geometry.rows(),
-                    geometry.cols()
-                ))
-            })?;
+    let (rows, cols) = (geometry.rows() as usize, geometry.cols() as usize);
+    let matrix_len = payload.len() - setup_end;
+    if Some(matrix_len) != rows.checked_mul(cols) {
+        return Err(invalid(format!(
+            "the matrix has {matrix_len} bytes, not {rows} x {cols}"
+        )));
+    }
+    let owner: SharedBytes = Arc::new(map);
+    let matrix = PlaintextMatrix::from_shared(rows, cols, owner, PREAMBLE_BYTES + setup_end)
+        .expect("length checked above");
     Server::from_parts(setup, matrix).map_err(|e: PirError| invalid(e.to_string()))
+}
+
+/// Maps `file` read-only.
+#[allow(unsafe_code)]
+fn map_read_only(file: &File) -> std::io::Result<memmap2::Mmap> {
+    // SAFETY: the mapping is read-only, and Obscura never modifies a database file in place:
+    // `write_database` writes a new file and renames it over the old one, which leaves existing
+    // mappings on the old contents. Truncating a served file by other means is unsupported (the
+    // OS would fault the process on access).
+    unsafe { memmap2::Mmap::map(file) }
 }
 
 #[cfg(test)]

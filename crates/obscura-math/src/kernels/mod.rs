@@ -336,7 +336,9 @@ pub fn plaintext_mat_vecs_with(
             }
         }
         let operand = backend.prepare_matrix(&interleaved, width, cols, width);
-        let tile = (MATRIX_TILE_BYTES / (4 * width)).next_multiple_of(4).min(cols);
+        let tile = (MATRIX_TILE_BYTES / (4 * width))
+            .next_multiple_of(4)
+            .min(cols);
         let mut padded = vec![0u32; rows * width];
         padded
             .par_chunks_mut(ROWS_PER_TASK * width)
