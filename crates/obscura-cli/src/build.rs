@@ -1,24 +1,32 @@
-//! `obscura build`: raw records in, database file out.
+//! `obscura build`: records in (raw, CSV or JSON lines), database file out.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{ensure, Context, Result};
 use clap::Args;
 use obscura_pir::lwe::{Layout, SetupOptions};
 use obscura_pir::params::{MatrixKind, ParamSet};
 
+use crate::ingest::{self, InputFormat};
 use crate::{progress, threads};
 
 /// Arguments of `obscura build`.
 #[derive(Args)]
 pub struct BuildArgs {
-    /// File of records laid end to end (the last one may be short; it is zero-padded).
+    /// Input file: raw records laid end to end (the last may be short; it is zero-padded), a CSV
+    /// file with a header row, or JSON lines.
     #[arg(long)]
     input: PathBuf,
-    /// Bytes per record.
+    /// Input format (default: from the extension: .csv, .jsonl/.ndjson, anything else raw).
+    #[arg(long, value_enum)]
+    format: Option<InputFormat>,
+    /// Bytes per record (raw input only).
     #[arg(long)]
-    record_size: u64,
+    record_size: Option<u64>,
+    /// Column (CSV) or field (JSON lines) that makes the record; repeat for several.
+    #[arg(long = "column")]
+    columns: Vec<String>,
     /// Database file to write.
     #[arg(long)]
     out: PathBuf,
@@ -62,19 +70,60 @@ pub fn parse_params(text: &str) -> Result<ParamSet, String> {
     })
 }
 
+/// Records read from the input.
+enum Input {
+    /// Fixed-size records laid end to end.
+    Raw { data: Vec<u8>, record_size: u64 },
+    /// Variable-length values, one per row.
+    Values(Vec<Vec<u8>>),
+}
+
 /// Runs `obscura build`.
 pub fn run(args: BuildArgs) -> Result<()> {
-    if args.record_size == 0 {
-        bail!("--record-size must be at least 1 byte");
-    }
-    let data = std::fs::read(&args.input)
-        .with_context(|| format!("cannot read {}", args.input.display()))?;
-    if data.is_empty() {
-        bail!(
-            "{} is empty: there are no records to serve",
-            args.input.display()
-        );
-    }
+    let format = args
+        .format
+        .unwrap_or_else(|| InputFormat::guess(&args.input));
+    let input = match format {
+        InputFormat::Raw => {
+            ensure!(
+                args.columns.is_empty(),
+                "--column applies to CSV and JSON-lines input"
+            );
+            let record_size = args
+                .record_size
+                .context("--record-size is needed for raw input")?;
+            ensure!(record_size >= 1, "--record-size must be at least 1 byte");
+            let data = std::fs::read(&args.input)
+                .with_context(|| format!("cannot read {}", args.input.display()))?;
+            ensure!(
+                !data.is_empty(),
+                "{} is empty: there are no records to serve",
+                args.input.display()
+            );
+            Input::Raw { data, record_size }
+        }
+        InputFormat::Csv | InputFormat::Jsonl => {
+            ensure!(
+                args.record_size.is_none(),
+                "--record-size applies to raw input only"
+            );
+            ensure!(
+                !args.columns.is_empty(),
+                "name the record's column(s) with --column"
+            );
+            let values = if format == InputFormat::Csv {
+                ingest::csv_values(&args.input, &args.columns)?
+            } else {
+                ingest::jsonl_values(&args.input, &args.columns)?
+            };
+            ensure!(
+                !values.is_empty(),
+                "{} has no rows: there are no records to serve",
+                args.input.display()
+            );
+            Input::Values(values)
+        }
+    };
     let options = SetupOptions {
         params: args.params,
         layout: args.layout,
@@ -82,8 +131,11 @@ pub fn run(args: BuildArgs) -> Result<()> {
     };
     let pool = threads::pool(threads::count(args.threads)?)?;
     let started = Instant::now();
-    let server = pool.install(|| {
-        progress::setup_with_bar(&data, args.record_size, options, "computing the hint")
+    let server = pool.install(|| match &input {
+        Input::Raw { data, record_size } => {
+            progress::setup_with_bar(data, *record_size, options, "computing the hint")
+        }
+        Input::Values(values) => progress::values_with_bar(values, options, "computing the hint"),
     })?;
     obscura_server::store::write_database(&args.out, &server)?;
     let setup = server.public_setup();

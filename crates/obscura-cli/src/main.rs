@@ -4,6 +4,7 @@ mod bench;
 mod build;
 mod demo;
 mod get;
+mod ingest;
 mod progress;
 mod serve;
 mod threads;
@@ -22,7 +23,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Build a PIR database file from raw fixed-size records.
+    /// Build a PIR database file from raw fixed-size records, CSV or JSON lines.
     Build(build::BuildArgs),
     /// Fetch one record privately, from a database file or from a server.
     Get(get::GetArgs),

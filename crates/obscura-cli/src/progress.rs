@@ -4,12 +4,33 @@ use indicatif::{ProgressBar, ProgressStyle};
 use obscura_pir::lwe::{Server, SetupOptions};
 use obscura_pir::PirError;
 
-/// Sets up a database with a progress bar over the hint product, labelled `message`.
+/// Sets up a database of fixed-size records with a progress bar over the hint product.
 pub fn setup_with_bar(
     data: &[u8],
     record_bytes: u64,
     options: SetupOptions,
     message: &'static str,
+) -> Result<Server, PirError> {
+    with_bar(message, |progress| {
+        Server::setup(data, record_bytes, options, progress)
+    })
+}
+
+/// Sets up a database of variable-length values with a progress bar over the hint product.
+pub fn values_with_bar(
+    values: &[Vec<u8>],
+    options: SetupOptions,
+    message: &'static str,
+) -> Result<Server, PirError> {
+    with_bar(message, |progress| {
+        Server::setup_values(values, options, progress)
+    })
+}
+
+/// Runs `setup` with a progress bar labelled `message` that its progress callback advances.
+fn with_bar(
+    message: &'static str,
+    setup: impl FnOnce(&(dyn Fn(u64, u64) + Sync)) -> Result<Server, PirError>,
 ) -> Result<Server, PirError> {
     let bar = ProgressBar::new(0);
     bar.set_style(
@@ -18,7 +39,7 @@ pub fn setup_with_bar(
             .progress_chars("=> "),
     );
     bar.set_message(message);
-    let server = Server::setup(data, record_bytes, options, &|done, total| {
+    let server = setup(&|done, total| {
         bar.set_length(total);
         bar.set_position(done);
     });

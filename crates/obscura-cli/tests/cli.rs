@@ -377,3 +377,89 @@ fn bench_service_reports_each_concurrency_level() {
         assert!(level["p99_ms"].as_f64().unwrap() >= level["p50_ms"].as_f64().unwrap());
     }
 }
+
+/// CSV and JSON-lines input: one record per row, made of the chosen columns, returned exactly.
+#[test]
+fn build_from_csv_and_jsonl() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("people.csv");
+    std::fs::write(
+        &csv,
+        "name,phone,city\nada,+44 20,\"London, UK\"\nbob,,Paris\nzoe,555,\n",
+    )
+    .unwrap();
+    let jsonl = dir.path().join("keys.jsonl");
+    std::fs::write(
+        &jsonl,
+        "{\"k\":\"a\",\"v\":1}\n\n{\"k\":\"bb\",\"v\":[2,3]}\n{\"k\":\"\",\"v\":null}\n",
+    )
+    .unwrap();
+    let cases: Vec<(&std::path::Path, Vec<&str>, Vec<&str>)> = vec![
+        (&csv, vec!["city"], vec!["London, UK", "Paris", ""]),
+        (
+            &csv,
+            vec!["name", "city"],
+            vec!["ada,\"London, UK\"", "bob,Paris", "zoe,"],
+        ),
+        (&jsonl, vec!["k"], vec!["a", "bb", ""]),
+        (&jsonl, vec!["v"], vec!["1", "[2,3]", "null"]),
+        (
+            &jsonl,
+            vec!["k", "v"],
+            vec![
+                "{\"k\":\"a\",\"v\":1}",
+                "{\"k\":\"bb\",\"v\":[2,3]}",
+                "{\"k\":\"\",\"v\":null}",
+            ],
+        ),
+    ];
+    for (input, columns, expected) in cases {
+        let db = dir.path().join("table.obs");
+        let mut build = obscura();
+        build
+            .args(["build", "--input"])
+            .arg(input)
+            .arg("--out")
+            .arg(&db);
+        for column in &columns {
+            build.args(["--column", column]);
+        }
+        build.assert().success();
+        for (index, value) in expected.iter().enumerate() {
+            let out = dir.path().join("value.bin");
+            obscura()
+                .args(["get", "--db"])
+                .arg(&db)
+                .args(["--index", &index.to_string(), "--out"])
+                .arg(&out)
+                .assert()
+                .success();
+            assert_eq!(
+                std::fs::read(&out).unwrap(),
+                value.as_bytes(),
+                "{columns:?} {index}"
+            );
+        }
+    }
+    let missing = obscura()
+        .args(["build", "--input"])
+        .arg(&csv)
+        .args(["--column", "email", "--out"])
+        .arg(dir.path().join("x.obs"))
+        .assert();
+    assert_clean_failure(missing, "no column \"email\" (columns: name, phone, city)");
+    let no_column = obscura()
+        .args(["build", "--input"])
+        .arg(&jsonl)
+        .args(["--out"])
+        .arg(dir.path().join("x.obs"))
+        .assert();
+    assert_clean_failure(no_column, "--column");
+    let bad_field = obscura()
+        .args(["build", "--input"])
+        .arg(&jsonl)
+        .args(["--column", "zz", "--out"])
+        .arg(dir.path().join("x.obs"))
+        .assert();
+    assert_clean_failure(bad_field, "line 1: no field \"zz\"");
+}

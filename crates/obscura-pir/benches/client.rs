@@ -6,7 +6,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use obscura_math::expand::MatrixSeed;
 use obscura_math::matrix::Matrix;
-use obscura_pir::lwe::{Client, Geometry, Layout, PublicSetup};
+use obscura_pir::lwe::{Client, Geometry, Layout, PublicSetup, RecordFormat};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_pir::PirClient;
 
@@ -14,7 +14,8 @@ fn new_client(layout: Layout, matrix: MatrixKind) -> Client {
     let set = ParamSet::Ypir1024;
     let geometry = Geometry::plan(1 << 30, 1024, layout, set).unwrap();
     let hint = Matrix::zeros(geometry.rows() as usize, set.n());
-    let setup = PublicSetup::new(set, matrix, geometry, MatrixSeed([7; 16]), hint).unwrap();
+    let format = RecordFormat::Raw;
+    let setup = PublicSetup::new(set, matrix, format, geometry, MatrixSeed([7; 16]), hint).unwrap();
     Client::new(setup)
 }
 

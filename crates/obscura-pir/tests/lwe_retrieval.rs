@@ -237,3 +237,32 @@ fn batch_answers_match_single_answers() {
     let server = Server::setup(&data(100, 1), 10, SetupOptions::default(), &|_, _| {}).unwrap();
     assert!(server.answer_batch(&[]).unwrap().is_empty());
 }
+
+/// Variable-length values (empty ones included) come back with their exact length.
+#[test]
+fn variable_length_values() {
+    let values: Vec<Vec<u8>> = (0..300usize).map(|i| data(i * 7 % 50, i as u64)).collect();
+    for layout in LAYOUTS {
+        let options = SetupOptions {
+            layout,
+            ..SetupOptions::default()
+        };
+        let server = Server::setup_values(&values, options, &|_, _| {}).unwrap();
+        assert_eq!(
+            server.public_setup().format(),
+            obscura_pir::lwe::RecordFormat::LengthPrefixed
+        );
+        let mut client = Client::new(server.public_setup().clone());
+        for index in [0usize, 1, 7, 50, 299] {
+            assert_eq!(
+                retrieve(&server, &mut client, index as u64).unwrap(),
+                values[index]
+            );
+        }
+    }
+    let empty: [&[u8]; 0] = [];
+    assert!(Server::setup_values(&empty, SetupOptions::default(), &|_, _| {}).is_err());
+    assert!(
+        Server::setup_values(&[vec![0u8; 1 << 20]], SetupOptions::default(), &|_, _| {}).is_err()
+    );
+}

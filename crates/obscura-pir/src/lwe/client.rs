@@ -192,6 +192,6 @@ impl PirClient for Client {
             location.skip_bits,
             &mut record,
         );
-        Ok(record)
+        self.setup.format().value(record)
     }
 }

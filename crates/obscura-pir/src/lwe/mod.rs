@@ -25,4 +25,4 @@ pub use client::{Client, QueryState};
 pub use layout::{Geometry, Layout, RecordLocation, MAX_RECORD_BYTES};
 pub use messages::{Answer, Query};
 pub use server::Server;
-pub use setup::{PublicSetup, SetupOptions};
+pub use setup::{PublicSetup, RecordFormat, SetupOptions};

@@ -6,9 +6,9 @@ use obscura_math::matrix::{Matrix, PlaintextMatrix};
 use obscura_math::pack;
 use rayon::prelude::*;
 
-use super::layout::Geometry;
+use super::layout::{Geometry, MAX_RECORD_BYTES};
 use super::messages::{Answer, Query};
-use super::setup::{matrix_a, PublicSetup, SetupOptions};
+use super::setup::{matrix_a, PublicSetup, RecordFormat, SetupOptions};
 use crate::params::{LweParams, MatrixKind};
 use crate::{PirError, PirServer};
 
@@ -32,6 +32,51 @@ impl Server {
     pub fn setup(
         data: &[u8],
         record_bytes: u64,
+        options: SetupOptions,
+        progress: &(dyn Fn(u64, u64) + Sync),
+    ) -> Result<Self, PirError> {
+        Self::setup_slots(data, record_bytes, RecordFormat::Raw, options, progress)
+    }
+
+    /// Sets up a database of variable-length values (the value at index `i` is `values[i]`,
+    /// possibly empty): each is stored as its length and bytes in a slot as large as the longest,
+    /// and clients get the exact value back.
+    pub fn setup_values<V: AsRef<[u8]>>(
+        values: &[V],
+        options: SetupOptions,
+        progress: &(dyn Fn(u64, u64) + Sync),
+    ) -> Result<Self, PirError> {
+        let longest = values
+            .iter()
+            .map(|v| v.as_ref().len())
+            .max()
+            .ok_or_else(|| PirError::InvalidParameters("the database has no records".into()))?;
+        let slot = 4 + longest;
+        if slot as u64 > MAX_RECORD_BYTES {
+            return Err(PirError::InvalidParameters(format!(
+                "a value of {longest} bytes is larger than the {MAX_RECORD_BYTES}-byte record limit"
+            )));
+        }
+        let mut data = vec![0u8; values.len() * slot];
+        for (value, slot) in values.iter().zip(data.chunks_exact_mut(slot)) {
+            let value = value.as_ref();
+            slot[..4].copy_from_slice(&(value.len() as u32).to_le_bytes());
+            slot[4..4 + value.len()].copy_from_slice(value);
+        }
+        Self::setup_slots(
+            &data,
+            slot as u64,
+            RecordFormat::LengthPrefixed,
+            options,
+            progress,
+        )
+    }
+
+    /// Sets up slots of `record_bytes` bytes laid end to end in `data`.
+    fn setup_slots(
+        data: &[u8],
+        record_bytes: u64,
+        format: RecordFormat,
         options: SetupOptions,
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Self, PirError> {
@@ -69,7 +114,7 @@ impl Server {
             first += count;
             progress(first as u64, cols as u64);
         }
-        let setup = PublicSetup::new(set, kind, geometry, seed, hint)?;
+        let setup = PublicSetup::new(set, kind, format, geometry, seed, hint)?;
         Ok(Self { setup, database })
     }
 

@@ -12,6 +12,51 @@ use crate::PirError;
 /// Domain tag of the public matrix `A` under the setup's seed.
 const DOMAIN_A: u64 = 0;
 
+/// How a record's bytes are laid out inside its fixed-size slot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RecordFormat {
+    /// The slot is the record (the last one may be short).
+    #[default]
+    Raw,
+    /// A little-endian `u32` length, the value, zero padding: variable-length values (rows of a
+    /// CSV file, JSON lines) in fixed slots, returned with their exact length.
+    LengthPrefixed,
+}
+
+impl RecordFormat {
+    /// The code of the format in binary formats.
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Raw => 1,
+            Self::LengthPrefixed => 2,
+        }
+    }
+
+    /// The format with this code.
+    pub fn from_code(code: u8) -> Option<Self> {
+        [Self::Raw, Self::LengthPrefixed]
+            .into_iter()
+            .find(|f| f.code() == code)
+    }
+
+    /// The value stored in a decoded slot.
+    pub fn value(self, slot: Vec<u8>) -> Result<Vec<u8>, PirError> {
+        match self {
+            Self::Raw => Ok(slot),
+            Self::LengthPrefixed => {
+                let len = slot
+                    .get(..4)
+                    .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize)
+                    .filter(|&len| len <= slot.len() - 4)
+                    .ok_or_else(|| {
+                        PirError::malformed("record", "its length prefix exceeds its slot")
+                    })?;
+                Ok(slot[4..4 + len].to_vec())
+            }
+        }
+    }
+}
+
 /// Choices made when a server sets up a database.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SetupOptions {
@@ -28,6 +73,7 @@ pub struct SetupOptions {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PublicSetup {
     params: LweParams,
+    format: RecordFormat,
     geometry: Geometry,
     seed: MatrixSeed,
     hint: Matrix,
@@ -40,6 +86,7 @@ impl PublicSetup {
     pub fn new(
         set: ParamSet,
         matrix: MatrixKind,
+        format: RecordFormat,
         geometry: Geometry,
         seed: MatrixSeed,
         hint: Matrix,
@@ -54,9 +101,10 @@ impl PublicSetup {
                 params.n()
             )));
         }
-        let digest = setup_digest(&params, &geometry, &seed);
+        let digest = setup_digest(&params, format, &geometry, &seed);
         Ok(Self {
             params,
+            format,
             geometry,
             seed,
             hint,
@@ -67,6 +115,11 @@ impl PublicSetup {
     /// The LWE parameters.
     pub fn params(&self) -> LweParams {
         self.params
+    }
+
+    /// How records are laid out in their slots.
+    pub fn format(&self) -> RecordFormat {
+        self.format
     }
 
     /// The shape of the database.
@@ -101,6 +154,7 @@ impl PublicSetup {
         wire::write_header(&mut out, Kind::LwePublicSetup, &self.digest);
         out.push(self.params.set.code());
         out.push(self.params.matrix.code());
+        out.push(self.format.code());
         out.push(g.log_p());
         for value in [
             g.records(),
@@ -126,6 +180,9 @@ impl PublicSetup {
         let code = reader.u8()?;
         let matrix = MatrixKind::from_code(code)
             .ok_or_else(|| reader.error(format!("unknown matrix kind {code}")))?;
+        let code = reader.u8()?;
+        let format = RecordFormat::from_code(code)
+            .ok_or_else(|| reader.error(format!("unknown record format {code}")))?;
         let log_p = reader.u8()?;
         let (records, record_bytes, data_bytes, per_column) =
             (reader.u64()?, reader.u64()?, reader.u64()?, reader.u64()?);
@@ -145,7 +202,7 @@ impl PublicSetup {
         let hint = reader.u32s_raw(present)?;
         reader.finish()?;
         let hint = Matrix::from_vec(geometry.rows() as usize, n, hint).expect("length checked");
-        let setup = Self::new(set, matrix, geometry, seed, hint)
+        let setup = Self::new(set, matrix, format, geometry, seed, hint)
             .map_err(|e| PirError::malformed("public setup", e.to_string()))?;
         if setup.digest != digest {
             return Err(PirError::malformed(
@@ -168,11 +225,21 @@ pub(super) fn matrix_a(params: &LweParams, seed: MatrixSeed, geometry: &Geometry
     }
 }
 
-/// SHA-256 over a domain string, the parameters, the geometry and the seed.
-fn setup_digest(params: &LweParams, geometry: &Geometry, seed: &MatrixSeed) -> Digest {
+/// SHA-256 over a domain string, the parameters, the record format, the geometry and the seed.
+fn setup_digest(
+    params: &LweParams,
+    format: RecordFormat,
+    geometry: &Geometry,
+    seed: &MatrixSeed,
+) -> Digest {
     let mut hash = Sha256::new();
     hash.update(b"obscura/lwe/setup/v1");
-    hash.update([params.set.code(), params.matrix.code(), geometry.log_p()]);
+    hash.update([
+        params.set.code(),
+        params.matrix.code(),
+        format.code(),
+        geometry.log_p(),
+    ]);
     for value in [
         geometry.records(),
         geometry.record_bytes(),
