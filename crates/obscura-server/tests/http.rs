@@ -302,3 +302,27 @@ fn bounded_load_test() {
         percentile(0.99)
     );
 }
+
+/// A request that outlives the time limit gets 408 (the batcher's window is made longer than it).
+#[test]
+fn slow_requests_time_out() {
+    let mut catalog = Catalog::default();
+    catalog
+        .insert("db".into(), database(&data(64, 5), 8, Layout::Square))
+        .unwrap();
+    let config = ServiceConfig {
+        request_timeout: Duration::from_millis(5),
+        batch_window: Duration::from_millis(500),
+        ..ServiceConfig::default()
+    };
+    let server = TestServer::start(catalog, config);
+    let http = HttpClient::new(&server.url, None);
+    let setup = http.setup("db").unwrap();
+    let (query, _) = Client::new(setup.clone()).query(0).unwrap();
+    let (status, _) = status_and_text(
+        raw()
+            .post(&format!("{}/v1/databases/db/query", server.url))
+            .send(&query.to_bytes()[..]),
+    );
+    assert_eq!(status, 408);
+}
