@@ -198,28 +198,27 @@ fn demo_retrieves_and_reports() {
         .stdout(predicate::str::contains("answer"));
 }
 
+/// Runs `obscura bench ARGS --json` and parses its output.
+fn bench_json(args: &[&str]) -> serde_json::Value {
+    let output = obscura()
+        .arg("bench")
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 /// Both LWE presets at a small size: the JSON of WORKLOADS.md, with every record checked.
 #[test]
 fn bench_presets_print_the_documented_json() {
     for preset in ["frodo", "simple-1g"] {
-        let output = obscura()
-            .args([
-                "bench",
-                preset,
-                "--records",
-                "3000",
-                "--record-bytes",
-                "100",
-                "--json",
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let report = bench_json(&[preset, "--records", "3000", "--record-bytes", "100"]);
         assert_eq!(report["preset"], preset);
         assert_eq!(report["records"], 3000);
         assert_eq!(report["record_bytes"], 100);
@@ -347,24 +346,7 @@ fn serve_and_get_over_http() {
 /// The service preset at a small size: four concurrency levels, every record checked.
 #[test]
 fn bench_service_reports_each_concurrency_level() {
-    let output = obscura()
-        .args([
-            "bench",
-            "service",
-            "--records",
-            "500",
-            "--record-bytes",
-            "32",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report = bench_json(&["service", "--records", "500", "--record-bytes", "32"]);
     assert_eq!(report["correct"], true);
     let levels = report["service"].as_array().unwrap();
     let concurrency: Vec<u64> = levels

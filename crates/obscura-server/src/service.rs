@@ -229,6 +229,14 @@ async fn list(State(state): State<Arc<AppState>>) -> impl IntoResponse {
     )
 }
 
+/// The database called `name`, or 404.
+fn lookup<'a>(state: &'a AppState, name: &str) -> Result<&'a Arc<Entry>, Failure> {
+    state
+        .catalog
+        .get(name)
+        .ok_or_else(|| Failure::unknown(name))
+}
+
 async fn render_metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
@@ -241,10 +249,7 @@ async fn setup(
     Path(name): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, Failure> {
-    let entry = state
-        .catalog
-        .get(&name)
-        .ok_or_else(|| Failure::unknown(&name))?;
+    let entry = lookup(&state, &name)?;
     let cache = [
         (header::ETAG, entry.etag.clone()),
         (header::CACHE_CONTROL, "no-cache".to_string()),
@@ -282,10 +287,7 @@ async fn query(
     Path(name): Path<String>,
     body: Bytes,
 ) -> Result<Response, Failure> {
-    let entry = state
-        .catalog
-        .get(&name)
-        .ok_or_else(|| Failure::unknown(&name))?;
+    let entry = lookup(&state, &name)?;
     let query = Query::from_bytes(&body, entry.server.public_setup())
         .map_err(|e| Failure::from_pir(e, &name))?;
     let answers = answer_all(&state, entry, vec![query]).await?;
@@ -297,10 +299,7 @@ async fn batch(
     Path(name): Path<String>,
     body: Bytes,
 ) -> Result<Response, Failure> {
-    let entry = state
-        .catalog
-        .get(&name)
-        .ok_or_else(|| Failure::unknown(&name))?;
+    let entry = lookup(&state, &name)?;
     let messages =
         framing::decode(&body, state.max_batch).map_err(|e| Failure(StatusCode::BAD_REQUEST, e))?;
     let queries = messages
