@@ -1,5 +1,6 @@
 //! Private information retrieval schemes of Obscura.
 //!
+//! - [`keyword`]: keyword PIR, a binary fuse filter of key-value rows on the LWE engine;
 //! - [`lwe`]: the one LWE engine behind SimplePIR and FrodoPIR, with a layout knob and
 //!   client-side query preprocessing;
 //! - [`params`]: the LWE parameter table, its security argument and the correctness bound that
@@ -28,6 +29,7 @@
 #![warn(missing_docs)]
 
 mod error;
+pub mod keyword;
 pub mod lwe;
 pub mod params;
 pub mod scheme;

@@ -33,6 +33,8 @@ pub enum Kind {
     LweQuery = 2,
     /// An answer of the LWE engine.
     LweAnswer = 3,
+    /// The public setup of a keyword database (filter parameters and the LWE setup).
+    KeywordSetup = 4,
     /// A stored database file.
     DatabaseFile = 16,
 }
@@ -44,6 +46,7 @@ impl Kind {
             Self::LwePublicSetup => "public setup",
             Self::LweQuery => "query",
             Self::LweAnswer => "answer",
+            Self::KeywordSetup => "keyword setup",
             Self::DatabaseFile => "database file",
         }
     }

@@ -34,7 +34,7 @@ struct PreparedQuery {
 pub struct QueryState {
     #[zeroize(skip)]
     digest: Digest,
-    index: u64,
+    index: Option<u64>,
     mask: Mask,
 }
 
@@ -129,13 +129,33 @@ impl Client {
     }
 }
 
-impl PirClient for Client {
-    type Query = Query;
-    type Answer = Answer;
-    type State = QueryState;
+impl Client {
+    /// A query with Δ at each of `columns` (a keyword lookup sums the 3 or 4 filter slots of
+    /// its key); decode its answer with [`Client::decode_digits`].
+    pub fn query_columns(&mut self, columns: &[u64]) -> Result<(Query, QueryState), PirError> {
+        let cols = self.setup.geometry().cols();
+        if let Some(&column) = columns.iter().find(|&&c| c >= cols) {
+            return Err(PirError::IndexOutOfRange {
+                index: column,
+                records: cols,
+            });
+        }
+        self.query_at(columns, None)
+    }
 
-    fn query(&mut self, index: u64) -> Result<(Query, QueryState), PirError> {
-        let location = self.setup.geometry().locate(index)?;
+    /// The digits (mod p) of every row carried by the answer to a [`Client::query_columns`]
+    /// query: row `r` is the sum of the queried columns' entries in row `r`.
+    pub fn decode_digits(&self, state: QueryState, answer: &Answer) -> Result<Vec<u8>, PirError> {
+        self.check(&state, answer)?;
+        Ok(self.digits(&state, answer, 0..self.setup.geometry().rows() as usize))
+    }
+
+    /// A query with Δ added at `columns`, from the pool when it has a prepared one.
+    fn query_at(
+        &mut self,
+        columns: &[u64],
+        index: Option<u64>,
+    ) -> Result<(Query, QueryState), PirError> {
         let (mut values, mask) = match self.pool.pop() {
             Some(mut prepared) => (
                 std::mem::take(&mut prepared.masked),
@@ -150,8 +170,10 @@ impl PirClient for Client {
                 (masked, Mask::Secret(secret))
             }
         };
-        let column = location.column as usize;
-        values[column] = values[column].wrapping_add(self.setup.params().delta());
+        let delta = self.setup.params().delta();
+        for &column in columns {
+            values[column as usize] = values[column as usize].wrapping_add(delta);
+        }
         let digest = *self.setup.digest();
         Ok((
             Query { digest, values },
@@ -163,32 +185,55 @@ impl PirClient for Client {
         ))
     }
 
-    fn decode(&self, state: QueryState, answer: &Answer) -> Result<Vec<u8>, PirError> {
+    /// Checks that a state and an answer belong to this client's setup.
+    fn check(&self, state: &QueryState, answer: &Answer) -> Result<(), PirError> {
         if state.digest != *self.setup.digest() {
             return Err(PirError::SetupMismatch {
                 what: "query state",
             });
         }
-        answer.check(&self.setup)?;
+        answer.check(&self.setup)
+    }
+
+    /// The rounded digits of `rows` of an answer, `H·s` removed.
+    fn digits(&self, state: &QueryState, answer: &Answer, rows: std::ops::Range<usize>) -> Vec<u8> {
         let params = self.setup.params();
-        let location = self.setup.geometry().locate(state.index)?;
         let shift = 32 - u32::from(params.log_p);
         let half_delta = params.delta() / 2;
+        rows.map(|r| {
+            let mask = match &state.mask {
+                Mask::Secret(secret) => dot_u32(self.setup.hint().row(r), secret),
+                Mask::Rows(rows) => rows[r],
+            };
+            let noisy = answer.values[r].wrapping_sub(mask);
+            (noisy.wrapping_add(half_delta) >> shift) as u8
+        })
+        .collect()
+    }
+}
+
+impl PirClient for Client {
+    type Query = Query;
+    type Answer = Answer;
+    type State = QueryState;
+
+    fn query(&mut self, index: u64) -> Result<(Query, QueryState), PirError> {
+        let location = self.setup.geometry().locate(index)?;
+        self.query_at(&[location.column], Some(index))
+    }
+
+    fn decode(&self, state: QueryState, answer: &Answer) -> Result<Vec<u8>, PirError> {
+        self.check(&state, answer)?;
+        let index = state.index.ok_or_else(|| {
+            PirError::malformed("query state", "it is for columns: use decode_digits")
+        })?;
+        let location = self.setup.geometry().locate(index)?;
         let first = location.first_row as usize;
-        let digits: Vec<u8> = (first..first + location.row_count as usize)
-            .map(|r| {
-                let mask = match &state.mask {
-                    Mask::Secret(secret) => dot_u32(self.setup.hint().row(r), secret),
-                    Mask::Rows(rows) => rows[r],
-                };
-                let noisy = answer.values[r].wrapping_sub(mask);
-                (noisy.wrapping_add(half_delta) >> shift) as u8
-            })
-            .collect();
+        let digits = self.digits(&state, answer, first..first + location.row_count as usize);
         let mut record = vec![0u8; location.len as usize];
         pack::unpack_into(
             &digits,
-            u32::from(params.log_p),
+            u32::from(self.setup.params().log_p),
             location.skip_bits,
             &mut record,
         );

@@ -24,5 +24,6 @@ mod setup;
 pub use client::{Client, QueryState};
 pub use layout::{Geometry, Layout, RecordLocation, MAX_RECORD_BYTES};
 pub use messages::{Answer, Query};
+pub(crate) use server::centered;
 pub use server::Server;
 pub use setup::{PublicSetup, RecordFormat, SetupOptions};

@@ -87,6 +87,17 @@ impl Server {
             options.params,
         )?;
         let database = encode_database(data, &geometry);
+        Self::with_database(database, geometry, format, options, progress)
+    }
+
+    /// Computes the hint of an encoded database and assembles the server.
+    pub(crate) fn with_database(
+        database: PlaintextMatrix,
+        geometry: Geometry,
+        format: RecordFormat,
+        options: SetupOptions,
+        progress: &(dyn Fn(u64, u64) + Sync),
+    ) -> Result<Self, PirError> {
         let seed = MatrixSeed::random().map_err(obscura_math::sample::RngError)?;
         let set = options.params;
         let kind = options.matrix.unwrap_or(MatrixKind::default_for(set));
@@ -185,7 +196,6 @@ fn encode_database(data: &[u8], geometry: &Geometry) -> PlaintextMatrix {
     let rows = geometry.rows() as usize;
     let cols = geometry.cols() as usize;
     let width = u32::from(geometry.log_p());
-    let p = 1i16 << width;
     let columns: Vec<(u64, u64)> = (0..cols as u64).map(|c| geometry.column_bits(c)).collect();
     let mut matrix = vec![0u8; rows * cols];
     matrix
@@ -194,10 +204,16 @@ fn encode_database(data: &[u8], geometry: &Geometry) -> PlaintextMatrix {
         .for_each(|(r, row)| {
             let offset = r as u64 * u64::from(width);
             for (entry, &(first, last)) in row.iter_mut().zip(&columns) {
-                let digit = i16::from(pack::digit_at(data, first + offset, width, last));
-                let centered = if digit >= p / 2 { digit - p } else { digit };
-                *entry = centered as i8 as u8;
+                *entry = centered(pack::digit_at(data, first + offset, width, last), width);
             }
         });
     PlaintextMatrix::from_vec(rows, cols, matrix).expect("shape")
+}
+
+/// A digit in `[0, 2^width)` stored centered, as the two's-complement `i8` in
+/// `[-2^(width-1), 2^(width-1))` congruent to it.
+pub(crate) fn centered(digit: u8, width: u32) -> u8 {
+    let (digit, p) = (i16::from(digit), 1i16 << width);
+    let value = if digit >= p / 2 { digit - p } else { digit };
+    value as i8 as u8
 }

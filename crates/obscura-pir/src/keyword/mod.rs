@@ -1,0 +1,430 @@
+//! Keyword PIR: fetch the value stored under a key, or learn that the key is absent, with one
+//! query to the LWE engine.
+//!
+//! The store is a binary fuse filter ([`fuse`]) whose slots are whole rows: each key-value pair
+//! becomes the row `digest(key) ‖ len (u32 LE) ‖ value ‖ zero padding`, cut into plaintext
+//! digits, and the slots are filled (mod p) so that for every stored key the sum of its 3 or 4
+//! slots plus a per-key pseudo-random mask is its row. The database matrix has one slot per
+//! column (the one-per-column layout), so a lookup is an LWE query with Δ at the key's slots: the
+//! answer decodes to the sum of those columns. A decoded row whose 32-byte digest differs from
+//! the key's (compared in constant time), or whose length or padding is wrong, means the key is
+//! absent: an absent key is accepted with probability about 2^-256, never as a wrong value.
+//!
+//! The design and its sources are in `../shared/design/batch-and-keyword.md` §3.
+
+pub mod fuse;
+
+use obscura_math::pack;
+use sha2::{Digest as _, Sha256};
+
+use crate::lwe::{
+    self, Answer, Geometry, Layout, PublicSetup, Query, QueryState, RecordFormat, SetupOptions,
+};
+use crate::params::{MatrixKind, ParamSet};
+use crate::wire::{self, Kind, Reader};
+use crate::{PirError, PirServer};
+use fuse::{Arity, FuseShape};
+
+/// Bytes of a key digest.
+pub const DIGEST_BYTES: usize = 32;
+
+/// Filter seeds tried before a build gives up (a failure is then astronomically unlikely).
+const MAX_ATTEMPTS: usize = 100;
+
+/// Bytes of row before the value: digest and length.
+const ROW_HEADER: usize = DIGEST_BYTES + 4;
+
+/// The 32-byte digest of a key (SHA-256, domain-separated).
+pub fn key_digest(key: &[u8]) -> [u8; DIGEST_BYTES] {
+    let mut hash = Sha256::new();
+    hash.update(b"obscura/keyword/key/v1");
+    hash.update(key);
+    hash.finalize().into()
+}
+
+/// MurmurHash3's 64-bit finalizer: a bijective mixer.
+fn mix64(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
+}
+
+fn words(bytes: &[u8; 32]) -> [u64; 4] {
+    std::array::from_fn(|i| {
+        u64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().expect("8 bytes"))
+    })
+}
+
+/// The filter hash of a key digest under a (public) filter seed.
+fn filter_hash(seed: &[u8; 32], digest: &[u8; DIGEST_BYTES]) -> u64 {
+    words(digest)
+        .into_iter()
+        .zip(words(seed))
+        .fold(0u64, |acc, (w, s)| {
+            mix64(acc.wrapping_add(mix64(w.wrapping_add(s))))
+        })
+}
+
+/// Digit `j` of the per-key mask.
+fn mask_digit(hash: u64, j: usize, log_p: u8) -> u8 {
+    (mix64(hash.wrapping_add(j as u64)) & ((1u64 << log_p) - 1)) as u8
+}
+
+/// A filter seed, the keys' hashes under it, and their peeling order.
+struct Peeled {
+    seed: [u8; 32],
+    hashes: Vec<u64>,
+    order: Vec<(u32, u8)>,
+}
+
+/// Peels with each attempt's hashes in turn until one works (a failure is retried with the
+/// next seed; seeds are public, so retries leak nothing).
+fn peel_with_retries(
+    shape: &FuseShape,
+    attempts: impl Iterator<Item = Result<([u8; 32], Vec<u64>), PirError>>,
+) -> Result<Peeled, PirError> {
+    for attempt in attempts {
+        let (seed, hashes) = attempt?;
+        if let Some(order) = shape.peel(&hashes) {
+            return Ok(Peeled {
+                seed,
+                hashes,
+                order,
+            });
+        }
+    }
+    Err(PirError::InvalidParameters(format!(
+        "the filter did not peel in {MAX_ATTEMPTS} attempts"
+    )))
+}
+
+/// Choices made when building a keyword database.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KeywordOptions {
+    /// Slots per key; `None` picks 3 below 10^5 keys and 4 from there (fewer slots).
+    pub arity: Option<Arity>,
+    /// The LWE parameter set.
+    pub params: ParamSet,
+    /// How the public matrix is expanded; `None` picks the set's default.
+    pub matrix: Option<MatrixKind>,
+}
+
+/// What a client needs besides the LWE setup: the filter and the row shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeywordSetup {
+    lwe: PublicSetup,
+    arity: Arity,
+    seed: [u8; 32],
+    keys: u64,
+    max_value: u64,
+}
+
+impl KeywordSetup {
+    /// The LWE engine's public setup (queries and answers are the engine's).
+    pub fn lwe(&self) -> &PublicSetup {
+        &self.lwe
+    }
+
+    /// The number of stored keys.
+    pub fn keys(&self) -> u64 {
+        self.keys
+    }
+
+    /// Slots per key.
+    pub fn arity(&self) -> Arity {
+        self.arity
+    }
+
+    /// The longest value, in bytes (values are padded to it).
+    pub fn max_value(&self) -> u64 {
+        self.max_value
+    }
+
+    fn shape(&self) -> FuseShape {
+        FuseShape::new(self.keys, self.arity)
+    }
+
+    /// The encoded setup: the filter parameters, then the LWE setup.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        wire::write_header(&mut out, Kind::KeywordSetup, self.lwe.digest());
+        out.push(self.arity.get() as u8);
+        out.extend_from_slice(&self.seed);
+        out.extend_from_slice(&self.keys.to_le_bytes());
+        out.extend_from_slice(&self.max_value.to_le_bytes());
+        out.extend_from_slice(&self.lwe.to_bytes());
+        out
+    }
+
+    /// Decodes and checks a setup: the filter's shape must match the LWE geometry.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, PirError> {
+        let (mut reader, digest) = Reader::open(bytes, Kind::KeywordSetup)?;
+        let count = reader.u8()?;
+        let arity = Arity::from_count(usize::from(count))
+            .ok_or_else(|| reader.error(format!("arity {count} is not 3 or 4")))?;
+        let seed: [u8; 32] = reader.take(32)?.try_into().expect("32 bytes");
+        let (keys, max_value) = (reader.u64()?, reader.u64()?);
+        let lwe = PublicSetup::from_bytes(reader.rest())?;
+        if lwe.digest() != &digest {
+            return Err(PirError::malformed(
+                "keyword setup",
+                "the digest does not match the LWE setup",
+            ));
+        }
+        let setup = Self {
+            lwe,
+            arity,
+            seed,
+            keys,
+            max_value,
+        };
+        let g = setup.lwe.geometry();
+        let row_bytes = (ROW_HEADER as u64).checked_add(max_value);
+        if keys == 0
+            || g.records() != setup.shape().size()
+            || Some(g.record_bytes()) != row_bytes
+            || g.per_column() != 1
+        {
+            return Err(PirError::malformed(
+                "keyword setup",
+                "the filter does not fit the database shape",
+            ));
+        }
+        Ok(setup)
+    }
+}
+
+/// The server side of a keyword database.
+pub struct KeywordServer {
+    lwe: lwe::Server,
+    setup: KeywordSetup,
+}
+
+impl KeywordServer {
+    /// Builds the database of `pairs` (keys of any length, values of any length, empty ones
+    /// included). Duplicate keys are refused, naming the key.
+    pub fn setup<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        pairs: &[(K, V)],
+        options: KeywordOptions,
+        progress: &(dyn Fn(u64, u64) + Sync),
+    ) -> Result<Self, PirError> {
+        let invalid = |reason: String| Err(PirError::InvalidParameters(reason));
+        if pairs.is_empty() {
+            return invalid("the store has no keys".into());
+        }
+        let digests: Vec<[u8; DIGEST_BYTES]> =
+            pairs.iter().map(|(k, _)| key_digest(k.as_ref())).collect();
+        let mut sorted: Vec<(usize, &[u8; 32])> = digests.iter().enumerate().collect();
+        sorted.sort_unstable_by_key(|&(_, d)| d);
+        if let Some(pair) = sorted.windows(2).find(|w| w[0].1 == w[1].1) {
+            let key = String::from_utf8_lossy(pairs[pair[0].0].0.as_ref());
+            return invalid(format!("the key {key:?} appears more than once"));
+        }
+        let keys = pairs.len() as u64;
+        let arity = options.arity.unwrap_or(if keys < 100_000 {
+            Arity::Three
+        } else {
+            Arity::Four
+        });
+        let shape = FuseShape::new(keys, arity);
+        let max_value = pairs
+            .iter()
+            .map(|(_, v)| v.as_ref().len())
+            .max()
+            .unwrap_or(0);
+        let row_bytes = (ROW_HEADER + max_value) as u64;
+        let attempts = std::iter::repeat_with(|| {
+            let mut seed = [0u8; 32];
+            getrandom::getrandom(&mut seed).map_err(obscura_math::sample::RngError)?;
+            let hashes: Vec<u64> = digests.iter().map(|d| filter_hash(&seed, d)).collect();
+            Ok((seed, hashes))
+        });
+        let Peeled {
+            seed,
+            hashes,
+            order,
+        } = peel_with_retries(&shape, attempts.take(MAX_ATTEMPTS))?;
+        let geometry = Geometry::plan(
+            shape.size() * row_bytes,
+            row_bytes,
+            Layout::OnePerColumn,
+            options.params,
+        )?;
+        let (rows, size) = (geometry.rows() as usize, shape.size() as usize);
+        let log_p = geometry.log_p();
+        let width = u32::from(log_p);
+        let p = 1u16 << width;
+
+        // Slot vectors, one per column, filled in reverse peeling order.
+        let mut slots = vec![0u8; size * rows];
+        let mut row = vec![0u8; row_bytes as usize];
+        for &(key, t) in order.iter().rev() {
+            let (key, t) = (key as usize, usize::from(t));
+            let value = pairs[key].1.as_ref();
+            row.fill(0);
+            row[..DIGEST_BYTES].copy_from_slice(&digests[key]);
+            row[DIGEST_BYTES..ROW_HEADER].copy_from_slice(&(value.len() as u32).to_le_bytes());
+            row[ROW_HEADER..ROW_HEADER + value.len()].copy_from_slice(value);
+            let digits = pack::pack(&row, width);
+            let positions = shape.positions(hashes[key]);
+            let target = positions[t] as usize;
+            for (j, &digit) in digits.iter().enumerate().take(rows) {
+                let others = (0..arity.get()).filter(|&u| u != t).fold(0u16, |sum, u| {
+                    sum + u16::from(slots[positions[u] as usize * rows + j])
+                });
+                let mask = u16::from(mask_digit(hashes[key], j, log_p));
+                // others + mask ≤ 4(p − 1) < 4p, so adding 4p keeps the difference positive.
+                let wanted = u16::from(digit) + 4 * p - others - mask;
+                slots[target * rows + j] = (wanted % p) as u8;
+            }
+        }
+        // The row-major matrix of centered digits.
+        let mut matrix = vec![0u8; rows * size];
+        for (column, slot) in slots.chunks_exact(rows).enumerate() {
+            for (r, &digit) in slot.iter().enumerate() {
+                matrix[r * size + column] = lwe::centered(digit, width);
+            }
+        }
+        drop(slots);
+        let database =
+            obscura_math::matrix::PlaintextMatrix::from_vec(rows, size, matrix).expect("shape");
+        let lwe_options = SetupOptions {
+            params: options.params,
+            layout: Layout::OnePerColumn,
+            matrix: options.matrix,
+        };
+        let lwe = lwe::Server::with_database(
+            database,
+            geometry,
+            RecordFormat::Raw,
+            lwe_options,
+            progress,
+        )?;
+        let setup = KeywordSetup {
+            lwe: lwe.public_setup().clone(),
+            arity,
+            seed,
+            keys,
+            max_value: max_value as u64,
+        };
+        Ok(Self { lwe, setup })
+    }
+
+    /// The public setup to hand to clients.
+    pub fn public_setup(&self) -> &KeywordSetup {
+        &self.setup
+    }
+
+    /// The LWE engine that answers the queries.
+    pub fn engine(&self) -> &lwe::Server {
+        &self.lwe
+    }
+}
+
+impl PirServer for KeywordServer {
+    type Query = Query;
+    type Answer = Answer;
+
+    fn answer(&self, query: &Query) -> Result<Answer, PirError> {
+        self.lwe.answer(query)
+    }
+
+    fn answer_batch(&self, queries: &[Query]) -> Result<Vec<Answer>, PirError> {
+        self.lwe.answer_batch(queries)
+    }
+}
+
+/// The client of a keyword database.
+pub struct KeywordClient {
+    lwe: lwe::Client,
+    setup: KeywordSetup,
+}
+
+/// The secret state of one lookup.
+pub struct LookupState {
+    lwe: QueryState,
+    digest: [u8; DIGEST_BYTES],
+    hash: u64,
+}
+
+impl KeywordClient {
+    /// A client for the database described by `setup`.
+    pub fn new(setup: KeywordSetup) -> Self {
+        Self {
+            lwe: lwe::Client::new(setup.lwe.clone()),
+            setup,
+        }
+    }
+
+    /// The public setup this client queries.
+    pub fn setup(&self) -> &KeywordSetup {
+        &self.setup
+    }
+
+    /// Prepares `count` queries ahead of time (see [`lwe::Client::preprocess`]).
+    pub fn preprocess(&mut self, count: usize) -> Result<(), PirError> {
+        self.lwe.preprocess(count)
+    }
+
+    /// A query for `key`: Δ at its filter slots. The server cannot tell keys apart.
+    pub fn query(&mut self, key: &[u8]) -> Result<(Query, LookupState), PirError> {
+        let digest = key_digest(key);
+        let hash = filter_hash(&self.setup.seed, &digest);
+        let positions = self.setup.shape().positions(hash);
+        let (query, lwe) = self
+            .lwe
+            .query_columns(&positions[..self.setup.arity.get()])?;
+        Ok((query, LookupState { lwe, digest, hash }))
+    }
+
+    /// The value stored under the key, or `None` when the key is absent.
+    pub fn decode(&self, state: LookupState, answer: &Answer) -> Result<Option<Vec<u8>>, PirError> {
+        let log_p = self.setup.lwe.params().log_p;
+        let p_mask = (1u16 << log_p) - 1;
+        let mut digits = self.lwe.decode_digits(state.lwe, answer)?;
+        for (j, digit) in digits.iter_mut().enumerate() {
+            *digit =
+                ((u16::from(*digit) + u16::from(mask_digit(state.hash, j, log_p))) & p_mask) as u8;
+        }
+        let row_bytes = ROW_HEADER + self.setup.max_value as usize;
+        let row = pack::unpack(&digits, u32::from(log_p), row_bytes);
+        // Constant time in the digest: OR of all byte differences.
+        let difference = row[..DIGEST_BYTES]
+            .iter()
+            .zip(&state.digest)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        let len =
+            u32::from_le_bytes(row[DIGEST_BYTES..ROW_HEADER].try_into().expect("4 bytes")) as usize;
+        if std::hint::black_box(difference) != 0 || len > self.setup.max_value as usize {
+            return Ok(None);
+        }
+        let (value, padding) = row[ROW_HEADER..].split_at(len);
+        if padding.iter().any(|&b| b != 0) {
+            return Ok(None);
+        }
+        Ok(Some(value.to_vec()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_peels_are_retried_with_the_next_seed() {
+        let shape = FuseShape::new(3, Arity::Three);
+        let attempts = vec![
+            Ok(([1u8; 32], vec![5u64, 5, 9])), // two equal hashes: cannot peel
+            Ok(([2u8; 32], vec![5u64, 6, 9])),
+        ];
+        let peeled = peel_with_retries(&shape, attempts.into_iter()).unwrap();
+        assert_eq!(
+            (peeled.seed, peeled.hashes, peeled.order.len()),
+            ([2u8; 32], vec![5, 6, 9], 3)
+        );
+        let failing = vec![Ok(([1u8; 32], vec![5u64, 5, 9]))];
+        assert!(peel_with_retries(&shape, failing.into_iter()).is_err());
+    }
+}
