@@ -5,8 +5,11 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
 use clap::Args;
+use obscura_pir::keyword::fuse::Arity;
+use obscura_pir::keyword::KeywordOptions;
 use obscura_pir::lwe::{Layout, SetupOptions};
 use obscura_pir::params::{MatrixKind, ParamSet};
+use obscura_server::store::Database;
 
 use crate::ingest::{self, InputFormat};
 use crate::{progress, threads};
@@ -27,6 +30,15 @@ pub struct BuildArgs {
     /// Column (CSV) or field (JSON lines) that makes the record; repeat for several.
     #[arg(long = "column")]
     columns: Vec<String>,
+    /// Build a keyword database: the column (CSV) or field (JSON lines) holding the key.
+    #[arg(long, requires = "value_columns", conflicts_with = "columns")]
+    key_column: Option<String>,
+    /// With --key-column: the column(s) or field(s) that make the value; repeat for several.
+    #[arg(long = "value-column", requires = "key_column")]
+    value_columns: Vec<String>,
+    /// With --key-column: filter slots per key, 3 or 4 (default: 3 below 100,000 keys, else 4).
+    #[arg(long, value_parser = parse_arity)]
+    arity: Option<Arity>,
     /// Database file to write.
     #[arg(long)]
     out: PathBuf,
@@ -43,6 +55,14 @@ pub struct BuildArgs {
     /// Threads for the setup (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+}
+
+/// Parses a filter arity.
+pub fn parse_arity(text: &str) -> Result<Arity, String> {
+    text.parse::<usize>()
+        .ok()
+        .and_then(Arity::from_count)
+        .ok_or_else(|| "expected 3 or 4".into())
 }
 
 /// Parses a matrix kind name.
@@ -76,6 +96,18 @@ enum Input {
     Raw { data: Vec<u8>, record_size: u64 },
     /// Variable-length values, one per row.
     Values(Vec<Vec<u8>>),
+    /// Key-value pairs, one per row.
+    Pairs(Vec<(Vec<u8>, Vec<u8>)>),
+}
+
+impl Input {
+    fn is_empty(&self) -> bool {
+        match self {
+            Self::Raw { data, .. } => data.is_empty(),
+            Self::Values(values) => values.is_empty(),
+            Self::Pairs(pairs) => pairs.is_empty(),
+        }
+    }
 }
 
 /// Runs `obscura build`.
@@ -107,23 +139,35 @@ pub fn run(args: BuildArgs) -> Result<()> {
                 args.record_size.is_none(),
                 "--record-size applies to raw input only"
             );
-            ensure!(
-                !args.columns.is_empty(),
-                "name the record's column(s) with --column"
-            );
-            let values = if format == InputFormat::Csv {
-                ingest::csv_values(&args.input, &args.columns)?
-            } else {
-                ingest::jsonl_values(&args.input, &args.columns)?
+            let read = |columns: &[String]| {
+                if format == InputFormat::Csv {
+                    ingest::csv_values(&args.input, columns)
+                } else {
+                    ingest::jsonl_values(&args.input, columns)
+                }
+            };
+            let input = match &args.key_column {
+                Some(key) => {
+                    let keys = read(std::slice::from_ref(key))?;
+                    Input::Pairs(keys.into_iter().zip(read(&args.value_columns)?).collect())
+                }
+                None => {
+                    ensure!(!args.columns.is_empty(), "name the record's column(s) with --column (or --key-column and --value-column for a keyword database)");
+                    Input::Values(read(&args.columns)?)
+                }
             };
             ensure!(
-                !values.is_empty(),
+                !input.is_empty(),
                 "{} has no rows: there are no records to serve",
                 args.input.display()
             );
-            Input::Values(values)
+            input
         }
     };
+    ensure!(
+        args.arity.is_none() || matches!(input, Input::Pairs(_)),
+        "--arity applies to keyword databases (--key-column)"
+    );
     let options = SetupOptions {
         params: args.params,
         layout: args.layout,
@@ -131,14 +175,25 @@ pub fn run(args: BuildArgs) -> Result<()> {
     };
     let pool = threads::pool(threads::count(args.threads)?)?;
     let started = Instant::now();
-    let server = pool.install(|| match &input {
-        Input::Raw { data, record_size } => {
-            progress::setup_with_bar(data, *record_size, options, "computing the hint")
-        }
-        Input::Values(values) => progress::values_with_bar(values, options, "computing the hint"),
+    let message = "computing the hint";
+    let database: Database = pool.install(|| -> Result<Database> {
+        Ok(match &input {
+            Input::Raw { data, record_size } => {
+                progress::setup_with_bar(data, *record_size, options, message)?.into()
+            }
+            Input::Values(values) => progress::values_with_bar(values, options, message)?.into(),
+            Input::Pairs(pairs) => {
+                let options = KeywordOptions {
+                    arity: args.arity,
+                    params: args.params,
+                    matrix: args.matrix,
+                };
+                progress::keyword_with_bar(pairs, options, message)?.into()
+            }
+        })
     })?;
-    obscura_server::store::write_database(&args.out, &server)?;
-    let setup = server.public_setup();
+    obscura_server::store::write_database(&args.out, &database)?;
+    let setup = database.engine().public_setup();
     let g = setup.geometry();
     println!(
         "wrote {}: {} records of {} bytes, {} x {} matrix, p = 2^{}, {} with a {} A, hint {} bytes, setup {:.2?}",

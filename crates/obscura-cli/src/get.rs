@@ -1,23 +1,30 @@
-//! `obscura get`: one private retrieval, from a database file or from a server.
+//! `obscura get`: one private retrieval by index or by key, from a database file or a server.
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
-use obscura_pir::lwe::Client;
+use obscura_pir::keyword::{KeywordClient, KeywordSetup};
+use obscura_pir::lwe::{Answer, Client, PublicSetup, Query};
+use obscura_pir::wire::{Kind, Reader};
 use obscura_pir::{PirClient, PirServer};
 use obscura_server::client::HttpClient;
+use obscura_server::store::{self, Database};
 
 /// Arguments of `obscura get`.
 #[derive(Args)]
+#[command(group = clap::ArgGroup::new("target").required(true).args(["index", "key"]))]
 pub struct GetArgs {
     /// The database: a file written by `obscura build`, or with `--server` a database name.
     #[arg(long)]
     db: String,
-    /// Index of the record to fetch (from 0).
+    /// Index of the record to fetch (from 0), in an index database.
     #[arg(long)]
-    index: u64,
+    index: Option<u64>,
+    /// Key whose value to fetch, in a keyword database.
+    #[arg(long)]
+    key: Option<String>,
     /// Fetch from this server (e.g. http://127.0.0.1:8080) instead of a local file.
     #[arg(long)]
     server: Option<String>,
@@ -29,6 +36,18 @@ pub struct GetArgs {
     out: Option<PathBuf>,
 }
 
+/// A key that is not in the database: reported on stderr, exit status 2.
+#[derive(Debug)]
+pub struct NotFound(String);
+
+impl std::fmt::Display for NotFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "not found: the key {:?} is not in the database", self.0)
+    }
+}
+
+impl std::error::Error for NotFound {}
+
 /// The default cache folder: `$XDG_CACHE_HOME/obscura` or `~/.cache/obscura`.
 fn default_cache_dir() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")
@@ -37,24 +56,77 @@ fn default_cache_dir() -> Option<PathBuf> {
     Some(base.join("obscura"))
 }
 
+/// Where the answers come from.
+enum Source {
+    File(Database),
+    Server {
+        http: HttpClient,
+        name: String,
+        setup: Vec<u8>,
+    },
+}
+
+impl Source {
+    fn is_keyword(&self) -> bool {
+        match self {
+            Self::File(database) => matches!(database, Database::Keyword(_)),
+            Self::Server { setup, .. } => Reader::open(setup, Kind::KeywordSetup).is_ok(),
+        }
+    }
+
+    fn answer(&self, setup: &PublicSetup, query: &Query) -> Result<Answer> {
+        Ok(match self {
+            Self::File(database) => database.engine().answer(query)?,
+            Self::Server { http, name, .. } => http.query(name, setup, query)?,
+        })
+    }
+}
+
 /// Runs `obscura get`.
 pub fn run(args: GetArgs) -> Result<()> {
-    let record = match &args.server {
+    let source = match &args.server {
         Some(url) => {
             let http = HttpClient::new(url, args.cache_dir.clone().or_else(default_cache_dir));
-            let setup = http.setup(&args.db)?;
-            let mut client = Client::new(setup.clone());
-            let (query, state) = client.query(args.index)?;
-            let answer = http.query(&args.db, &setup, &query)?;
+            let setup = http.setup_bytes(&args.db)?;
+            Source::Server {
+                http,
+                name: args.db.clone(),
+                setup,
+            }
+        }
+        None => Source::File(store::read_database(args.db.as_ref())?),
+    };
+    let record = match (&args.key, args.index) {
+        (Some(key), _) => {
+            if !source.is_keyword() {
+                bail!("{} is an index database: fetch with --index", args.db);
+            }
+            let setup = match &source {
+                Source::File(Database::Keyword(server)) => server.public_setup().clone(),
+                Source::Server { setup, .. } => KeywordSetup::from_bytes(setup)?,
+                Source::File(Database::Index(_)) => unreachable!("checked above"),
+            };
+            let mut client = KeywordClient::new(setup);
+            let (query, state) = client.query(key.as_bytes())?;
+            let answer = source.answer(client.setup().lwe(), &query)?;
+            client
+                .decode(state, &answer)?
+                .ok_or_else(|| NotFound(key.clone()))?
+        }
+        (None, Some(index)) => {
+            if source.is_keyword() {
+                bail!("{} is a keyword database: fetch with --key", args.db);
+            }
+            let setup = match &source {
+                Source::File(database) => database.engine().public_setup().clone(),
+                Source::Server { setup, .. } => PublicSetup::from_bytes(setup)?,
+            };
+            let mut client = Client::new(setup);
+            let (query, state) = client.query(index)?;
+            let answer = source.answer(client.setup(), &query)?;
             client.decode(state, &answer)?
         }
-        None => {
-            let server = obscura_server::store::read_database(args.db.as_ref())?;
-            let mut client = Client::new(server.public_setup().clone());
-            let (query, state) = client.query(args.index)?;
-            let answer = server.answer(&query)?;
-            client.decode(state, &answer)?
-        }
+        (None, None) => unreachable!("clap requires --index or --key"),
     };
     match args.out {
         Some(path) => std::fs::write(&path, &record)

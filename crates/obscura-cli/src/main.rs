@@ -46,6 +46,10 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(error) if error.is::<get::NotFound>() => {
+            eprintln!("{error}");
+            ExitCode::from(2)
+        }
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE

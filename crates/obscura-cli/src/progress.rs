@@ -1,6 +1,7 @@
 //! Progress bars for long steps (drawn on stderr, hidden when it is not a terminal).
 
 use indicatif::{ProgressBar, ProgressStyle};
+use obscura_pir::keyword::{KeywordOptions, KeywordServer};
 use obscura_pir::lwe::{Server, SetupOptions};
 use obscura_pir::PirError;
 
@@ -27,11 +28,22 @@ pub fn values_with_bar(
     })
 }
 
-/// Runs `setup` with a progress bar labelled `message` that its progress callback advances.
-fn with_bar(
+/// Sets up a keyword database with a progress bar over the hint product.
+pub fn keyword_with_bar(
+    pairs: &[(Vec<u8>, Vec<u8>)],
+    options: KeywordOptions,
     message: &'static str,
-    setup: impl FnOnce(&(dyn Fn(u64, u64) + Sync)) -> Result<Server, PirError>,
-) -> Result<Server, PirError> {
+) -> Result<KeywordServer, PirError> {
+    with_bar(message, |progress| {
+        KeywordServer::setup(pairs, options, progress)
+    })
+}
+
+/// Runs `setup` with a progress bar labelled `message` that its progress callback advances.
+fn with_bar<S>(
+    message: &'static str,
+    setup: impl FnOnce(&(dyn Fn(u64, u64) + Sync)) -> Result<S, PirError>,
+) -> Result<S, PirError> {
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("{msg} [{bar:40}] {percent}% ({elapsed}, {eta} left)")

@@ -445,3 +445,97 @@ fn build_from_csv_and_jsonl() {
         .assert();
     assert_clean_failure(bad_field, "line 1: no field \"zz\"");
 }
+
+/// A keyword database from CSV: present keys print their value, absent keys exit 2 with
+/// "not found", locally and through a server.
+#[test]
+fn keyword_database_from_csv() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("phones.csv");
+    let mut text = String::from("phone,name,city\n");
+    for i in 0..40 {
+        text.push_str(&format!(
+            "+1555{i:04},person {i},{}\n",
+            if i % 3 == 0 { "" } else { "Springfield" }
+        ));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let db = dir.path().join("phones.obs");
+    obscura()
+        .args(["build", "--input"])
+        .arg(&csv)
+        .args([
+            "--key-column",
+            "phone",
+            "--value-column",
+            "name",
+            "--value-column",
+            "city",
+            "--arity",
+            "4",
+            "--out",
+        ])
+        .arg(&db)
+        .assert()
+        .success();
+    let get = |extra: &[&str], key: &str| {
+        let out = dir.path().join("value.bin");
+        let _ = std::fs::remove_file(&out);
+        let assert = obscura()
+            .args(["get", "--key", key])
+            .args(extra)
+            .arg("--out")
+            .arg(&out)
+            .assert();
+        (assert, std::fs::read(&out).ok())
+    };
+    let local = ["--db", db.to_str().unwrap()];
+    for i in [0, 7, 39] {
+        let (assert, value) = get(&local, &format!("+1555{i:04}"));
+        assert.success();
+        let city = if i % 3 == 0 { "" } else { "Springfield" };
+        assert_eq!(value.unwrap(), format!("person {i},{city}").into_bytes());
+    }
+    let (assert, value) = get(&local, "+15559999");
+    assert.code(2).stderr(predicate::str::contains("not found"));
+    assert!(value.is_none());
+    let wrong = obscura()
+        .args(["get", "--db"])
+        .arg(&db)
+        .args(["--index", "0"])
+        .assert();
+    assert_clean_failure(wrong, "keyword database: fetch with --key");
+
+    let mut server = std::process::Command::new(assert_cmd::cargo::cargo_bin("obscura"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .arg(&db)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(server.stderr.take().unwrap()).lines();
+    let url = lines
+        .by_ref()
+        .map(|line| line.unwrap())
+        .find_map(|line| {
+            line.strip_prefix("serving on ")
+                .map(|rest| rest.split(' ').next().unwrap().to_string())
+        })
+        .unwrap();
+    let cache = dir.path().join("cache");
+    let remote = [
+        "--server",
+        &url,
+        "--db",
+        "phones",
+        "--cache-dir",
+        cache.to_str().unwrap(),
+    ];
+    let (assert, value) = get(&remote, "+15550013");
+    assert.success();
+    assert_eq!(value.unwrap(), b"person 13,Springfield");
+    let (assert, _) = get(&remote, "nobody");
+    assert.code(2).stderr(predicate::str::contains("not found"));
+    let _ = server.kill();
+    let _ = server.wait();
+}

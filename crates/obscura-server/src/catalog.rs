@@ -4,17 +4,16 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use obscura_pir::lwe::Server;
 use serde::Serialize;
 
-use crate::store::{self, StoreError};
+use crate::store::{self, Database, StoreError};
 
 /// One served database.
 pub struct Entry {
     /// The name clients use in URLs.
     pub name: String,
-    /// The engine that answers queries.
-    pub server: Server,
+    /// The database (its engine answers the queries).
+    pub database: Database,
     /// The encoded public setup, served as is.
     pub setup_bytes: Arc<[u8]>,
     /// The entity tag of the setup (its digest in hex, quoted).
@@ -28,7 +27,7 @@ pub struct Entry {
 pub struct DatabaseInfo {
     /// Name used in URLs.
     pub name: String,
-    /// Kind of database (`index` for now).
+    /// Kind of database: `index` or `keyword`.
     pub kind: String,
     /// The PIR scheme.
     pub scheme: String,
@@ -68,17 +67,17 @@ pub struct ParamsInfo {
 }
 
 impl Entry {
-    /// An entry for `server` under `name`.
-    pub fn new(name: String, server: Server) -> Self {
-        let setup = server.public_setup();
-        let setup_bytes: Arc<[u8]> = setup.to_bytes().into();
+    /// An entry for `database` under `name`.
+    pub fn new(name: String, database: Database) -> Self {
+        let setup = database.engine().public_setup();
+        let setup_bytes: Arc<[u8]> = database.setup_bytes().into();
         let digest = hex::encode(setup.digest());
         let (g, p) = (setup.geometry(), setup.params());
         let vector_bytes =
             |entries: u64| (obscura_pir::wire::HEADER_BYTES as u64) + 8 + 4 * entries;
         let info = DatabaseInfo {
             name: name.clone(),
-            kind: "index".into(),
+            kind: database.kind().into(),
             scheme: "lwe".into(),
             records: g.records(),
             record_bytes: g.record_bytes(),
@@ -98,7 +97,7 @@ impl Entry {
         };
         Self {
             name,
-            server,
+            database,
             setup_bytes,
             etag: format!("\"{digest}\""),
             info,
@@ -146,7 +145,11 @@ impl Catalog {
     }
 
     /// Adds a database under `name`.
-    pub fn insert(&mut self, name: String, server: Server) -> Result<(), CatalogError> {
+    pub fn insert(
+        &mut self,
+        name: String,
+        database: impl Into<Database>,
+    ) -> Result<(), CatalogError> {
         if !valid_name(&name) {
             return Err(CatalogError::BadName(name));
         }
@@ -154,7 +157,7 @@ impl Catalog {
             return Err(CatalogError::DuplicateName(name));
         }
         self.entries
-            .insert(name.clone(), Arc::new(Entry::new(name, server)));
+            .insert(name.clone(), Arc::new(Entry::new(name, database.into())));
         Ok(())
     }
 

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use obscura_pir::keyword::KeywordSetup;
 use obscura_pir::lwe::{Answer, PublicSetup, Query};
 use obscura_pir::PirError;
 use ureq::Agent;
@@ -117,9 +118,19 @@ impl HttpClient {
         })
     }
 
-    /// The public setup of database `name`: from the cache when the server confirms it is
-    /// current (ETag), downloaded otherwise.
+    /// The public setup of index database `name` (see [`HttpClient::setup_bytes`]).
     pub fn setup(&self, name: &str) -> Result<PublicSetup, ClientError> {
+        Ok(PublicSetup::from_bytes(&self.setup_bytes(name)?)?)
+    }
+
+    /// The public setup of keyword database `name` (see [`HttpClient::setup_bytes`]).
+    pub fn keyword_setup(&self, name: &str) -> Result<KeywordSetup, ClientError> {
+        Ok(KeywordSetup::from_bytes(&self.setup_bytes(name)?)?)
+    }
+
+    /// The encoded public setup of database `name`: from the cache when the server confirms it
+    /// is current (ETag), downloaded otherwise.
+    pub fn setup_bytes(&self, name: &str) -> Result<Vec<u8>, ClientError> {
         let url = self.url(&format!("/v1/databases/{name}/setup"));
         let cached = self
             .cache_dir
@@ -132,15 +143,14 @@ impl HttpClient {
         let (status, etag, body) = self.body(&url, request.call())?;
         if status == 304 {
             if let Some((_, bytes)) = cached {
-                return Ok(PublicSetup::from_bytes(&bytes)?);
+                return Ok(bytes);
             }
         }
-        let setup = PublicSetup::from_bytes(&body)?;
         if let (Some(dir), Some(etag)) = (self.cache_dir.as_deref(), etag) {
             // A cache that cannot be written only costs a download next time.
             let _ = write_cache(dir, &self.base, name, &etag, &body);
         }
-        Ok(setup)
+        Ok(body)
     }
 
     /// Sends one query for database `name` and decodes the answer against `setup`.

@@ -288,7 +288,7 @@ async fn query(
     body: Bytes,
 ) -> Result<Response, Failure> {
     let entry = lookup(&state, &name)?;
-    let query = Query::from_bytes(&body, entry.server.public_setup())
+    let query = Query::from_bytes(&body, entry.database.engine().public_setup())
         .map_err(|e| Failure::from_pir(e, &name))?;
     let answers = answer_all(&state, entry, vec![query]).await?;
     Ok(octets(answers[0].to_bytes()))
@@ -304,7 +304,7 @@ async fn batch(
         framing::decode(&body, state.max_batch).map_err(|e| Failure(StatusCode::BAD_REQUEST, e))?;
     let queries = messages
         .into_iter()
-        .map(|m| Query::from_bytes(m, entry.server.public_setup()))
+        .map(|m| Query::from_bytes(m, entry.database.engine().public_setup()))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Failure::from_pir(e, &name))?;
     let answers = answer_all(&state, entry, queries).await?;
@@ -378,7 +378,9 @@ async fn batch_worker(entry: Arc<Entry>, mut receiver: mpsc::Receiver<Job>, batc
         let (queries, replies): (Vec<Query>, Vec<_>) =
             jobs.into_iter().map(|j| (j.query, j.reply)).unzip();
         let entry = entry.clone();
-        let result = tokio::task::spawn_blocking(move || entry.server.answer_batch(&queries)).await;
+        let result =
+            tokio::task::spawn_blocking(move || entry.database.engine().answer_batch(&queries))
+                .await;
         match result {
             Ok(Ok(answers)) => {
                 for (reply, answer) in replies.into_iter().zip(answers) {

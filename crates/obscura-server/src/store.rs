@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use obscura_math::matrix::{PlaintextMatrix, SharedBytes};
+use obscura_pir::keyword::{KeywordServer, KeywordSetup};
 use obscura_pir::lwe::{PublicSetup, Server};
 use obscura_pir::wire::{self, Kind, Reader};
 use obscura_pir::PirError;
@@ -50,13 +51,60 @@ pub enum StoreError {
     },
 }
 
-/// Writes `server`'s database and public setup to `path`, atomically.
-pub fn write_database(path: &Path, server: &Server) -> Result<(), StoreError> {
+/// A stored database: index PIR over records, or keyword PIR over key-value pairs.
+pub enum Database {
+    /// Records fetched by index.
+    Index(Server),
+    /// Values fetched by key.
+    Keyword(Box<KeywordServer>),
+}
+
+impl Database {
+    /// The LWE engine that answers its queries.
+    pub fn engine(&self) -> &Server {
+        match self {
+            Self::Index(server) => server,
+            Self::Keyword(server) => server.engine(),
+        }
+    }
+
+    /// The encoded public setup clients download (the keyword setup wraps the engine's).
+    pub fn setup_bytes(&self) -> Vec<u8> {
+        match self {
+            Self::Index(server) => server.public_setup().to_bytes(),
+            Self::Keyword(server) => server.public_setup().to_bytes(),
+        }
+    }
+
+    /// `index` or `keyword`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Index(_) => "index",
+            Self::Keyword(_) => "keyword",
+        }
+    }
+}
+
+impl From<Server> for Database {
+    fn from(server: Server) -> Self {
+        Self::Index(server)
+    }
+}
+
+impl From<KeywordServer> for Database {
+    fn from(server: KeywordServer) -> Self {
+        Self::Keyword(Box::new(server))
+    }
+}
+
+/// Writes a database and its public setup to `path`, atomically.
+pub fn write_database(path: &Path, database: &Database) -> Result<(), StoreError> {
     let io = |source| StoreError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let setup = server.public_setup().to_bytes();
+    let setup = database.setup_bytes();
+    let server = database.engine();
     let matrix = server.database().as_bytes();
     let payload_len = 8 + setup.len() as u64 + matrix.len() as u64;
     let mut hash = Sha256::new();
@@ -95,7 +143,7 @@ pub fn write_database(path: &Path, server: &Server) -> Result<(), StoreError> {
 
 /// Loads and verifies the database file at `path`. The file is memory-mapped and the matrix is
 /// served from the mapping without a copy.
-pub fn read_database(path: &Path) -> Result<Server, StoreError> {
+pub fn read_database(path: &Path) -> Result<Database, StoreError> {
     let io = |source| StoreError::Io {
         path: path.to_path_buf(),
         source,
@@ -138,8 +186,16 @@ pub fn read_database(path: &Path) -> Result<Server, StoreError> {
         )));
     }
     let setup_end = 8 + setup_len as usize;
-    let setup =
-        PublicSetup::from_bytes(&payload[8..setup_end]).map_err(|e| invalid(e.to_string()))?;
+    let setup_bytes = &payload[8..setup_end];
+    // A keyword setup wraps the engine's setup with the filter parameters.
+    let keyword = match Reader::open(setup_bytes, Kind::KeywordSetup) {
+        Ok(_) => Some(KeywordSetup::from_bytes(setup_bytes).map_err(|e| invalid(e.to_string()))?),
+        Err(_) => None,
+    };
+    let setup = match &keyword {
+        Some(keyword) => keyword.lwe().clone(),
+        None => PublicSetup::from_bytes(setup_bytes).map_err(|e| invalid(e.to_string()))?,
+    };
     if setup.digest() != &digest {
         return Err(invalid(
             "the header digest does not match the public setup".into(),
@@ -156,7 +212,13 @@ pub fn read_database(path: &Path) -> Result<Server, StoreError> {
     let owner: SharedBytes = Arc::new(map);
     let matrix = PlaintextMatrix::from_shared(rows, cols, owner, PREAMBLE_BYTES + setup_end)
         .expect("length checked above");
-    Server::from_parts(setup, matrix).map_err(|e: PirError| invalid(e.to_string()))
+    let server = Server::from_parts(setup, matrix).map_err(|e: PirError| invalid(e.to_string()))?;
+    Ok(match keyword {
+        Some(keyword) => KeywordServer::from_parts(server, keyword)
+            .map_err(|e| invalid(e.to_string()))?
+            .into(),
+        None => Database::Index(server),
+    })
 }
 
 /// Maps `file` read-only.
@@ -186,9 +248,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db.obs");
         let (server, data) = server();
-        write_database(&path, &server).unwrap();
-        let loaded = read_database(&path).unwrap();
-        assert_eq!(loaded.public_setup(), server.public_setup());
+        let database = Database::Index(server);
+        write_database(&path, &database).unwrap();
+        let Database::Index(loaded) = read_database(&path).unwrap() else {
+            panic!("an index database");
+        };
+        assert_eq!(loaded.public_setup(), database.engine().public_setup());
         let mut client = Client::new(loaded.public_setup().clone());
         for index in [0u64, 17, 41] {
             let (query, state) = client.query(index).unwrap();
@@ -203,11 +268,33 @@ mod tests {
     }
 
     #[test]
+    fn keyword_databases_round_trip() {
+        use obscura_pir::keyword::{KeywordClient, KeywordOptions};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kv.obs");
+        let pairs = vec![
+            (b"k1".to_vec(), b"one".to_vec()),
+            (b"k2".to_vec(), b"".to_vec()),
+        ];
+        let server = KeywordServer::setup(&pairs, KeywordOptions::default(), &|_, _| {}).unwrap();
+        write_database(&path, &server.into()).unwrap();
+        let Database::Keyword(loaded) = read_database(&path).unwrap() else {
+            panic!("a keyword database");
+        };
+        let mut client = KeywordClient::new(loaded.public_setup().clone());
+        for (key, value) in &pairs {
+            let (query, state) = client.query(key).unwrap();
+            let answer = loaded.answer(&query).unwrap();
+            assert_eq!(client.decode(state, &answer).unwrap().as_ref(), Some(value));
+        }
+    }
+
+    #[test]
     fn truncated_and_corrupted_files_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db.obs");
         let (server, _) = server();
-        write_database(&path, &server).unwrap();
+        write_database(&path, &Database::Index(server)).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         let bad = dir.path().join("bad.obs");
         for cut in [0, 10, PREAMBLE_BYTES, bytes.len() / 2, bytes.len() - 1] {

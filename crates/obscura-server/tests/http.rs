@@ -193,7 +193,7 @@ fn malformed_requests_get_clear_client_errors_and_the_server_keeps_answering() {
             409,
             "different setup",
         ),
-        ("/v1/databases/db/query", vec![0; 256 << 10], 413, ""),
+        ("/v1/databases/db/query", vec![0; 8 << 10], 413, ""),
         ("/v1/databases/db/batch", b"xx".to_vec(), 400, "count"),
         (
             "/v1/databases/db/batch",

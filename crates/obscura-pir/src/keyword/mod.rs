@@ -312,6 +312,16 @@ impl KeywordServer {
         Ok(Self { lwe, setup })
     }
 
+    /// A server from a stored engine and keyword setup; checks that they belong together.
+    pub fn from_parts(lwe: lwe::Server, setup: KeywordSetup) -> Result<Self, PirError> {
+        if lwe.public_setup() != setup.lwe() {
+            return Err(PirError::SetupMismatch {
+                what: "keyword setup",
+            });
+        }
+        Ok(Self { lwe, setup })
+    }
+
     /// The public setup to hand to clients.
     pub fn public_setup(&self) -> &KeywordSetup {
         &self.setup
