@@ -539,3 +539,27 @@ fn keyword_database_from_csv() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// The chalamet preset at a small size: one report per arity, present and absent keys checked.
+#[test]
+fn bench_chalamet_reports_both_arities() {
+    let reports = bench_json(&["chalamet", "--records", "300", "--record-bytes", "40"]);
+    let reports = reports.as_array().unwrap();
+    assert_eq!(reports.len(), 2);
+    for (report, arity) in reports.iter().zip([3, 4]) {
+        assert_eq!(report["arity"], arity);
+        assert_eq!(report["scheme"], "keyword");
+        assert_eq!(report["correct"], true);
+        assert!(report["seconds"]["filter_build"].as_f64().unwrap() > 0.0);
+    }
+    let one = bench_json(&[
+        "chalamet",
+        "--records",
+        "300",
+        "--record-bytes",
+        "40",
+        "--arity",
+        "4",
+    ]);
+    assert_eq!(one["arity"], 4);
+}

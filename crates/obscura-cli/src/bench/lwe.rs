@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use obscura_pir::lwe::{Client, Layout, PublicSetup, QueryState, SetupOptions};
+use obscura_pir::lwe::{Answer, Client, Layout, PublicSetup, Query, QueryState, SetupOptions};
 use obscura_pir::params::LOG_Q;
 use obscura_pir::{PirClient, PirServer};
 use rayon::prelude::*;
@@ -40,7 +40,7 @@ pub fn generate(records: u64, record_bytes: u64) -> Result<Vec<u8>> {
     Ok(data)
 }
 
-fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
+pub(super) fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
     let started = Instant::now();
     let value = f();
     (value, started.elapsed().as_secs_f64())
@@ -49,6 +49,27 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
+}
+
+/// Median answer times for one query with one thread and with all threads, and the answer.
+pub(super) fn measure_answers<S: PirServer<Query = Query, Answer = Answer> + Sync>(
+    server: &S,
+    query: &Query,
+    pools: &Pools,
+) -> Result<(f64, f64, Answer)> {
+    let times = |pool: &rayon::ThreadPool| -> Result<(f64, Answer)> {
+        let mut times = Vec::with_capacity(ANSWER_REPEATS);
+        let mut last = None;
+        for _ in 0..ANSWER_REPEATS {
+            let (answer, seconds) = timed(|| pool.install(|| server.answer(query)));
+            last = Some(answer?);
+            times.push(seconds);
+        }
+        Ok((median(times), last.expect("repeated")))
+    };
+    let (one, _) = times(&pools.one)?;
+    let (all, answer) = times(&pools.all)?;
+    Ok((one, all, answer))
 }
 
 /// Fills the report's description of the database: shape, layout, kernels and parameters.
@@ -90,7 +111,8 @@ pub fn run(
 ) -> Result<()> {
     let layout = match preset {
         Preset::Frodo => Layout::OnePerColumn,
-        Preset::Simple1g | Preset::Service => Layout::Square,
+        Preset::Simple1g => Layout::Square,
+        Preset::Service | Preset::Chalamet => unreachable!("not an index preset"),
     };
     let data = pools.all.install(|| generate(records, record_bytes))?;
     let options = SetupOptions {
@@ -132,18 +154,7 @@ pub fn run(
     let index = indices.next().expect("endless");
     let (query, query_seconds) = timed(|| client.query(index));
     let (query, state) = query?;
-    let answer_times = |pool: &rayon::ThreadPool| -> Result<(Vec<f64>, _)> {
-        let mut times = Vec::new();
-        let mut last = None;
-        for _ in 0..ANSWER_REPEATS {
-            let (answer, seconds) = timed(|| pool.install(|| server.answer(&query)));
-            last = Some(answer?);
-            times.push(seconds);
-        }
-        Ok((times, last.expect("repeated")))
-    };
-    let (one_thread, _) = answer_times(&pools.one)?;
-    let (all_threads, answer) = answer_times(&pools.all)?;
+    let (one, all, answer) = measure_answers(&server, &query, pools)?;
     let (record, decode_seconds) = timed(|| client.decode(state, &answer));
     check(index, &record?);
 
@@ -155,7 +166,6 @@ pub fn run(
     check(index, &client.decode(fresh_state, &fresh_answer)?);
 
     let database_bytes = (records * record_bytes) as f64;
-    let (one, all) = (median(one_thread), median(all_threads));
     report.seconds.query_prepare = prepare_seconds;
     report.seconds.query = query_seconds;
     report.seconds.query_fresh = fresh_seconds;

@@ -2,12 +2,14 @@
 //! measured in the same run.
 
 mod bandwidth;
+mod chalamet;
 mod lwe;
 mod report;
 mod service;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
+use obscura_pir::keyword::fuse::Arity;
 use rayon::ThreadPool;
 
 pub use report::Report;
@@ -22,6 +24,9 @@ pub enum Preset {
     /// 2^20 records x 1 KiB (1 GiB), near-square layout (SimplePIR's workload).
     #[value(name = "simple-1g")]
     Simple1g,
+    /// 2^20 keys of 32 bytes with 1 KiB values, keyword PIR, 3-wise and 4-wise (ChalametPIR's
+    /// workload); `--records` is the number of keys, `--record-bytes` the value size.
+    Chalamet,
     /// The HTTP service on loopback: queries per second and latency against concurrency
     /// (near-square layout; default 2^16 records x 1 KiB = 64 MiB).
     Service,
@@ -34,6 +39,7 @@ impl Preset {
             Self::Frodo => "frodo",
             Self::Simple1g => "simple-1g",
             Self::Service => "service",
+            Self::Chalamet => "chalamet",
         }
     }
 }
@@ -52,9 +58,13 @@ pub struct BenchArgs {
     /// Threads for the parallel steps (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
-    /// Print one JSON object instead of tables.
+    /// Print one JSON object instead of tables (an array of one per arity for `chalamet`
+    /// without `--arity`).
     #[arg(long)]
     json: bool,
+    /// Filter arity for `chalamet`: 3 or 4 (default: both).
+    #[arg(long, value_parser = crate::build::parse_arity)]
+    arity: Option<Arity>,
 }
 
 /// Thread pools for one and for all threads.
@@ -91,17 +101,36 @@ pub fn run(args: BenchArgs) -> Result<()> {
         records >= 1 && record_bytes >= 1,
         "--records and --record-bytes must be at least 1"
     );
-    match args.preset {
-        Preset::Service => service::run(records, record_bytes, &pools, &mut report)?,
-        preset => lwe::run(preset, records, record_bytes, &pools, &mut report)?,
-    }
+    let reports = match args.preset {
+        Preset::Service => {
+            service::run(records, record_bytes, &pools, &mut report)?;
+            vec![report]
+        }
+        Preset::Chalamet => {
+            let arities = match args.arity {
+                Some(arity) => vec![arity],
+                None => vec![Arity::Three, Arity::Four],
+            };
+            chalamet::run(records, record_bytes, &arities, &pools, &report)?
+        }
+        preset => {
+            lwe::run(preset, records, record_bytes, &pools, &mut report)?;
+            vec![report]
+        }
+    };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        match &reports[..] {
+            [one] => println!("{}", serde_json::to_string_pretty(one)?),
+            all => println!("{}", serde_json::to_string_pretty(all)?),
+        }
     } else {
-        report.print_tables();
+        for report in &reports {
+            report.print_tables();
+            println!();
+        }
     }
     anyhow::ensure!(
-        report.correct,
+        reports.iter().all(|r| r.correct),
         "a retrieved record did not match the original"
     );
     Ok(())

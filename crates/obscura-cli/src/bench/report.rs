@@ -31,6 +31,9 @@ pub struct Params {
 /// Step times in seconds (a step that does not apply is absent).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Seconds {
+    /// Building the binary fuse filter (hashing and peeling), keyword presets only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filter_build: Option<f64>,
     /// Server setup (encoding and hint).
     pub server_setup: f64,
     /// Client setup (decoding the public setup).
@@ -101,6 +104,9 @@ pub struct Report {
     pub threads: usize,
     /// Kernel backend.
     pub backend: String,
+    /// Filter slots per key (keyword presets).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arity: Option<usize>,
     /// Matrix shape (rows, columns).
     pub matrix: [u64; 2],
     /// Parameters.
@@ -147,6 +153,9 @@ impl Report {
             self.threads,
             self.backend
         );
+        if let Some(arity) = self.arity {
+            println!("keyword PIR, {arity}-wise binary fuse filter");
+        }
         println!(
             "params: {} (n = {}, q = 2^{}, p = {}, sigma = {}, {} A)",
             self.params.set,
@@ -186,6 +195,9 @@ impl Report {
         }
         let s = &self.seconds;
         println!("| step | time |\n|---|---|");
+        if let Some(filter) = s.filter_build {
+            println!("| filter build (hash and peel) | {} |", human(filter));
+        }
         for (name, secs) in [
             ("server setup", s.server_setup),
             ("client setup", s.client_setup),

@@ -57,8 +57,9 @@ fn words(bytes: &[u8; 32]) -> [u64; 4] {
     })
 }
 
-/// The filter hash of a key digest under a (public) filter seed.
-fn filter_hash(seed: &[u8; 32], digest: &[u8; DIGEST_BYTES]) -> u64 {
+/// The 64-bit filter hash of a key digest under a (public) filter seed: a fold of MurmurHash3's
+/// finalizer over the digest and seed words.
+pub fn filter_hash(seed: &[u8; 32], digest: &[u8; DIGEST_BYTES]) -> u64 {
     words(digest)
         .into_iter()
         .zip(words(seed))
