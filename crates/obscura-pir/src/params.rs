@@ -68,8 +68,12 @@
 //! ```
 //!
 //! This is SimplePIR's bound (Henzinger et al., Thm C.1; it reproduces their table, e.g.
-//! p = 991 for C = 2^13 and σ = 6.4). We take δ = 2^-40 per decoded entry and the largest power
-//! of two p ≤ 256 that satisfies it ([`max_log_p`]). A record spread over ℓ entries fails with
+//! p = 991 for C = 2^13 and σ = 6.4). Answers are then rounded to their top [`ANSWER_BITS`]
+//! bits, which adds at most r = 2^(32 − ANSWER_BITS − 1) to every entry, so we require the tail
+//! bound at q/(2p) − r instead of q/(2p):
+//! `2·exp(−(q/(2p) − r)² · 2 / (C·p²·σ²)) ≤ δ`. We take δ = 2^-40 per decoded entry and the
+//! largest power of two p ≤ 256 that satisfies it ([`max_log_p`]); with r = 2^15 the change
+//! against the plain bound is below 1% of the margin. A record spread over ℓ entries fails with
 //! probability at most ℓ·2^-40. With the default set this gives p = 256 up to about 2^19.2
 //! columns and p = 128 up to 2^23.2 columns.
 
@@ -80,6 +84,11 @@ pub const LOG_Q: u32 = 32;
 
 /// Correctness failure probability per decoded entry, as a power of two: δ = 2^-40.
 pub const LOG_FAILURE: u32 = 40;
+
+/// Bits of each answer entry sent back: the server rounds `D·query` (mod 2^32) to its top 16
+/// bits (modulus switching to 2^16), halving the answer. The rounding adds at most
+/// `2^(32 − ANSWER_BITS − 1)` to the noise, which the correctness bound accounts for.
+pub const ANSWER_BITS: u32 = 16;
 
 /// Largest plaintext modulus exponent: entries are stored one per byte.
 pub const MAX_LOG_P: u8 = 8;
@@ -185,14 +194,20 @@ impl ParamSet {
     }
 }
 
-/// The largest `log_p ≤ 8` with `q/p² ≥ σ·√(2·C·ln(2/δ))` for `columns` = C, δ = 2^-40 and
-/// error subgaussian parameter `sigma`; `None` if even p = 2 fails.
+/// The largest `log_p ≤ 8` for which the noise of `columns` = C columns stays below
+/// `q/(2p) − r` (r the answer rounding, see the module docs) except with probability
+/// δ = 2^-40, for an error with subgaussian parameter `sigma`; `None` if even p = 2 fails.
 pub fn max_log_p(columns: u64, sigma: f64) -> Option<u8> {
     let ln_two_over_delta = f64::from(LOG_FAILURE + 1) * std::f64::consts::LN_2;
-    let bound = sigma * (2.0 * columns.max(1) as f64 * ln_two_over_delta).sqrt();
-    (1..=MAX_LOG_P)
-        .rev()
-        .find(|&log_p| 2f64.powi((LOG_Q - 2 * u32::from(log_p)) as i32) >= bound)
+    let rounding = 2f64.powi((LOG_Q - ANSWER_BITS - 1) as i32);
+    (1..=MAX_LOG_P).rev().find(|&log_p| {
+        let p = 2f64.powi(i32::from(log_p));
+        let margin = 2f64.powi(LOG_Q as i32) / (2.0 * p) - rounding;
+        // Noise std proxy: σ·(p/2)·√C; need margin² · 2 / (C·p²·σ²) ≥ ln(2/δ).
+        margin > 0.0
+            && margin * margin * 2.0 / (columns.max(1) as f64 * p * p * sigma * sigma)
+                >= ln_two_over_delta
+    })
 }
 
 /// How the public matrix `A` is expanded from its seed (see the module docs).

@@ -60,12 +60,42 @@ pub fn write_header(out: &mut Vec<u8>, kind: Kind, digest: &Digest) {
     out.extend_from_slice(digest);
 }
 
-/// Appends a vector of `u32` as its length (u64) followed by the raw little-endian entries.
-pub fn write_u32s(out: &mut Vec<u8>, values: &[u32]) {
+/// An unsigned integer stored little-endian in messages.
+pub trait Word: Copy {
+    /// Its size in bytes.
+    const BYTES: usize;
+    /// Appends its little-endian bytes.
+    fn put(self, out: &mut Vec<u8>);
+    /// Reads it from exactly [`Word::BYTES`] little-endian bytes.
+    fn get(bytes: &[u8]) -> Self;
+}
+
+impl Word for u16 {
+    const BYTES: usize = 2;
+    fn put(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get(bytes: &[u8]) -> Self {
+        Self::from_le_bytes([bytes[0], bytes[1]])
+    }
+}
+
+impl Word for u32 {
+    const BYTES: usize = 4;
+    fn put(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get(bytes: &[u8]) -> Self {
+        Self::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+    }
+}
+
+/// Appends a vector of words as its length (u64) followed by the raw little-endian entries.
+pub fn write_words<W: Word>(out: &mut Vec<u8>, values: &[W]) {
     out.extend_from_slice(&(values.len() as u64).to_le_bytes());
-    out.reserve(values.len() * 4);
-    for value in values {
-        out.extend_from_slice(&value.to_le_bytes());
+    out.reserve(values.len() * W::BYTES);
+    for &value in values {
+        value.put(out);
     }
 }
 
@@ -143,26 +173,23 @@ impl<'a> Reader<'a> {
         ))
     }
 
-    /// The next vector of `u32` written by [`write_u32s`], which must hold exactly `expected`
+    /// The next vector of words written by [`write_words`], which must hold exactly `expected`
     /// entries; the length is checked before allocating.
-    pub fn u32s(&mut self, expected: usize) -> Result<Vec<u32>, PirError> {
+    pub fn words<W: Word>(&mut self, expected: usize) -> Result<Vec<W>, PirError> {
         let count = self.u64()?;
         if count != expected as u64 {
             return Err(self.error(format!("{count} entries where {expected} are expected")));
         }
-        self.u32s_raw(expected)
+        self.words_raw(expected)
     }
 
-    /// The next `count` raw little-endian `u32` (no length prefix); checked before allocating.
-    pub fn u32s_raw(&mut self, count: usize) -> Result<Vec<u32>, PirError> {
+    /// The next `count` raw little-endian words (no length prefix); checked before allocating.
+    pub fn words_raw<W: Word>(&mut self, count: usize) -> Result<Vec<W>, PirError> {
         let len = count
-            .checked_mul(4)
+            .checked_mul(W::BYTES)
             .ok_or_else(|| self.error("length overflows"))?;
         let bytes = self.take(len)?;
-        Ok(bytes
-            .chunks_exact(4)
-            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-            .collect())
+        Ok(bytes.chunks_exact(W::BYTES).map(W::get).collect())
     }
 
     /// The bytes not read yet.
@@ -188,15 +215,17 @@ mod tests {
     fn header_round_trip_and_checks() {
         let mut out = Vec::new();
         write_header(&mut out, Kind::LweQuery, &[7; 32]);
-        write_u32s(&mut out, &[1, 2, 3]);
+        write_words(&mut out, &[1u32, 2, 3]);
+        write_words(&mut out, &[4u16, 5]);
         let (mut reader, digest) = Reader::open(&out, Kind::LweQuery).unwrap();
         assert_eq!(digest, [7; 32]);
-        assert_eq!(reader.u32s(3).unwrap(), vec![1, 2, 3]);
+        assert_eq!(reader.words::<u32>(3).unwrap(), vec![1, 2, 3]);
+        assert_eq!(reader.words::<u16>(2).unwrap(), vec![4, 5]);
         reader.finish().unwrap();
 
         assert!(Reader::open(&out, Kind::LweAnswer).is_err());
         let (mut reader, _) = Reader::open(&out, Kind::LweQuery).unwrap();
-        assert!(reader.u32s(4).is_err());
+        assert!(reader.words::<u32>(4).is_err());
         let mut bad = out.clone();
         bad[4] = 9;
         assert!(Reader::open(&bad, Kind::LweQuery).is_err());
@@ -211,6 +240,6 @@ mod tests {
         write_header(&mut out, Kind::LweAnswer, &[0; 32]);
         out.extend_from_slice(&u64::MAX.to_le_bytes());
         let (mut reader, _) = Reader::open(&out, Kind::LweAnswer).unwrap();
-        assert!(reader.u32s(usize::MAX / 2).is_err());
+        assert!(reader.words::<u32>(usize::MAX / 2).is_err());
     }
 }

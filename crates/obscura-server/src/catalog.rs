@@ -73,8 +73,9 @@ impl Entry {
         let setup_bytes: Arc<[u8]> = database.setup_bytes().into();
         let digest = hex::encode(setup.digest());
         let (g, p) = (setup.geometry(), setup.params());
+        // Envelope, length, entries: queries carry u32 entries, answers u16 (modulus-switched).
         let vector_bytes =
-            |entries: u64| (obscura_pir::wire::HEADER_BYTES as u64) + 8 + 4 * entries;
+            |entries: u64, word: u64| (obscura_pir::wire::HEADER_BYTES as u64) + 8 + word * entries;
         let info = DatabaseInfo {
             name: name.clone(),
             kind: database.kind().into(),
@@ -91,8 +92,8 @@ impl Entry {
                 cols: g.cols(),
             },
             hint_bytes: setup_bytes.len() as u64,
-            query_bytes: vector_bytes(g.cols()),
-            answer_bytes: vector_bytes(g.rows()),
+            query_bytes: vector_bytes(g.cols(), 4),
+            answer_bytes: vector_bytes(g.rows(), 2),
             digest: digest.clone(),
         };
         Self {

@@ -9,7 +9,7 @@ use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use super::messages::{Answer, Query};
 use super::setup::PublicSetup;
-use crate::params::Distribution;
+use crate::params::{Distribution, ANSWER_BITS};
 use crate::wire::Digest;
 use crate::{PirClient, PirError};
 
@@ -205,7 +205,8 @@ impl Client {
                 Mask::Secret(secret) => dot_u32(self.setup.hint().row(r), secret),
                 Mask::Rows(rows) => rows[r],
             };
-            let noisy = answer.values[r].wrapping_sub(mask);
+            let received = u32::from(answer.values[r]) << (32 - ANSWER_BITS);
+            let noisy = received.wrapping_sub(mask);
             (noisy.wrapping_add(half_delta) >> shift) as u8
         })
         .collect()

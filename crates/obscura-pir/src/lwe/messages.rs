@@ -11,15 +11,17 @@ pub struct Query {
     pub(super) values: Vec<u32>,
 }
 
-/// An answer: `D·query`, one entry per matrix row, tagged with its setup digest.
+/// An answer: `D·query` modulus-switched to its top
+/// [`ANSWER_BITS`](crate::params::ANSWER_BITS) bits, one entry per matrix
+/// row, tagged with its setup digest.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Answer {
     pub(super) digest: Digest,
-    pub(super) values: Vec<u32>,
+    pub(super) values: Vec<u16>,
 }
 
 macro_rules! vector_message {
-    ($type:ident, $kind:expr, $len:expr) => {
+    ($type:ident, $word:ty, $kind:expr, $len:expr) => {
         impl $type {
             /// The digest of the setup this message belongs to.
             pub fn digest(&self) -> &Digest {
@@ -27,15 +29,17 @@ macro_rules! vector_message {
             }
 
             /// The entries.
-            pub fn values(&self) -> &[u32] {
+            pub fn values(&self) -> &[$word] {
                 &self.values
             }
 
             /// The encoded message.
             pub fn to_bytes(&self) -> Vec<u8> {
-                let mut out = Vec::with_capacity(wire::HEADER_BYTES + 8 + 4 * self.values.len());
+                let mut out = Vec::with_capacity(
+                    wire::HEADER_BYTES + 8 + std::mem::size_of::<$word>() * self.values.len(),
+                );
                 wire::write_header(&mut out, $kind, &self.digest);
-                wire::write_u32s(&mut out, &self.values);
+                wire::write_words(&mut out, &self.values);
                 out
             }
 
@@ -49,7 +53,7 @@ macro_rules! vector_message {
                     });
                 }
                 let expected: u64 = $len(setup);
-                let values = reader.u32s(expected as usize)?;
+                let values = reader.words::<$word>(expected as usize)?;
                 reader.finish()?;
                 Ok(Self { digest, values })
             }
@@ -77,7 +81,9 @@ macro_rules! vector_message {
     };
 }
 
-vector_message!(Query, Kind::LweQuery, |s: &PublicSetup| s.geometry().cols());
-vector_message!(Answer, Kind::LweAnswer, |s: &PublicSetup| s
+vector_message!(Query, u32, Kind::LweQuery, |s: &PublicSetup| s
+    .geometry()
+    .cols());
+vector_message!(Answer, u16, Kind::LweAnswer, |s: &PublicSetup| s
     .geometry()
     .rows());

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use super::layout::{Geometry, MAX_RECORD_BYTES};
 use super::messages::{Answer, Query};
 use super::setup::{matrix_a, PublicSetup, RecordFormat, SetupOptions};
-use crate::params::{LweParams, MatrixKind};
+use crate::params::{LweParams, MatrixKind, ANSWER_BITS};
 use crate::{PirError, PirServer};
 
 /// Columns of `D` (rows of `A`) processed per step of the hint product (a 256 x 1024 block of
@@ -163,7 +163,7 @@ impl PirServer for Server {
         query.check(&self.setup)?;
         Ok(Answer {
             digest: *self.setup.digest(),
-            values: self.database.mul_vec(&query.values),
+            values: switch_modulus(&self.database.mul_vec(&query.values)),
         })
     }
 
@@ -183,7 +183,7 @@ impl PirServer for Server {
             .into_iter()
             .map(|values| Answer {
                 digest: *self.setup.digest(),
-                values,
+                values: switch_modulus(&values),
             })
             .collect())
     }
@@ -216,4 +216,14 @@ pub(crate) fn centered(digit: u8, width: u32) -> u8 {
     let (digit, p) = (i16::from(digit), 1i16 << width);
     let value = if digit >= p / 2 { digit - p } else { digit };
     value as i8 as u8
+}
+
+/// Rounds answer entries from Z_{2^32} to their top [`ANSWER_BITS`] bits.
+fn switch_modulus(values: &[u32]) -> Vec<u16> {
+    let shift = 32 - ANSWER_BITS;
+    let half = 1u32 << (shift - 1);
+    values
+        .iter()
+        .map(|&x| (x.wrapping_add(half) >> shift) as u16)
+        .collect()
 }

@@ -199,7 +199,7 @@ impl PublicSetup {
                 geometry.rows()
             )));
         }
-        let hint = reader.u32s_raw(present)?;
+        let hint = reader.words_raw::<u32>(present)?;
         reader.finish()?;
         let hint = Matrix::from_vec(geometry.rows() as usize, n, hint).expect("length checked");
         let setup = Self::new(set, matrix, format, geometry, seed, hint)
