@@ -8,7 +8,7 @@ use obscura_pir::lwe::Layout;
 use rayon::prelude::*;
 
 use super::lwe::{describe, measure_answers, timed};
-use super::report::{Bytes, Pair, Report};
+use super::report::{Bytes, Report, Retrieval};
 use super::Pools;
 use crate::progress;
 
@@ -114,20 +114,20 @@ pub fn run(
         correct &= client.decode(absent_state, &absent_answer)?.is_none();
 
         let database_bytes = (keys * (KEY_BYTES as u64 + value_bytes)) as f64;
-        report.seconds.query_prepare = prepare_seconds;
-        report.seconds.query = query_seconds;
-        report.seconds.query_fresh = fresh_seconds;
-        report.seconds.answer = all;
-        report.seconds.decode = decode_seconds;
-        report.answer_gbs = Pair {
-            one_thread: database_bytes / one / 1e9,
-            all_threads: database_bytes / all / 1e9,
+        let retrieval = Retrieval {
+            prepare: prepare_seconds,
+            query: query_seconds,
+            fresh: fresh_seconds,
+            answer_one: one,
+            answer_all: all,
+            decode: decode_seconds,
+            bytes: Bytes {
+                hint: setup_bytes.len() as u64,
+                query: query.to_bytes().len() as u64,
+                answer: answer.to_bytes().len() as u64,
+            },
         };
-        report.bytes = Bytes {
-            hint: setup_bytes.len() as u64,
-            query: query.to_bytes().len() as u64,
-            answer: answer.to_bytes().len() as u64,
-        };
+        report.record(retrieval, database_bytes);
         report.correct = correct;
         reports.push(report);
     }

@@ -8,7 +8,7 @@ use obscura_pir::params::LOG_Q;
 use obscura_pir::{PirClient, PirServer};
 use rayon::prelude::*;
 
-use super::report::{Batch, Bytes, Pair, Params, Report};
+use super::report::{Batch, Bytes, Params, Report, Retrieval};
 use super::{Pools, Preset};
 use crate::progress;
 
@@ -166,20 +166,20 @@ pub fn run(
     check(index, &client.decode(fresh_state, &fresh_answer)?);
 
     let database_bytes = (records * record_bytes) as f64;
-    report.seconds.query_prepare = prepare_seconds;
-    report.seconds.query = query_seconds;
-    report.seconds.query_fresh = fresh_seconds;
-    report.seconds.answer = all;
-    report.seconds.decode = decode_seconds;
-    report.answer_gbs = Pair {
-        one_thread: database_bytes / one / 1e9,
-        all_threads: database_bytes / all / 1e9,
+    let retrieval = Retrieval {
+        prepare: prepare_seconds,
+        query: query_seconds,
+        fresh: fresh_seconds,
+        answer_one: one,
+        answer_all: all,
+        decode: decode_seconds,
+        bytes: Bytes {
+            hint: setup_bytes.len() as u64,
+            query: query.to_bytes().len() as u64,
+            answer: answer.to_bytes().len() as u64,
+        },
     };
-    report.bytes = Bytes {
-        hint: setup_bytes.len() as u64,
-        query: query.to_bytes().len() as u64,
-        answer: answer.to_bytes().len() as u64,
-    };
+    report.record(retrieval, database_bytes);
 
     if preset == Preset::Simple1g {
         for k in BATCH_SIZES {

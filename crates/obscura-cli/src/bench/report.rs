@@ -129,7 +129,39 @@ pub struct Report {
     pub correct: bool,
 }
 
+/// The times and sizes of one measured retrieval (index and keyword presets alike).
+pub struct Retrieval {
+    /// Preparing one query.
+    pub prepare: f64,
+    /// The online step with a prepared query.
+    pub query: f64,
+    /// A query from scratch.
+    pub fresh: f64,
+    /// Median answer time with one thread.
+    pub answer_one: f64,
+    /// Median answer time with all threads.
+    pub answer_all: f64,
+    /// Decoding.
+    pub decode: f64,
+    /// Message sizes.
+    pub bytes: Bytes,
+}
+
 impl Report {
+    /// Records a retrieval over a database of `database_bytes` bytes of user data.
+    pub fn record(&mut self, retrieval: Retrieval, database_bytes: f64) {
+        self.seconds.query_prepare = retrieval.prepare;
+        self.seconds.query = retrieval.query;
+        self.seconds.query_fresh = retrieval.fresh;
+        self.seconds.answer = retrieval.answer_all;
+        self.seconds.decode = retrieval.decode;
+        self.answer_gbs = Pair {
+            one_thread: database_bytes / retrieval.answer_one / 1e9,
+            all_threads: database_bytes / retrieval.answer_all / 1e9,
+        };
+        self.bytes = retrieval.bytes;
+    }
+
     /// An empty report for `preset` on `threads` threads.
     pub fn new(preset: &str, threads: usize) -> Self {
         Self {
