@@ -48,26 +48,54 @@ fn every_present_key_returns_its_value() {
     }
 }
 
-/// 10^5 random absent keys are all reported absent (spread over the threads).
+/// 10^5 random absent keys per arity are all reported absent (spread over the threads).
 #[test]
 fn absent_keys_are_reported_absent() {
     let pairs = pairs(100);
-    let server = KeywordServer::setup(&pairs, KeywordOptions::default(), &|_, _| {}).unwrap();
-    let setup = server.public_setup().clone();
-    let accepted: usize = (0..100u64)
-        .into_par_iter()
-        .map(|chunk| {
-            let mut client = KeywordClient::new(setup.clone());
-            client.preprocess(1000).unwrap();
-            (0..1000u64)
-                .filter(|i| {
-                    let key = format!("absent-{chunk}-{i}");
-                    lookup(&server, &mut client, key.as_bytes()).is_some()
-                })
-                .count()
-        })
-        .sum();
-    assert_eq!(accepted, 0);
+    for arity in [Arity::Three, Arity::Four] {
+        let options = KeywordOptions {
+            arity: Some(arity),
+            ..KeywordOptions::default()
+        };
+        let server = KeywordServer::setup(&pairs, options, &|_, _| {}).unwrap();
+        let setup = server.public_setup().clone();
+        let accepted: usize = (0..100u64)
+            .into_par_iter()
+            .map(|chunk| {
+                let mut client = KeywordClient::new(setup.clone());
+                client.preprocess(1000).unwrap();
+                (0..1000u64)
+                    .filter(|i| {
+                        let key = format!("absent-{arity:?}-{chunk}-{i}");
+                        lookup(&server, &mut client, key.as_bytes()).is_some()
+                    })
+                    .count()
+            })
+            .sum();
+        assert_eq!(accepted, 0, "{arity:?}");
+    }
+}
+
+/// A setup that claims an absurd number of keys is refused, whatever the claim: the filter
+/// shape is never computed from an unchecked count.
+#[test]
+fn huge_key_counts_are_refused() {
+    let setup = KeywordServer::setup(&pairs(5), KeywordOptions::default(), &|_, _| {}).unwrap();
+    let bytes = setup.public_setup().to_bytes();
+    // The key count follows the envelope header, the arity byte and the 32-byte seed.
+    let keys_at = obscura_pir::wire::HEADER_BYTES + 1 + 32;
+    assert_eq!(bytes[keys_at..keys_at + 8], 5u64.to_le_bytes());
+    for claim in [u64::MAX, 0xe4 << 56, (1 << 32) + 1, 1 << 32, 1 << 20] {
+        let mut corrupted = bytes.clone();
+        corrupted[keys_at..keys_at + 8].copy_from_slice(&claim.to_le_bytes());
+        assert!(
+            matches!(
+                KeywordSetup::from_bytes(&corrupted),
+                Err(PirError::Malformed { .. })
+            ),
+            "{claim} keys"
+        );
+    }
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The `chalamet` preset: keyword PIR over 2^20 pairs of 32-byte keys and 1 KiB values, with
 //! 3-wise and 4-wise filters (ChalametPIR's workload).
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use obscura_pir::keyword::fuse::{Arity, FuseShape};
 use obscura_pir::keyword::{filter_hash, key_digest, KeywordClient, KeywordOptions, KeywordSetup};
 use obscura_pir::lwe::Layout;
@@ -51,7 +51,7 @@ pub fn run(
     for &arity in arities {
         let mut report = base.clone();
         // The filter alone (hashing and peeling), timed apart from the whole setup.
-        let shape = FuseShape::new(keys, arity);
+        let shape = FuseShape::new(keys, arity).context("too many keys for one filter")?;
         let ((), filter_seconds) = timed(|| {
             let digests: Vec<_> = pools
                 .all

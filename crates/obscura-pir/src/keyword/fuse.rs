@@ -7,6 +7,9 @@
 //! 1.125n (3-wise) or 1.075n (4-wise) slots for large n. The size formulas are those of the
 //! authors' reference code (see `../shared/design/batch-and-keyword.md` §3.1).
 
+/// The most keys a filter holds: peeling names keys by `u32` index.
+pub const MAX_KEYS: u64 = 1 << 32;
+
 /// Slots per key: 3 (faster and more reliable to build) or 4 (about 4% fewer slots).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Arity {
@@ -44,8 +47,11 @@ pub struct FuseShape {
 }
 
 impl FuseShape {
-    /// The shape for `keys` keys.
-    pub fn new(keys: u64, arity: Arity) -> Self {
+    /// The shape for `keys` keys; `None` beyond [`MAX_KEYS`].
+    pub fn new(keys: u64, arity: Arity) -> Option<Self> {
+        if keys > MAX_KEYS {
+            return None;
+        }
         let a = arity.get() as u64;
         let n = keys as f64;
         let segment_length = if keys == 0 {
@@ -68,11 +74,11 @@ impl FuseShape {
         };
         let initial = capacity.div_ceil(segment_length);
         let segment_count = if initial < a { 1 } else { initial - (a - 1) };
-        Self {
+        Some(Self {
             arity,
             segment_length,
             segment_count,
-        }
+        })
     }
 
     /// Slots per key.
@@ -120,9 +126,9 @@ impl FuseShape {
     /// another seed.
     ///
     /// # Panics
-    /// If there are 2^32 keys or more.
+    /// If there are more than [`MAX_KEYS`] keys (a shape for that many cannot be made).
     pub fn peel(&self, hashes: &[u64]) -> Option<Vec<(u32, u8)>> {
-        assert!(hashes.len() as u64 <= u64::from(u32::MAX), "too many keys");
+        assert!(hashes.len() as u64 <= MAX_KEYS, "too many keys");
         let arity = self.arity.get();
         let size = self.size() as usize;
         let mut count = vec![0u32; size];
@@ -168,30 +174,30 @@ mod tests {
 
     #[test]
     fn sizes_match_the_reference() {
-        let shape = FuseShape::new(1 << 20, Arity::Three);
+        let shape = FuseShape::new(1 << 20, Arity::Three).unwrap();
         assert_eq!(
             (shape.segment_length(), shape.segment_count, shape.size()),
             (8192, 142, 1_179_648)
         );
-        let shape = FuseShape::new(1 << 20, Arity::Four);
+        let shape = FuseShape::new(1 << 20, Arity::Four).unwrap();
         assert_eq!(
             (shape.segment_length(), shape.segment_count, shape.size()),
             (4096, 273, 1_130_496)
         );
-        let shape = FuseShape::new(8, Arity::Three);
+        let shape = FuseShape::new(8, Arity::Three).unwrap();
         assert_eq!(
             (shape.segment_length(), shape.segment_count, shape.size()),
             (8, 1, 24)
         );
-        assert_eq!(FuseShape::new(1, Arity::Three).size(), 12);
-        assert_eq!(FuseShape::new(1, Arity::Four).size(), 4);
-        assert_eq!(FuseShape::new(100, Arity::Three).size(), 192);
+        assert_eq!(FuseShape::new(1, Arity::Three).unwrap().size(), 12);
+        assert_eq!(FuseShape::new(1, Arity::Four).unwrap().size(), 4);
+        assert_eq!(FuseShape::new(100, Arity::Three).unwrap().size(), 192);
     }
 
     proptest! {
         #[test]
         fn positions_are_distinct_and_in_range(h in any::<u64>(), keys in 0u64..5_000_000, four in any::<bool>()) {
-            let shape = FuseShape::new(keys, if four { Arity::Four } else { Arity::Three });
+            let shape = FuseShape::new(keys, if four { Arity::Four } else { Arity::Three }).unwrap();
             let a = shape.arity().get();
             let p = shape.positions(h);
             for i in 0..a {
@@ -218,7 +224,7 @@ mod tests {
     fn peeling_order_fills_every_key() {
         for arity in [Arity::Three, Arity::Four] {
             for n in [1usize, 2, 3, 10, 1000, 100_000] {
-                let shape = FuseShape::new(n as u64, arity);
+                let shape = FuseShape::new(n as u64, arity).unwrap();
                 let a = arity.get();
                 let (hashes, order) = (0..100)
                     .find_map(|seed| {
@@ -248,7 +254,7 @@ mod tests {
 
     #[test]
     fn equal_hashes_do_not_peel() {
-        let shape = FuseShape::new(3, Arity::Three);
+        let shape = FuseShape::new(3, Arity::Three).unwrap();
         assert!(shape.peel(&[7, 7, 9]).is_none());
     }
 }

@@ -23,7 +23,7 @@ use crate::lwe::{
 use crate::params::{MatrixKind, ParamSet};
 use crate::wire::{self, Kind, Reader};
 use crate::{PirError, PirServer};
-use fuse::{Arity, FuseShape};
+use fuse::{Arity, FuseShape, MAX_KEYS};
 
 /// Bytes of a key digest.
 pub const DIGEST_BYTES: usize = 32;
@@ -116,7 +116,7 @@ pub struct KeywordOptions {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeywordSetup {
     lwe: PublicSetup,
-    arity: Arity,
+    shape: FuseShape,
     seed: [u8; 32],
     keys: u64,
     max_value: u64,
@@ -135,7 +135,7 @@ impl KeywordSetup {
 
     /// Slots per key.
     pub fn arity(&self) -> Arity {
-        self.arity
+        self.shape.arity()
     }
 
     /// The longest value, in bytes (values are padded to it).
@@ -144,14 +144,14 @@ impl KeywordSetup {
     }
 
     fn shape(&self) -> FuseShape {
-        FuseShape::new(self.keys, self.arity)
+        self.shape
     }
 
     /// The encoded setup: the filter parameters, then the LWE setup.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
         wire::write_header(&mut out, Kind::KeywordSetup, self.lwe.digest());
-        out.push(self.arity.get() as u8);
+        out.push(self.arity().get() as u8);
         out.extend_from_slice(&self.seed);
         out.extend_from_slice(&self.keys.to_le_bytes());
         out.extend_from_slice(&self.max_value.to_le_bytes());
@@ -167,6 +167,8 @@ impl KeywordSetup {
             .ok_or_else(|| reader.error(format!("arity {count} is not 3 or 4")))?;
         let seed: [u8; 32] = reader.take(32)?.try_into().expect("32 bytes");
         let (keys, max_value) = (reader.u64()?, reader.u64()?);
+        let shape = FuseShape::new(keys, arity)
+            .ok_or_else(|| reader.error(format!("{keys} keys is more than {MAX_KEYS}")))?;
         let lwe = PublicSetup::from_bytes(reader.rest())?;
         if lwe.digest() != &digest {
             return Err(PirError::malformed(
@@ -176,7 +178,7 @@ impl KeywordSetup {
         }
         let setup = Self {
             lwe,
-            arity,
+            shape,
             seed,
             keys,
             max_value,
@@ -229,7 +231,11 @@ impl KeywordServer {
         } else {
             Arity::Four
         });
-        let shape = FuseShape::new(keys, arity);
+        let shape = FuseShape::new(keys, arity).ok_or_else(|| {
+            PirError::InvalidParameters(format!(
+                "{keys} keys is more than the {MAX_KEYS} supported"
+            ))
+        })?;
         let max_value = pairs
             .iter()
             .map(|(_, v)| v.as_ref().len())
@@ -305,7 +311,7 @@ impl KeywordServer {
         )?;
         let setup = KeywordSetup {
             lwe: lwe.public_setup().clone(),
-            arity,
+            shape,
             seed,
             keys,
             max_value: max_value as u64,
@@ -386,7 +392,7 @@ impl KeywordClient {
         let positions = self.setup.shape().positions(hash);
         let (query, lwe) = self
             .lwe
-            .query_columns(&positions[..self.setup.arity.get()])?;
+            .query_columns(&positions[..self.setup.arity().get()])?;
         Ok((query, LookupState { lwe, digest, hash }))
     }
 
@@ -425,7 +431,7 @@ mod tests {
 
     #[test]
     fn failed_peels_are_retried_with_the_next_seed() {
-        let shape = FuseShape::new(3, Arity::Three);
+        let shape = FuseShape::new(3, Arity::Three).unwrap();
         let attempts = vec![
             Ok(([1u8; 32], vec![5u64, 5, 9])), // two equal hashes: cannot peel
             Ok(([2u8; 32], vec![5u64, 6, 9])),

@@ -9,8 +9,9 @@ pub const MAX_RECORD_BYTES: u64 = 1 << 20;
 /// The largest number of matrix rows (bounds the hint at 2^22 · n entries).
 const MAX_ROWS: u64 = 1 << 22;
 
-/// The largest number of matrix columns (bounds a query at 2^32 entries).
-const MAX_COLS: u64 = 1 << 32;
+/// The largest number of matrix columns (bounds a query at 2^33 entries): enough for the
+/// keyword filter over 2^32 keys, which has at most 1.125 · 2^32 slots.
+const MAX_COLS: u64 = 1 << 33;
 
 /// How many records share a column of the database matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
