@@ -31,7 +31,7 @@ pub struct DatabaseInfo {
     pub kind: String,
     /// The PIR scheme.
     pub scheme: String,
-    /// Number of records.
+    /// Number of records (of keys, for a keyword database).
     pub records: u64,
     /// Bytes per record.
     pub record_bytes: u64,
@@ -80,7 +80,7 @@ impl Entry {
             name: name.clone(),
             kind: database.kind().into(),
             scheme: "lwe".into(),
-            records: g.records(),
+            records: database.items(),
             record_bytes: g.record_bytes(),
             params: ParamsInfo {
                 set: p.set.name().into(),

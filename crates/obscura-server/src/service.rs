@@ -47,7 +47,8 @@ pub struct ServiceConfig {
     pub request_timeout: Duration,
     /// How long the batcher waits for more queries after the first.
     pub batch_window: Duration,
-    /// Most queries answered in one pass (and accepted by the batch endpoint).
+    /// Most queries answered in one pass; the batch endpoint accepts at most this many, and
+    /// never more than `max_concurrent` (a larger batch could never be served).
     pub max_batch: usize,
 }
 
@@ -142,7 +143,7 @@ pub fn router(catalog: Catalog, config: ServiceConfig) -> Router {
         batchers,
         permits: Arc::new(Semaphore::new(config.max_concurrent.max(1))),
         metrics,
-        max_batch: config.max_batch.max(1),
+        max_batch: config.max_batch.clamp(1, config.max_concurrent.max(1)),
     });
     Router::new()
         .route("/v1/databases", get(list))

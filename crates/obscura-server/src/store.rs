@@ -76,6 +76,15 @@ impl Database {
         }
     }
 
+    /// What a user counts: records of an index database, keys of a keyword database (whose
+    /// matrix has more columns, the filter's slots).
+    pub fn items(&self) -> u64 {
+        match self {
+            Self::Index(server) => server.public_setup().geometry().records(),
+            Self::Keyword(server) => server.public_setup().keys(),
+        }
+    }
+
     /// `index` or `keyword`.
     pub fn kind(&self) -> &'static str {
         match self {

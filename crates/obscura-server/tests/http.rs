@@ -205,7 +205,7 @@ fn malformed_requests_get_clear_client_errors_and_the_server_keeps_answering() {
             "/v1/databases/db/batch",
             17u32.to_le_bytes().to_vec(),
             400,
-            "a batch holds 1 to 16",
+            "a batch holds 1 to 4",
         ),
         (
             "/v1/databases/db/batch",
@@ -216,8 +216,8 @@ fn malformed_requests_get_clear_client_errors_and_the_server_keeps_answering() {
         (
             "/v1/databases/db/batch",
             framing::encode(&vec![good.clone(); 5]),
-            503,
-            "busy",
+            400,
+            "1 to 4 queries",
         ),
     ];
     for (path, body, status, message) in cases {
@@ -325,4 +325,56 @@ fn slow_requests_time_out() {
             .send(&query.to_bytes()[..]),
     );
     assert_eq!(status, 408);
+}
+
+/// Queries that arrive together are answered in one pass over the database, and a query beyond
+/// the concurrency bound gets 503 while the others wait (the batching window is made long so
+/// the timing is not close).
+#[test]
+fn concurrent_queries_share_one_pass_and_overload_gets_503() {
+    let records = data(64 * 16, 6);
+    let mut catalog = Catalog::default();
+    catalog
+        .insert("db".into(), database(&records, 16, Layout::Square))
+        .unwrap();
+    let config = ServiceConfig {
+        max_concurrent: 4,
+        batch_window: Duration::from_millis(1500),
+        ..ServiceConfig::default()
+    };
+    let server = TestServer::start(catalog, config);
+    let http = HttpClient::new(&server.url, None);
+    let setup = http.setup("db").unwrap();
+    let start = std::sync::Barrier::new(5);
+    std::thread::scope(|scope| {
+        for index in [3u64, 17, 40, 63] {
+            let (http, setup, start, records) = (&http, &setup, &start, &records);
+            scope.spawn(move || {
+                let mut client = Client::new(setup.clone());
+                let (query, state) = client.query(index).unwrap();
+                start.wait();
+                let answer = http.query("db", setup, &query).unwrap();
+                let record = client.decode(state, &answer).unwrap();
+                assert_eq!(record, &records[index as usize * 16..][..16]);
+            });
+        }
+        let (query, _) = Client::new(setup.clone()).query(0).unwrap();
+        start.wait();
+        std::thread::sleep(Duration::from_millis(500));
+        let (status, text) = status_and_text(
+            raw()
+                .post(&format!("{}/v1/databases/db/query", server.url))
+                .send(&query.to_bytes()[..]),
+        );
+        assert_eq!((status, text.contains("busy")), (503, true), "{text}");
+    });
+    let (_, metrics) = status_and_text(raw().get(&format!("{}/metrics", server.url)).call());
+    let counter = |name: &str| {
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|value| value.parse::<u64>().ok())
+    };
+    assert_eq!(counter("obscura_batched_queries_total"), Some(4));
+    assert_eq!(counter("obscura_batches_total"), Some(1), "{metrics}");
 }
