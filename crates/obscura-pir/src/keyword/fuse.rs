@@ -4,8 +4,14 @@
 //!
 //! A filter over n keys has `size` slots cut into segments of `L = 2^e` slots; a key's 64-bit
 //! hash picks one slot in each of `arity` consecutive segments. Such banded hypergraphs peel at
-//! 1.125n (3-wise) or 1.075n (4-wise) slots for large n. The size formulas are those of the
-//! authors' reference code (see `../shared/design/batch-and-keyword.md` §3.1).
+//! 1.125n (3-wise) or 1.07n (4-wise) slots for large n. The size formulas are those of the
+//! authors' reference code (see `../shared/design/batch-and-keyword.md` §3.1) but for one
+//! constant: the 4-wise floor is 1.07 where the reference has 1.075. Measured at n = 2^20 over
+//! 40 hash seeds, 4-wise filters peeled 40 times in 40 at 1.0703n and 39 in 40 at 1.0664n,
+//! while 3-wise filters peeled 38 times in 40 at the reference's 1.125n and never at 1.117n,
+//! so the 3-wise formula is kept. The floor only matters above about 7.5 · 10^5 keys; below, the size term decides.
+//! A failed peel is retried with a fresh seed, so the margin costs build time, never
+//! correctness.
 
 /// The most keys a filter holds: peeling names keys by `u32` index.
 pub const MAX_KEYS: u64 = 1 << 32;
@@ -68,7 +74,7 @@ impl FuseShape {
         } else {
             let factor = match arity {
                 Arity::Three => (0.875 + 0.25 * 1e6f64.ln() / n.ln()).max(1.125),
-                Arity::Four => (0.77 + 0.305 * 6e5f64.ln() / n.ln()).max(1.075),
+                Arity::Four => (0.77 + 0.305 * 6e5f64.ln() / n.ln()).max(1.07),
             };
             (n * factor).round() as u64
         };
@@ -173,7 +179,7 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn sizes_match_the_reference() {
+    fn sizes_match_the_reference_but_for_the_4_wise_floor() {
         let shape = FuseShape::new(1 << 20, Arity::Three).unwrap();
         assert_eq!(
             (shape.segment_length(), shape.segment_count, shape.size()),
@@ -182,7 +188,7 @@ mod tests {
         let shape = FuseShape::new(1 << 20, Arity::Four).unwrap();
         assert_eq!(
             (shape.segment_length(), shape.segment_count, shape.size()),
-            (4096, 273, 1_130_496)
+            (4096, 271, 1_122_304)
         );
         let shape = FuseShape::new(8, Arity::Three).unwrap();
         assert_eq!(
