@@ -6,6 +6,7 @@ mod demo;
 mod get;
 mod ingest;
 mod progress;
+mod psi;
 mod serve;
 mod threads;
 
@@ -33,6 +34,8 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Run a standard benchmark workload (with the machine's memory bandwidth).
     Bench(bench::BenchArgs),
+    /// Private set intersection with a peer over TCP (one party per terminal).
+    Psi(psi::PsiArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +46,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Psi(args) => psi::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

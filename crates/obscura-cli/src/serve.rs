@@ -69,9 +69,11 @@ pub fn run(args: ServeArgs) -> Result<()> {
             "serving on http://{} (ctrl-c to stop)",
             listener.local_addr()?
         );
+        let limits = config.connections;
         service::serve(
             listener,
             service::router(catalog, config),
+            limits,
             service::shutdown_signal(),
         )
         .await

@@ -12,7 +12,8 @@
 //! Queries that arrive together are answered in one pass over the database: each database has
 //! one worker that takes every query waiting (up to [`ServiceConfig::max_batch`], waiting at most
 //! [`ServiceConfig::batch_window`] for more) and runs the batch kernel. Bodies are bounded,
-//! concurrent queries are bounded (503 beyond), every request has a time limit (408), and query
+//! concurrent queries are bounded (503 beyond), every request has a time limit (408), open
+//! connections are bounded and must send their headers in time ([`ConnectionLimits`]), and query
 //! contents are never logged.
 
 use std::collections::HashMap;
@@ -27,6 +28,10 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use obscura_pir::lwe::{Answer, Query};
 use obscura_pir::{PirError, PirServer};
 use tokio::sync::{mpsc, oneshot, Semaphore};
@@ -50,6 +55,30 @@ pub struct ServiceConfig {
     /// Most queries answered in one pass; the batch endpoint accepts at most this many, and
     /// never more than `max_concurrent` (a larger batch could never be served).
     pub max_batch: usize,
+    /// What a connection may hold: the server's open connections and the time to send headers.
+    pub connections: ConnectionLimits,
+}
+
+/// Limits on connections, enforced before any request is read.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnectionLimits {
+    /// Open connections at once; more wait in the kernel's accept queue.
+    pub max_open: usize,
+    /// Time a client has to send a request's headers; a slower connection is closed, so idle
+    /// or trickling clients cannot hold connections.
+    pub header_timeout: Duration,
+    /// How long a shutdown waits for the requests in flight before it drops them.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            max_open: 1024,
+            header_timeout: Duration::from_secs(10),
+            shutdown_grace: Duration::from_secs(30),
+        }
+    }
 }
 
 impl Default for ServiceConfig {
@@ -60,6 +89,7 @@ impl Default for ServiceConfig {
             request_timeout: Duration::from_secs(30),
             batch_window: Duration::from_millis(1),
             max_batch: 16,
+            connections: ConnectionLimits::default(),
         }
     }
 }
@@ -161,16 +191,55 @@ pub fn router(catalog: Catalog, config: ServiceConfig) -> Router {
         .with_state(state)
 }
 
-/// Serves `router` on `listener` until `shutdown` completes, then finishes the requests in
-/// flight.
+/// Serves `router` (HTTP/1.1) on `listener` until `shutdown` completes, then finishes the
+/// requests in flight within [`ConnectionLimits::shutdown_grace`].
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
+    limits: ConnectionLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+    let graceful = GracefulShutdown::new();
+    let open = Arc::new(Semaphore::new(limits.max_open.max(1)));
+    tokio::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            permit = open.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break, // the semaphore is never closed
+            },
+            () = &mut shutdown => break,
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                // Out of file descriptors and the like: wait instead of spinning.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        // Answers are small and latency matters: no Nagle delay.
+        let _ = stream.set_nodelay(true);
+        let mut builder = http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(limits.header_timeout);
+        let connection = builder.serve_connection(
+            TokioIo::new(stream),
+            TowerToHyperService::new(router.clone()),
+        );
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            let _ = connection.await;
+            drop(permit);
+        });
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(limits.shutdown_grace, graceful.shutdown()).await;
+    Ok(())
 }
 
 /// Completes on ctrl-c or SIGTERM.
@@ -430,7 +499,8 @@ impl BackgroundService {
                     }
                 };
                 let _ = bound_tx.send(listener.local_addr());
-                serve(listener, router(catalog, config), async {
+                let limits = config.connections;
+                serve(listener, router(catalog, config), limits, async {
                     let _ = stopped.await;
                 })
                 .await

@@ -9,7 +9,7 @@ use obscura_pir::PirClient;
 use obscura_server::catalog::Catalog;
 use obscura_server::client::{ClientError, HttpClient};
 use obscura_server::framing;
-use obscura_server::service::{BackgroundService, ServiceConfig};
+use obscura_server::service::{BackgroundService, ConnectionLimits, ServiceConfig};
 use ureq::Agent;
 
 /// A service on an ephemeral loopback port, stopped when dropped.
@@ -377,4 +377,37 @@ fn concurrent_queries_share_one_pass_and_overload_gets_503() {
     };
     assert_eq!(counter("obscura_batched_queries_total"), Some(4));
     assert_eq!(counter("obscura_batches_total"), Some(1), "{metrics}");
+}
+
+/// A client that trickles its headers is disconnected after the header timeout, and the server
+/// keeps serving others.
+#[test]
+fn slow_headers_are_cut_off() {
+    use std::io::{Read, Write};
+    let mut catalog = Catalog::default();
+    catalog
+        .insert("db".into(), database(&data(64, 7), 8, Layout::Square))
+        .unwrap();
+    let config = ServiceConfig {
+        connections: ConnectionLimits {
+            header_timeout: Duration::from_millis(300),
+            ..ConnectionLimits::default()
+        },
+        ..ServiceConfig::default()
+    };
+    let server = TestServer::start(catalog, config);
+    let address = server.url.trim_start_matches("http://");
+    let mut slow = std::net::TcpStream::connect(address).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let started = Instant::now();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let mut reply = Vec::new();
+    let closed = slow.read_to_end(&mut reply);
+    assert!(closed.is_ok(), "the connection was not closed: {closed:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(!String::from_utf8_lossy(&reply).contains("200 OK"));
+    let (status, text) = status_and_text(raw().get(&format!("{}/healthz", server.url)).call());
+    assert_eq!((status, text.trim()), (200, "ok"));
 }

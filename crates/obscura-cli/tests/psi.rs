@@ -1,0 +1,265 @@
+//! `obscura psi` as two users run it: two processes on loopback.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use assert_cmd::cargo::cargo_bin;
+
+/// A port nobody listens on right now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `obscura psi --protocol ecdh` with `args`, the input and output files, and (unless `args`
+/// sets them) `--column email --timeout 30`.
+fn psi(args: &[&str], input: &Path, output: Option<&Path>) -> Command {
+    let mut command = Command::new(cargo_bin("obscura"));
+    command.args(["psi", "--protocol", "ecdh"]).args(args);
+    for (option, default) in [("--column", "email"), ("--timeout", "30")] {
+        if !args.contains(&option) {
+            command.args([option, default]);
+        }
+    }
+    command.arg("--input").arg(input);
+    if let Some(output) = output {
+        command.arg("--output").arg(output);
+    }
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn assert_success(output: &Output, who: &str) {
+    assert!(
+        output.status.success(),
+        "{who} failed: {}{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+}
+
+const CLIENT_CSV: &str = "\
+id,email,name
+1,ann@example.com,\"Smith, Ann\"
+2,bob@example.com,Bob
+3,cid@example.com,Cid
+4,ann@example.com,Ann again
+5,dee@example.com,Dee
+";
+
+const SERVER_CSV: &str = "\
+email,since
+eve@example.com,2019
+dee@example.com,2020
+ann@example.com,2021
+fay@example.com,2022
+dee@example.com,2023
+";
+
+/// The server starts first or second: the client retries its connection either way.
+fn run_pair(dir: &Path, both_learn: bool, server_first: bool) -> (Output, Output) {
+    let port = free_port().to_string();
+    let client_input = write(dir, "client.csv", CLIENT_CSV);
+    let server_input = write(dir, "server.csv", SERVER_CSV);
+    let learn: &[&str] = if both_learn { &["--both-learn"] } else { &[] };
+    let server_output = both_learn.then(|| dir.join("server-out.csv"));
+    let mut server = psi(
+        &[
+            &["--role", "server", "--listen", &format!("127.0.0.1:{port}")],
+            learn,
+        ]
+        .concat(),
+        &server_input,
+        server_output.as_deref(),
+    );
+    let mut client = psi(
+        &[
+            &[
+                "--role",
+                "client",
+                "--connect",
+                &format!("127.0.0.1:{port}"),
+            ],
+            learn,
+        ]
+        .concat(),
+        &client_input,
+        Some(&dir.join("client-out.csv")),
+    );
+    let (server, client) = if server_first {
+        let server = server.spawn().unwrap();
+        let client = client.spawn().unwrap();
+        (server, client)
+    } else {
+        let client = client.spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        (server.spawn().unwrap(), client)
+    };
+    (
+        client.wait_with_output().unwrap(),
+        server.wait_with_output().unwrap(),
+    )
+}
+
+#[test]
+fn two_processes_find_the_overlap() {
+    let dir = tempfile::tempdir().unwrap();
+    let (client, server) = run_pair(dir.path(), false, true);
+    assert_success(&client, "client");
+    assert_success(&server, "server");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("client-out.csv")).unwrap(),
+        "id,email,name\n1,ann@example.com,\"Smith, Ann\"\n4,ann@example.com,Ann again\n5,dee@example.com,Dee\n"
+    );
+    let summary = text(&client.stdout);
+    assert!(
+        summary
+            .contains("5 items read, 1 duplicates dropped, 4 unique; the peer has 4 unique items"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("intersection: 2 items (3 input rows)"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("sent") && summary.contains("received"),
+        "{summary}"
+    );
+    let summary = text(&server.stdout);
+    assert!(
+        summary
+            .contains("5 items read, 1 duplicates dropped, 4 unique; the peer has 4 unique items"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("intersection: learned by the client only"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn both_learn_writes_both_outputs_in_either_start_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (client, server) = run_pair(dir.path(), true, false);
+    assert_success(&client, "client");
+    assert_success(&server, "server");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("server-out.csv")).unwrap(),
+        "email,since\ndee@example.com,2020\nann@example.com,2021\ndee@example.com,2023\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("client-out.csv"))
+            .unwrap()
+            .lines()
+            .count(),
+        4
+    );
+    assert!(text(&server.stdout).contains("intersection: 2 items (3 input rows)"));
+}
+
+fn assert_clean_failure(output: &Output, message: &str) {
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("error: ") || stderr.contains("\nerror: "),
+        "{stderr}"
+    );
+    assert!(stderr.contains(message), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn a_client_without_a_peer_fails_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "client.csv", CLIENT_CSV);
+    let port = free_port();
+    let output = psi(
+        &[
+            "--role",
+            "client",
+            "--connect",
+            &format!("127.0.0.1:{port}"),
+            "--timeout",
+            "1",
+        ],
+        &input,
+        None,
+    )
+    .output()
+    .unwrap();
+    assert_clean_failure(
+        &output,
+        &format!("cannot connect to 127.0.0.1:{port} within 1s"),
+    );
+}
+
+#[test]
+fn bad_settings_get_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "server.csv", SERVER_CSV);
+    let output = psi(
+        &["--role", "server", "--listen", "127.0.0.1:0"],
+        &input,
+        Some(&dir.path().join("o.csv")),
+    )
+    .output()
+    .unwrap();
+    assert_clean_failure(&output, "--output on the server needs --both-learn");
+    let output = psi(
+        &["--role", "client", "--listen", "127.0.0.1:0"],
+        &input,
+        None,
+    )
+    .output()
+    .unwrap();
+    assert_clean_failure(
+        &output,
+        "the client connects to the server: give --connect ADDR",
+    );
+    let output = psi(
+        &[
+            "--role",
+            "client",
+            "--connect",
+            "127.0.0.1:1",
+            "--column",
+            "nope",
+        ],
+        &input,
+        None,
+    )
+    .output()
+    .unwrap();
+    assert_clean_failure(&output, "no column \"nope\"");
+    let output = Command::new(cargo_bin("obscura"))
+        .args([
+            "psi",
+            "--protocol",
+            "kkrt",
+            "--role",
+            "client",
+            "--connect",
+            "x",
+            "--input",
+            "x",
+            "--column",
+            "x",
+        ])
+        .output()
+        .unwrap();
+    assert!(text(&output.stderr).contains("invalid value 'kkrt'"));
+}

@@ -1,0 +1,162 @@
+//! ECDH-PSI over ristretto255: the commutative-blinding protocol of Meadows (1986) and
+//! Huberman, Franklin and Hogg (1999), in the semi-honest model.
+//!
+//! # Protocol
+//!
+//! Each party de-duplicates its items and draws a secret non-zero scalar from the OS CSPRNG: the
+//! client `a`, the server `b`. `H` is RFC 9380 hash-to-ristretto255 (see [`crate::hash_to_group`]).
+//! After the handshake (which fixes both set sizes `n_c`, `n_s`):
+//!
+//! 1. the client sends `H(x)^a` for its items, in chunks; the server answers each chunk with
+//!    the tags of `(H(x)^a)^b = H(x)^{ab}`, in the same order (lockstep: one chunk in flight
+//!    each way, so no socket buffer size can deadlock it, while the client already blinds its
+//!    next chunk);
+//! 2. the server sends `H(y)^b` for its items in a uniformly random order (an OS-CSPRNG
+//!    shuffle), in chunks; the client computes the tags of `(H(y)^b)^a = H(y)^{ab}` and looks
+//!    them up among the tags of its own items: the items whose tag appears are the intersection;
+//! 3. with *both learn*, the client sends the positions (in the shuffled sequence) of the
+//!    server's elements that matched, and the server maps them back to its items.
+//!
+//! If either set is empty, both parties know from the handshake that the intersection is empty
+//! and the session ends there. A tag is the first [`tag_bytes`]`(n_c, n_s)` bytes of a point's
+//! encoding. Every point is sent as its 32-byte ristretto255 encoding, produced in batches
+//! (one inversion per 64 points) and computed in parallel on the caller's rayon pool.
+//!
+//! # Security
+//!
+//! - **Assumption.** ristretto255 is a prime-order group (order ℓ ≈ 2^252) in which the
+//!   decisional Diffie-Hellman problem is believed hard (about 128-bit security); `H` is modelled
+//!   as a random oracle. Under DDH in the random-oracle model, the values `H(z)^a`, `H(z)^b` and
+//!   `H(z)^{ab}` for items the other party does not hold are indistinguishable from random group
+//!   elements, so the protocol is secure against semi-honest (honest-but-curious) parties.
+//!   It is not secure against a malicious peer, who could for instance answer with tags of
+//!   its choice.
+//! - **What the client learns:** the server's set size `n_s` and the intersection; the other
+//!   server elements look random, and the shuffle hides the server's input order.
+//! - **What the server learns:** the client's set size `n_c` (the client's points look random),
+//!   and with *both learn* the intersection; nothing else.
+//! - **Duplicates** are removed before the protocol (equal items would give equal points and
+//!   reveal their multiplicity); the [`crate::Outcome`] reports how many were dropped.
+//! - **False positives.** Tags are `40 + ⌈log2 n_c⌉ + ⌈log2 n_s⌉` bits rounded up to bytes, so
+//!   the chance that some server item outside the intersection has the tag of some client item
+//!   is at most `n_c · n_s · 2^-(40 + log2 n_c + log2 n_s) = 2^-40` (union bound over pairs of
+//!   pseudorandom tags). The same bound covers two client items with equal tags, which the
+//!   client treats as a protocol error ([`crate::PeerError::RepeatedTag`]).
+//! - **Group elements from the peer** are decompressed, which accepts only canonical
+//!   encodings of points in the group, and the identity is refused: no honest party sends it.
+//!   A chunk must hold between one element and what remains of the announced count, so a peer
+//!   can send neither more nor fewer elements than its handshake said without an error.
+//!
+//! # Cost
+//!
+//! Each party hashes its own items once and performs one variable-base scalar multiplication
+//! per item of each set (`n_c + n_s` in all). The client sends `32 n_c` bytes (plus 8 per match
+//! when both learn) and the server sends `tag_bytes · n_c + 32 n_s` bytes, plus 5 bytes per frame
+//! and the 26-byte handshake each way.
+
+mod client;
+mod server;
+
+use std::convert::Infallible;
+
+use obscura_math::sample::OsSampler;
+
+use crate::exponent::{Exponent, POINT_BYTES};
+use crate::hash_to_group::HashToGroup;
+use crate::hello::Hello;
+use crate::unique::UniqueItems;
+use crate::{point, Progress, PsiError, Role, Transport};
+
+/// The statistical security of the tag comparison: a false match has probability ≤ 2^-40.
+pub const STATISTICAL_SECURITY_BITS: u32 = 40;
+
+/// Bytes of a tag for sets of `n_client` and `n_server` distinct items:
+/// `⌈(40 + ⌈log2 n_client⌉ + ⌈log2 n_server⌉) / 8⌉`, with each size counted as at least 2 and
+/// the result at most 32 (a whole encoding).
+pub fn tag_bytes(n_client: u64, n_server: u64) -> usize {
+    let ceil_log2 = |n: u64| u64::BITS - (n.max(2) - 1).leading_zeros();
+    let bits = STATISTICAL_SECURITY_BITS + ceil_log2(n_client) + ceil_log2(n_server);
+    (bits.div_ceil(8) as usize).min(POINT_BYTES)
+}
+
+/// What both roles share during one session.
+struct Session<'p> {
+    hash: HashToGroup,
+    exponent: Exponent,
+    n_client: u64,
+    n_server: u64,
+    tag_bytes: usize,
+    both_learn: bool,
+    progress: Progress<'p>,
+}
+
+impl Session<'_> {
+    /// The encodings of `H(item)^k` for `items`, 32 bytes each, in order.
+    fn blind(&self, items: &[&[u8]]) -> Vec<u8> {
+        let mut points = vec![0u8; items.len() * POINT_BYTES];
+        let Ok(()) = self.exponent.raise_into(
+            items,
+            |item| Ok::<_, Infallible>(self.hash.hash(item)),
+            POINT_BYTES,
+            &mut points,
+        );
+        points
+    }
+
+    /// The tags of `P^k` for the peer's points `P` encoded in `payload` (a whole number of
+    /// 32-byte encodings), in order; fails on any invalid encoding or identity point.
+    fn tags_of(&self, payload: &[u8]) -> Result<Vec<u8>, PsiError> {
+        let (points, _) = payload.as_chunks::<POINT_BYTES>();
+        let mut tags = vec![0u8; points.len() * self.tag_bytes];
+        self.exponent
+            .raise_into(points, point::decode, self.tag_bytes, &mut tags)?;
+        Ok(tags)
+    }
+}
+
+/// Runs ECDH-PSI after the handshake (`ours` and `peer` are the two announcements). Returns, for
+/// a party that learns the intersection, which of its distinct items are in it.
+pub(crate) fn run<T: Transport + ?Sized>(
+    transport: &mut T,
+    unique: &UniqueItems<'_>,
+    ours: &Hello,
+    peer: &Hello,
+    progress: Progress<'_>,
+) -> Result<Option<Vec<bool>>, PsiError> {
+    let (n_client, n_server) = match ours.role {
+        Role::Client => (ours.items, peer.items),
+        Role::Server => (peer.items, ours.items),
+    };
+    let learns = ours.role == Role::Client || ours.both_learn;
+    if n_client == 0 || n_server == 0 {
+        return Ok(learns.then(|| vec![false; unique.len()]));
+    }
+    let mut rng = OsSampler::new();
+    let session = Session {
+        hash: HashToGroup::psi(),
+        exponent: Exponent::random(&mut rng)?,
+        n_client,
+        n_server,
+        tag_bytes: tag_bytes(n_client, n_server),
+        both_learn: ours.both_learn,
+        progress,
+    };
+    match ours.role {
+        Role::Client => client::run(&session, transport, unique).map(Some),
+        Role::Server => server::run(&session, transport, unique, &mut rng),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_have_40_bits_plus_the_logs_of_both_sizes() {
+        assert_eq!(tag_bytes(0, 0), 6); // 40 + 1 + 1 bits
+        assert_eq!(tag_bytes(1, 1000), 7); // 40 + 1 + 10
+        assert_eq!(tag_bytes(1 << 20, 1 << 20), 10); // 40 + 20 + 20
+        assert_eq!(tag_bytes((1 << 20) + 1, 1 << 20), 11); // 40 + 21 + 20
+        assert_eq!(tag_bytes(u64::MAX, u64::MAX), 21); // 40 + 64 + 64
+    }
+}

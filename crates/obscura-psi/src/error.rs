@@ -1,0 +1,129 @@
+//! The error types of a PSI session.
+
+use obscura_math::sample::RngError;
+
+use crate::transport::{FrameKind, TransportError};
+use crate::{Protocol, Role};
+
+/// Why a PSI session failed. Input from the peer never causes a panic or an unbounded wait: it
+/// ends in one of these.
+#[derive(Debug, thiserror::Error)]
+pub enum PsiError {
+    /// The connection failed, timed out, or carried a frame that is not the one due.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// The two parties cannot run a session together (or the peer is not an Obscura PSI peer).
+    #[error("handshake failed: {0}")]
+    Hello(#[from] HelloError),
+    /// The peer sent well-framed data that breaks the protocol.
+    #[error("the peer broke the protocol: {0}")]
+    Peer(#[from] PeerError),
+    /// The OS random number generator failed.
+    #[error(transparent)]
+    Rng(#[from] RngError),
+}
+
+/// What is wrong with the peer's handshake, or with the two parties' settings together.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum HelloError {
+    /// The handshake does not have the length of this version's handshake.
+    #[error("the handshake is {len} bytes; {expected} were due")]
+    Length {
+        /// Bytes received.
+        len: usize,
+        /// Bytes of a handshake of this version.
+        expected: usize,
+    },
+    /// The handshake does not start with Obscura PSI's magic bytes.
+    #[error("the peer is not an Obscura PSI peer (wrong magic bytes)")]
+    Magic,
+    /// The peer speaks another version of the wire format.
+    #[error("the peer speaks PSI wire version {theirs}; this build speaks version {ours}")]
+    Version {
+        /// Our version.
+        ours: u16,
+        /// The peer's version.
+        theirs: u16,
+    },
+    /// The peer names a protocol this build does not know.
+    #[error("the peer asks for an unknown protocol (id {0})")]
+    UnknownProtocol(u8),
+    /// The peer names a role other than client or server.
+    #[error("the peer names an unknown role (id {0})")]
+    UnknownRole(u8),
+    /// The peer sets option flags this build does not know.
+    #[error("the peer sets unknown option flags {0:#04x}")]
+    UnknownFlags(u8),
+    /// The parties chose different protocols.
+    #[error("this party runs {ours} but the peer runs {theirs}")]
+    ProtocolMismatch {
+        /// Our protocol.
+        ours: Protocol,
+        /// The peer's protocol.
+        theirs: Protocol,
+    },
+    /// Both parties chose the same role.
+    #[error("both parties are the {0}: one must be the client and the other the server")]
+    SameRole(Role),
+    /// One party asked for both parties to learn the intersection and the other did not.
+    #[error("the parties disagree on whether both learn the intersection (ours: {ours})")]
+    BothLearnMismatch {
+        /// Our setting.
+        ours: bool,
+    },
+}
+
+/// Well-framed data from the peer that breaks the protocol.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PeerError {
+    /// A chunk frame is empty or not a whole number of elements.
+    #[error(
+        "a {kind} frame of {len} bytes does not hold a whole, non-zero number of {size}-byte elements"
+    )]
+    BadChunk {
+        /// The frame's kind.
+        kind: FrameKind,
+        /// The frame's length.
+        len: usize,
+        /// The element size.
+        size: usize,
+    },
+    /// A frame whose length is fixed by what came before has another length.
+    #[error("a {kind} frame is {len} bytes; {expected} were due")]
+    WrongLength {
+        /// The frame's kind.
+        kind: FrameKind,
+        /// The frame's length.
+        len: usize,
+        /// The length due.
+        expected: usize,
+    },
+    /// A group element is not the canonical encoding of a ristretto255 point.
+    #[error("the peer sent an invalid ristretto255 point encoding")]
+    InvalidPoint,
+    /// A group element is the identity, which no honest peer sends.
+    #[error("the peer sent the identity point")]
+    IdentityPoint,
+    /// Two of the tags the server returned for the client's distinct items are equal.
+    #[error("the peer returned the same tag for two different items")]
+    RepeatedTag,
+    /// The client reports more matches than the smaller set holds.
+    #[error("the peer reports {count} matches, more than the {most} possible")]
+    TooManyMatches {
+        /// Matches reported.
+        count: u64,
+        /// The most there can be.
+        most: u64,
+    },
+    /// A match position is outside the server's sequence.
+    #[error("match position {position} is out of range: the sequence has {len} items")]
+    PositionOutOfRange {
+        /// The position.
+        position: u64,
+        /// The sequence's length.
+        len: u64,
+    },
+    /// A match position was sent twice.
+    #[error("match position {0} was sent twice")]
+    RepeatedPosition(u64),
+}

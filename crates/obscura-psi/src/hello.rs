@@ -1,0 +1,185 @@
+//! The handshake: each party announces its protocol, role, set size and options, and checks the
+//! peer's announcement against its own before any set element is sent.
+//!
+//! Layout (21 bytes): magic `OBSCPSI\0`, wire version (`u16` LE), protocol id, role (0 client,
+//! 1 server), distinct item count (`u64` LE), option flags (bit 0: both learn).
+
+use crate::transport::{FrameKind, Transport};
+use crate::{HelloError, Protocol, PsiError, Role};
+
+const MAGIC: [u8; 8] = *b"OBSCPSI\0";
+/// The wire version this build speaks.
+const VERSION: u16 = 1;
+const LEN: usize = 21;
+const BOTH_LEARN: u8 = 1;
+/// Every protocol this build speaks.
+const PROTOCOLS: [Protocol; 1] = [Protocol::Ecdh];
+
+/// One party's announcement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Hello {
+    /// The protocol it runs.
+    pub protocol: Protocol,
+    /// Its role.
+    pub role: Role,
+    /// Its number of distinct items.
+    pub items: u64,
+    /// Whether it asks that both parties learn the intersection.
+    pub both_learn: bool,
+}
+
+impl Hello {
+    fn encode(&self) -> [u8; LEN] {
+        let mut bytes = [0u8; LEN];
+        bytes[..8].copy_from_slice(&MAGIC);
+        bytes[8..10].copy_from_slice(&VERSION.to_le_bytes());
+        bytes[10] = protocol_id(self.protocol);
+        bytes[11] = match self.role {
+            Role::Client => 0,
+            Role::Server => 1,
+        };
+        bytes[12..20].copy_from_slice(&self.items.to_le_bytes());
+        bytes[20] = if self.both_learn { BOTH_LEARN } else { 0 };
+        bytes
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, HelloError> {
+        let bytes: &[u8; LEN] = bytes.try_into().map_err(|_| HelloError::Length {
+            len: bytes.len(),
+            expected: LEN,
+        })?;
+        if bytes[..8] != MAGIC {
+            return Err(HelloError::Magic);
+        }
+        let version = u16::from_le_bytes([bytes[8], bytes[9]]);
+        if version != VERSION {
+            return Err(HelloError::Version {
+                ours: VERSION,
+                theirs: version,
+            });
+        }
+        let protocol = PROTOCOLS
+            .into_iter()
+            .find(|&protocol| protocol_id(protocol) == bytes[10])
+            .ok_or(HelloError::UnknownProtocol(bytes[10]))?;
+        let role = match bytes[11] {
+            0 => Role::Client,
+            1 => Role::Server,
+            id => return Err(HelloError::UnknownRole(id)),
+        };
+        let mut items = [0u8; 8];
+        items.copy_from_slice(&bytes[12..20]);
+        let flags = bytes[20];
+        if flags & !BOTH_LEARN != 0 {
+            return Err(HelloError::UnknownFlags(flags));
+        }
+        Ok(Self {
+            protocol,
+            role,
+            items: u64::from_le_bytes(items),
+            both_learn: flags & BOTH_LEARN != 0,
+        })
+    }
+
+    /// Whether the two announcements make one session: same protocol and options, opposite roles.
+    fn check_peer(&self, peer: &Self) -> Result<(), HelloError> {
+        if peer.protocol != self.protocol {
+            return Err(HelloError::ProtocolMismatch {
+                ours: self.protocol,
+                theirs: peer.protocol,
+            });
+        }
+        if peer.role == self.role {
+            return Err(HelloError::SameRole(self.role));
+        }
+        if peer.both_learn != self.both_learn {
+            return Err(HelloError::BothLearnMismatch {
+                ours: self.both_learn,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The id of `protocol` on the wire.
+fn protocol_id(protocol: Protocol) -> u8 {
+    match protocol {
+        Protocol::Ecdh => 1,
+    }
+}
+
+/// Sends our announcement, receives the peer's and checks that they fit; returns the peer's.
+pub(crate) fn exchange<T: Transport + ?Sized>(
+    transport: &mut T,
+    ours: &Hello,
+) -> Result<Hello, PsiError> {
+    transport.send(FrameKind::Hello, &ours.encode())?;
+    let peer = Hello::decode(&transport.recv(FrameKind::Hello, LEN)?)?;
+    ours.check_peer(&peer)?;
+    Ok(peer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello(role: Role, both_learn: bool) -> Hello {
+        Hello {
+            protocol: Protocol::Ecdh,
+            role,
+            items: 1 << 40,
+            both_learn,
+        }
+    }
+
+    #[test]
+    fn encoding_round_trips() {
+        for protocol in PROTOCOLS {
+            for role in [Role::Client, Role::Server] {
+                for both_learn in [false, true] {
+                    let ours = Hello {
+                        protocol,
+                        ..hello(role, both_learn)
+                    };
+                    assert_eq!(Hello::decode(&ours.encode()), Ok(ours));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn malformed_announcements_are_named() {
+        let good = hello(Role::Client, false).encode();
+        let with = |at: usize, byte: u8| {
+            let mut bytes = good;
+            bytes[at] = byte;
+            Hello::decode(&bytes)
+        };
+        assert_eq!(
+            Hello::decode(&good[..20]),
+            Err(HelloError::Length {
+                len: 20,
+                expected: 21
+            })
+        );
+        assert_eq!(with(0, b'X'), Err(HelloError::Magic));
+        assert_eq!(with(8, 2), Err(HelloError::Version { ours: 1, theirs: 2 }));
+        assert_eq!(with(10, 9), Err(HelloError::UnknownProtocol(9)));
+        assert_eq!(with(11, 2), Err(HelloError::UnknownRole(2)));
+        assert_eq!(with(20, 3), Err(HelloError::UnknownFlags(3)));
+    }
+
+    #[test]
+    fn sessions_need_opposite_roles_and_equal_options() {
+        let client = hello(Role::Client, false);
+        assert_eq!(client.check_peer(&hello(Role::Server, false)), Ok(()));
+        assert_eq!(
+            client.check_peer(&hello(Role::Client, false)),
+            Err(HelloError::SameRole(Role::Client))
+        );
+        assert_eq!(
+            client.check_peer(&hello(Role::Server, true)),
+            Err(HelloError::BothLearnMismatch { ours: false })
+        );
+    }
+}

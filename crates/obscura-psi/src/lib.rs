@@ -1,0 +1,158 @@
+//! Private set intersection of Obscura: two parties learn which items they have in common and
+//! nothing else about each other's sets.
+//!
+//! - [`ecdh`]: ECDH-PSI over ristretto255 (semi-honest; the client learns the intersection,
+//!   optionally both parties do), with its security argument;
+//! - [`hash_to_group`]: RFC 9380 hashing of byte strings to ristretto255;
+//! - [`transport`]: framed, bounded messages over any byte stream (TCP, in-memory), with
+//!   timeouts on every read;
+//! - [`run`]: one call that runs a chosen [`Protocol`] in a chosen [`Role`] and returns an
+//!   [`Outcome`] whose indices refer to the caller's own input.
+//!
+//! ```
+//! use obscura_psi::transport::memory;
+//! use obscura_psi::{run, Options, Protocol, Role};
+//! use std::time::Duration;
+//!
+//! let (mut client_link, mut server_link) = memory::pair(Duration::from_secs(10));
+//! let server = std::thread::spawn(move || {
+//!     let items = ["carol", "dave", "alice"];
+//!     let options = Options { protocol: Protocol::Ecdh, role: Role::Server, both_learn: false };
+//!     run(&mut server_link, &items, options, &|_, _, _| {})
+//! });
+//! let items = ["alice", "bob", "carol", "alice"];
+//! let options = Options { protocol: Protocol::Ecdh, role: Role::Client, both_learn: false };
+//! let outcome = run(&mut client_link, &items, options, &|_, _, _| {})?;
+//! let intersection = outcome.intersection.expect("the client learns the intersection");
+//! assert_eq!(intersection.rows, [0, 2, 3]); // every row whose value is shared
+//! assert_eq!(intersection.size, 2); // "alice" and "carol"
+//! assert_eq!(outcome.duplicates_dropped, 1);
+//! assert!(server.join().unwrap()?.intersection.is_none());
+//! # Ok::<(), obscura_psi::PsiError>(())
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod chunk;
+pub mod ecdh;
+mod error;
+mod exponent;
+pub mod hash_to_group;
+mod hello;
+mod outcome;
+mod point;
+mod shuffle;
+pub mod transport;
+mod unique;
+
+use std::time::Instant;
+
+pub use error::{HelloError, PeerError, PsiError};
+pub use outcome::{Intersection, Outcome, Stage};
+pub use transport::Transport;
+
+use hello::Hello;
+use unique::UniqueItems;
+
+/// A PSI protocol. Both parties must run the same one; the handshake checks it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Protocol {
+    /// ECDH-PSI over ristretto255 (see [`ecdh`]).
+    Ecdh,
+}
+
+impl Protocol {
+    /// The protocol's name as users type it (`ecdh`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ecdh => "ecdh",
+        }
+    }
+}
+
+impl std::fmt::Display for Protocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which side of the protocol a party plays. The client learns the intersection; the server
+/// learns it only with [`Options::both_learn`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// The party that learns the intersection.
+    Client,
+    /// The party that helps; it learns only the client's set size unless both learn.
+    Server,
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Client => "client",
+            Self::Server => "server",
+        })
+    }
+}
+
+/// How to run one PSI session. Both parties must agree on `protocol` and `both_learn` and take
+/// opposite roles; the handshake refuses anything else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// The protocol to run.
+    pub protocol: Protocol,
+    /// This party's role.
+    pub role: Role,
+    /// Whether the server learns the intersection too.
+    pub both_learn: bool,
+}
+
+/// A progress report: `(stage, items done, items in the stage)`, called on the caller's thread
+/// after each chunk.
+pub type Progress<'a> = &'a (dyn Fn(Stage, u64, u64) + Sync);
+
+/// Runs one PSI session over `transport` with this party's `items` (byte strings, duplicates
+/// allowed: they are counted once and reported).
+///
+/// The heavy steps run on the current rayon pool (install the call in a pool to choose the thread
+/// count). Anything malformed or unexpected from the peer ends the session with a typed error;
+/// every read is bounded in size and, with the transports of [`transport`], in time.
+pub fn run<T, I>(
+    transport: &mut T,
+    items: &[I],
+    options: Options,
+    progress: Progress<'_>,
+) -> Result<Outcome, PsiError>
+where
+    T: Transport + ?Sized,
+    I: AsRef<[u8]>,
+{
+    let started = Instant::now();
+    let (sent_before, received_before) = (transport.bytes_sent(), transport.bytes_received());
+    let unique = UniqueItems::new(items);
+    let ours = Hello {
+        protocol: options.protocol,
+        role: options.role,
+        items: unique.len() as u64,
+        both_learn: options.both_learn,
+    };
+    let peer = hello::exchange(transport, &ours)?;
+    let matched = match options.protocol {
+        Protocol::Ecdh => ecdh::run(transport, &unique, &ours, &peer, progress)?,
+    };
+    Ok(Outcome {
+        intersection: matched.map(|matched| Intersection {
+            size: matched.iter().filter(|&&m| m).count(),
+            rows: unique.rows_matching(&matched),
+        }),
+        rows: items.len(),
+        unique_items: unique.len(),
+        duplicates_dropped: unique.duplicates(),
+        peer_items: peer.items,
+        bytes_sent: transport.bytes_sent() - sent_before,
+        bytes_received: transport.bytes_received() - received_before,
+        elapsed: started.elapsed(),
+    })
+}

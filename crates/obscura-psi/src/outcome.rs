@@ -1,0 +1,43 @@
+//! What a PSI session reports to the caller.
+
+use std::time::Duration;
+
+/// The result of one PSI session for this party.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// The intersection, for a party that learns it (the client; the server too when both learn).
+    pub intersection: Option<Intersection>,
+    /// Items the caller gave (rows), duplicates included.
+    pub rows: usize,
+    /// Distinct items, the ones that entered the protocol.
+    pub unique_items: usize,
+    /// Rows dropped because an earlier row holds the same item.
+    pub duplicates_dropped: usize,
+    /// The peer's number of distinct items (every party learns the other's set size).
+    pub peer_items: u64,
+    /// Bytes this party sent, frame headers included.
+    pub bytes_sent: u64,
+    /// Bytes this party received, frame headers included.
+    pub bytes_received: u64,
+    /// Time from the start of the session to its end.
+    pub elapsed: Duration,
+}
+
+/// The items both parties hold, as positions in the caller's input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Intersection {
+    /// Every row (index into the caller's input, ascending) whose item is in the intersection;
+    /// all copies of a duplicated item are listed.
+    pub rows: Vec<usize>,
+    /// The number of distinct items in the intersection.
+    pub size: usize,
+}
+
+/// The steps a progress callback reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Hashing this party's items to the group and raising them to its key.
+    OwnItems,
+    /// Raising the peer's items to this party's key.
+    PeerItems,
+}

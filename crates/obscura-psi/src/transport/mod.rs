@@ -1,0 +1,166 @@
+//! Framed messages between the two parties, over any byte stream.
+//!
+//! A frame is a kind byte, the payload length as a little-endian `u32`, and the payload. The
+//! receiver names the kind it expects and the longest payload it accepts; both are checked on
+//! the 5-byte header, before anything is allocated, so a peer cannot make us reserve more memory
+//! than the protocol step allows. Protocols keep frames small (chunks of a few thousand
+//! elements), so memory per frame stays bounded and the two parties' work overlaps.
+//!
+//! [`StreamTransport`] frames any pair of [`std::io::Read`] / [`std::io::Write`] halves and
+//! counts the bytes each way; [`tcp`] builds one on a socket with read and write timeouts, and
+//! [`memory`] one over in-process channels (for tests and benchmarks). A link with other
+//! properties (a rate limit, say) is a `Read` or `Write` wrapper handed to
+//! [`StreamTransport::new`].
+
+mod frame;
+pub mod memory;
+mod stream;
+pub mod tcp;
+
+use std::time::Duration;
+
+pub use frame::HEADER_BYTES;
+pub use stream::StreamTransport;
+
+/// The time a read waits for the peer before failing, unless the caller chooses another.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A two-way link that carries whole frames and counts the bytes it moves. After an error the
+/// link is out of step with the peer (a refused payload is left unread) and is not used again.
+pub trait Transport: Send {
+    /// Sends one frame of `kind` carrying `payload`.
+    fn send(&mut self, kind: FrameKind, payload: &[u8]) -> Result<(), TransportError>;
+
+    /// Receives the next frame, which must be of kind `expected` with a payload of at most
+    /// `max_len` bytes (both checked before the payload is read), and returns its payload.
+    fn recv(&mut self, expected: FrameKind, max_len: usize) -> Result<Vec<u8>, TransportError>;
+
+    /// Bytes sent so far, frame headers included.
+    fn bytes_sent(&self) -> u64;
+
+    /// Bytes received so far, frame headers included.
+    fn bytes_received(&self) -> u64;
+}
+
+/// The kinds of frames of every PSI protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum FrameKind {
+    /// The handshake: magic, version, protocol, role, set size, options.
+    Hello = 1,
+    /// ECDH, client to server: a chunk of the client's items, hashed and raised to its key.
+    ClientPoints = 2,
+    /// ECDH, server to client: the tags of a chunk of the client's points, in the same order.
+    ClientTags = 3,
+    /// ECDH, server to client: a chunk of the server's items, hashed and raised to its key.
+    ServerPoints = 4,
+    /// Both learn, client to server: how many positions of the server's sequence matched.
+    MatchCount = 5,
+    /// Both learn, client to server: a chunk of matched positions.
+    MatchPositions = 6,
+}
+
+impl FrameKind {
+    const ALL: [Self; 6] = [
+        Self::Hello,
+        Self::ClientPoints,
+        Self::ClientTags,
+        Self::ServerPoints,
+        Self::MatchCount,
+        Self::MatchPositions,
+    ];
+
+    /// The kind with wire byte `byte`, if there is one.
+    pub fn from_byte(byte: u8) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| *kind as u8 == byte)
+    }
+
+    /// A human-readable name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Hello => "hello",
+            Self::ClientPoints => "client-points",
+            Self::ClientTags => "client-tags",
+            Self::ServerPoints => "server-points",
+            Self::MatchCount => "match-count",
+            Self::MatchPositions => "match-positions",
+        }
+    }
+}
+
+impl std::fmt::Display for FrameKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The kind byte of a received frame, named when it is a known kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KindByte(pub u8);
+
+impl std::fmt::Display for KindByte {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match FrameKind::from_byte(self.0) {
+            Some(kind) => kind.fmt(f),
+            None => write!(f, "unknown (kind byte {})", self.0),
+        }
+    }
+}
+
+/// Why a frame could not be sent or received.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    /// The peer sent a frame of another kind than the one due.
+    #[error("the peer sent a {got} frame where a {expected} frame was due")]
+    WrongKind {
+        /// The kind due.
+        expected: FrameKind,
+        /// The kind received.
+        got: KindByte,
+    },
+    /// The peer announced a payload longer than this step allows.
+    #[error("the peer announced a {kind} frame of {len} bytes; at most {max} are allowed here")]
+    TooLong {
+        /// The frame's kind.
+        kind: FrameKind,
+        /// The announced length.
+        len: u64,
+        /// The longest payload allowed.
+        max: usize,
+    },
+    /// The connection ended in the middle of a frame.
+    #[error("the connection ended in the middle of a frame (a {expected} frame was due)")]
+    Truncated {
+        /// The kind due.
+        expected: FrameKind,
+    },
+    /// The connection ended cleanly where a frame was due.
+    #[error("the peer closed the connection (a {expected} frame was due)")]
+    Closed {
+        /// The kind due.
+        expected: FrameKind,
+    },
+    /// The peer sent nothing for the read time limit.
+    #[error("the peer sent nothing within the time limit (a {expected} frame was due)")]
+    Timeout {
+        /// The kind due.
+        expected: FrameKind,
+    },
+    /// A frame could not be sent within the write time limit (the peer stopped reading).
+    #[error("the peer stopped reading: a {kind} frame could not be sent within the time limit")]
+    SendTimeout {
+        /// The frame's kind.
+        kind: FrameKind,
+    },
+    /// A payload too long for the length field (a bug of the sender, never the peer's doing).
+    #[error("a {kind} payload of {len} bytes does not fit in one frame")]
+    PayloadTooLong {
+        /// The frame's kind.
+        kind: FrameKind,
+        /// The payload's length.
+        len: usize,
+    },
+    /// The connection failed.
+    #[error("connection error: {0}")]
+    Io(#[from] std::io::Error),
+}

@@ -1,0 +1,60 @@
+//! [`TcpTransport`]: frames over a TCP connection with read and write timeouts.
+
+use std::io::{self, BufReader, BufWriter};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use super::StreamTransport;
+
+/// A [`StreamTransport`] over a TCP connection (buffered both ways).
+pub type TcpTransport = StreamTransport<BufReader<TcpStream>, BufWriter<TcpStream>>;
+
+/// Socket buffer size of each direction: a few frames' headers and small frames per system call.
+const BUFFER_BYTES: usize = 1 << 16;
+
+/// Pause between two connection attempts while the peer is not listening yet.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// Wraps a connected socket: every read and every write fails after `timeout` (which must not be
+/// zero) without progress, and small frames are not delayed (`TCP_NODELAY`).
+pub fn from_stream(stream: TcpStream, timeout: Duration) -> io::Result<TcpTransport> {
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    stream.set_nodelay(true)?;
+    let reader = BufReader::with_capacity(BUFFER_BYTES, stream.try_clone()?);
+    Ok(StreamTransport::new(
+        reader,
+        BufWriter::with_capacity(BUFFER_BYTES, stream),
+    ))
+}
+
+/// Waits for one connection on `listener` (as long as it takes) and wraps it with `timeout`;
+/// returns the transport and the peer's address.
+pub fn accept(listener: &TcpListener, timeout: Duration) -> io::Result<(TcpTransport, SocketAddr)> {
+    let (stream, peer) = listener.accept()?;
+    Ok((from_stream(stream, timeout)?, peer))
+}
+
+/// Connects to `addr`, trying again until `timeout` has passed (so the peer may start listening
+/// after we start), and wraps the connection with `timeout`. The error is the last attempt's.
+pub fn connect(addr: impl ToSocketAddrs, timeout: Duration) -> io::Result<TcpTransport> {
+    let addrs: Vec<SocketAddr> = addr.to_socket_addrs()?.collect();
+    let deadline = Instant::now() + timeout;
+    let mut last_error = io::Error::new(io::ErrorKind::InvalidInput, "no address to connect to");
+    loop {
+        for addr in &addrs {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(last_error);
+            }
+            match TcpStream::connect_timeout(addr, left) {
+                Ok(stream) => return from_stream(stream, timeout),
+                Err(error) => last_error = error,
+            }
+        }
+        if addrs.is_empty() || Instant::now() + RETRY_PAUSE >= deadline {
+            return Err(last_error);
+        }
+        std::thread::sleep(RETRY_PAUSE);
+    }
+}

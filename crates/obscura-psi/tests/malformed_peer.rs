@@ -1,0 +1,479 @@
+//! A hand-driven fake peer sends malformed, truncated, oversized, miscounted or invalid data, or
+//! nothing at all: every case ends in its typed error, never a hang or a panic.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use curve25519_dalek::ristretto::CompressedRistretto;
+use obscura_psi::ecdh::tag_bytes;
+use obscura_psi::hash_to_group::HashToGroup;
+use obscura_psi::transport::memory::{self, PipeReader, PipeWriter};
+use obscura_psi::transport::{FrameKind, KindByte, StreamTransport, TransportError};
+use obscura_psi::{run, HelloError, Options, Outcome, PeerError, Protocol, PsiError, Role};
+
+/// The peer end of a link to the party under test: raw bytes in, our frames ignored (but kept,
+/// so that the party's writes succeed).
+struct FakePeer {
+    to_party: PipeWriter,
+    _from_party: PipeReader,
+}
+
+impl FakePeer {
+    fn raw(&mut self, bytes: &[u8]) -> &mut Self {
+        self.to_party.write_all(bytes).unwrap();
+        self
+    }
+
+    fn frame(&mut self, kind: FrameKind, payload: &[u8]) -> &mut Self {
+        let mut bytes = vec![kind as u8];
+        bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(payload);
+        self.raw(&bytes)
+    }
+
+    /// A handshake as the documented layout has it.
+    fn hello(&mut self, role: Role, items: u64, both_learn: bool) -> &mut Self {
+        let mut hello = b"OBSCPSI\0".to_vec();
+        hello.extend_from_slice(&1u16.to_le_bytes());
+        hello.push(1);
+        hello.push(match role {
+            Role::Client => 0,
+            Role::Server => 1,
+        });
+        hello.extend_from_slice(&items.to_le_bytes());
+        hello.push(both_learn as u8);
+        self.frame(FrameKind::Hello, &hello)
+    }
+}
+
+/// Runs the party under test in `role` with `items` against a fake peer that `script` drives
+/// before the party starts, and that closes its side when the script is done (so a party that
+/// waits for more sees the connection end); reads time out after `timeout`.
+fn against_fake_peer(
+    role: Role,
+    items: &[&str],
+    both_learn: bool,
+    timeout: Duration,
+    script: impl FnOnce(&mut FakePeer),
+) -> Result<Outcome, PsiError> {
+    let (to_party, party_reader) = memory::pipe(timeout);
+    let (party_writer, from_party) = memory::pipe(timeout);
+    let mut link = StreamTransport::new(party_reader, party_writer);
+    let mut peer = FakePeer {
+        to_party,
+        _from_party: from_party,
+    };
+    script(&mut peer);
+    let FakePeer {
+        to_party,
+        _from_party: from_party,
+    } = peer;
+    drop(to_party);
+    let options = Options {
+        protocol: Protocol::Ecdh,
+        role,
+        both_learn,
+    };
+    let result = run(&mut link, items, options, &|_, _, _| {});
+    drop(from_party);
+    result
+}
+
+/// A client with three items against a fake server.
+fn client(script: impl FnOnce(&mut FakePeer)) -> PsiError {
+    against_fake_peer(
+        Role::Client,
+        &["a", "b", "c"],
+        false,
+        Duration::from_secs(5),
+        script,
+    )
+    .unwrap_err()
+}
+
+/// A server with three items, both learning, against a fake client.
+fn server(script: impl FnOnce(&mut FakePeer)) -> PsiError {
+    against_fake_peer(
+        Role::Server,
+        &["a", "b", "c"],
+        true,
+        Duration::from_secs(5),
+        script,
+    )
+    .unwrap_err()
+}
+
+/// Valid, distinct points (as a fake client's blinded items).
+fn points(count: usize) -> Vec<u8> {
+    let hash = HashToGroup::psi();
+    (0..count)
+        .flat_map(|i| hash.hash(&i.to_le_bytes()).compress().to_bytes())
+        .collect()
+}
+
+/// A fake server that announces `n_server` items and answers the client's 3 items with
+/// distinct tags.
+fn honest_start(peer: &mut FakePeer, n_server: u64) -> &mut FakePeer {
+    let tags: Vec<u8> = points(3)
+        .chunks(32)
+        .flat_map(|p| p[..tag_bytes(3, n_server)].to_vec())
+        .collect();
+    peer.hello(Role::Server, n_server, false)
+        .frame(FrameKind::ClientTags, &tags)
+}
+
+#[test]
+fn truncated_frames() {
+    let error = client(|peer| {
+        peer.raw(&[FrameKind::Hello as u8, 21]);
+    });
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::Truncated {
+            expected: FrameKind::Hello
+        })
+    ));
+    let error = client(|peer| {
+        peer.raw(&[FrameKind::Hello as u8, 21, 0, 0, 0])
+            .raw(b"OBSCPSI");
+    });
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::Truncated { .. })
+    ));
+    let error = client(|peer| {
+        honest_start(peer, 2)
+            .raw(&[FrameKind::ServerPoints as u8, 64, 0, 0, 0])
+            .raw(&points(2)[..40]);
+    });
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::Truncated {
+            expected: FrameKind::ServerPoints
+        })
+    ));
+    // A whole frame that holds part of a point.
+    let error = client(|peer| {
+        honest_start(peer, 2).frame(FrameKind::ServerPoints, &points(2)[..40]);
+    });
+    assert!(matches!(
+        error,
+        PsiError::Peer(PeerError::BadChunk {
+            kind: FrameKind::ServerPoints,
+            len: 40,
+            size: 32
+        })
+    ));
+}
+
+#[test]
+fn closed_connection() {
+    let error = client(|peer| {
+        honest_start(peer, 3).frame(FrameKind::ServerPoints, &points(2));
+    });
+    // The fake peer closes after two of its three points.
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::Closed {
+            expected: FrameKind::ServerPoints
+        })
+    ));
+}
+
+#[test]
+fn oversized_lengths_are_refused_before_allocating() {
+    let error = client(|peer| {
+        peer.raw(&[FrameKind::Hello as u8, 0xff, 0xff, 0xff, 0xff]);
+    });
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::TooLong {
+            kind: FrameKind::Hello,
+            len: 0xffff_ffff,
+            max: 21
+        })
+    ));
+    // More points in one frame than the server announced in all.
+    let error = client(|peer| {
+        honest_start(peer, 2).frame(FrameKind::ServerPoints, &points(3));
+    });
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::TooLong {
+            kind: FrameKind::ServerPoints,
+            len: 96,
+            max: 64
+        })
+    ));
+}
+
+#[test]
+fn wrong_kinds() {
+    let error = client(|peer| {
+        peer.frame(FrameKind::ServerPoints, &points(1));
+    });
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::WrongKind {
+            expected: FrameKind::Hello,
+            got: KindByte(4)
+        })
+    ));
+    let error = client(|peer| {
+        peer.hello(Role::Server, 2, false)
+            .frame(FrameKind::ServerPoints, &points(2));
+    });
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::WrongKind {
+            expected: FrameKind::ClientTags,
+            got: KindByte(4)
+        })
+    ));
+    let error = client(|peer| {
+        peer.raw(&[200, 0, 0, 0, 0]);
+    });
+    assert_eq!(
+        error.to_string(),
+        "the peer sent a unknown (kind byte 200) frame where a hello frame was due"
+    );
+}
+
+#[test]
+fn wrong_counts() {
+    // Tags for two items where the client sent three.
+    let error = client(|peer| {
+        let tags = vec![7u8; 2 * tag_bytes(3, 5)];
+        peer.hello(Role::Server, 5, false)
+            .frame(FrameKind::ClientTags, &tags);
+    });
+    assert!(matches!(
+        error,
+        PsiError::Peer(PeerError::WrongLength {
+            kind: FrameKind::ClientTags,
+            ..
+        })
+    ));
+    // An empty chunk.
+    let error = client(|peer| {
+        honest_start(peer, 2).frame(FrameKind::ServerPoints, &[]);
+    });
+    assert!(matches!(
+        error,
+        PsiError::Peer(PeerError::BadChunk { len: 0, .. })
+    ));
+    // A server that returns one tag for two different items.
+    let error = client(|peer| {
+        let tags = vec![7u8; 3 * tag_bytes(3, 5)];
+        peer.hello(Role::Server, 5, false)
+            .frame(FrameKind::ClientTags, &tags);
+    });
+    assert!(matches!(error, PsiError::Peer(PeerError::RepeatedTag)));
+    // A client that sends more points than it announced.
+    let error = server(|peer| {
+        peer.hello(Role::Client, 2, true)
+            .frame(FrameKind::ClientPoints, &points(3));
+    });
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::TooLong {
+            kind: FrameKind::ClientPoints,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn invalid_points() {
+    let non_canonical = [0xffu8; 32]; // s >= p
+    let negative = {
+        let mut s = [0u8; 32];
+        s[0] = 1; // s = 1 is "negative" (odd): not a canonical encoding
+        s
+    };
+    // A canonical, non-negative field element that encodes no point.
+    let off_curve = (1u8..128)
+        .map(|v| {
+            let mut s = [0u8; 32];
+            s[0] = 2 * v;
+            s
+        })
+        .find(|s| CompressedRistretto(*s).decompress().is_none())
+        .expect("about half of all field elements encode no point");
+    for bad in [non_canonical, negative, off_curve] {
+        let error = client(|peer| {
+            honest_start(peer, 1).frame(FrameKind::ServerPoints, &bad);
+        });
+        assert!(
+            matches!(error, PsiError::Peer(PeerError::InvalidPoint)),
+            "{bad:?}"
+        );
+        let error = server(|peer| {
+            peer.hello(Role::Client, 1, true)
+                .frame(FrameKind::ClientPoints, &bad);
+        });
+        assert!(
+            matches!(error, PsiError::Peer(PeerError::InvalidPoint)),
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn identity_points() {
+    let error = client(|peer| {
+        honest_start(peer, 2).frame(
+            FrameKind::ServerPoints,
+            &[points(1), vec![0u8; 32]].concat(),
+        );
+    });
+    assert!(matches!(error, PsiError::Peer(PeerError::IdentityPoint)));
+    let error = server(|peer| {
+        peer.hello(Role::Client, 1, true)
+            .frame(FrameKind::ClientPoints, &[0u8; 32]);
+    });
+    assert!(matches!(error, PsiError::Peer(PeerError::IdentityPoint)));
+}
+
+#[test]
+fn bad_match_positions() {
+    let start = |peer: &mut FakePeer| {
+        peer.hello(Role::Client, 2, true)
+            .frame(FrameKind::ClientPoints, &points(2));
+    };
+    let error = server(|peer| {
+        start(peer);
+        peer.frame(FrameKind::MatchCount, &3u64.to_le_bytes());
+    });
+    assert!(matches!(
+        error,
+        PsiError::Peer(PeerError::TooManyMatches { count: 3, most: 2 })
+    ));
+    let error = server(|peer| {
+        start(peer);
+        peer.frame(FrameKind::MatchCount, &[1, 0, 0]);
+    });
+    assert!(matches!(
+        error,
+        PsiError::Peer(PeerError::WrongLength {
+            kind: FrameKind::MatchCount,
+            len: 3,
+            expected: 8
+        })
+    ));
+    let error = server(|peer| {
+        start(peer);
+        peer.frame(FrameKind::MatchCount, &1u64.to_le_bytes())
+            .frame(FrameKind::MatchPositions, &3u64.to_le_bytes());
+    });
+    assert!(matches!(
+        error,
+        PsiError::Peer(PeerError::PositionOutOfRange {
+            position: 3,
+            len: 3
+        })
+    ));
+    let error = server(|peer| {
+        start(peer);
+        peer.frame(FrameKind::MatchCount, &2u64.to_le_bytes())
+            .frame(
+                FrameKind::MatchPositions,
+                &[1u64.to_le_bytes(), 1u64.to_le_bytes()].concat(),
+            );
+    });
+    assert!(matches!(
+        error,
+        PsiError::Peer(PeerError::RepeatedPosition(1))
+    ));
+    // Valid positions: the server learns that exactly two of its items matched.
+    let outcome = against_fake_peer(
+        Role::Server,
+        &["a", "b", "c"],
+        true,
+        Duration::from_secs(5),
+        |peer| {
+            start(peer);
+            peer.frame(FrameKind::MatchCount, &2u64.to_le_bytes())
+                .frame(
+                    FrameKind::MatchPositions,
+                    &[2u64.to_le_bytes(), 0u64.to_le_bytes()].concat(),
+                );
+        },
+    )
+    .unwrap();
+    assert_eq!(outcome.intersection.unwrap().size, 2);
+}
+
+#[test]
+fn handshake_mismatches() {
+    let error = client(|peer| {
+        peer.hello(Role::Client, 3, false);
+    });
+    assert!(matches!(
+        error,
+        PsiError::Hello(HelloError::SameRole(Role::Client))
+    ));
+    let error = client(|peer| {
+        peer.hello(Role::Server, 3, true);
+    });
+    assert!(matches!(
+        error,
+        PsiError::Hello(HelloError::BothLearnMismatch { ours: false })
+    ));
+    let error = client(|peer| {
+        peer.raw(b"GET / HTTP/1.1\r\n\r\n");
+    });
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::WrongKind {
+            got: KindByte(b'G'),
+            ..
+        })
+    ));
+    let error = client(|peer| {
+        peer.frame(FrameKind::Hello, b"GET / HTTP/1.1\r\nHost:");
+    });
+    assert!(matches!(error, PsiError::Hello(HelloError::Magic)));
+}
+
+/// A peer that keeps the connection open but sends nothing: the read times out.
+#[test]
+fn silent_peers_time_out() {
+    let timeout = Duration::from_millis(200);
+    let (to_party, party_reader) = memory::pipe(timeout);
+    let (party_writer, _from_party) = memory::pipe(timeout);
+    let mut link = StreamTransport::new(party_reader, party_writer);
+    let options = Options {
+        protocol: Protocol::Ecdh,
+        role: Role::Client,
+        both_learn: false,
+    };
+    let started = Instant::now();
+    let error = run(&mut link, &["a"], options, &|_, _, _| {}).unwrap_err();
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::Timeout {
+            expected: FrameKind::Hello
+        })
+    ));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    drop(to_party);
+
+    // Silent after a valid start: the client waits for the server's points.
+    let (to_party, party_reader) = memory::pipe(timeout);
+    let (party_writer, from_party) = memory::pipe(timeout);
+    let mut peer = FakePeer {
+        to_party,
+        _from_party: from_party,
+    };
+    honest_start(&mut peer, 4);
+    let mut link = StreamTransport::new(party_reader, party_writer);
+    let error = run(&mut link, &["a", "b", "c"], options, &|_, _, _| {}).unwrap_err();
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::Timeout {
+            expected: FrameKind::ServerPoints
+        })
+    ));
+    drop(peer);
+}
