@@ -34,6 +34,9 @@ pub enum PirError {
     /// The OS random number generator failed.
     #[error(transparent)]
     Rng(#[from] RngError),
+    /// A retrieved Merkle audit path does not prove the leaf under the expected root.
+    #[error("the retrieved proof does not verify: {0}")]
+    InvalidProof(#[from] crate::batch::merkle::ProofError),
 }
 
 impl PirError {

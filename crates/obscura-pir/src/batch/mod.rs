@@ -4,3 +4,4 @@
 
 pub mod coloring;
 pub mod merkle;
+pub mod treepir;
