@@ -1,7 +1,10 @@
-//! TreePIR end to end on the LWE engine: every retrieved audit path is the RFC 6962 one and
-//! verifies against the root; a wrong leaf or a tampered answer is refused.
+//! TreePIR and the batch-code baseline end to end on the LWE engine: every retrieved audit path
+//! is the RFC 6962 one and verifies against the root; a wrong leaf or a mismatched answer is
+//! refused.
 
-use obscura_pir::batch::merkle::{leaf_hash, MerkleTree};
+use obscura_pir::batch::merkle::{leaf_hash, verify_audit_path, Hash, MerkleTree};
+use obscura_pir::batch::pbc::{PbcClient, PbcServer};
+use obscura_pir::batch::swapped;
 use obscura_pir::batch::treepir::{TreePirClient, TreePirServer};
 use obscura_pir::lwe::{Layout, SetupOptions};
 use obscura_pir::PirError;
@@ -79,4 +82,54 @@ fn wrong_leaves_and_bad_requests_are_refused() {
     assert!(client
         .decode(state_7, &answers_3, &leaf_hash(&data[7]))
         .is_err());
+}
+
+/// The baseline retrieves the same proofs from three copies of the swapped tree in 1.5h buckets.
+#[test]
+fn batch_code_baseline_retrieves_the_same_proofs() {
+    for n in [2usize, 5, 64, 300] {
+        let data = leaves(n);
+        let tree = MerkleTree::from_leaves(&data);
+        let h = tree.height();
+        let entries: Vec<u8> = (2..2u64 << h)
+            .flat_map(|v| swapped::entry(&tree, v))
+            .collect();
+        let server =
+            PbcServer::setup(&entries, 32, h as usize, 11, SetupOptions::default()).unwrap();
+        let stored: u64 = server
+            .databases()
+            .iter()
+            .map(|db| db.public_setup().geometry().records())
+            .sum();
+        assert!(stored >= 3 * ((2u64 << h) - 2), "three copies at least");
+        let mut client = PbcClient::new(server.public_setup().clone());
+        let mut retrieved = 0;
+        for m in 0..n as u64 {
+            let items: Vec<u64> = swapped::path_nodes(h, m).iter().map(|v| v - 2).collect();
+            let Ok((queries, state)) = client.query(&items) else {
+                continue; // an unmatched batch fails before anything is sent (rare)
+            };
+            assert_eq!(queries.len(), server.databases().len());
+            let records = client
+                .decode(state, &server.answer(&queries).unwrap())
+                .unwrap();
+            let by_level: Vec<Hash> = records
+                .iter()
+                .rev()
+                .map(|r| r.as_slice().try_into().unwrap())
+                .collect();
+            let path = swapped::audit_path(n as u64, m, &by_level);
+            let leaf = leaf_hash(&data[m as usize]);
+            assert_eq!(
+                verify_audit_path(m, n as u64, &leaf, &path, &tree.root()),
+                Ok(())
+            );
+            assert_eq!(Some(path), tree.audit_path(m));
+            retrieved += 1;
+        }
+        assert!(
+            retrieved * 10 >= n * 9,
+            "n = {n}: only {retrieved} batches matched"
+        );
+    }
 }

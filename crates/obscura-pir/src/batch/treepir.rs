@@ -10,14 +10,12 @@ use rayon::prelude::*;
 
 use super::coloring::{self, Coloring};
 use super::merkle::{self, Hash, MerkleTree};
+use super::swapped;
 use crate::lwe::{Answer, Client, PublicSetup, Query, QueryState, Server, SetupOptions};
 use crate::{PirClient, PirError, PirServer};
 
 /// Bytes of a sub-database entry: one SHA-256 hash.
 const ENTRY_BYTES: u64 = 32;
-
-/// The value of an empty position of the embedding (never part of a proof).
-const EMPTY: Hash = [0u8; 32];
 
 /// What a client needs: the tree's size and root, and one LWE setup per colour class.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,7 +75,7 @@ impl TreePirServer {
             .map(|class| {
                 let entries: Vec<u8> = class
                     .iter()
-                    .flat_map(|&v| sibling_value(tree, h, v))
+                    .flat_map(|&v| swapped::entry(tree, v))
                     .collect();
                 let server = Server::setup(&entries, ENTRY_BYTES, options, &|_, _| {})?;
                 let finished = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
@@ -121,15 +119,6 @@ impl TreePirServer {
             .map(|(server, query)| server.answer(query))
             .collect()
     }
-}
-
-/// The 32 bytes stored for node `v` of the swapped tree: the value of `v`'s sibling in the
-/// embedding of `tree` in the perfect tree of height `h`.
-fn sibling_value(tree: &MerkleTree, h: u32, v: u64) -> Hash {
-    let sibling = v ^ 1;
-    let depth = u64::BITS - 1 - sibling.leading_zeros();
-    let index = sibling - (1 << depth);
-    tree.node(h - depth, index).copied().unwrap_or(EMPTY)
 }
 
 /// The client: one LWE client per sub-database.
@@ -206,7 +195,7 @@ impl TreePirClient {
             ));
         }
         let (n, h, m) = (self.setup.leaves, self.setup.height(), state.leaf);
-        let mut by_level = vec![EMPTY; h as usize];
+        let mut by_level = vec![swapped::EMPTY; h as usize];
         for ((client, (depth, query_state)), answer) in
             self.clients.iter().zip(state.per_color).zip(answers)
         {
@@ -216,11 +205,7 @@ impl TreePirClient {
                 .try_into()
                 .map_err(|_| PirError::malformed("TreePIR answer", "an entry is not 32 bytes"))?;
         }
-        // Levels whose sibling range starts beyond the last leaf are empty in the RFC tree.
-        let path: Vec<Hash> = (0..h)
-            .filter(|&level| ((m >> level) ^ 1) << level < n)
-            .map(|level| by_level[level as usize])
-            .collect();
+        let path = swapped::audit_path(n, m, &by_level);
         merkle::verify_audit_path(m, n, leaf_hash, &path, &self.setup.root)?;
         Ok(path)
     }

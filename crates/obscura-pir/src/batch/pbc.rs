@@ -1,0 +1,372 @@
+//! The probabilistic-batch-code baseline (Angel, Chen, Laine, Setty, IEEE S&P 2018): every item
+//! is stored in 3 of `B = ⌈1.5k⌉` buckets chosen by public hash functions, and any `k` distinct
+//! items are fetched with one query per bucket after matching each item to one of its buckets.
+//! It serves arbitrary batches, at three times the storage; for Merkle proofs TreePIR replaces
+//! it, and the benchmarks compare the two on the same engine.
+//!
+//! The client matches items to buckets exactly (augmenting paths), so a batch fails only when
+//! no assignment exists; for small batches that happens with probability about 10^-4
+//! (`../shared/design/batch-and-keyword.md` §2.4). A failure is a typed error before anything is
+//! sent; the number of queries sent is always `B`, so the server never sees it. The client finds
+//! an item's place in its bucket by re-hashing all `n` indices (`3n` evaluations of a fast
+//! public hash), the cost that TreePIR's table-free indexing avoids.
+
+use rayon::prelude::*;
+
+use crate::lwe::{Answer, Client, PublicSetup, Query, QueryState, Server, SetupOptions};
+use crate::{PirClient, PirError, PirServer};
+
+/// Hash functions per item.
+pub const CHOICES: usize = 3;
+
+/// The bucket count for batches of `k` items: `⌈1.5k⌉`, at least [`CHOICES`].
+pub fn bucket_count(k: usize) -> usize {
+    (3 * k).div_ceil(2).max(CHOICES)
+}
+
+/// The public placement of `n` items into buckets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement {
+    items: u64,
+    buckets: usize,
+    seed: u64,
+}
+
+impl Placement {
+    /// Items `0..items` over `buckets` buckets (at least [`CHOICES`]) with hash seed `seed`.
+    pub fn new(items: u64, buckets: usize, seed: u64) -> Self {
+        Self {
+            items,
+            buckets: buckets.max(CHOICES),
+            seed,
+        }
+    }
+
+    /// The number of items.
+    pub fn items(&self) -> u64 {
+        self.items
+    }
+
+    /// The number of buckets.
+    pub fn buckets(&self) -> usize {
+        self.buckets
+    }
+
+    /// The 3 distinct buckets of item `i`.
+    pub fn candidates(&self, i: u64) -> [usize; CHOICES] {
+        let mut out = [usize::MAX; CHOICES];
+        for j in 0..CHOICES {
+            let mut t = 0u64;
+            out[j] = loop {
+                let h = mix(self.seed ^ mix((i << 8) | ((j as u64) << 4) | t));
+                let b = ((u128::from(h) * self.buckets as u128) >> 64) as usize;
+                if !out[..j].contains(&b) {
+                    break b;
+                }
+                t += 1;
+            };
+        }
+        out
+    }
+
+    /// The items of every bucket, ascending (each item appears in its 3 buckets).
+    pub fn bucket_contents(&self) -> Vec<Vec<u64>> {
+        let mut contents = vec![Vec::new(); self.buckets];
+        for i in 0..self.items {
+            for b in self.candidates(i) {
+                contents[b].push(i);
+            }
+        }
+        contents
+    }
+
+    /// The position of item `i` in bucket `b` (one of its candidates): the number of smaller
+    /// items stored there, found by hashing every smaller item.
+    pub fn position(&self, b: usize, i: u64) -> u64 {
+        (0..i)
+            .into_par_iter()
+            .filter(|&j| self.candidates(j).contains(&b))
+            .count() as u64
+    }
+
+    /// An injective assignment of `items` (distinct) to buckets among their candidates, or
+    /// `None` when there is none (augmenting paths: finds one whenever one exists).
+    pub fn assign(&self, items: &[u64]) -> Option<Vec<usize>> {
+        let candidates: Vec<[usize; CHOICES]> = items.iter().map(|&i| self.candidates(i)).collect();
+        let mut owner: Vec<Option<usize>> = vec![None; self.buckets];
+        for item in 0..items.len() {
+            let mut visited = vec![false; self.buckets];
+            if !augment(item, &candidates, &mut owner, &mut visited) {
+                return None;
+            }
+        }
+        let mut assignment = vec![0; items.len()];
+        for (bucket, owner) in owner.iter().enumerate() {
+            if let Some(item) = owner {
+                assignment[*item] = bucket;
+            }
+        }
+        Some(assignment)
+    }
+}
+
+/// Tries to give `item` a bucket, moving earlier items along an augmenting path.
+fn augment(
+    item: usize,
+    candidates: &[[usize; CHOICES]],
+    owner: &mut [Option<usize>],
+    visited: &mut [bool],
+) -> bool {
+    for &b in &candidates[item] {
+        if std::mem::replace(&mut visited[b], true) {
+            continue;
+        }
+        if owner[b].is_none_or(|other| augment(other, candidates, owner, visited)) {
+            owner[b] = Some(item);
+            return true;
+        }
+    }
+    false
+}
+
+/// A 64-bit mixing function (the MurmurHash3 finalizer): public placement, not secrecy.
+fn mix(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
+}
+
+/// What a client needs: the placement, the record size and one LWE setup per bucket.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PbcSetup {
+    placement: Placement,
+    record_bytes: u64,
+    databases: Vec<PublicSetup>,
+}
+
+impl PbcSetup {
+    /// The placement of items into buckets.
+    pub fn placement(&self) -> &Placement {
+        &self.placement
+    }
+
+    /// The public setup of each bucket's database.
+    pub fn databases(&self) -> &[PublicSetup] {
+        &self.databases
+    }
+}
+
+/// The server: one LWE database per bucket, each padded to the fullest bucket.
+pub struct PbcServer {
+    setup: PbcSetup,
+    servers: Vec<Server>,
+}
+
+impl PbcServer {
+    /// Stores `n = data.len() / record_bytes` records of `record_bytes` bytes in
+    /// [`bucket_count`]`(batch)` buckets (3 copies each), for batches of up to `batch` items.
+    pub fn setup(
+        data: &[u8],
+        record_bytes: u64,
+        batch: usize,
+        seed: u64,
+        options: SetupOptions,
+    ) -> Result<Self, PirError> {
+        let size = record_bytes as usize;
+        if size == 0 || data.len() % size != 0 || data.is_empty() {
+            return Err(PirError::InvalidParameters(format!(
+                "{} bytes are not whole records of {record_bytes} bytes",
+                data.len()
+            )));
+        }
+        let placement = Placement::new((data.len() / size) as u64, bucket_count(batch), seed);
+        let contents = placement.bucket_contents();
+        let longest = contents.iter().map(Vec::len).max().unwrap_or(0).max(1);
+        let servers = contents
+            .par_iter()
+            .map(|items| {
+                let mut bucket = vec![0u8; longest * size];
+                for (slot, &i) in bucket.chunks_exact_mut(size).zip(items) {
+                    slot.copy_from_slice(&data[i as usize * size..][..size]);
+                }
+                Server::setup(&bucket, record_bytes, options, &|_, _| {})
+            })
+            .collect::<Result<Vec<_>, PirError>>()?;
+        let setup = PbcSetup {
+            placement,
+            record_bytes,
+            databases: servers.iter().map(|s| s.public_setup().clone()).collect(),
+        };
+        Ok(Self { setup, servers })
+    }
+
+    /// The public setup to hand to clients.
+    pub fn public_setup(&self) -> &PbcSetup {
+        &self.setup
+    }
+
+    /// The bucket databases (for measuring them one by one).
+    pub fn databases(&self) -> &[Server] {
+        &self.servers
+    }
+
+    /// Answers a batch request: one query per bucket, in bucket order.
+    pub fn answer(&self, queries: &[Query]) -> Result<Vec<Answer>, PirError> {
+        if queries.len() != self.servers.len() {
+            return Err(PirError::malformed(
+                "PBC request",
+                format!(
+                    "{} queries for {} buckets",
+                    queries.len(),
+                    self.servers.len()
+                ),
+            ));
+        }
+        self.servers
+            .par_iter()
+            .zip(queries)
+            .map(|(server, query)| server.answer(query))
+            .collect()
+    }
+}
+
+/// The client: one LWE client per bucket.
+pub struct PbcClient {
+    setup: PbcSetup,
+    clients: Vec<Client>,
+}
+
+/// The secret state of one batch request: which bucket answers which item.
+pub struct BatchState {
+    /// For each bucket, the position in the batch of the item it serves, if any.
+    serves: Vec<Option<usize>>,
+    states: Vec<QueryState>,
+}
+
+impl PbcClient {
+    /// A client for the buckets described by `setup`.
+    pub fn new(setup: PbcSetup) -> Self {
+        let clients = setup.databases.iter().cloned().map(Client::new).collect();
+        Self { setup, clients }
+    }
+
+    /// One query per bucket (always all of them) fetching the distinct `items`. A batch that
+    /// cannot be matched to buckets fails here, before anything is sent.
+    pub fn query(&mut self, items: &[u64]) -> Result<(Vec<Query>, BatchState), PirError> {
+        let placement = self.setup.placement;
+        if let Some(&i) = items.iter().find(|&&i| i >= placement.items) {
+            return Err(PirError::IndexOutOfRange {
+                index: i,
+                records: placement.items,
+            });
+        }
+        let mut distinct = items.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if distinct.len() != items.len() {
+            return Err(PirError::InvalidParameters(
+                "a batch holds each item once".into(),
+            ));
+        }
+        let assignment = placement.assign(items).ok_or_else(|| {
+            PirError::InvalidParameters(format!(
+                "these {} items cannot be matched to {} buckets; retry the batch later",
+                items.len(),
+                placement.buckets
+            ))
+        })?;
+        let mut serves = vec![None; placement.buckets];
+        let mut targets = vec![0u64; placement.buckets];
+        for (k, (&item, &bucket)) in items.iter().zip(&assignment).enumerate() {
+            serves[bucket] = Some(k);
+            targets[bucket] = placement.position(bucket, item);
+        }
+        let mut queries = Vec::with_capacity(targets.len());
+        let mut states = Vec::with_capacity(targets.len());
+        for (client, target) in self.clients.iter_mut().zip(targets) {
+            let (query, state) = client.query(target)?;
+            queries.push(query);
+            states.push(state);
+        }
+        Ok((queries, BatchState { serves, states }))
+    }
+
+    /// The records of the batch, in the order they were asked for.
+    pub fn decode(&self, state: BatchState, answers: &[Answer]) -> Result<Vec<Vec<u8>>, PirError> {
+        if answers.len() != self.clients.len() {
+            return Err(PirError::malformed(
+                "PBC answers",
+                format!(
+                    "{} answers for {} buckets",
+                    answers.len(),
+                    self.clients.len()
+                ),
+            ));
+        }
+        let wanted = state.serves.iter().flatten().count();
+        let mut records = vec![Vec::new(); wanted];
+        for (((client, query_state), answer), serves) in self
+            .clients
+            .iter()
+            .zip(state.states)
+            .zip(answers)
+            .zip(&state.serves)
+        {
+            if let Some(k) = serves {
+                records[*k] = client.decode(query_state, answer)?;
+            }
+        }
+        Ok(records)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidates_are_distinct_and_contents_hold_three_copies() {
+        let placement = Placement::new(1000, bucket_count(10), 42);
+        assert_eq!(placement.buckets(), 15);
+        let contents = placement.bucket_contents();
+        assert_eq!(contents.iter().map(Vec::len).sum::<usize>(), 3000);
+        for i in 0..1000 {
+            let c = placement.candidates(i);
+            assert!(c[0] != c[1] && c[1] != c[2] && c[0] != c[2]);
+            for b in c {
+                let position = placement.position(b, i) as usize;
+                assert_eq!(contents[b][position], i);
+            }
+        }
+    }
+
+    #[test]
+    fn matching_finds_an_assignment_whenever_one_exists() {
+        let placement = Placement::new(1 << 16, bucket_count(20), 7);
+        let mut failures = 0;
+        for batch in 0..200u64 {
+            let items: Vec<u64> = (0..20)
+                .map(|j| (batch * 7919 + j * 104_729) % (1 << 16))
+                .collect();
+            match placement.assign(&items) {
+                Some(assignment) => {
+                    let mut used = assignment.clone();
+                    used.sort_unstable();
+                    used.dedup();
+                    assert_eq!(used.len(), items.len());
+                    for (&i, &b) in items.iter().zip(&assignment) {
+                        assert!(placement.candidates(i).contains(&b));
+                    }
+                }
+                None => failures += 1,
+            }
+        }
+        assert!(failures <= 2, "{failures} of 200 batches failed");
+        // Four items sharing three buckets cannot be matched.
+        let tiny = Placement::new(4, 3, 1);
+        assert_eq!(tiny.assign(&[0, 1, 2, 3]), None);
+        assert!(tiny.assign(&[0, 1, 2]).is_some());
+    }
+}

@@ -1,0 +1,36 @@
+//! The *swapped* tree that turns an audit path into a root-to-leaf path: node `v` of the
+//! perfect tree of height `h` stands for the value of its sibling `v XOR 1`, so the entries on
+//! the path of leaf `m` (nodes `k_1 … k_h`) are the audit path of `m`. Shared by TreePIR and the
+//! batch-code baseline, which store the same entries in different sub-databases.
+
+use super::merkle::{Hash, MerkleTree};
+
+/// The value of an empty position of the embedding (never part of a proof).
+pub const EMPTY: Hash = [0u8; 32];
+
+/// The entry of node `v` (`2 ≤ v < 2^(h+1)`, `h` the tree's height): the value of `v`'s
+/// sibling in the embedding of `tree`, or [`EMPTY`].
+pub fn entry(tree: &MerkleTree, v: u64) -> Hash {
+    let sibling = v ^ 1;
+    let depth = u64::BITS - 1 - sibling.leading_zeros();
+    let index = sibling - (1 << depth);
+    tree.node(tree.height() - depth, index)
+        .copied()
+        .unwrap_or(EMPTY)
+}
+
+/// The nodes `k_1 … k_h` on the path of leaf `m` (depth 1 to the leaf itself).
+pub fn path_nodes(h: u32, m: u64) -> Vec<u64> {
+    let leaf = (1u64 << h) + m;
+    (1..=h).map(|d| leaf >> (h - d)).collect()
+}
+
+/// The RFC 6962 audit path of leaf `m` of a tree of `n` leaves from the entries of its path
+/// nodes listed by level (`by_level[ℓ]` is the entry of the path node `ℓ` levels above the leaf
+/// level): the levels whose sibling range starts beyond the last leaf are empty and left out.
+pub fn audit_path(n: u64, m: u64, by_level: &[Hash]) -> Vec<Hash> {
+    (0..by_level.len() as u32)
+        .filter(|&level| ((m >> level) ^ 1) << level < n)
+        .map(|level| by_level[level as usize])
+        .collect()
+}
