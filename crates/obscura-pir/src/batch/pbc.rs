@@ -175,7 +175,7 @@ impl PbcServer {
         options: SetupOptions,
     ) -> Result<Self, PirError> {
         let size = record_bytes as usize;
-        if size == 0 || data.len() % size != 0 || data.is_empty() {
+        if size == 0 || !data.len().is_multiple_of(size) || data.is_empty() {
             return Err(PirError::InvalidParameters(format!(
                 "{} bytes are not whole records of {record_bytes} bytes",
                 data.len()
