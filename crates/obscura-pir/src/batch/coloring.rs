@@ -11,6 +11,8 @@
 //! path only, with no table. The rules, with the correction to the paper's count update, are in
 //! `../shared/design/batch-and-keyword.md` §1.4–1.6.
 
+use std::collections::hash_map::{Entry, HashMap};
+
 /// The largest tree height whose colouring is built node by node (2^33 nodes).
 pub const MAX_COLORED_HEIGHT: u32 = 32;
 
@@ -18,7 +20,7 @@ pub const MAX_COLORED_HEIGHT: u32 = 32;
 pub const MAX_HEIGHT: u32 = 62;
 
 /// One colour class during the splitting: how many nodes it still has to colour, and its colour.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Part {
     size: u64,
     color: u8,
@@ -179,18 +181,48 @@ impl Coloring {
     }
 
     /// The colouring of height `h` whose colour `i` has `sizes[i]` nodes.
+    ///
+    /// The colouring of a subtree depends only on its height and its sequence of sizes (the
+    /// colours are mere labels, carried along in the sequence's order), so a subtree whose
+    /// height and sizes were met before is copied level by level from the first one (which the
+    /// left-first traversal has finished by then), relabelling its colours: the cost is one
+    /// split per distinct subtree plus a pass over the output.
     pub fn with_sizes(h: u32, sizes: &[u64]) -> Result<Self, ColoringError> {
         check(sizes, h, MAX_COLORED_HEIGHT)?;
         let mut colors = vec![0u8; 2 << h];
+        // (height, sizes in order) -> the first subtree with them and its colours in that order.
+        let mut first_seen: HashMap<(u32, Vec<u64>), (u64, Vec<u8>)> = HashMap::new();
         let mut stack = vec![(1u64, h, sequence(sizes))];
         while let Some((root, below, c)) = stack.pop() {
-            let (left, right) = children_colors(&c);
-            colors[2 * root as usize] = left;
-            colors[2 * root as usize + 1] = right;
-            if below >= 2 {
-                let (a, b) = split(&c);
-                stack.push((2 * root + 1, below - 1, b));
-                stack.push((2 * root, below - 1, a));
+            let key = (below, c.iter().map(|p| p.size).collect::<Vec<_>>());
+            match first_seen.entry(key) {
+                Entry::Occupied(seen) => {
+                    let (source, source_colors) = seen.get();
+                    let mut relabel = [0u8; 256];
+                    for (&from, part) in source_colors.iter().zip(&c) {
+                        relabel[usize::from(from)] = part.color;
+                    }
+                    for level in 1..=below {
+                        let width = 1usize << level;
+                        let from = (*source as usize) << level;
+                        let to = (root as usize) << level;
+                        let (head, tail) = colors.split_at_mut(to);
+                        for (target, &color) in tail[..width].iter_mut().zip(&head[from..]) {
+                            *target = relabel[usize::from(color)];
+                        }
+                    }
+                }
+                Entry::Vacant(vacant) => {
+                    let (left, right) = children_colors(&c);
+                    colors[2 * root as usize] = left;
+                    colors[2 * root as usize + 1] = right;
+                    if below >= 2 {
+                        let (a, b) = split(&c);
+                        stack.push((2 * root + 1, below - 1, b));
+                        stack.push((2 * root, below - 1, a));
+                    }
+                    vacant.insert((root, c.iter().map(|p| p.color).collect()));
+                }
             }
         }
         Ok(Self {
@@ -385,6 +417,38 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The colouring without copying, node by node: the reference for the memoized one.
+    fn direct(h: u32, sizes: &[u64]) -> Vec<u8> {
+        let mut colors = vec![0u8; 2 << h];
+        let mut stack = vec![(1u64, h, sequence(sizes))];
+        while let Some((root, below, c)) = stack.pop() {
+            let (left, right) = children_colors(&c);
+            colors[2 * root as usize] = left;
+            colors[2 * root as usize + 1] = right;
+            if below >= 2 {
+                let (a, b) = split(&c);
+                stack.push((2 * root + 1, below - 1, b));
+                stack.push((2 * root, below - 1, a));
+            }
+        }
+        colors
+    }
+
+    #[test]
+    fn copied_subtrees_equal_the_direct_colouring() {
+        for h in 1..=14 {
+            assert_eq!(
+                Coloring::balanced(h).unwrap().colors,
+                direct(h, &balanced_sizes(h))
+            );
+        }
+        let sizes = [3, 6, 8, 13];
+        assert_eq!(
+            Coloring::with_sizes(4, &sizes).unwrap().colors,
+            direct(4, &sizes)
+        );
     }
 
     #[test]
