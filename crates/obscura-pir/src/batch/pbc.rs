@@ -13,8 +13,9 @@
 
 use rayon::prelude::*;
 
-use crate::lwe::{Answer, Client, PublicSetup, Query, QueryState, Server, SetupOptions};
-use crate::{PirClient, PirError, PirServer};
+use super::shards::{ShardClients, ShardServers};
+use crate::lwe::{Answer, PublicSetup, Query, QueryState, Server, SetupOptions};
+use crate::PirError;
 
 /// Hash functions per item.
 pub const CHOICES: usize = 3;
@@ -161,7 +162,7 @@ impl PbcSetup {
 /// The server: one LWE database per bucket, each padded to the fullest bucket.
 pub struct PbcServer {
     setup: PbcSetup,
-    servers: Vec<Server>,
+    shards: ShardServers,
 }
 
 impl PbcServer {
@@ -182,24 +183,25 @@ impl PbcServer {
             )));
         }
         let placement = Placement::new((data.len() / size) as u64, bucket_count(batch), seed);
-        let contents = placement.bucket_contents();
-        let longest = contents.iter().map(Vec::len).max().unwrap_or(0).max(1);
-        let servers = contents
+        let items = placement.bucket_contents();
+        let longest = items.iter().map(Vec::len).max().unwrap_or(0).max(1);
+        let contents: Vec<Vec<u8>> = items
             .par_iter()
             .map(|items| {
                 let mut bucket = vec![0u8; longest * size];
                 for (slot, &i) in bucket.chunks_exact_mut(size).zip(items) {
                     slot.copy_from_slice(&data[i as usize * size..][..size]);
                 }
-                Server::setup(&bucket, record_bytes, options, &|_, _| {})
+                bucket
             })
-            .collect::<Result<Vec<_>, PirError>>()?;
+            .collect();
+        let shards = ShardServers::setup(&contents, record_bytes, options, &|_, _| {})?;
         let setup = PbcSetup {
             placement,
             record_bytes,
-            databases: servers.iter().map(|s| s.public_setup().clone()).collect(),
+            databases: shards.public_setups(),
         };
-        Ok(Self { setup, servers })
+        Ok(Self { setup, shards })
     }
 
     /// The public setup to hand to clients.
@@ -209,33 +211,19 @@ impl PbcServer {
 
     /// The bucket databases (for measuring them one by one).
     pub fn databases(&self) -> &[Server] {
-        &self.servers
+        self.shards.servers()
     }
 
     /// Answers a batch request: one query per bucket, in bucket order.
     pub fn answer(&self, queries: &[Query]) -> Result<Vec<Answer>, PirError> {
-        if queries.len() != self.servers.len() {
-            return Err(PirError::malformed(
-                "PBC request",
-                format!(
-                    "{} queries for {} buckets",
-                    queries.len(),
-                    self.servers.len()
-                ),
-            ));
-        }
-        self.servers
-            .par_iter()
-            .zip(queries)
-            .map(|(server, query)| server.answer(query))
-            .collect()
+        self.shards.answer(queries, "PBC request")
     }
 }
 
 /// The client: one LWE client per bucket.
 pub struct PbcClient {
     setup: PbcSetup,
-    clients: Vec<Client>,
+    shards: ShardClients,
 }
 
 /// The secret state of one batch request: which bucket answers which item.
@@ -248,8 +236,8 @@ pub struct BatchState {
 impl PbcClient {
     /// A client for the buckets described by `setup`.
     pub fn new(setup: PbcSetup) -> Self {
-        let clients = setup.databases.iter().cloned().map(Client::new).collect();
-        Self { setup, clients }
+        let shards = ShardClients::new(&setup.databases);
+        Self { setup, shards }
     }
 
     /// One query per bucket (always all of them) fetching the distinct `items`. A batch that
@@ -283,39 +271,23 @@ impl PbcClient {
             serves[bucket] = Some(k);
             targets[bucket] = placement.position(bucket, item);
         }
-        let mut queries = Vec::with_capacity(targets.len());
-        let mut states = Vec::with_capacity(targets.len());
-        for (client, target) in self.clients.iter_mut().zip(targets) {
-            let (query, state) = client.query(target)?;
-            queries.push(query);
-            states.push(state);
-        }
+        let (queries, states) = self.shards.query(&targets)?;
         Ok((queries, BatchState { serves, states }))
     }
 
     /// The records of the batch, in the order they were asked for.
     pub fn decode(&self, state: BatchState, answers: &[Answer]) -> Result<Vec<Vec<u8>>, PirError> {
-        if answers.len() != self.clients.len() {
-            return Err(PirError::malformed(
-                "PBC answers",
-                format!(
-                    "{} answers for {} buckets",
-                    answers.len(),
-                    self.clients.len()
-                ),
-            ));
-        }
-        let wanted = state.serves.iter().flatten().count();
-        let mut records = vec![Vec::new(); wanted];
-        for (((client, query_state), answer), serves) in self
-            .clients
-            .iter()
-            .zip(state.states)
-            .zip(answers)
-            .zip(&state.serves)
-        {
-            if let Some(k) = serves {
-                records[*k] = client.decode(query_state, answer)?;
+        let serves = &state.serves;
+        let decoded = self.shards.decode(
+            state.states,
+            answers,
+            |b| serves[b].is_some(),
+            "PBC answers",
+        )?;
+        let mut records = vec![Vec::new(); serves.iter().flatten().count()];
+        for (serves, record) in serves.iter().zip(decoded) {
+            if let (Some(k), Some(record)) = (serves, record) {
+                records[*k] = record;
             }
         }
         Ok(records)

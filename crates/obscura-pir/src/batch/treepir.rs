@@ -10,9 +10,10 @@ use rayon::prelude::*;
 
 use super::coloring::{self, Coloring};
 use super::merkle::{self, Hash, MerkleTree};
+use super::shards::{ShardClients, ShardServers};
 use super::swapped;
-use crate::lwe::{Answer, Client, PublicSetup, Query, QueryState, Server, SetupOptions};
-use crate::{PirClient, PirError, PirServer};
+use crate::lwe::{Answer, PublicSetup, Query, QueryState, Server, SetupOptions};
+use crate::PirError;
 
 /// Bytes of a sub-database entry: one SHA-256 hash.
 const ENTRY_BYTES: u64 = 32;
@@ -50,7 +51,7 @@ impl TreePirSetup {
 /// The server: one LWE database per colour class.
 pub struct TreePirServer {
     setup: TreePirSetup,
-    servers: Vec<Server>,
+    shards: ShardServers,
 }
 
 impl TreePirServer {
@@ -61,34 +62,28 @@ impl TreePirServer {
         options: SetupOptions,
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Self, PirError> {
-        let h = tree.height();
-        let classes = match h {
+        let classes = match tree.height() {
             0 => Vec::new(),
             h => Coloring::balanced(h)
                 .map_err(|e| PirError::InvalidParameters(e.to_string()))?
                 .classes(),
         };
-        let total = classes.len() as u64;
-        let done = std::sync::atomic::AtomicU64::new(0);
-        let servers = classes
+        let contents: Vec<Vec<u8>> = classes
             .par_iter()
             .map(|class| {
-                let entries: Vec<u8> = class
+                class
                     .iter()
                     .flat_map(|&v| swapped::entry(tree, v))
-                    .collect();
-                let server = Server::setup(&entries, ENTRY_BYTES, options, &|_, _| {})?;
-                let finished = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                progress(finished, total);
-                Ok(server)
+                    .collect()
             })
-            .collect::<Result<Vec<_>, PirError>>()?;
+            .collect();
+        let shards = ShardServers::setup(&contents, ENTRY_BYTES, options, progress)?;
         let setup = TreePirSetup {
             leaves: tree.len(),
             root: tree.root(),
-            databases: servers.iter().map(|s| s.public_setup().clone()).collect(),
+            databases: shards.public_setups(),
         };
-        Ok(Self { setup, servers })
+        Ok(Self { setup, shards })
     }
 
     /// The public setup to hand to clients.
@@ -98,47 +93,34 @@ impl TreePirServer {
 
     /// The sub-databases (for measuring them one by one).
     pub fn databases(&self) -> &[Server] {
-        &self.servers
+        self.shards.servers()
     }
 
     /// Answers a proof request: one query per sub-database, in colour order.
     pub fn answer(&self, queries: &[Query]) -> Result<Vec<Answer>, PirError> {
-        if queries.len() != self.servers.len() {
-            return Err(PirError::malformed(
-                "TreePIR request",
-                format!(
-                    "{} queries for {} sub-databases",
-                    queries.len(),
-                    self.servers.len()
-                ),
-            ));
-        }
-        self.servers
-            .par_iter()
-            .zip(queries)
-            .map(|(server, query)| server.answer(query))
-            .collect()
+        self.shards.answer(queries, "TreePIR request")
     }
 }
 
 /// The client: one LWE client per sub-database.
 pub struct TreePirClient {
     setup: TreePirSetup,
-    clients: Vec<Client>,
+    shards: ShardClients,
 }
 
 /// The secret state of one proof request; decodes its answers once.
 pub struct ProofState {
     leaf: u64,
-    /// For each colour: the depth of the path node of that colour, and its query state.
-    per_color: Vec<(u32, QueryState)>,
+    /// For each colour, the depth of the path node of that colour.
+    depths: Vec<u32>,
+    states: Vec<QueryState>,
 }
 
 impl TreePirClient {
     /// A client for the tree described by `setup`.
     pub fn new(setup: TreePirSetup) -> Self {
-        let clients = setup.databases.iter().cloned().map(Client::new).collect();
-        Self { setup, clients }
+        let shards = ShardClients::new(&setup.databases);
+        Self { setup, shards }
     }
 
     /// The setup this client queries.
@@ -157,23 +139,25 @@ impl TreePirClient {
             });
         }
         let h = self.setup.height();
-        let mut targets = vec![(0u32, 0u64); self.clients.len()];
+        let mut depths = vec![0u32; h as usize];
+        let mut targets = vec![0u64; h as usize];
         if h > 0 {
-            let sizes = coloring::balanced_sizes(h);
-            let positions = coloring::path_positions(h, &sizes, leaf)
+            let positions = coloring::path_positions(h, &coloring::balanced_sizes(h), leaf)
                 .map_err(|e| PirError::InvalidParameters(e.to_string()))?;
             for (depth, (color, position)) in (1..).zip(positions) {
-                targets[usize::from(color)] = (depth, position);
+                depths[usize::from(color)] = depth;
+                targets[usize::from(color)] = position;
             }
         }
-        let mut queries = Vec::with_capacity(targets.len());
-        let mut per_color = Vec::with_capacity(targets.len());
-        for (client, (depth, position)) in self.clients.iter_mut().zip(targets) {
-            let (query, state) = client.query(position)?;
-            queries.push(query);
-            per_color.push((depth, state));
-        }
-        Ok((queries, ProofState { leaf, per_color }))
+        let (queries, states) = self.shards.query(&targets)?;
+        Ok((
+            queries,
+            ProofState {
+                leaf,
+                depths,
+                states,
+            },
+        ))
     }
 
     /// The audit path (bottom-up, RFC 6962) carried by `answers`, after checking that it proves
@@ -184,24 +168,13 @@ impl TreePirClient {
         answers: &[Answer],
         leaf_hash: &Hash,
     ) -> Result<Vec<Hash>, PirError> {
-        if answers.len() != self.clients.len() {
-            return Err(PirError::malformed(
-                "TreePIR answers",
-                format!(
-                    "{} answers for {} sub-databases",
-                    answers.len(),
-                    self.clients.len()
-                ),
-            ));
-        }
         let (n, h, m) = (self.setup.leaves, self.setup.height(), state.leaf);
+        let entries = self
+            .shards
+            .decode(state.states, answers, |_| true, "TreePIR answers")?;
         let mut by_level = vec![swapped::EMPTY; h as usize];
-        for ((client, (depth, query_state)), answer) in
-            self.clients.iter().zip(state.per_color).zip(answers)
-        {
-            let entry = client.decode(query_state, answer)?;
-            let level = (h - depth) as usize;
-            by_level[level] = entry
+        for (depth, entry) in state.depths.iter().zip(entries.into_iter().flatten()) {
+            by_level[(h - depth) as usize] = entry
                 .try_into()
                 .map_err(|_| PirError::malformed("TreePIR answer", "an entry is not 32 bytes"))?;
         }
