@@ -202,13 +202,22 @@ impl HttpClient {
     }
 }
 
-/// The cache file of a database: one folder per server, the ETag beside the setup.
+/// The cache file of a database: one folder per server, the ETag beside the setup. Server and
+/// database names are reduced to letters, digits, `-` and `_`, so no name reaches outside the
+/// cache folder (names that collide only share a slot: the ETag check refuses a stale setup).
 fn cache_paths(dir: &Path, base: &str, name: &str) -> (PathBuf, PathBuf) {
-    let server: String = base
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    let folder = dir.join(server);
+    let safe = |text: &str| -> String {
+        text.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    let (folder, name) = (dir.join(safe(base)), safe(name));
     (
         folder.join(format!("{name}.setup")),
         folder.join(format!("{name}.etag")),
@@ -237,4 +246,25 @@ fn write_cache(
     std::fs::write(temp.path(), bytes)?;
     temp.persist(&setup).map_err(|e| e.error)?;
     std::fs::write(etag_path, etag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_paths_stay_in_the_cache_folder() {
+        let dir = Path::new("/cache");
+        for name in ["../../etc/passwd", "a/b", "..", "db"] {
+            let (setup, etag) = cache_paths(dir, "http://127.0.0.1:8080", name);
+            for path in [setup, etag] {
+                assert_eq!(
+                    path.parent().unwrap().parent(),
+                    Some(dir),
+                    "{name}: {path:?}"
+                );
+                assert!(!path.to_string_lossy().contains(".."), "{name}: {path:?}");
+            }
+        }
+    }
 }

@@ -138,7 +138,8 @@ impl Failure {
             ),
             PirError::Malformed { .. }
             | PirError::IndexOutOfRange { .. }
-            | PirError::InvalidParameters(_) => Self(StatusCode::BAD_REQUEST, error.to_string()),
+            | PirError::InvalidParameters(_)
+            | PirError::InvalidProof(_) => Self(StatusCode::BAD_REQUEST, error.to_string()),
             PirError::Rng(_) => Self(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()),
         }
     }
