@@ -26,6 +26,21 @@ impl InputFormat {
     }
 }
 
+/// The position of the column `name` in the header row `headers` of the CSV file `path`.
+pub fn column_index(path: &Path, headers: &csv::ByteRecord, name: &str) -> Result<usize> {
+    headers
+        .iter()
+        .position(|h| h == name.as_bytes())
+        .with_context(|| {
+            let names: Vec<_> = headers.iter().map(String::from_utf8_lossy).collect();
+            format!(
+                "{}: no column {name:?} (columns: {})",
+                path.display(),
+                names.join(", ")
+            )
+        })
+}
+
 /// The values of the chosen CSV columns, one per data row. One column gives its bytes; several
 /// give them as one CSV row (quoted where needed).
 pub fn csv_values(path: &Path, columns: &[String]) -> Result<Vec<Vec<u8>>> {
@@ -39,19 +54,7 @@ pub fn csv_values(path: &Path, columns: &[String]) -> Result<Vec<Vec<u8>>> {
         .clone();
     let indexes = columns
         .iter()
-        .map(|name| {
-            headers
-                .iter()
-                .position(|h| h == name.as_bytes())
-                .with_context(|| {
-                    let names: Vec<_> = headers.iter().map(String::from_utf8_lossy).collect();
-                    format!(
-                        "{}: no column {name:?} (columns: {})",
-                        path.display(),
-                        names.join(", ")
-                    )
-                })
-        })
+        .map(|name| column_index(path, &headers, name))
         .collect::<Result<Vec<_>>>()?;
     let mut values = Vec::new();
     for (row, record) in reader.byte_records().enumerate() {

@@ -39,17 +39,23 @@ pub fn keyword_with_bar(
     })
 }
 
-/// Runs `setup` with a progress bar labelled `message` that its progress callback advances.
-fn with_bar<S>(
-    message: &'static str,
-    setup: impl FnOnce(&(dyn Fn(u64, u64) + Sync)) -> Result<S, PirError>,
-) -> Result<S, PirError> {
+/// An empty progress bar in the style of every long step: message, bar, percent, elapsed, ETA.
+pub fn bar() -> ProgressBar {
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("{msg} [{bar:40}] {percent}% ({elapsed}, {eta} left)")
             .expect("valid template")
             .progress_chars("=> "),
     );
+    bar
+}
+
+/// Runs `setup` with a progress bar labelled `message` that its progress callback advances.
+fn with_bar<S>(
+    message: &'static str,
+    setup: impl FnOnce(&(dyn Fn(u64, u64) + Sync)) -> Result<S, PirError>,
+) -> Result<S, PirError> {
+    let bar = bar();
     bar.set_message(message);
     let server = setup(&|done, total| {
         bar.set_length(total);

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use anyhow::{bail, ensure, Context, Result};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
+use obscura_psi::bucketed::{run_bucketed, BucketOptions, BucketedOutcome, ItemSource};
 use obscura_psi::transport::tcp::{self, TcpTransport};
-use obscura_psi::{Options, Outcome, Protocol, Role, Stage};
+use obscura_psi::{Options, Outcome, Protocol, PsiError, Role, Stage};
 
-use crate::{ingest, threads};
+use crate::{ingest, progress, threads};
 
 /// Arguments of `obscura psi`.
 #[derive(Args)]
@@ -41,12 +41,19 @@ pub struct PsiArgs {
     /// Both parties learn the intersection (both must pass it).
     #[arg(long)]
     both_learn: bool,
-    /// Threads for hashing and group operations (default: all cores).
+    /// Threads for hashing, group operations and OT extension (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
     /// Seconds to wait for the peer: to connect, and for each read and write.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
+    /// Stream the input through buckets of about this many items on disk, one bucket in memory
+    /// at a time (for sets larger than memory; both parties must pass the same value).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    bucket_items: Option<u64>,
+    /// Folder for the bucket files of --bucket-items (default: the system's temporary folder).
+    #[arg(long, requires = "bucket_items")]
+    spill_dir: Option<PathBuf>,
 }
 
 /// The protocols `obscura psi` runs.
@@ -54,12 +61,15 @@ pub struct PsiArgs {
 enum ProtocolArg {
     /// ECDH-PSI over ristretto255 (semi-honest).
     Ecdh,
+    /// KKRT-PSI: OT extension, batched OPRF and cuckoo hashing (semi-honest; fastest).
+    Kkrt,
 }
 
 impl From<ProtocolArg> for Protocol {
     fn from(protocol: ProtocolArg) -> Self {
         match protocol {
             ProtocolArg::Ecdh => Protocol::Ecdh,
+            ProtocolArg::Kkrt => Protocol::Kkrt,
         }
     }
 }
@@ -92,7 +102,15 @@ pub fn run(args: PsiArgs) -> Result<()> {
     );
     let timeout = Duration::from_secs(args.timeout);
     let pool = threads::pool(threads::count(args.threads)?)?;
-    let items = ingest::csv_values(&args.input, std::slice::from_ref(&args.column))?;
+    // Read (or, streaming, check) the input before waiting for the peer.
+    let source = CsvColumn::open(&args.input, &args.column)?;
+    let items = match args.bucket_items {
+        None => Some(ingest::csv_values(
+            &args.input,
+            std::slice::from_ref(&args.column),
+        )?),
+        Some(_) => None,
+    };
     let mut link = match (role, &args.listen, &args.connect) {
         (Role::Server, Some(addr), None) => accept(addr, timeout)?,
         (Role::Client, None, Some(addr)) => tcp::connect(addr.as_str(), timeout)
@@ -105,33 +123,95 @@ pub fn run(args: PsiArgs) -> Result<()> {
         role,
         both_learn: args.both_learn,
     };
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template("{msg} [{bar:40}] {percent}% ({elapsed}, {eta} left)")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    let report = |stage, done, total| {
-        bar.set_message(match stage {
-            Stage::OwnItems => "blinding our items",
-            Stage::PeerItems => "blinding the peer's items",
-        });
-        bar.set_length(total);
-        bar.set_position(done);
+    let bar = progress::bar();
+    let stage_message = |stage| match (options.protocol, stage) {
+        (Protocol::Kkrt, Stage::OwnItems) => "encoding our items",
+        (Protocol::Kkrt, Stage::PeerItems) => "processing the peer's items",
+        (_, Stage::OwnItems) => "blinding our items",
+        (_, Stage::PeerItems) => "blinding the peer's items",
     };
-    let outcome = pool.install(|| obscura_psi::run(&mut link, &items, options, &report));
-    bar.finish_and_clear();
-    let outcome = outcome.context("the PSI session failed")?;
-    print_summary(&outcome, options);
-    if let (Some(output), Some(intersection)) = (&args.output, &outcome.intersection) {
-        write_rows(&args.input, &intersection.rows, output)?;
-        println!(
-            "wrote {} rows to {}",
-            intersection.rows.len(),
-            output.display()
-        );
+    let rows = if let Some(items) = items {
+        let report = |stage, done, total| {
+            bar.set_message(stage_message(stage));
+            bar.set_length(total);
+            bar.set_position(done);
+        };
+        let outcome = pool.install(|| obscura_psi::run(&mut link, &items, options, &report));
+        bar.finish_and_clear();
+        let outcome = outcome.context("the PSI session failed")?;
+        print_summary(&outcome, options);
+        outcome
+            .intersection
+            .map(|i| i.rows.into_iter().map(|row| row as u64).collect::<Vec<_>>())
+    } else {
+        let folder = args.spill_dir.clone().unwrap_or_else(std::env::temp_dir);
+        let bucketed = BucketOptions {
+            session: options,
+            bucket_items: args.bucket_items.unwrap_or(1),
+        };
+        let report = |bucket, buckets, stage, done, total| {
+            bar.set_message(format!(
+                "bucket {}/{buckets}: {}",
+                bucket + 1,
+                stage_message(stage)
+            ));
+            bar.set_length(total);
+            bar.set_position(done);
+        };
+        let outcome = pool.install(|| run_bucketed(&mut link, &source, bucketed, &folder, &report));
+        bar.finish_and_clear();
+        let outcome = outcome.context("the PSI session failed")?;
+        print_bucketed_summary(&outcome, options);
+        outcome.intersection.map(|set| set.iter().collect())
+    };
+    if let (Some(output), Some(rows)) = (&args.output, rows) {
+        write_rows(&args.input, &rows, output)?;
+        println!("wrote {} rows to {}", rows.len(), output.display());
     }
     Ok(())
+}
+
+/// One column of a CSV file with a header row, read from the file on every pass (so a
+/// bucketed session never holds the whole input).
+struct CsvColumn {
+    path: PathBuf,
+    index: usize,
+}
+
+impl CsvColumn {
+    /// The column `name` of `path`; fails now if the file or the column is missing.
+    fn open(path: &Path, name: &str) -> Result<Self> {
+        let mut reader = csv::Reader::from_path(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let headers = reader
+            .byte_headers()
+            .with_context(|| format!("{}: cannot read the header row", path.display()))?;
+        let index = ingest::column_index(path, headers, name)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            index,
+        })
+    }
+}
+
+impl ItemSource for CsvColumn {
+    fn for_each(
+        &self,
+        visit: &mut dyn FnMut(&[u8]) -> Result<(), PsiError>,
+    ) -> Result<(), PsiError> {
+        let failed = |what: String| PsiError::Input(format!("{}: {what}", self.path.display()));
+        let mut reader = csv::Reader::from_path(&self.path).map_err(|e| failed(e.to_string()))?;
+        let mut record = csv::ByteRecord::new();
+        let mut row = 2; // line numbers as a spreadsheet shows them: the header is row 1
+        while reader
+            .read_byte_record(&mut record)
+            .map_err(|e| failed(format!("row {row}: {e}")))?
+        {
+            visit(record.get(self.index).unwrap_or_default())?;
+            row += 1;
+        }
+        Ok(())
+    }
 }
 
 /// Listens on `addr` and waits for one client.
@@ -170,6 +250,33 @@ fn print_summary(outcome: &Outcome, options: Options) {
     );
 }
 
+/// Prints what a bucketed session did.
+fn print_bucketed_summary(outcome: &BucketedOutcome, options: Options) {
+    println!(
+        "psi {} {} in {} buckets of {} items: {} rows read, {} duplicates dropped; the peer has {} rows",
+        options.protocol,
+        options.role,
+        outcome.plan.buckets(),
+        outcome.plan.padded_size(options.role),
+        outcome.rows,
+        outcome.duplicates_dropped,
+        outcome.peer_rows
+    );
+    match (&outcome.intersection, outcome.intersection_size) {
+        (Some(rows), Some(size)) => {
+            println!("intersection: {size} items ({} input rows)", rows.len())
+        }
+        _ => println!("intersection: learned by the client only"),
+    }
+    println!(
+        "time {:.2?} (buckets written in {:.2?}), sent {}, received {}",
+        outcome.elapsed,
+        outcome.partition_time,
+        bytes(outcome.bytes_sent),
+        bytes(outcome.bytes_received)
+    );
+}
+
 /// A byte count in binary units.
 fn bytes(count: u64) -> String {
     let mut value = count as f64;
@@ -184,14 +291,14 @@ fn bytes(count: u64) -> String {
 
 /// Copies the header and the data rows numbered `rows` (ascending, from 0) of the CSV file
 /// `input` to `output`.
-fn write_rows(input: &Path, rows: &[usize], output: &Path) -> Result<()> {
+fn write_rows(input: &Path, rows: &[u64], output: &Path) -> Result<()> {
     let mut reader = csv::Reader::from_path(input)
         .with_context(|| format!("cannot read {}", input.display()))?;
     let mut writer = csv::Writer::from_path(output)
         .with_context(|| format!("cannot write {}", output.display()))?;
     writer.write_byte_record(reader.byte_headers()?)?;
     let mut wanted = rows.iter().copied().peekable();
-    for (row, record) in reader.byte_records().enumerate() {
+    for (row, record) in (0u64..).zip(reader.byte_records()) {
         if wanted.peek().is_none() {
             break;
         }

@@ -563,3 +563,141 @@ fn bench_chalamet_reports_both_arities() {
     ]);
     assert_eq!(one["arity"], 4);
 }
+
+/// psi-ecdh at a small size: both thread counts, the client's intersection checked against the
+/// plain one, traffic of at least a group element per item each way.
+#[test]
+fn bench_psi_ecdh_checks_the_intersection() {
+    let report = bench_json(&["psi-ecdh", "--records", "256", "--threads", "2"]);
+    assert_eq!(report["preset"], "psi-ecdh");
+    assert_eq!(report["records"], 256);
+    assert_eq!(report["record_bytes"], 16);
+    assert_eq!(report["threads"], 2);
+    assert_eq!(report["correct"], true);
+    assert_eq!(report["psi"]["protocol"], "ecdh");
+    assert_eq!(report["psi"]["link"], "unlimited");
+    assert_eq!(report["psi"]["shared"], 128);
+    assert_eq!(report["psi"]["intersection"], 128);
+    let runs = report["psi"]["runs"].as_array().unwrap();
+    let threads: Vec<u64> = runs
+        .iter()
+        .map(|r| r["threads"].as_u64().unwrap())
+        .collect();
+    assert_eq!(threads, [1, 2]);
+    for run in runs {
+        assert_eq!(run["correct"], true);
+        assert_eq!(run["intersection"], 128);
+        // 256 compressed ristretto points of 32 bytes at least, each way.
+        for key in ["client_to_server", "server_to_client"] {
+            let bytes = run["bytes"][key].as_u64().unwrap();
+            assert!((256 * 32..256 * 200).contains(&bytes), "{key}: {bytes}");
+        }
+        let seconds = &run["seconds"];
+        assert!(seconds["total"].as_f64().unwrap() > 0.0);
+        assert!(seconds["client"].as_f64().unwrap() <= seconds["total"].as_f64().unwrap());
+    }
+    assert_eq!(report["seconds"], runs[1]["seconds"]);
+    assert_eq!(report["bytes"], runs[1]["bytes"]);
+}
+
+/// psi-ecdh on a simulated 100 Mbps link: the same intersection, in no less time than its
+/// traffic takes at that rate.
+#[test]
+fn bench_psi_on_a_limited_link() {
+    let report = bench_json(&[
+        "psi-ecdh",
+        "--records",
+        "2000",
+        "--threads",
+        "1",
+        "--link",
+        "100mbps,unlimited",
+    ]);
+    assert_eq!(report["correct"], true);
+    let runs = report["psi"]["runs"].as_array().unwrap();
+    let links: Vec<&str> = runs.iter().map(|r| r["link"].as_str().unwrap()).collect();
+    assert_eq!(links, ["100mbps", "unlimited"]);
+    let limited = &runs[0];
+    assert_eq!(limited["intersection"], 1000);
+    let bytes = limited["bytes"]["client_to_server"].as_u64().unwrap();
+    let seconds = limited["seconds"]["total"].as_f64().unwrap();
+    assert!(
+        seconds >= bytes as f64 * 8.0 / 100e6,
+        "{bytes} bytes in {seconds} s"
+    );
+}
+
+/// psi-kkrt at a small size, one thread per party: the client's intersection checked.
+#[test]
+fn bench_psi_kkrt_checks_the_intersection() {
+    let report = bench_json(&["psi-kkrt", "--records", "300", "--threads", "1"]);
+    assert_eq!(report["correct"], true);
+    assert_eq!(report["psi"]["protocol"], "kkrt");
+    assert_eq!(report["psi"]["intersection"], 150);
+    assert_eq!(report["psi"]["runs"].as_array().unwrap().len(), 1);
+    assert!(report["bytes"]["client_to_server"].as_u64().unwrap() > 0);
+    assert!(report["bytes"]["server_to_client"].as_u64().unwrap() > 0);
+}
+
+/// treepir-setup at small heights: the indexing checked against the class lists and the
+/// baseline's assignments against its buckets, and a height beyond the colouring refused.
+#[test]
+fn bench_treepir_setup_checks_the_indexing() {
+    let report = bench_json(&["treepir-setup", "--heights", "8,10"]);
+    assert_eq!(report["preset"], "treepir-setup");
+    assert_eq!(report["correct"], true);
+    let rows = report["treepir"]["setup"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for (row, h) in rows.iter().zip([8u32, 10]) {
+        assert_eq!(row["height"], h);
+        assert_eq!(row["nodes"], (2u64 << h) - 2);
+        assert_eq!(row["classes_checked"], true);
+        assert_eq!(row["correct"], true);
+        assert!(row["indexing_seconds"].as_f64().unwrap() > 0.0);
+        assert_eq!(row["pbc"]["buckets"], (3 * h).div_ceil(2));
+        assert!(row["pbc"]["setup_seconds"].as_f64().unwrap() > 0.0);
+    }
+    obscura()
+        .args(["bench", "treepir-setup", "--heights", "40"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--heights"));
+}
+
+/// treepir-e2e at h = 8: every proof verified, TreePIR's storage exactly the tree and below the
+/// baseline's, and less traffic.
+#[test]
+fn bench_treepir_e2e_retrieves_verified_proofs() {
+    let report = bench_json(&["treepir-e2e", "--heights", "8"]);
+    assert_eq!(report["preset"], "treepir-e2e");
+    assert_eq!(report["correct"], true);
+    let row = &report["treepir"]["e2e"][0];
+    assert_eq!(row["height"], 8);
+    assert_eq!(row["leaves"], 256);
+    let (treepir, pbc) = (&row["treepir"], &row["pbc"]);
+    assert_eq!(treepir["databases"], 8);
+    assert_eq!(pbc["databases"], 12);
+    let storage = |scheme: &serde_json::Value| scheme["bytes"]["storage"].as_u64().unwrap();
+    assert_eq!(storage(treepir), ((2u64 << 8) - 2) * 32);
+    assert!(storage(pbc) >= 3 * storage(treepir));
+    let traffic = |scheme: &serde_json::Value| {
+        scheme["bytes"]["query"].as_u64().unwrap() + scheme["bytes"]["answer"].as_u64().unwrap()
+    };
+    assert!(traffic(treepir) < traffic(pbc));
+    for scheme in [treepir, pbc] {
+        assert_eq!(
+            scheme["proofs"].as_u64().unwrap() + scheme["unmatched"].as_u64().unwrap(),
+            3
+        );
+        for key in [
+            "setup",
+            "query",
+            "server_max",
+            "server_total",
+            "answer",
+            "decode",
+        ] {
+            assert!(scheme["seconds"][key].as_f64().unwrap() > 0.0, "{key}");
+        }
+    }
+}

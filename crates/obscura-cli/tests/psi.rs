@@ -24,8 +24,13 @@ fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
 /// `obscura psi --protocol ecdh` with `args`, the input and output files, and (unless `args`
 /// sets them) `--column email --timeout 30`.
 fn psi(args: &[&str], input: &Path, output: Option<&Path>) -> Command {
+    psi_with("ecdh", args, input, output)
+}
+
+/// [`psi`] with another protocol.
+fn psi_with(protocol: &str, args: &[&str], input: &Path, output: Option<&Path>) -> Command {
     let mut command = Command::new(cargo_bin("obscura"));
-    command.args(["psi", "--protocol", "ecdh"]).args(args);
+    command.args(["psi", "--protocol", protocol]).args(args);
     for (option, default) in [("--column", "email"), ("--timeout", "30")] {
         if !args.contains(&option) {
             command.args([option, default]);
@@ -70,14 +75,16 @@ fay@example.com,2022
 dee@example.com,2023
 ";
 
-/// The server starts first or second: the client retries its connection either way.
-fn run_pair(dir: &Path, both_learn: bool, server_first: bool) -> (Output, Output) {
+/// Runs a client and a server of `protocol` on the CSV files above. The server starts first or
+/// second: the client retries its connection either way.
+fn run_pair(protocol: &str, dir: &Path, both_learn: bool, server_first: bool) -> (Output, Output) {
     let port = free_port().to_string();
     let client_input = write(dir, "client.csv", CLIENT_CSV);
     let server_input = write(dir, "server.csv", SERVER_CSV);
     let learn: &[&str] = if both_learn { &["--both-learn"] } else { &[] };
     let server_output = both_learn.then(|| dir.join("server-out.csv"));
-    let mut server = psi(
+    let mut server = psi_with(
+        protocol,
         &[
             &["--role", "server", "--listen", &format!("127.0.0.1:{port}")],
             learn,
@@ -86,7 +93,8 @@ fn run_pair(dir: &Path, both_learn: bool, server_first: bool) -> (Output, Output
         &server_input,
         server_output.as_deref(),
     );
-    let mut client = psi(
+    let mut client = psi_with(
+        protocol,
         &[
             &[
                 "--role",
@@ -117,8 +125,19 @@ fn run_pair(dir: &Path, both_learn: bool, server_first: bool) -> (Output, Output
 
 #[test]
 fn two_processes_find_the_overlap() {
+    check_overlap("ecdh");
+}
+
+#[test]
+fn two_kkrt_processes_find_the_overlap() {
+    check_overlap("kkrt");
+}
+
+/// Two processes running `protocol`, only the client learning: the client's output holds its
+/// matching rows and both summaries tell what happened.
+fn check_overlap(protocol: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let (client, server) = run_pair(dir.path(), false, true);
+    let (client, server) = run_pair(protocol, dir.path(), false, true);
     assert_success(&client, "client");
     assert_success(&server, "server");
     assert_eq!(
@@ -153,8 +172,18 @@ fn two_processes_find_the_overlap() {
 
 #[test]
 fn both_learn_writes_both_outputs_in_either_start_order() {
+    check_both_learn("ecdh");
+}
+
+#[test]
+fn kkrt_both_learn_writes_both_outputs() {
+    check_both_learn("kkrt");
+}
+
+/// Two processes running `protocol`, both learning, the client started first.
+fn check_both_learn(protocol: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let (client, server) = run_pair(dir.path(), true, false);
+    let (client, server) = run_pair(protocol, dir.path(), true, false);
     assert_success(&client, "client");
     assert_success(&server, "server");
     assert_eq!(
@@ -249,7 +278,7 @@ fn bad_settings_get_a_one_line_error() {
         .args([
             "psi",
             "--protocol",
-            "kkrt",
+            "rr22",
             "--role",
             "client",
             "--connect",
@@ -261,5 +290,77 @@ fn bad_settings_get_a_one_line_error() {
         ])
         .output()
         .unwrap();
-    assert!(text(&output.stderr).contains("invalid value 'kkrt'"));
+    assert!(text(&output.stderr).contains("invalid value 'rr22'"));
+}
+
+/// Streamed through buckets on disk (`--bucket-items`), with both learning: each side writes
+/// exactly its rows whose item the other holds, in input order.
+#[test]
+fn bucketed_processes_find_the_overlap() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill = dir.path().join("spill");
+    std::fs::create_dir(&spill).unwrap();
+    let csv =
+        |rows: &mut dyn Iterator<Item = String>| format!("email\n{}", rows.collect::<String>());
+    let client_rows: Vec<String> = (0..300)
+        .map(|i| format!("user{}@example.com\n", i * 2))
+        .chain(["user12@example.com\n".to_string()]) // a duplicate row of a shared item
+        .collect();
+    let server_rows: Vec<String> = (0..200)
+        .map(|i| format!("user{}@example.com\n", i * 3))
+        .collect();
+    let client_input = write(
+        dir.path(),
+        "client.csv",
+        &csv(&mut client_rows.iter().cloned()),
+    );
+    let server_input = write(
+        dir.path(),
+        "server.csv",
+        &csv(&mut server_rows.iter().cloned()),
+    );
+    let port = free_port().to_string();
+    let address = format!("127.0.0.1:{port}");
+    let spill_dir = spill.to_str().unwrap();
+    let bucketed = [
+        "--bucket-items",
+        "40",
+        "--both-learn",
+        "--spill-dir",
+        spill_dir,
+    ];
+    let server = psi(
+        &[&["--role", "server", "--listen", &address], &bucketed[..]].concat(),
+        &server_input,
+        Some(&dir.path().join("server-out.csv")),
+    )
+    .spawn()
+    .unwrap();
+    let client = psi(
+        &[&["--role", "client", "--connect", &address], &bucketed[..]].concat(),
+        &client_input,
+        Some(&dir.path().join("client-out.csv")),
+    )
+    .output()
+    .unwrap();
+    let server = server.wait_with_output().unwrap();
+    assert_success(&client, "client");
+    assert_success(&server, "server");
+    let shared = |ours: &[String], theirs: &[String]| {
+        csv(&mut ours.iter().filter(|row| theirs.contains(row)).cloned())
+    };
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+    assert_eq!(read("client-out.csv"), shared(&client_rows, &server_rows));
+    assert_eq!(read("server-out.csv"), shared(&server_rows, &client_rows));
+    let summary = text(&client.stdout);
+    assert!(summary.contains("in 8 buckets"), "{summary}");
+    assert!(
+        summary.contains("intersection: 100 items (101 input rows)"),
+        "{summary}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&spill).unwrap().count(),
+        0,
+        "bucket files left"
+    );
 }

@@ -27,3 +27,38 @@ pub(crate) fn recv_chunk<T: Transport + ?Sized>(
     }
     Ok(payload)
 }
+
+/// Receives the next frame of `kind`, whose payload must be exactly `len` bytes (a longer one is
+/// refused before it is read).
+pub(crate) fn recv_exact<T: Transport + ?Sized>(
+    transport: &mut T,
+    kind: FrameKind,
+    len: usize,
+) -> Result<Vec<u8>, PsiError> {
+    let payload = transport.recv(kind, len)?;
+    if payload.len() != len {
+        return Err(PeerError::WrongLength {
+            kind,
+            len: payload.len(),
+            expected: len,
+        }
+        .into());
+    }
+    Ok(payload)
+}
+
+/// Receives the next frame of `kind`, whose payload must be exactly `N` bytes, as an array.
+pub(crate) fn recv_array<const N: usize, T: Transport + ?Sized>(
+    transport: &mut T,
+    kind: FrameKind,
+) -> Result<[u8; N], PsiError> {
+    let payload = transport.recv(kind, N)?;
+    payload.as_slice().try_into().map_err(|_| {
+        PeerError::WrongLength {
+            kind,
+            len: payload.len(),
+            expected: N,
+        }
+        .into()
+    })
+}

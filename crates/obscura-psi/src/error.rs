@@ -21,6 +21,59 @@ pub enum PsiError {
     /// The OS random number generator failed.
     #[error(transparent)]
     Rng(#[from] RngError),
+    /// A party's own input could not be read (a bucketed session's item source).
+    #[error("cannot read the input: {0}")]
+    Input(String),
+    /// A bucket file could not be written or read back.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or folder.
+        path: std::path::PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A bucket holds more distinct items than the padded size both parties agreed on (each
+    /// bucket does with probability at most 2^-40; retry, or choose larger buckets).
+    #[error("bucket {bucket} holds {items} distinct items, more than its padded size {bound}")]
+    BucketOverflow {
+        /// The bucket.
+        bucket: u64,
+        /// Its distinct items.
+        items: u64,
+        /// The padded size.
+        bound: u64,
+    },
+    /// KKRT: the client's items did not fit in the cuckoo table under any of the seeds tried
+    /// (each seed fails with probability at most 2^-40).
+    #[error(
+        "could not place {items} items into {bins} cuckoo bins with {attempts} different seeds"
+    )]
+    CuckooFailed {
+        /// The client's distinct items.
+        items: usize,
+        /// Bins of the table.
+        bins: u32,
+        /// Seeds tried.
+        attempts: u32,
+    },
+    /// KKRT: the client's set needs more cuckoo bins than one session can number (2^32 - 1).
+    #[error(
+        "a client set of {items} items is too large for one KKRT session; split it into buckets"
+    )]
+    TooManyItems {
+        /// The client's distinct items.
+        items: u64,
+    },
+}
+
+impl PsiError {
+    /// An [`PsiError::Io`] for `path`.
+    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
 }
 
 /// What is wrong with the peer's handshake, or with the two parties' settings together.
@@ -70,6 +123,14 @@ pub enum HelloError {
     BothLearnMismatch {
         /// Our setting.
         ours: bool,
+    },
+    /// The parties of a bucketed session chose different bucket sizes.
+    #[error("this party uses buckets of {ours} items but the peer uses {theirs}")]
+    BucketSizeMismatch {
+        /// Our bucket size.
+        ours: u64,
+        /// The peer's bucket size.
+        theirs: u64,
     },
 }
 

@@ -17,26 +17,31 @@ const BATCH: usize = 64;
 /// Bytes of an encoded point.
 pub(crate) const POINT_BYTES: usize = 32;
 
+/// A uniformly random non-zero scalar: 64 bytes from the OS CSPRNG reduced mod ℓ (bias below
+/// 2^-259), drawn again in the (2^-252) case that they reduce to zero.
+pub(crate) fn random_nonzero_scalar(rng: &mut OsSampler) -> Result<Scalar, RngError> {
+    loop {
+        let mut wide = [0u8; 64];
+        for word in wide.chunks_exact_mut(8) {
+            word.copy_from_slice(&rng.next_u64()?.to_le_bytes());
+        }
+        let k = Scalar::from_bytes_mod_order_wide(&wide);
+        wide.zeroize();
+        if k != Scalar::ZERO {
+            return Ok(k);
+        }
+    }
+}
+
 /// A secret non-zero scalar `k`, held as `k / 2` (wiped on drop).
 pub(crate) struct Exponent {
     half: Scalar,
 }
 
 impl Exponent {
-    /// A uniformly random non-zero exponent: 64 bytes from the OS CSPRNG reduced mod ℓ (bias
-    /// below 2^-259), drawn again in the (2^-252) case that they reduce to zero.
+    /// A uniformly random non-zero exponent ([`random_nonzero_scalar`]).
     pub(crate) fn random(rng: &mut OsSampler) -> Result<Self, RngError> {
-        loop {
-            let mut wide = [0u8; 64];
-            for word in wide.chunks_exact_mut(8) {
-                word.copy_from_slice(&rng.next_u64()?.to_le_bytes());
-            }
-            let k = Scalar::from_bytes_mod_order_wide(&wide);
-            wide.zeroize();
-            if let Some(exponent) = Self::from_scalar(k) {
-                return Ok(exponent);
-            }
-        }
+        Ok(Self::from_scalar(random_nonzero_scalar(rng)?).expect("the scalar is not zero"))
     }
 
     /// The exponent `k`, or `None` for zero.

@@ -13,7 +13,7 @@ const VERSION: u16 = 1;
 const LEN: usize = 21;
 const BOTH_LEARN: u8 = 1;
 /// Every protocol this build speaks.
-const PROTOCOLS: [Protocol; 1] = [Protocol::Ecdh];
+const PROTOCOLS: [Protocol; 2] = [Protocol::Ecdh, Protocol::Kkrt];
 
 /// One party's announcement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +105,7 @@ impl Hello {
 fn protocol_id(protocol: Protocol) -> u8 {
     match protocol {
         Protocol::Ecdh => 1,
+        Protocol::Kkrt => 2,
     }
 }
 
@@ -173,6 +174,17 @@ mod tests {
     fn sessions_need_opposite_roles_and_equal_options() {
         let client = hello(Role::Client, false);
         assert_eq!(client.check_peer(&hello(Role::Server, false)), Ok(()));
+        let kkrt = Hello {
+            protocol: Protocol::Kkrt,
+            ..hello(Role::Server, false)
+        };
+        assert_eq!(
+            client.check_peer(&kkrt),
+            Err(HelloError::ProtocolMismatch {
+                ours: Protocol::Ecdh,
+                theirs: Protocol::Kkrt
+            })
+        );
         assert_eq!(
             client.check_peer(&hello(Role::Client, false)),
             Err(HelloError::SameRole(Role::Client))

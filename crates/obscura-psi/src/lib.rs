@@ -3,6 +3,11 @@
 //!
 //! - [`ecdh`]: ECDH-PSI over ristretto255 (semi-honest; the client learns the intersection,
 //!   optionally both parties do), with its security argument;
+//! - [`kkrt`]: KKRT-PSI (OT extension, batched OPRF and cuckoo hashing; semi-honest; the client
+//!   learns the intersection, optionally both parties do), with its parameters and security
+//!   argument;
+//! - [`bucketed`]: sets larger than memory, split into buckets on disk by a shared keyed hash
+//!   and intersected bucket by bucket (padded, so bucket sizes stay hidden);
 //! - [`hash_to_group`]: RFC 9380 hashing of byte strings to ristretto255;
 //! - [`transport`]: framed, bounded messages over any byte stream (TCP, in-memory), with
 //!   timeouts on every read;
@@ -34,17 +39,24 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod block;
+pub mod bucketed;
 mod chunk;
+mod cuckoo;
 pub mod ecdh;
 mod error;
 mod exponent;
 pub mod hash_to_group;
 mod hello;
+pub mod kkrt;
 mod outcome;
 mod point;
+mod positions;
 mod shuffle;
 pub mod transport;
+mod transpose;
 mod unique;
+mod word_hash;
 
 use std::time::Instant;
 
@@ -61,13 +73,16 @@ use unique::UniqueItems;
 pub enum Protocol {
     /// ECDH-PSI over ristretto255 (see [`ecdh`]).
     Ecdh,
+    /// KKRT-PSI: OT extension and a batched OPRF (see [`kkrt`]).
+    Kkrt,
 }
 
 impl Protocol {
-    /// The protocol's name as users type it (`ecdh`).
+    /// The protocol's name as users type it (`ecdh`, `kkrt`).
     pub fn name(self) -> &'static str {
         match self {
             Self::Ecdh => "ecdh",
+            Self::Kkrt => "kkrt",
         }
     }
 }
@@ -127,7 +142,7 @@ pub fn run<T, I>(
 ) -> Result<Outcome, PsiError>
 where
     T: Transport + ?Sized,
-    I: AsRef<[u8]>,
+    I: AsRef<[u8]> + Sync,
 {
     let started = Instant::now();
     let (sent_before, received_before) = (transport.bytes_sent(), transport.bytes_received());
@@ -141,6 +156,7 @@ where
     let peer = hello::exchange(transport, &ours)?;
     let matched = match options.protocol {
         Protocol::Ecdh => ecdh::run(transport, &unique, &ours, &peer, progress)?,
+        Protocol::Kkrt => kkrt::run(transport, &unique, &ours, &peer, progress)?,
     };
     Ok(Outcome {
         intersection: matched.map(|matched| Intersection {

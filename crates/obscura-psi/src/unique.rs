@@ -1,7 +1,13 @@
 //! De-duplicating a party's input: equal items would show up as equal group elements and tell
 //! the peer their multiplicity, so each distinct value enters the protocol once.
 
-use std::collections::HashMap;
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+
+use rayon::prelude::*;
+
+/// Rows per parallel task when hashing.
+const TASK_ROWS: usize = 4096;
 
 /// The distinct values of a list of rows, in order of first appearance, and which value each row
 /// holds.
@@ -12,18 +18,50 @@ pub(crate) struct UniqueItems<'a> {
 
 impl<'a> UniqueItems<'a> {
     /// The distinct values of `rows`.
-    pub(crate) fn new<I: AsRef<[u8]>>(rows: &'a [I]) -> Self {
-        let mut index: HashMap<&'a [u8], usize> = HashMap::with_capacity(rows.len());
-        let mut values = Vec::new();
-        let value_of_row = rows
-            .iter()
-            .map(|row| {
-                *index.entry(row.as_ref()).or_insert_with(|| {
-                    values.push(row.as_ref());
-                    values.len() - 1
-                })
-            })
+    ///
+    /// Sort-based, so that the work is parallel and streams through memory: each row's value is
+    /// hashed (SipHash under a random key, so crafted inputs cannot pile up on one hash) on the
+    /// current rayon pool, the `(hash, row)` pairs are sorted in parallel, and each run of equal
+    /// hashes is split by comparing values (a run holds one value but for 64-bit collisions).
+    pub(crate) fn new<I: AsRef<[u8]> + Sync>(rows: &'a [I]) -> Self {
+        let key = RandomState::new();
+        let mut sorted: Vec<(u64, usize)> = rows
+            .par_iter()
+            .with_min_len(TASK_ROWS)
+            .enumerate()
+            .map(|(row, value)| (key.hash_one(value.as_ref()), row))
             .collect();
+        sorted.par_sort_unstable();
+        // The first row holding each row's value (rows ascend within a run).
+        let mut first_row: Vec<usize> = (0..rows.len()).collect();
+        let mut firsts = Vec::new();
+        for run in sorted
+            .chunk_by(|a, b| a.0 == b.0)
+            .filter(|run| run.len() > 1)
+        {
+            firsts.clear();
+            for &(_, row) in run {
+                let value = rows[row].as_ref();
+                match firsts
+                    .iter()
+                    .find(|&&first: &&usize| rows[first].as_ref() == value)
+                {
+                    Some(&first) => first_row[row] = first,
+                    None => firsts.push(row),
+                }
+            }
+        }
+        let mut values = Vec::new();
+        let mut value_of_row: Vec<usize> = Vec::with_capacity(rows.len());
+        for (row, first) in first_row.into_iter().enumerate() {
+            let value = if first == row {
+                values.push(rows[row].as_ref());
+                values.len() - 1
+            } else {
+                value_of_row[first]
+            };
+            value_of_row.push(value);
+        }
         Self {
             values,
             value_of_row,
@@ -59,6 +97,18 @@ impl<'a> UniqueItems<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn equal_values_far_apart_and_many_copies() {
+        let mut rows: Vec<Vec<u8>> = (0..10_000u32).map(|i| i.to_le_bytes().to_vec()).collect();
+        rows.extend(vec![b"x".to_vec(); 5000]);
+        rows.extend((0..10_000u32).rev().map(|i| i.to_le_bytes().to_vec()));
+        let unique = UniqueItems::new(&rows);
+        assert_eq!(unique.len(), 10_001);
+        assert_eq!(unique.duplicates(), 14_999);
+        assert_eq!(unique.values()[10_000], b"x");
+        assert_eq!(unique.value_of_row[24_999], 0);
+    }
 
     #[test]
     fn duplicates_are_counted_once_and_rows_map_back() {

@@ -4,7 +4,6 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use obscura_pir::lwe::{Answer, Client, Layout, PublicSetup, Query, QueryState, SetupOptions};
-use obscura_pir::params::LOG_Q;
 use obscura_pir::{PirClient, PirServer};
 use rayon::prelude::*;
 
@@ -46,7 +45,8 @@ pub(super) fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
     (value, started.elapsed().as_secs_f64())
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
+/// The median of `values` (not empty).
+pub(super) fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
 }
@@ -81,24 +81,21 @@ pub fn describe(
     record_bytes: u64,
 ) {
     let g = setup.geometry();
-    let params = setup.params();
     report.scheme = "lwe".into();
-    report.layout = match layout {
-        Layout::OnePerColumn => "one-per-column".into(),
-        _ => "square".into(),
-    };
+    report.layout = layout_name(layout).into();
     report.records = records;
     report.record_bytes = record_bytes;
     report.backend = obscura_math::kernels::Backend::detect().name().into();
     report.matrix = [g.rows(), g.cols()];
-    report.params = Params {
-        n: params.n(),
-        log_q: LOG_Q,
-        p: params.p(),
-        sigma: params.set.error_subgaussian(),
-        set: params.set.name().into(),
-        matrix: params.matrix.name().into(),
-    };
+    report.params = Params::of(setup);
+}
+
+/// The name a report gives `layout`.
+pub(super) fn layout_name(layout: Layout) -> &'static str {
+    match layout {
+        Layout::OnePerColumn => "one-per-column",
+        _ => "square",
+    }
 }
 
 /// Runs an LWE preset and fills `report`.
@@ -112,7 +109,12 @@ pub fn run(
     let layout = match preset {
         Preset::Frodo => Layout::OnePerColumn,
         Preset::Simple1g => Layout::Square,
-        Preset::Service | Preset::Chalamet => unreachable!("not an index preset"),
+        Preset::Service
+        | Preset::Chalamet
+        | Preset::PsiEcdh
+        | Preset::PsiKkrt
+        | Preset::TreepirSetup
+        | Preset::TreepirE2e => unreachable!("not an index preset"),
     };
     let data = pools.all.install(|| generate(records, record_bytes))?;
     let options = SetupOptions {

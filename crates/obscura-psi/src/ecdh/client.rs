@@ -3,11 +3,11 @@
 use std::collections::HashMap;
 
 use super::Session;
-use crate::chunk::{recv_chunk, CHUNK_ITEMS};
+use crate::chunk::{recv_chunk, recv_exact, CHUNK_ITEMS};
 use crate::exponent::POINT_BYTES;
 use crate::transport::{FrameKind, Transport};
 use crate::unique::UniqueItems;
-use crate::{PeerError, PsiError, Stage};
+use crate::{positions, PeerError, PsiError, Stage};
 
 /// A tag as a map key: its bytes, zero-padded to a whole encoding.
 type TagKey = [u8; POINT_BYTES];
@@ -25,9 +25,10 @@ pub(super) fn run<T: Transport + ?Sized>(
     unique: &UniqueItems<'_>,
 ) -> Result<Vec<bool>, PsiError> {
     let own_tags = exchange_own_items(session, transport, unique.values())?;
-    let (matched, positions) = match_server_items(session, transport, &own_tags, unique.len())?;
+    let (matched, matched_positions) =
+        match_server_items(session, transport, &own_tags, unique.len())?;
     if session.both_learn {
-        send_positions(transport, &positions)?;
+        positions::send(transport, &matched_positions)?;
     }
     Ok(matched)
 }
@@ -46,15 +47,7 @@ fn exchange_own_items<T: Transport + ?Sized>(
         transport.send(FrameKind::ClientPoints, &points)?;
         next = chunks.next().map(|chunk| session.blind(chunk));
         let expected = points.len() / POINT_BYTES * session.tag_bytes;
-        let answer = transport.recv(FrameKind::ClientTags, expected)?;
-        if answer.len() != expected {
-            return Err(PeerError::WrongLength {
-                kind: FrameKind::ClientTags,
-                len: answer.len(),
-                expected,
-            }
-            .into());
-        }
+        let answer = recv_exact(transport, FrameKind::ClientTags, expected)?;
         for tag in answer.chunks_exact(session.tag_bytes) {
             let item = tags.len();
             if tags.insert(tag_key(tag), item).is_some() {
@@ -95,20 +88,4 @@ fn match_server_items<T: Transport + ?Sized>(
         (session.progress)(Stage::PeerItems, received, session.n_server);
     }
     Ok((matched, positions))
-}
-
-/// Step 3 (both learn): sends the count of matched positions, then the positions in chunks.
-fn send_positions<T: Transport + ?Sized>(
-    transport: &mut T,
-    positions: &[u64],
-) -> Result<(), PsiError> {
-    transport.send(
-        FrameKind::MatchCount,
-        &(positions.len() as u64).to_le_bytes(),
-    )?;
-    for chunk in positions.chunks(CHUNK_ITEMS) {
-        let bytes: Vec<u8> = chunk.iter().flat_map(|p| p.to_le_bytes()).collect();
-        transport.send(FrameKind::MatchPositions, &bytes)?;
-    }
-    Ok(())
 }

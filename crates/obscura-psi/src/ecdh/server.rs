@@ -8,10 +8,7 @@ use crate::exponent::POINT_BYTES;
 use crate::shuffle::random_permutation;
 use crate::transport::{FrameKind, Transport};
 use crate::unique::UniqueItems;
-use crate::{PeerError, PsiError, Stage};
-
-/// Bytes of a match position.
-const POSITION_BYTES: usize = 8;
+use crate::{positions, PsiError, Stage};
 
 /// Runs the server's three steps; with both learn, returns which distinct items are in the
 /// intersection.
@@ -25,7 +22,8 @@ pub(super) fn run<T: Transport + ?Sized>(
     let order = random_permutation(unique.len(), rng)?;
     send_own_items(session, transport, unique.values(), &order)?;
     if session.both_learn {
-        receive_positions(session, transport, &order).map(Some)
+        let most = session.n_client.min(session.n_server);
+        positions::receive(transport, most, &order).map(Some)
     } else {
         Ok(None)
     }
@@ -67,54 +65,4 @@ fn send_own_items<T: Transport + ?Sized>(
         (session.progress)(Stage::OwnItems, sent, session.n_server);
     }
     Ok(())
-}
-
-/// Step 3 (both learn): receives the matched positions and maps them back through `order`;
-/// every position must be in range and appear once.
-fn receive_positions<T: Transport + ?Sized>(
-    session: &Session<'_>,
-    transport: &mut T,
-    order: &[usize],
-) -> Result<Vec<bool>, PsiError> {
-    let count = transport.recv(FrameKind::MatchCount, POSITION_BYTES)?;
-    let count: [u8; POSITION_BYTES] =
-        count
-            .as_slice()
-            .try_into()
-            .map_err(|_| PeerError::WrongLength {
-                kind: FrameKind::MatchCount,
-                len: count.len(),
-                expected: POSITION_BYTES,
-            })?;
-    let count = u64::from_le_bytes(count);
-    let most = session.n_client.min(session.n_server);
-    if count > most {
-        return Err(PeerError::TooManyMatches { count, most }.into());
-    }
-    let mut matched = vec![false; order.len()];
-    let mut received = 0u64;
-    while received < count {
-        let payload = recv_chunk(
-            transport,
-            FrameKind::MatchPositions,
-            POSITION_BYTES,
-            count - received,
-        )?;
-        let (positions, _) = payload.as_chunks::<POSITION_BYTES>();
-        for &bytes in positions {
-            let position = u64::from_le_bytes(bytes);
-            let item = usize::try_from(position)
-                .ok()
-                .and_then(|position| order.get(position))
-                .ok_or(PeerError::PositionOutOfRange {
-                    position,
-                    len: session.n_server,
-                })?;
-            if std::mem::replace(&mut matched[*item], true) {
-                return Err(PeerError::RepeatedPosition(position).into());
-            }
-        }
-        received += positions.len() as u64;
-    }
-    Ok(matched)
 }

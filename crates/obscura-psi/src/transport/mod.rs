@@ -13,6 +13,7 @@
 //! [`StreamTransport::new`].
 
 mod frame;
+pub mod limited;
 pub mod memory;
 mod stream;
 pub mod tcp;
@@ -20,6 +21,7 @@ pub mod tcp;
 use std::time::Duration;
 
 pub use frame::HEADER_BYTES;
+pub use limited::RateLimited;
 pub use stream::StreamTransport;
 
 /// The time a read waits for the peer before failing, unless the caller chooses another.
@@ -58,16 +60,34 @@ pub enum FrameKind {
     MatchCount = 5,
     /// Both learn, client to server: a chunk of matched positions.
     MatchPositions = 6,
+    /// KKRT, client to server: the base-OT sender's point.
+    BaseOtPoint = 7,
+    /// KKRT, server to client: the base-OT receiver's points, one per OT.
+    BaseOtChoices = 8,
+    /// KKRT, client to server: the public seed of the cuckoo hash functions.
+    CuckooSeed = 9,
+    /// KKRT, client to server: a frame of blocks of the OT-extension matrix `U`.
+    OtExtension = 10,
+    /// KKRT, server to client: the OPRF tags of a chunk of the server's items, three per item.
+    ServerTags = 11,
+    /// Bucketed driver, both ways: rows, bucket size and key nonce (its kinds count from 32).
+    BucketPlan = 32,
 }
 
 impl FrameKind {
-    const ALL: [Self; 6] = [
+    const ALL: [Self; 12] = [
         Self::Hello,
         Self::ClientPoints,
         Self::ClientTags,
         Self::ServerPoints,
         Self::MatchCount,
         Self::MatchPositions,
+        Self::BaseOtPoint,
+        Self::BaseOtChoices,
+        Self::CuckooSeed,
+        Self::OtExtension,
+        Self::ServerTags,
+        Self::BucketPlan,
     ];
 
     /// The kind with wire byte `byte`, if there is one.
@@ -84,6 +104,12 @@ impl FrameKind {
             Self::ServerPoints => "server-points",
             Self::MatchCount => "match-count",
             Self::MatchPositions => "match-positions",
+            Self::BaseOtPoint => "base-ot-point",
+            Self::BaseOtChoices => "base-ot-choices",
+            Self::CuckooSeed => "cuckoo-seed",
+            Self::OtExtension => "ot-extension",
+            Self::ServerTags => "server-tags",
+            Self::BucketPlan => "bucket-plan",
         }
     }
 }

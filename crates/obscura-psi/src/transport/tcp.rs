@@ -15,12 +15,18 @@ const BUFFER_BYTES: usize = 1 << 16;
 /// Pause between two connection attempts while the peer is not listening yet.
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
 
-/// Wraps a connected socket: every read and every write fails after `timeout` (which must not be
-/// zero) without progress, and small frames are not delayed (`TCP_NODELAY`).
-pub fn from_stream(stream: TcpStream, timeout: Duration) -> io::Result<TcpTransport> {
+/// Sets the socket options every PSI connection uses: every read and every write fails after
+/// `timeout` (which must not be zero) without progress, and small frames are not delayed
+/// (`TCP_NODELAY`). For transports built by hand around a socket (a paced link, say).
+pub fn configure(stream: &TcpStream, timeout: Duration) -> io::Result<()> {
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
-    stream.set_nodelay(true)?;
+    stream.set_nodelay(true)
+}
+
+/// Wraps a connected socket, [`configure`]d with `timeout`, buffered both ways.
+pub fn from_stream(stream: TcpStream, timeout: Duration) -> io::Result<TcpTransport> {
+    configure(&stream, timeout)?;
     let reader = BufReader::with_capacity(BUFFER_BYTES, stream.try_clone()?);
     Ok(StreamTransport::new(
         reader,

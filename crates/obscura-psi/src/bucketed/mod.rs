@@ -1,0 +1,250 @@
+//! Sets larger than memory: both parties split their items into buckets on disk by a shared
+//! keyed hash and run the protocol bucket by bucket over one connection, so a party holds one
+//! bucket at a time (memory grows with the bucket size, not with the set).
+//!
+//! # Protocol
+//!
+//! 1. Each party counts its rows and sends them with the bucket size it asks for (both must ask
+//!    for the same) and a 32-byte nonce from the OS CSPRNG; the bucketing key is SHA-256 of both
+//!    nonces, so neither party chooses it alone.
+//! 2. Both derive the same [`BucketPlan`]: `B = ⌈max(n_c, n_s) / bucket_items⌉` buckets (at
+//!    most [`plan::MAX_BUCKETS`]), item `x` going to bucket `SHA-256(key ‖ x) · B / 2^64`.
+//! 3. Each party writes its rows to one file per bucket, then for each bucket in turn reads it
+//!    back, removes duplicates, **pads it with random dummy items to the plan's padded size**
+//!    and runs the chosen protocol on it ([`crate::run`]).
+//!
+//! # What it reveals
+//!
+//! Beyond the plain protocol: each party's row count (duplicates included) instead of its
+//! distinct-item count. Bucket sizes are not revealed: every bucket of a party enters the
+//! protocol with the same number of items, a bound that a bucket of distinct items exceeds
+//! with probability at most `2^-40` (see [`plan::padded_size`]; padding costs under 1% at
+//! 2^20 items per bucket). A bucket that exceeds it anyway ends the session with
+//! [`PsiError::BucketOverflow`] rather than reveal its size. Dummies are 32 random bytes each;
+//! one matches a peer's item with probability 2^-256 per pair, and matched dummies are dropped.
+
+pub mod plan;
+mod spill;
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use obscura_math::sample::OsSampler;
+
+pub use plan::BucketPlan;
+pub use spill::MAX_ITEM_BYTES;
+
+use crate::{run, Options, PsiError, Role, Stage, Transport};
+
+/// A party's items, read twice (to count, then to partition), in the same order both times.
+pub trait ItemSource {
+    /// Calls `visit` with every item in order; stops at the first error (of reading or of
+    /// `visit`).
+    fn for_each(
+        &self,
+        visit: &mut dyn FnMut(&[u8]) -> Result<(), PsiError>,
+    ) -> Result<(), PsiError>;
+}
+
+impl<I: AsRef<[u8]>> ItemSource for [I] {
+    fn for_each(
+        &self,
+        visit: &mut dyn FnMut(&[u8]) -> Result<(), PsiError>,
+    ) -> Result<(), PsiError> {
+        self.iter().try_for_each(|item| visit(item.as_ref()))
+    }
+}
+
+/// How to run a bucketed session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BucketOptions {
+    /// The protocol, role and options of every bucket's session.
+    pub session: Options,
+    /// The most items per bucket the parties aim for (both must choose the same).
+    pub bucket_items: u64,
+}
+
+/// Rows of the input, as a set of row numbers (one bit per row).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowSet {
+    words: Vec<u64>,
+    len: u64,
+}
+
+impl RowSet {
+    fn new(rows: u64) -> Self {
+        Self {
+            words: vec![0; rows.div_ceil(64) as usize],
+            len: 0,
+        }
+    }
+
+    fn insert(&mut self, row: u64) {
+        let (word, bit) = ((row / 64) as usize, row % 64);
+        if self.words[word] & (1 << bit) == 0 {
+            self.words[word] |= 1 << bit;
+            self.len += 1;
+        }
+    }
+
+    /// Whether `row` is in the set.
+    pub fn contains(&self, row: u64) -> bool {
+        self.words
+            .get((row / 64) as usize)
+            .is_some_and(|word| word & (1 << (row % 64)) != 0)
+    }
+
+    /// The number of rows in the set.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The rows in ascending order.
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        self.words.iter().enumerate().flat_map(|(w, &word)| {
+            (0..64)
+                .filter(move |bit| word & (1 << bit) != 0)
+                .map(move |bit| w as u64 * 64 + bit)
+        })
+    }
+}
+
+/// What a bucketed session reports to the caller.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BucketedOutcome {
+    /// The rows whose item is in the intersection, for a party that learns it.
+    pub intersection: Option<RowSet>,
+    /// Distinct items in the intersection, for a party that learns it.
+    pub intersection_size: Option<u64>,
+    /// Rows read (duplicates included).
+    pub rows: u64,
+    /// Rows dropped because an earlier row of the same bucket holds the same item.
+    pub duplicates_dropped: u64,
+    /// The peer's row count.
+    pub peer_rows: u64,
+    /// The plan both parties followed.
+    pub plan: BucketPlan,
+    /// Bytes sent, frame headers included.
+    pub bytes_sent: u64,
+    /// Bytes received, frame headers included.
+    pub bytes_received: u64,
+    /// Time spent writing the buckets to disk.
+    pub partition_time: Duration,
+    /// Time from the start of the session to its end.
+    pub elapsed: Duration,
+}
+
+/// A progress report of a bucketed session: `(bucket, buckets, stage, done, total)`.
+pub type BucketProgress<'a> = &'a (dyn Fn(u64, u64, Stage, u64, u64) + Sync);
+
+/// Runs a bucketed session over `transport` with the items of `source`, keeping the bucket files
+/// under `folder` (a temporary sub-folder, removed at the end). See the [module docs](self).
+pub fn run_bucketed<T: Transport + ?Sized, S: ItemSource + ?Sized>(
+    transport: &mut T,
+    source: &S,
+    options: BucketOptions,
+    folder: &Path,
+    progress: BucketProgress<'_>,
+) -> Result<BucketedOutcome, PsiError> {
+    let started = Instant::now();
+    let (sent_before, received_before) = (transport.bytes_sent(), transport.bytes_received());
+    let mut rows = 0u64;
+    source.for_each(&mut |_| {
+        rows += 1;
+        Ok(())
+    })?;
+    let mut rng = OsSampler::new();
+    let ours = plan::Announcement {
+        rows,
+        bucket_items: options.bucket_items,
+        nonce: random_bytes(&mut rng)?,
+    };
+    let role = options.session.role;
+    let (plan, peer) = plan::agree(transport, role, &ours)?;
+    let partition_started = Instant::now();
+    let spilled = spill::SpilledBuckets::write(folder, &plan, source)?;
+    let partition_time = partition_started.elapsed();
+
+    let padded = plan.padded_size(role);
+    let learns = role == Role::Client || options.session.both_learn;
+    let mut found = learns.then(|| (RowSet::new(rows), 0u64));
+    let mut duplicates_dropped = 0;
+    for b in 0..plan.buckets() {
+        let bucket = spilled.read(b)?;
+        let mut items = bucket.items;
+        let distinct: HashSet<&[u8]> = items.iter().map(Vec::as_slice).collect();
+        let distinct_count = distinct.len() as u64;
+        if distinct_count > padded {
+            return Err(PsiError::BucketOverflow {
+                bucket: b,
+                items: distinct_count,
+                bound: padded,
+            });
+        }
+        duplicates_dropped += items.len() as u64 - distinct_count;
+        let dummies = dummy_items(padded - distinct_count, &distinct, &mut rng)?;
+        drop(distinct);
+        let real = items.len();
+        items.extend(dummies);
+        let buckets = plan.buckets();
+        let outcome = run(transport, &items, options.session, &|stage, done, total| {
+            progress(b, buckets, stage, done, total)
+        })?;
+        if let (Some(intersection), Some((set, size))) = (outcome.intersection, found.as_mut()) {
+            let real_rows: Vec<usize> = intersection
+                .rows
+                .into_iter()
+                .filter(|&row| row < real)
+                .collect();
+            let mut matched_items = HashSet::new();
+            for row in real_rows {
+                set.insert(bucket.rows[row]);
+                matched_items.insert(&items[row]);
+            }
+            *size += matched_items.len() as u64;
+        }
+    }
+    let (intersection, intersection_size) = found.unzip();
+    Ok(BucketedOutcome {
+        intersection,
+        intersection_size,
+        rows,
+        duplicates_dropped,
+        peer_rows: peer.rows,
+        plan,
+        bytes_sent: transport.bytes_sent() - sent_before,
+        bytes_received: transport.bytes_received() - received_before,
+        partition_time,
+        elapsed: started.elapsed(),
+    })
+}
+
+fn random_bytes(rng: &mut OsSampler) -> Result<[u8; 32], PsiError> {
+    let mut bytes = [0u8; 32];
+    for word in bytes.chunks_exact_mut(8) {
+        word.copy_from_slice(&rng.next_u64()?.to_le_bytes());
+    }
+    Ok(bytes)
+}
+
+/// `count` distinct random 32-byte items, none of them in `taken`.
+fn dummy_items(
+    count: u64,
+    taken: &HashSet<&[u8]>,
+    rng: &mut OsSampler,
+) -> Result<Vec<Vec<u8>>, PsiError> {
+    let mut dummies = HashSet::with_capacity(count as usize);
+    while (dummies.len() as u64) < count {
+        let dummy = random_bytes(rng)?.to_vec();
+        if !taken.contains(dummy.as_slice()) {
+            dummies.insert(dummy);
+        }
+    }
+    Ok(dummies.into_iter().collect())
+}

@@ -1,0 +1,436 @@
+//! A hand-driven fake peer sends KKRT messages that are malformed, truncated, oversized,
+//! miscounted or invalid, or nothing at all: every case ends in its typed error, never a hang or
+//! a panic.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use obscura_psi::hash_to_group::HashToGroup;
+use obscura_psi::kkrt;
+use obscura_psi::transport::memory::{self, PipeReader, PipeWriter};
+use obscura_psi::transport::{FrameKind, KindByte, StreamTransport, TransportError};
+use obscura_psi::{run, Options, Outcome, PeerError, Protocol, PsiError, Role};
+
+/// Bytes of one block of 128 rows of the OT-extension matrix.
+const BLOCK_BYTES: usize = 512 * 16;
+
+/// The peer end of a link to the party under test: raw bytes in, the party's frames ignored
+/// (but kept, so that its writes succeed).
+struct FakePeer {
+    to_party: PipeWriter,
+    _from_party: PipeReader,
+}
+
+impl FakePeer {
+    fn raw(&mut self, bytes: &[u8]) -> &mut Self {
+        self.to_party.write_all(bytes).unwrap();
+        self
+    }
+
+    fn frame(&mut self, kind: FrameKind, payload: &[u8]) -> &mut Self {
+        let mut bytes = vec![kind as u8];
+        bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(payload);
+        self.raw(&bytes)
+    }
+
+    /// A KKRT handshake as the documented layout has it.
+    fn hello(&mut self, role: Role, items: u64, both_learn: bool) -> &mut Self {
+        let mut hello = b"OBSCPSI\0".to_vec();
+        hello.extend_from_slice(&1u16.to_le_bytes());
+        hello.push(2);
+        hello.push(match role {
+            Role::Client => 0,
+            Role::Server => 1,
+        });
+        hello.extend_from_slice(&items.to_le_bytes());
+        hello.push(both_learn as u8);
+        self.frame(FrameKind::Hello, &hello)
+    }
+}
+
+/// Runs the party under test in `role` with three items against a fake peer that `script`
+/// drives before the party starts and that then closes its side; reads time out after
+/// `timeout`.
+fn against_fake_peer(
+    role: Role,
+    both_learn: bool,
+    timeout: Duration,
+    script: impl FnOnce(&mut FakePeer),
+) -> Result<Outcome, PsiError> {
+    let (to_party, party_reader) = memory::pipe(timeout);
+    let (party_writer, from_party) = memory::pipe(timeout);
+    let mut link = StreamTransport::new(party_reader, party_writer);
+    let mut peer = FakePeer {
+        to_party,
+        _from_party: from_party,
+    };
+    script(&mut peer);
+    let FakePeer {
+        to_party,
+        _from_party: from_party,
+    } = peer;
+    drop(to_party);
+    let options = Options {
+        protocol: Protocol::Kkrt,
+        role,
+        both_learn,
+    };
+    let result = run(&mut link, &["a", "b", "c"], options, &|_, _, _| {});
+    drop(from_party);
+    result
+}
+
+/// A client with three items against a fake server.
+fn client(script: impl FnOnce(&mut FakePeer)) -> PsiError {
+    against_fake_peer(Role::Client, false, Duration::from_secs(5), script).unwrap_err()
+}
+
+/// A server with three items, both learning, against a fake client.
+fn server(script: impl FnOnce(&mut FakePeer)) -> PsiError {
+    against_fake_peer(Role::Server, true, Duration::from_secs(5), script).unwrap_err()
+}
+
+/// Valid, distinct point encodings.
+fn points(count: usize) -> Vec<u8> {
+    let hash = HashToGroup::psi();
+    (0..count)
+        .flat_map(|i| hash.hash(&i.to_le_bytes()).compress().to_bytes())
+        .collect()
+}
+
+/// A fake server that announces `n_server` items and answers the base OTs with valid points.
+fn server_start(peer: &mut FakePeer, n_server: u64) -> &mut FakePeer {
+    peer.hello(Role::Server, n_server, false)
+        .frame(FrameKind::BaseOtChoices, &points(512))
+}
+
+/// A fake client with three items (both learn) up to the cuckoo seed.
+fn client_start(peer: &mut FakePeer) -> &mut FakePeer {
+    peer.hello(Role::Client, 3, true)
+        .frame(FrameKind::BaseOtPoint, &points(1))
+        .frame(FrameKind::CuckooSeed, &[7u8; 16])
+}
+
+/// A fake client that sends all of `U` (random-looking bytes) for three items.
+fn client_extension(peer: &mut FakePeer) -> &mut FakePeer {
+    let blocks = kkrt::bins(3).unwrap() as usize / 128;
+    let mut sent = 0;
+    while sent < blocks {
+        let count = (blocks - sent).min(kkrt::FRAME_BLOCKS);
+        let u: Vec<u8> = (0..count * BLOCK_BYTES)
+            .map(|i| (i * 31 + 7) as u8)
+            .collect();
+        peer.frame(FrameKind::OtExtension, &u);
+        sent += count;
+    }
+    peer
+}
+
+fn assert_peer_error(error: PsiError, expected: PeerError) {
+    match error {
+        PsiError::Peer(error) => assert_eq!(error, expected),
+        other => panic!("expected {expected:?}, got {other:?}"),
+    }
+}
+
+#[test]
+fn bad_base_ot_points() {
+    let mut identity = points(512);
+    identity[32 * 100..32 * 101].fill(0);
+    let error = client(|peer| {
+        peer.hello(Role::Server, 3, false)
+            .frame(FrameKind::BaseOtChoices, &identity);
+    });
+    assert_peer_error(error, PeerError::IdentityPoint);
+    let mut invalid = points(512);
+    invalid[32 * 511..].fill(0xff);
+    let error = client(|peer| {
+        peer.hello(Role::Server, 3, false)
+            .frame(FrameKind::BaseOtChoices, &invalid);
+    });
+    assert_peer_error(error, PeerError::InvalidPoint);
+    let error = server(|peer| {
+        peer.hello(Role::Client, 3, true)
+            .frame(FrameKind::BaseOtPoint, &[0u8; 32]);
+    });
+    assert_peer_error(error, PeerError::IdentityPoint);
+    let error = server(|peer| {
+        peer.hello(Role::Client, 3, true)
+            .frame(FrameKind::BaseOtPoint, &[0xffu8; 32]);
+    });
+    assert_peer_error(error, PeerError::InvalidPoint);
+}
+
+#[test]
+fn wrong_lengths() {
+    let error = client(|peer| {
+        peer.hello(Role::Server, 3, false)
+            .frame(FrameKind::BaseOtChoices, &points(511));
+    });
+    assert_peer_error(
+        error,
+        PeerError::WrongLength {
+            kind: FrameKind::BaseOtChoices,
+            len: 511 * 32,
+            expected: 512 * 32,
+        },
+    );
+    let error = client(|peer| {
+        peer.hello(Role::Server, 3, false)
+            .frame(FrameKind::BaseOtChoices, &points(513));
+    });
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::TooLong {
+            kind: FrameKind::BaseOtChoices,
+            len: 16416,
+            max: 16384
+        })
+    ));
+    let error = server(|peer| {
+        peer.hello(Role::Client, 3, true)
+            .frame(FrameKind::BaseOtPoint, &points(1)[..31]);
+    });
+    assert_peer_error(
+        error,
+        PeerError::WrongLength {
+            kind: FrameKind::BaseOtPoint,
+            len: 31,
+            expected: 32,
+        },
+    );
+    let error = server(|peer| {
+        peer.hello(Role::Client, 3, true)
+            .frame(FrameKind::BaseOtPoint, &points(1))
+            .frame(FrameKind::CuckooSeed, &[1u8; 15]);
+    });
+    assert_peer_error(
+        error,
+        PeerError::WrongLength {
+            kind: FrameKind::CuckooSeed,
+            len: 15,
+            expected: 16,
+        },
+    );
+    // A frame of U with one block where 32 are due, then one with 33.
+    let error = server(|peer| {
+        client_start(peer).frame(FrameKind::OtExtension, &vec![0u8; BLOCK_BYTES]);
+    });
+    assert_peer_error(
+        error,
+        PeerError::WrongLength {
+            kind: FrameKind::OtExtension,
+            len: BLOCK_BYTES,
+            expected: 32 * BLOCK_BYTES,
+        },
+    );
+    let error = server(|peer| {
+        client_start(peer).frame(FrameKind::OtExtension, &vec![0u8; 33 * BLOCK_BYTES]);
+    });
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::TooLong {
+            kind: FrameKind::OtExtension,
+            max,
+            ..
+        }) if max == 32 * BLOCK_BYTES
+    ));
+}
+
+#[test]
+fn bad_tag_chunks() {
+    let tag = kkrt::tag_bytes(3, 2);
+    let error = client(|peer| {
+        server_start(peer, 2).frame(FrameKind::ServerTags, &vec![1u8; 3 * tag - 1]);
+    });
+    assert_peer_error(
+        error,
+        PeerError::BadChunk {
+            kind: FrameKind::ServerTags,
+            len: 3 * tag - 1,
+            size: 3 * tag,
+        },
+    );
+    // Three items' tags where the server announced two.
+    let error = client(|peer| {
+        server_start(peer, 2).frame(FrameKind::ServerTags, &vec![1u8; 9 * tag]);
+    });
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::TooLong {
+            kind: FrameKind::ServerTags,
+            ..
+        })
+    ));
+    let error = client(|peer| {
+        server_start(peer, 2).frame(FrameKind::ServerTags, &[]);
+    });
+    assert_peer_error(
+        error,
+        PeerError::BadChunk {
+            kind: FrameKind::ServerTags,
+            len: 0,
+            size: 3 * tag,
+        },
+    );
+}
+
+#[test]
+fn truncated_and_closed() {
+    let tag = kkrt::tag_bytes(3, 2);
+    // The server closes after one of its two items.
+    let error = client(|peer| {
+        server_start(peer, 2).frame(FrameKind::ServerTags, &vec![1u8; 3 * tag]);
+    });
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::Closed {
+            expected: FrameKind::ServerTags
+        })
+    ));
+    let error = client(|peer| {
+        peer.hello(Role::Server, 3, false)
+            .raw(&[FrameKind::BaseOtChoices as u8, 0, 0x40, 0, 0])
+            .raw(&points(100));
+    });
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::Truncated {
+            expected: FrameKind::BaseOtChoices
+        })
+    ));
+    // The client stops in the middle of U.
+    let error = server(|peer| {
+        client_start(peer).frame(FrameKind::OtExtension, &vec![0u8; 32 * BLOCK_BYTES]);
+    });
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::Closed {
+            expected: FrameKind::OtExtension
+        })
+    ));
+}
+
+#[test]
+fn wrong_kinds() {
+    let error = client(|peer| {
+        peer.hello(Role::Server, 3, false)
+            .frame(FrameKind::ServerTags, &[0u8; 33]);
+    });
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::WrongKind {
+            expected: FrameKind::BaseOtChoices,
+            got: KindByte(11)
+        })
+    ));
+    let error = server(|peer| {
+        client_start(peer).frame(FrameKind::ClientPoints, &points(1));
+    });
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::WrongKind {
+            expected: FrameKind::OtExtension,
+            got: KindByte(2)
+        })
+    ));
+    // An ECDH peer is refused at the handshake.
+    let error = client(|peer| {
+        let mut hello = b"OBSCPSI\0".to_vec();
+        hello.extend_from_slice(&1u16.to_le_bytes());
+        hello.extend_from_slice(&[1, 1]);
+        hello.extend_from_slice(&3u64.to_le_bytes());
+        hello.push(0);
+        peer.frame(FrameKind::Hello, &hello);
+    });
+    assert!(matches!(
+        error,
+        PsiError::Hello(obscura_psi::HelloError::ProtocolMismatch {
+            ours: Protocol::Kkrt,
+            theirs: Protocol::Ecdh
+        })
+    ));
+}
+
+#[test]
+fn bad_match_positions() {
+    let error = server(|peer| {
+        client_extension(client_start(peer)).frame(FrameKind::MatchCount, &4u64.to_le_bytes());
+    });
+    assert_peer_error(error, PeerError::TooManyMatches { count: 4, most: 3 });
+    let error = server(|peer| {
+        client_extension(client_start(peer))
+            .frame(FrameKind::MatchCount, &1u64.to_le_bytes())
+            .frame(FrameKind::MatchPositions, &3u64.to_le_bytes());
+    });
+    assert_peer_error(
+        error,
+        PeerError::PositionOutOfRange {
+            position: 3,
+            len: 3,
+        },
+    );
+    let error = server(|peer| {
+        client_extension(client_start(peer))
+            .frame(FrameKind::MatchCount, &2u64.to_le_bytes())
+            .frame(
+                FrameKind::MatchPositions,
+                &[0u64.to_le_bytes(), 0u64.to_le_bytes()].concat(),
+            );
+    });
+    assert_peer_error(error, PeerError::RepeatedPosition(0));
+    // Valid positions: the server learns that exactly two of its items matched.
+    let outcome = against_fake_peer(Role::Server, true, Duration::from_secs(5), |peer| {
+        client_extension(client_start(peer))
+            .frame(FrameKind::MatchCount, &2u64.to_le_bytes())
+            .frame(
+                FrameKind::MatchPositions,
+                &[2u64.to_le_bytes(), 0u64.to_le_bytes()].concat(),
+            );
+    })
+    .unwrap();
+    assert_eq!(outcome.intersection.unwrap().size, 2);
+}
+
+/// A client that announces more items than one session can hold is refused before anything
+/// is allocated for them.
+#[test]
+fn oversized_announced_sets() {
+    let error = server(|peer| {
+        peer.hello(Role::Client, 1 << 40, true);
+    });
+    assert!(matches!(
+        error,
+        PsiError::TooManyItems { items } if items == 1 << 40
+    ));
+}
+
+/// A peer that keeps the connection open but sends nothing: the read times out.
+#[test]
+fn silent_peers_time_out() {
+    let timeout = Duration::from_millis(200);
+    let (to_party, party_reader) = memory::pipe(timeout);
+    let (party_writer, from_party) = memory::pipe(timeout);
+    let mut peer = FakePeer {
+        to_party,
+        _from_party: from_party,
+    };
+    server_start(&mut peer, 4);
+    let mut link = StreamTransport::new(party_reader, party_writer);
+    let options = Options {
+        protocol: Protocol::Kkrt,
+        role: Role::Client,
+        both_learn: false,
+    };
+    let started = Instant::now();
+    let error = run(&mut link, &["a", "b", "c"], options, &|_, _, _| {}).unwrap_err();
+    assert!(matches!(
+        error,
+        PsiError::Transport(TransportError::Timeout {
+            expected: FrameKind::ServerTags
+        })
+    ));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    drop(peer);
+}
