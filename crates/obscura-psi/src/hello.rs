@@ -81,6 +81,15 @@ impl Hello {
         })
     }
 
+    /// The distinct-item counts of the client and of the server, this announcement being ours
+    /// and `peer` the other party's.
+    pub(crate) fn set_sizes(&self, peer: &Self) -> (u64, u64) {
+        match self.role {
+            Role::Client => (self.items, peer.items),
+            Role::Server => (peer.items, self.items),
+        }
+    }
+
     /// Whether the two announcements make one session: same protocol and options, opposite roles.
     fn check_peer(&self, peer: &Self) -> Result<(), HelloError> {
         if peer.protocol != self.protocol {

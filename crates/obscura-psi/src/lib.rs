@@ -154,9 +154,16 @@ where
         both_learn: options.both_learn,
     };
     let peer = hello::exchange(transport, &ours)?;
-    let matched = match options.protocol {
-        Protocol::Ecdh => ecdh::run(transport, &unique, &ours, &peer, progress)?,
-        Protocol::Kkrt => kkrt::run(transport, &unique, &ours, &peer, progress)?,
+    let (n_client, n_server) = ours.set_sizes(&peer);
+    let matched = if n_client == 0 || n_server == 0 {
+        // Both parties know from the handshake that the intersection is empty.
+        let learns = options.role == Role::Client || options.both_learn;
+        learns.then(|| vec![false; unique.len()])
+    } else {
+        match options.protocol {
+            Protocol::Ecdh => ecdh::run(transport, &unique, &ours, &peer, progress)?,
+            Protocol::Kkrt => kkrt::run(transport, &unique, &ours, &peer, progress)?,
+        }
     };
     Ok(Outcome {
         intersection: matched.map(|matched| Intersection {

@@ -36,8 +36,10 @@ pub struct Intersection {
 /// The steps a progress callback reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stage {
-    /// Hashing this party's items to the group and raising them to its key.
+    /// Work on this party's own items (ECDH: hashing them to the group and raising them to its
+    /// key; KKRT: the client's OPRF outputs, the server's tags).
     OwnItems,
-    /// Raising the peer's items to this party's key.
+    /// Work on what the peer sent (ECDH: raising its points to this party's key; KKRT: the
+    /// server's processing of the OT-extension matrix, the client's tag lookups).
     PeerItems,
 }

@@ -130,7 +130,8 @@ struct Session<'p> {
 }
 
 /// Runs KKRT-PSI after the handshake (`ours` and `peer` are the two announcements). Returns, for
-/// a party that learns the intersection, which of its distinct items are in it.
+/// a party that learns the intersection, which of its distinct items are in it. Both sets are
+/// non-empty (the caller settles the other case).
 pub(crate) fn run<T: Transport + ?Sized>(
     transport: &mut T,
     unique: &UniqueItems<'_>,
@@ -138,14 +139,7 @@ pub(crate) fn run<T: Transport + ?Sized>(
     peer: &Hello,
     progress: Progress<'_>,
 ) -> Result<Option<Vec<bool>>, PsiError> {
-    let (n_client, n_server) = match ours.role {
-        Role::Client => (ours.items, peer.items),
-        Role::Server => (peer.items, ours.items),
-    };
-    let learns = ours.role == Role::Client || ours.both_learn;
-    if n_client == 0 || n_server == 0 {
-        return Ok(learns.then(|| vec![false; unique.len()]));
-    }
+    let (n_client, n_server) = ours.set_sizes(peer);
     let session = Session {
         n_client,
         n_server,
