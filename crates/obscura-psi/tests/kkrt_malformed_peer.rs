@@ -2,101 +2,27 @@
 //! miscounted or invalid, or nothing at all: every case ends in its typed error, never a hang or
 //! a panic.
 
-use std::io::Write;
+mod common;
+
 use std::time::{Duration, Instant};
 
-use obscura_psi::hash_to_group::HashToGroup;
+use common::fake_peer::{against_fake_peer, client_error, points, server_error, FakePeer};
+
 use obscura_psi::kkrt;
-use obscura_psi::transport::memory::{self, PipeReader, PipeWriter};
-use obscura_psi::transport::{FrameKind, KindByte, StreamTransport, TransportError};
-use obscura_psi::{run, Options, Outcome, PeerError, Protocol, PsiError, Role};
+use obscura_psi::transport::{FrameKind, KindByte, TransportError};
+use obscura_psi::{run, Options, PeerError, Protocol, PsiError, Role};
 
 /// Bytes of one block of 128 rows of the OT-extension matrix.
 const BLOCK_BYTES: usize = 512 * 16;
 
-/// The peer end of a link to the party under test: raw bytes in, the party's frames ignored
-/// (but kept, so that its writes succeed).
-struct FakePeer {
-    to_party: PipeWriter,
-    _from_party: PipeReader,
-}
-
-impl FakePeer {
-    fn raw(&mut self, bytes: &[u8]) -> &mut Self {
-        self.to_party.write_all(bytes).unwrap();
-        self
-    }
-
-    fn frame(&mut self, kind: FrameKind, payload: &[u8]) -> &mut Self {
-        let mut bytes = vec![kind as u8];
-        bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        bytes.extend_from_slice(payload);
-        self.raw(&bytes)
-    }
-
-    /// A KKRT handshake as the documented layout has it.
-    fn hello(&mut self, role: Role, items: u64, both_learn: bool) -> &mut Self {
-        let mut hello = b"OBSCPSI\0".to_vec();
-        hello.extend_from_slice(&1u16.to_le_bytes());
-        hello.push(2);
-        hello.push(match role {
-            Role::Client => 0,
-            Role::Server => 1,
-        });
-        hello.extend_from_slice(&items.to_le_bytes());
-        hello.push(both_learn as u8);
-        self.frame(FrameKind::Hello, &hello)
-    }
-}
-
-/// Runs the party under test in `role` with three items against a fake peer that `script`
-/// drives before the party starts and that then closes its side; reads time out after
-/// `timeout`.
-fn against_fake_peer(
-    role: Role,
-    both_learn: bool,
-    timeout: Duration,
-    script: impl FnOnce(&mut FakePeer),
-) -> Result<Outcome, PsiError> {
-    let (to_party, party_reader) = memory::pipe(timeout);
-    let (party_writer, from_party) = memory::pipe(timeout);
-    let mut link = StreamTransport::new(party_reader, party_writer);
-    let mut peer = FakePeer {
-        to_party,
-        _from_party: from_party,
-    };
-    script(&mut peer);
-    let FakePeer {
-        to_party,
-        _from_party: from_party,
-    } = peer;
-    drop(to_party);
-    let options = Options {
-        protocol: Protocol::Kkrt,
-        role,
-        both_learn,
-    };
-    let result = run(&mut link, &["a", "b", "c"], options, &|_, _, _| {});
-    drop(from_party);
-    result
-}
-
 /// A client with three items against a fake server.
 fn client(script: impl FnOnce(&mut FakePeer)) -> PsiError {
-    against_fake_peer(Role::Client, false, Duration::from_secs(5), script).unwrap_err()
+    client_error(Protocol::Kkrt, script)
 }
 
 /// A server with three items, both learning, against a fake client.
 fn server(script: impl FnOnce(&mut FakePeer)) -> PsiError {
-    against_fake_peer(Role::Server, true, Duration::from_secs(5), script).unwrap_err()
-}
-
-/// Valid, distinct point encodings.
-fn points(count: usize) -> Vec<u8> {
-    let hash = HashToGroup::psi();
-    (0..count)
-        .flat_map(|i| hash.hash(&i.to_le_bytes()).compress().to_bytes())
-        .collect()
+    server_error(Protocol::Kkrt, script)
 }
 
 /// A fake server that announces `n_server` items and answers the base OTs with valid points.
@@ -381,14 +307,21 @@ fn bad_match_positions() {
     });
     assert_peer_error(error, PeerError::RepeatedPosition(0));
     // Valid positions: the server learns that exactly two of its items matched.
-    let outcome = against_fake_peer(Role::Server, true, Duration::from_secs(5), |peer| {
-        client_extension(client_start(peer))
-            .frame(FrameKind::MatchCount, &2u64.to_le_bytes())
-            .frame(
-                FrameKind::MatchPositions,
-                &[2u64.to_le_bytes(), 0u64.to_le_bytes()].concat(),
-            );
-    })
+    let outcome = against_fake_peer(
+        Protocol::Kkrt,
+        Role::Server,
+        &["a", "b", "c"],
+        true,
+        Duration::from_secs(5),
+        |peer| {
+            client_extension(client_start(peer))
+                .frame(FrameKind::MatchCount, &2u64.to_le_bytes())
+                .frame(
+                    FrameKind::MatchPositions,
+                    &[2u64.to_le_bytes(), 0u64.to_le_bytes()].concat(),
+                );
+        },
+    )
     .unwrap();
     assert_eq!(outcome.intersection.unwrap().size, 2);
 }
@@ -410,14 +343,8 @@ fn oversized_announced_sets() {
 #[test]
 fn silent_peers_time_out() {
     let timeout = Duration::from_millis(200);
-    let (to_party, party_reader) = memory::pipe(timeout);
-    let (party_writer, from_party) = memory::pipe(timeout);
-    let mut peer = FakePeer {
-        to_party,
-        _from_party: from_party,
-    };
+    let (mut peer, mut link) = FakePeer::new(Protocol::Kkrt, timeout);
     server_start(&mut peer, 4);
-    let mut link = StreamTransport::new(party_reader, party_writer);
     let options = Options {
         protocol: Protocol::Kkrt,
         role: Role::Client,

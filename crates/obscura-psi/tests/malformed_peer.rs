@@ -1,114 +1,25 @@
 //! A hand-driven fake peer sends malformed, truncated, oversized, miscounted or invalid data, or
 //! nothing at all: every case ends in its typed error, never a hang or a panic.
 
-use std::io::Write;
+mod common;
+
 use std::time::{Duration, Instant};
+
+use common::fake_peer::{against_fake_peer, client_error, points, server_error, FakePeer};
 
 use curve25519_dalek::ristretto::CompressedRistretto;
 use obscura_psi::ecdh::tag_bytes;
-use obscura_psi::hash_to_group::HashToGroup;
-use obscura_psi::transport::memory::{self, PipeReader, PipeWriter};
-use obscura_psi::transport::{FrameKind, KindByte, StreamTransport, TransportError};
-use obscura_psi::{run, HelloError, Options, Outcome, PeerError, Protocol, PsiError, Role};
-
-/// The peer end of a link to the party under test: raw bytes in, our frames ignored (but kept,
-/// so that the party's writes succeed).
-struct FakePeer {
-    to_party: PipeWriter,
-    _from_party: PipeReader,
-}
-
-impl FakePeer {
-    fn raw(&mut self, bytes: &[u8]) -> &mut Self {
-        self.to_party.write_all(bytes).unwrap();
-        self
-    }
-
-    fn frame(&mut self, kind: FrameKind, payload: &[u8]) -> &mut Self {
-        let mut bytes = vec![kind as u8];
-        bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        bytes.extend_from_slice(payload);
-        self.raw(&bytes)
-    }
-
-    /// A handshake as the documented layout has it.
-    fn hello(&mut self, role: Role, items: u64, both_learn: bool) -> &mut Self {
-        let mut hello = b"OBSCPSI\0".to_vec();
-        hello.extend_from_slice(&1u16.to_le_bytes());
-        hello.push(1);
-        hello.push(match role {
-            Role::Client => 0,
-            Role::Server => 1,
-        });
-        hello.extend_from_slice(&items.to_le_bytes());
-        hello.push(both_learn as u8);
-        self.frame(FrameKind::Hello, &hello)
-    }
-}
-
-/// Runs the party under test in `role` with `items` against a fake peer that `script` drives
-/// before the party starts, and that closes its side when the script is done (so a party that
-/// waits for more sees the connection end); reads time out after `timeout`.
-fn against_fake_peer(
-    role: Role,
-    items: &[&str],
-    both_learn: bool,
-    timeout: Duration,
-    script: impl FnOnce(&mut FakePeer),
-) -> Result<Outcome, PsiError> {
-    let (to_party, party_reader) = memory::pipe(timeout);
-    let (party_writer, from_party) = memory::pipe(timeout);
-    let mut link = StreamTransport::new(party_reader, party_writer);
-    let mut peer = FakePeer {
-        to_party,
-        _from_party: from_party,
-    };
-    script(&mut peer);
-    let FakePeer {
-        to_party,
-        _from_party: from_party,
-    } = peer;
-    drop(to_party);
-    let options = Options {
-        protocol: Protocol::Ecdh,
-        role,
-        both_learn,
-    };
-    let result = run(&mut link, items, options, &|_, _, _| {});
-    drop(from_party);
-    result
-}
+use obscura_psi::transport::{FrameKind, KindByte, TransportError};
+use obscura_psi::{run, HelloError, Options, PeerError, Protocol, PsiError, Role};
 
 /// A client with three items against a fake server.
 fn client(script: impl FnOnce(&mut FakePeer)) -> PsiError {
-    against_fake_peer(
-        Role::Client,
-        &["a", "b", "c"],
-        false,
-        Duration::from_secs(5),
-        script,
-    )
-    .unwrap_err()
+    client_error(Protocol::Ecdh, script)
 }
 
 /// A server with three items, both learning, against a fake client.
 fn server(script: impl FnOnce(&mut FakePeer)) -> PsiError {
-    against_fake_peer(
-        Role::Server,
-        &["a", "b", "c"],
-        true,
-        Duration::from_secs(5),
-        script,
-    )
-    .unwrap_err()
-}
-
-/// Valid, distinct points (as a fake client's blinded items).
-fn points(count: usize) -> Vec<u8> {
-    let hash = HashToGroup::psi();
-    (0..count)
-        .flat_map(|i| hash.hash(&i.to_le_bytes()).compress().to_bytes())
-        .collect()
+    server_error(Protocol::Ecdh, script)
 }
 
 /// A fake server that announces `n_server` items and answers the client's 3 items with
@@ -387,6 +298,7 @@ fn bad_match_positions() {
     ));
     // Valid positions: the server learns that exactly two of its items matched.
     let outcome = against_fake_peer(
+        Protocol::Ecdh,
         Role::Server,
         &["a", "b", "c"],
         true,
@@ -440,9 +352,7 @@ fn handshake_mismatches() {
 #[test]
 fn silent_peers_time_out() {
     let timeout = Duration::from_millis(200);
-    let (to_party, party_reader) = memory::pipe(timeout);
-    let (party_writer, _from_party) = memory::pipe(timeout);
-    let mut link = StreamTransport::new(party_reader, party_writer);
+    let (peer, mut link) = FakePeer::new(Protocol::Ecdh, timeout);
     let options = Options {
         protocol: Protocol::Ecdh,
         role: Role::Client,
@@ -457,17 +367,11 @@ fn silent_peers_time_out() {
         })
     ));
     assert!(started.elapsed() < Duration::from_secs(5));
-    drop(to_party);
+    drop(peer);
 
     // Silent after a valid start: the client waits for the server's points.
-    let (to_party, party_reader) = memory::pipe(timeout);
-    let (party_writer, from_party) = memory::pipe(timeout);
-    let mut peer = FakePeer {
-        to_party,
-        _from_party: from_party,
-    };
+    let (mut peer, mut link) = FakePeer::new(Protocol::Ecdh, timeout);
     honest_start(&mut peer, 4);
-    let mut link = StreamTransport::new(party_reader, party_writer);
     let error = run(&mut link, &["a", "b", "c"], options, &|_, _, _| {}).unwrap_err();
     assert!(matches!(
         error,
