@@ -184,6 +184,17 @@ pub enum PeerError {
         /// The sequence's length.
         len: u64,
     },
+    /// In a bucketed session, the peer entered a bucket with another number of items than the
+    /// padded size both parties derived from the plan.
+    #[error("the peer entered bucket {bucket} with {items} items instead of {expected}")]
+    BucketSize {
+        /// The bucket.
+        bucket: u64,
+        /// The items the peer announced for it.
+        items: u64,
+        /// The padded size of the plan.
+        expected: u64,
+    },
     /// A match position was sent twice.
     #[error("match position {0} was sent twice")]
     RepeatedPosition(u64),

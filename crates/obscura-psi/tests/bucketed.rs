@@ -156,3 +156,47 @@ fn a_plain_peer_is_refused() {
     drop(client_link);
     assert!(server.join().unwrap().is_err());
 }
+
+/// A peer that announces one row count in the plan and enters a bucket with another number of
+/// items is caught after that bucket.
+#[test]
+fn a_peer_that_breaks_the_padding_is_refused() {
+    use obscura_psi::transport::{FrameKind, Transport};
+    use obscura_psi::PeerError;
+    let folder = tempfile::tempdir().unwrap();
+    let (mut client_link, mut server_link) = memory::pair(Duration::from_secs(5));
+    let server = std::thread::spawn(move || {
+        // Plan: 10 rows, buckets of 100 items, a zero nonce; then only 3 items in the bucket.
+        let mut plan = 10u64.to_le_bytes().to_vec();
+        plan.extend_from_slice(&100u64.to_le_bytes());
+        plan.extend_from_slice(&[0u8; 32]);
+        server_link.send(FrameKind::BucketPlan, &plan).unwrap();
+        server_link.recv(FrameKind::BucketPlan, 48).unwrap();
+        let options = Options {
+            protocol: Protocol::Ecdh,
+            role: Role::Server,
+            both_learn: false,
+        };
+        run(&mut server_link, &items(0..3, "a"), options, &|_, _, _| {})
+    });
+    let error = run_bucketed(
+        &mut client_link,
+        items(0..5, "a").as_slice(),
+        options(Role::Client, false, 100),
+        folder.path(),
+        &|_, _, _, _, _| {},
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            PsiError::Peer(PeerError::BucketSize {
+                bucket: 0,
+                items: 3,
+                expected: 10
+            })
+        ),
+        "{error}"
+    );
+    assert!(server.join().unwrap().is_ok());
+}

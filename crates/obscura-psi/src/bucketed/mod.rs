@@ -35,7 +35,7 @@ use obscura_math::sample::OsSampler;
 pub use plan::BucketPlan;
 pub use spill::MAX_ITEM_BYTES;
 
-use crate::{run, Options, PsiError, Role, Stage, Transport};
+use crate::{run, Options, PeerError, PsiError, Role, Stage, Transport};
 
 /// A party's items, read twice (to count, then to partition), in the same order both times.
 pub trait ItemSource {
@@ -172,6 +172,10 @@ pub fn run_bucketed<T: Transport + ?Sized, S: ItemSource + ?Sized>(
     let partition_time = partition_started.elapsed();
 
     let padded = plan.padded_size(role);
+    let peer_role = match role {
+        Role::Client => Role::Server,
+        Role::Server => Role::Client,
+    };
     let learns = role == Role::Client || options.session.both_learn;
     let mut found = learns.then(|| (RowSet::new(rows), 0u64));
     let mut duplicates_dropped = 0;
@@ -196,6 +200,15 @@ pub fn run_bucketed<T: Transport + ?Sized, S: ItemSource + ?Sized>(
         let outcome = run(transport, &items, options.session, &|stage, done, total| {
             progress(b, buckets, stage, done, total)
         })?;
+        let expected = plan.padded_size(peer_role);
+        if outcome.peer_items != expected {
+            return Err(PeerError::BucketSize {
+                bucket: b,
+                items: outcome.peer_items,
+                expected,
+            }
+            .into());
+        }
         if let (Some(intersection), Some((set, size))) = (outcome.intersection, found.as_mut()) {
             let real_rows: Vec<usize> = intersection
                 .rows
