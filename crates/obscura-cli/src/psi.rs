@@ -103,13 +103,15 @@ pub fn run(args: PsiArgs) -> Result<()> {
     let timeout = Duration::from_secs(args.timeout);
     let pool = threads::pool(threads::count(args.threads)?)?;
     // Read (or, streaming, check) the input before waiting for the peer.
-    let source = CsvColumn::open(&args.input, &args.column)?;
-    let items = match args.bucket_items {
-        None => Some(ingest::csv_values(
+    let input = match args.bucket_items {
+        None => Input::Rows(ingest::csv_values(
             &args.input,
             std::slice::from_ref(&args.column),
         )?),
-        Some(_) => None,
+        Some(bucket_items) => Input::Streamed {
+            source: CsvColumn::open(&args.input, &args.column)?,
+            bucket_items,
+        },
     };
     let mut link = match (role, &args.listen, &args.connect) {
         (Role::Server, Some(addr), None) => accept(addr, timeout)?,
@@ -130,45 +132,63 @@ pub fn run(args: PsiArgs) -> Result<()> {
         (_, Stage::OwnItems) => "blinding our items",
         (_, Stage::PeerItems) => "blinding the peer's items",
     };
-    let rows = if let Some(items) = items {
-        let report = |stage, done, total| {
-            bar.set_message(stage_message(stage));
-            bar.set_length(total);
-            bar.set_position(done);
-        };
-        let outcome = pool.install(|| obscura_psi::run(&mut link, &items, options, &report));
-        bar.finish_and_clear();
-        let outcome = outcome.context("the PSI session failed")?;
-        print_summary(&outcome, options);
-        outcome
-            .intersection
-            .map(|i| i.rows.into_iter().map(|row| row as u64).collect::<Vec<_>>())
-    } else {
-        let folder = args.spill_dir.clone().unwrap_or_else(std::env::temp_dir);
-        let bucketed = BucketOptions {
-            session: options,
-            bucket_items: args.bucket_items.unwrap_or(1),
-        };
-        let report = |bucket, buckets, stage, done, total| {
-            bar.set_message(format!(
-                "bucket {}/{buckets}: {}",
-                bucket + 1,
-                stage_message(stage)
-            ));
-            bar.set_length(total);
-            bar.set_position(done);
-        };
-        let outcome = pool.install(|| run_bucketed(&mut link, &source, bucketed, &folder, &report));
-        bar.finish_and_clear();
-        let outcome = outcome.context("the PSI session failed")?;
-        print_bucketed_summary(&outcome, options);
-        outcome.intersection.map(|set| set.iter().collect())
+    let rows = match input {
+        Input::Rows(items) => {
+            let report = |stage, done, total| {
+                bar.set_message(stage_message(stage));
+                bar.set_length(total);
+                bar.set_position(done);
+            };
+            let outcome = pool.install(|| obscura_psi::run(&mut link, &items, options, &report));
+            bar.finish_and_clear();
+            let outcome = outcome.context("the PSI session failed")?;
+            print_summary(&outcome, options);
+            outcome
+                .intersection
+                .map(|i| i.rows.into_iter().map(|row| row as u64).collect::<Vec<_>>())
+        }
+        Input::Streamed {
+            source,
+            bucket_items,
+        } => {
+            let folder = args.spill_dir.clone().unwrap_or_else(std::env::temp_dir);
+            let bucketed = BucketOptions {
+                session: options,
+                bucket_items,
+            };
+            let report = |bucket, buckets, stage, done, total| {
+                bar.set_message(format!(
+                    "bucket {}/{buckets}: {}",
+                    bucket + 1,
+                    stage_message(stage)
+                ));
+                bar.set_length(total);
+                bar.set_position(done);
+            };
+            let outcome =
+                pool.install(|| run_bucketed(&mut link, &source, bucketed, &folder, &report));
+            bar.finish_and_clear();
+            let outcome = outcome.context("the PSI session failed")?;
+            print_bucketed_summary(&outcome, options);
+            outcome.intersection.map(|set| set.iter().collect())
+        }
     };
     if let (Some(output), Some(rows)) = (&args.output, rows) {
         write_rows(&args.input, &rows, output)?;
         println!("wrote {} rows to {}", rows.len(), output.display());
     }
     Ok(())
+}
+
+/// A party's input: its rows in memory, or a column streamed through buckets on disk.
+enum Input {
+    /// The items of every row, read before the session.
+    Rows(Vec<Vec<u8>>),
+    /// The column, read on each pass of a bucketed session.
+    Streamed {
+        source: CsvColumn,
+        bucket_items: u64,
+    },
 }
 
 /// One column of a CSV file with a header row, read from the file on every pass (so a
