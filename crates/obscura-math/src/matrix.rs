@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use crate::kernels;
 
 /// A dense row-major matrix over Z_{2^32} (wrapping arithmetic).
@@ -128,6 +130,30 @@ impl PlaintextMatrix {
         }
     }
 
+    /// The largest squared Euclidean norm of a row, digits read as signed (`0` for an empty
+    /// matrix): the noise of an LWE answer grows with it.
+    pub fn max_row_norm(&self) -> u64 {
+        if self.cols == 0 {
+            return 0;
+        }
+        self.as_bytes()
+            .par_chunks(self.cols)
+            .map(|row| {
+                // Chunks of 2^16 digits keep an i32 sum exact (2^16 · 2^14 = 2^30).
+                row.chunks(1 << 16)
+                    .map(|chunk| {
+                        let sum: i32 = chunk
+                            .iter()
+                            .map(|&d| i32::from(d as i8) * i32::from(d as i8))
+                            .sum();
+                        sum as u64
+                    })
+                    .sum::<u64>()
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
     /// `self · v` over Z_{2^32}, digits read as signed.
     ///
     /// # Panics
@@ -175,6 +201,19 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn max_row_norm_matches_naive(rows in 0usize..6, cols in 0usize..200_000, seed in any::<u64>()) {
+            let mut x = seed | 1;
+            let bytes: Vec<u8> = (0..rows * cols).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u8 }).collect();
+            let expected = bytes
+                .chunks(cols.max(1))
+                .map(|row| row.iter().map(|&d| (i64::from(d as i8)).pow(2) as u64).sum::<u64>())
+                .max()
+                .unwrap_or(0);
+            let matrix = PlaintextMatrix::from_vec(rows, cols, bytes).unwrap();
+            prop_assert_eq!(matrix.max_row_norm(), expected);
+        }
+
         #[test]
         fn mat_vec_matches_naive(rows in 0usize..40, cols in 0usize..70, seed in any::<u64>()) {
             let mut x = seed | 1;

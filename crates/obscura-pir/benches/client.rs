@@ -15,7 +15,9 @@ fn new_client(layout: Layout, matrix: MatrixKind) -> Client {
     let geometry = Geometry::plan(1 << 30, 1024, layout, set).unwrap();
     let hint = Matrix::zeros(geometry.rows() as usize, set.n());
     let format = RecordFormat::Raw;
-    let setup = PublicSetup::new(set, matrix, format, geometry, MatrixSeed([7; 16]), hint).unwrap();
+    // The zero hint is that of an all-zero database, whose rows have norm 0.
+    let seed = MatrixSeed([7; 16]);
+    let setup = PublicSetup::new(set, matrix, format, geometry, 0, seed, hint).unwrap();
     Client::new(setup)
 }
 

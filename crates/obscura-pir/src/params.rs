@@ -76,6 +76,17 @@
 //! against the plain bound is below 1% of the margin. A record spread over ℓ entries fails with
 //! probability at most ℓ·2^-40. With the default set this gives p = 256 up to about 2^19.2
 //! columns and p = 128 up to 2^23.2 columns.
+//!
+//! That is the bound for the worst database, every digit at ±p/2. For a given database the
+//! noise of row r is `Σ_j D[r][j]·e[j]` with the `D[r][j]` fixed and the `e[j]` independent, so
+//! it is subgaussian with variance proxy `σ²·‖D_r‖²`, and the same tail bound holds with the
+//! largest squared row norm `N = max_r ‖D_r‖²` in place of `C·(p/2)²`:
+//! `2·exp(−(q/(2p) − r)² / (2·σ²·N)) ≤ δ` ([`correct_for_row_norm`]). The server encodes its
+//! database with the largest p for which its own rows pass, publishes N in the setup (it is
+//! part of the setup digest), and every setup is checked against it. Digits spread over
+//! `[-p/2, p/2)` have a mean square of about p²/12, a third of the worst case, which allows three
+//! times as many columns: p = 256 up to about 2^20.8 columns with the default set. Keyword
+//! databases always get that spread, since their slots are masked with pseudo-random digits.
 
 use crate::PirError;
 
@@ -188,26 +199,45 @@ impl ParamSet {
         kind == MatrixKind::Uniform || obscura_math::ntt::NttPlan::new(self.n()).is_some()
     }
 
-    /// The largest plaintext modulus exponent that is correct for `columns` columns.
+    /// The largest plaintext modulus exponent that is correct for `columns` columns of any
+    /// data.
     pub fn max_log_p(self, columns: u64) -> Option<u8> {
         max_log_p(columns, self.error_subgaussian())
     }
+
+    /// Whether `log_p` decodes correctly for a database whose rows have squared norms of at most
+    /// `row_norm` (see the module docs).
+    pub fn correct_for_row_norm(self, log_p: u8, row_norm: u64) -> bool {
+        correct_for_row_norm(log_p, row_norm, self.error_subgaussian())
+    }
 }
 
-/// The largest `log_p ≤ 8` for which the noise of `columns` = C columns stays below
-/// `q/(2p) − r` (r the answer rounding, see the module docs) except with probability
-/// δ = 2^-40, for an error with subgaussian parameter `sigma`; `None` if even p = 2 fails.
-pub fn max_log_p(columns: u64, sigma: f64) -> Option<u8> {
+/// The squared norm of a row of `columns` digits all at the largest magnitude `p/2`, saturated
+/// at `u64::MAX`.
+pub fn worst_row_norm(columns: u64, log_p: u8) -> u64 {
+    let half_p = 1u64 << (log_p.clamp(1, MAX_LOG_P) - 1);
+    columns.saturating_mul(half_p * half_p)
+}
+
+/// Whether the noise of a database whose rows have squared norms of at most `row_norm` stays
+/// below `q/(2p) − r` (r the answer rounding, see the module docs) except with probability
+/// δ = 2^-40 per entry, for an error with subgaussian parameter `sigma`.
+pub fn correct_for_row_norm(log_p: u8, row_norm: u64, sigma: f64) -> bool {
     let ln_two_over_delta = f64::from(LOG_FAILURE + 1) * std::f64::consts::LN_2;
     let rounding = 2f64.powi((LOG_Q - ANSWER_BITS - 1) as i32);
-    (1..=MAX_LOG_P).rev().find(|&log_p| {
-        let p = 2f64.powi(i32::from(log_p));
-        let margin = 2f64.powi(LOG_Q as i32) / (2.0 * p) - rounding;
-        // Noise std proxy: σ·(p/2)·√C; need margin² · 2 / (C·p²·σ²) ≥ ln(2/δ).
-        margin > 0.0
-            && margin * margin * 2.0 / (columns.max(1) as f64 * p * p * sigma * sigma)
-                >= ln_two_over_delta
-    })
+    let p = 2f64.powi(i32::from(log_p));
+    let margin = 2f64.powi(LOG_Q as i32) / (2.0 * p) - rounding;
+    // Noise variance proxy σ²·N; need margin² / (2·σ²·N) ≥ ln(2/δ).
+    margin > 0.0
+        && margin * margin / (2.0 * sigma * sigma * row_norm.max(1) as f64) >= ln_two_over_delta
+}
+
+/// The largest `log_p ≤ 8` that is correct for `columns` = C columns of any data: the bound of
+/// [`correct_for_row_norm`] at the worst row norm `C·(p/2)²`; `None` if even p = 2 fails.
+pub fn max_log_p(columns: u64, sigma: f64) -> Option<u8> {
+    (1..=MAX_LOG_P)
+        .rev()
+        .find(|&log_p| correct_for_row_norm(log_p, worst_row_norm(columns, log_p), sigma))
 }
 
 /// How the public matrix `A` is expanded from its seed (see the module docs).
@@ -272,12 +302,14 @@ pub struct LweParams {
 }
 
 impl LweParams {
-    /// Checks the matrix kind against the set and `log_p` against the number of columns.
+    /// Checks the matrix kind against the set, and `log_p` against the database's largest
+    /// squared row norm `row_norm`, which can be at most `columns·(p/2)²`.
     pub fn new(
         set: ParamSet,
         matrix: MatrixKind,
         log_p: u8,
         columns: u64,
+        row_norm: u64,
     ) -> Result<Self, PirError> {
         if !set.supports(matrix) {
             return Err(PirError::InvalidParameters(format!(
@@ -287,13 +319,18 @@ impl LweParams {
                 set.n()
             )));
         }
-        match set.max_log_p(columns) {
-            Some(max) if (1..=max).contains(&log_p) => Ok(Self { set, matrix, log_p }),
-            _ => Err(PirError::InvalidParameters(format!(
-                "p = 2^{log_p} is not correct for {columns} columns with {}",
-                set.name()
-            ))),
+        if !(1..=MAX_LOG_P).contains(&log_p) || row_norm > worst_row_norm(columns, log_p) {
+            return Err(PirError::InvalidParameters(format!(
+                "rows of squared norm {row_norm} cannot be {columns} digits modulo 2^{log_p}"
+            )));
         }
+        if !set.correct_for_row_norm(log_p, row_norm) {
+            return Err(PirError::InvalidParameters(format!(
+                "p = 2^{log_p} is not correct for rows of squared norm {row_norm} with {}",
+                set.name()
+            )));
+        }
+        Ok(Self { set, matrix, log_p })
     }
 
     /// The LWE dimension.
@@ -338,17 +375,45 @@ mod tests {
         assert_eq!(set.max_log_p(1 << 20), Some(7));
         assert_eq!(ParamSet::Frodo1774.max_log_p(1 << 20), Some(8));
         let kind = MatrixKind::Negacyclic;
-        assert!(LweParams::new(set, kind, 8, 1 << 20).is_err());
+        let worst = |log_p| worst_row_norm(1 << 20, log_p);
+        assert!(LweParams::new(set, kind, 8, 1 << 20, worst(8)).is_err());
         assert_eq!(
-            LweParams::new(set, kind, 7, 1 << 20).unwrap().delta(),
+            LweParams::new(set, kind, 7, 1 << 20, worst(7))
+                .unwrap()
+                .delta(),
             1 << 25
         );
-        assert!(LweParams::new(ParamSet::Frodo1774, kind, 8, 1 << 10).is_err());
+        // Digits spread over [-128, 128) (mean square about 128²/3) pass at p = 256.
+        assert!(LweParams::new(set, kind, 8, 1 << 20, (1 << 20) * 5462).is_ok());
+        // A norm no row of that many columns can have is refused.
+        assert!(LweParams::new(set, kind, 7, 1 << 20, worst(7) + 1).is_err());
+        assert!(LweParams::new(ParamSet::Frodo1774, kind, 8, 1 << 10, 0).is_err());
         assert_eq!(
             MatrixKind::default_for(ParamSet::Hintless1408),
             MatrixKind::Uniform
         );
         assert_eq!(MatrixKind::default_for(set), kind);
+    }
+
+    /// At the worst norm the row-norm bound is the column bound; smaller norms allow more
+    /// columns, and 2^20.8 columns of spread digits still pass at p = 256.
+    #[test]
+    fn row_norm_bound_extends_the_column_bound() {
+        let sigma = ParamSet::Ypir1024.error_subgaussian();
+        for log_columns in 10..30 {
+            let columns = 1u64 << log_columns;
+            for log_p in 1..=MAX_LOG_P {
+                let worst = correct_for_row_norm(log_p, worst_row_norm(columns, log_p), sigma);
+                assert_eq!(worst, max_log_p(columns, sigma).is_some_and(|m| m >= log_p));
+                assert!(
+                    !worst
+                        || correct_for_row_norm(log_p, worst_row_norm(columns, log_p) / 3, sigma)
+                );
+            }
+        }
+        let spread = |columns: f64| (columns * 128.0 * 128.0 / 3.0) as u64;
+        assert!(correct_for_row_norm(8, spread(2f64.powf(20.7)), sigma));
+        assert!(!correct_for_row_norm(8, spread(2f64.powf(20.9)), sigma));
     }
 
     #[test]

@@ -1,13 +1,25 @@
-//! The versioned binary envelope of every Obscura message and file.
+//! The versioned binary envelopes of every Obscura message and file.
+//!
+//! Setups and files carry the full envelope:
 //!
 //! ```text
 //! magic "OBSC" | version: u16 LE | kind: u16 LE | setup digest: 32 bytes | body
 //! ```
 //!
 //! The digest names the setup (parameters, layout, shape and seed) a message belongs to, so a
-//! message is never decoded against the wrong setup. Integers are little-endian; vectors of
-//! `u32` are raw little-endian arrays. [`Reader`] checks every length against the bytes actually
-//! present before anything is allocated.
+//! message is never decoded against the wrong setup. Queries and answers, the messages sent on
+//! every lookup, carry an 8-byte compact envelope instead, since their length is fixed by the
+//! setup they belong to:
+//!
+//! ```text
+//! magic "O" | version: u8 | kind: u8 | setup tag: the digest's first 5 bytes | raw entries
+//! ```
+//!
+//! The 40-bit tag catches a message meant for another setup (a client whose copy of the setup
+//! went stale when the database was rebuilt) except with probability 2^-40; like the digest, it
+//! is a consistency check, not an authenticator. Integers are little-endian; vectors of `u32` are
+//! raw little-endian arrays. [`Reader`] checks every length against the bytes actually present
+//! before anything is allocated.
 
 use crate::PirError;
 
@@ -15,10 +27,27 @@ use crate::PirError;
 pub const MAGIC: [u8; 4] = *b"OBSC";
 
 /// The format version this build writes and reads.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 
 /// Length of the envelope before the body.
 pub const HEADER_BYTES: usize = 4 + 2 + 2 + 32;
+
+/// The first byte of every query and answer.
+pub const COMPACT_MAGIC: u8 = b'O';
+
+/// Bytes of the setup digest a compact envelope carries.
+pub const TAG_BYTES: usize = 5;
+
+/// Length of the compact envelope of queries and answers.
+pub const COMPACT_HEADER_BYTES: usize = 3 + TAG_BYTES;
+
+/// The setup tag of a compact envelope: the first bytes of the setup digest.
+pub type Tag = [u8; TAG_BYTES];
+
+/// The tag that names the setup with `digest` in compact envelopes.
+pub fn tag_of(digest: &Digest) -> Tag {
+    digest[..TAG_BYTES].try_into().expect("tag bytes")
+}
 
 /// A SHA-256 digest naming a setup.
 pub type Digest = [u8; 32];
@@ -35,6 +64,8 @@ pub enum Kind {
     LweAnswer = 3,
     /// The public setup of a keyword database (filter parameters and the LWE setup).
     KeywordSetup = 4,
+    /// The public setup of a TreePIR database (tree size, root and one LWE setup per colour).
+    TreePirSetup = 5,
     /// A stored database file.
     DatabaseFile = 16,
 }
@@ -47,6 +78,7 @@ impl Kind {
             Self::LweQuery => "query",
             Self::LweAnswer => "answer",
             Self::KeywordSetup => "keyword setup",
+            Self::TreePirSetup => "TreePIR setup",
             Self::DatabaseFile => "database file",
         }
     }
@@ -58,6 +90,12 @@ pub fn write_header(out: &mut Vec<u8>, kind: Kind, digest: &Digest) {
     out.extend_from_slice(&VERSION.to_le_bytes());
     out.extend_from_slice(&(kind as u16).to_le_bytes());
     out.extend_from_slice(digest);
+}
+
+/// Appends the compact envelope for `kind` and the setup with `digest` to `out`.
+pub fn write_compact_header(out: &mut Vec<u8>, kind: Kind, digest: &Digest) {
+    out.extend_from_slice(&[COMPACT_MAGIC, VERSION as u8, kind as u8]);
+    out.extend_from_slice(&tag_of(digest));
 }
 
 /// An unsigned integer stored little-endian in messages.
@@ -87,15 +125,6 @@ impl Word for u32 {
     }
     fn get(bytes: &[u8]) -> Self {
         Self::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
-    }
-}
-
-/// Appends a vector of words as its length (u64) followed by the raw little-endian entries.
-pub fn write_words<W: Word>(out: &mut Vec<u8>, values: &[W]) {
-    out.extend_from_slice(&(values.len() as u64).to_le_bytes());
-    out.reserve(values.len() * W::BYTES);
-    for &value in values {
-        value.put(out);
     }
 }
 
@@ -136,6 +165,35 @@ impl<'a> Reader<'a> {
         Ok((reader, digest))
     }
 
+    /// Opens a message of `kind` in the compact envelope: checks magic, version and kind and
+    /// returns the reader positioned at the entries together with the setup tag.
+    pub fn open_compact(bytes: &'a [u8], kind: Kind) -> Result<(Self, Tag), PirError> {
+        let mut reader = Self {
+            bytes,
+            what: kind.describe(),
+        };
+        if bytes.len() < COMPACT_HEADER_BYTES {
+            return Err(reader.error(format!(
+                "{} bytes is shorter than the {COMPACT_HEADER_BYTES}-byte header",
+                bytes.len()
+            )));
+        }
+        let [magic, version, found] = reader.take(3)?.try_into().expect("3 bytes");
+        if magic != COMPACT_MAGIC {
+            return Err(reader.error("not an Obscura message (bad magic)"));
+        }
+        if u16::from(version) != VERSION {
+            return Err(reader.error(format!(
+                "format version {version} is not supported (this build reads version {VERSION})"
+            )));
+        }
+        if u16::from(found) != kind as u16 {
+            return Err(reader.error(format!("message kind {found} is not a {}", kind.describe())));
+        }
+        let tag = reader.take(TAG_BYTES)?.try_into().expect("tag bytes");
+        Ok((reader, tag))
+    }
+
     /// A malformed-message error for this message.
     pub fn error(&self, reason: impl Into<String>) -> PirError {
         PirError::malformed(self.what, reason)
@@ -173,16 +231,6 @@ impl<'a> Reader<'a> {
         ))
     }
 
-    /// The next vector of words written by [`write_words`], which must hold exactly `expected`
-    /// entries; the length is checked before allocating.
-    pub fn words<W: Word>(&mut self, expected: usize) -> Result<Vec<W>, PirError> {
-        let count = self.u64()?;
-        if count != expected as u64 {
-            return Err(self.error(format!("{count} entries where {expected} are expected")));
-        }
-        self.words_raw(expected)
-    }
-
     /// The next `count` raw little-endian words (no length prefix); checked before allocating.
     pub fn words_raw<W: Word>(&mut self, count: usize) -> Result<Vec<W>, PirError> {
         let len = count
@@ -215,17 +263,21 @@ mod tests {
     fn header_round_trip_and_checks() {
         let mut out = Vec::new();
         write_header(&mut out, Kind::LweQuery, &[7; 32]);
-        write_words(&mut out, &[1u32, 2, 3]);
-        write_words(&mut out, &[4u16, 5]);
+        for value in [1u32, 2, 3] {
+            value.put(&mut out);
+        }
+        for value in [4u16, 5] {
+            value.put(&mut out);
+        }
         let (mut reader, digest) = Reader::open(&out, Kind::LweQuery).unwrap();
         assert_eq!(digest, [7; 32]);
-        assert_eq!(reader.words::<u32>(3).unwrap(), vec![1, 2, 3]);
-        assert_eq!(reader.words::<u16>(2).unwrap(), vec![4, 5]);
+        assert_eq!(reader.words_raw::<u32>(3).unwrap(), vec![1, 2, 3]);
+        assert_eq!(reader.words_raw::<u16>(2).unwrap(), vec![4, 5]);
         reader.finish().unwrap();
 
         assert!(Reader::open(&out, Kind::LweAnswer).is_err());
         let (mut reader, _) = Reader::open(&out, Kind::LweQuery).unwrap();
-        assert!(reader.words::<u32>(4).is_err());
+        assert!(reader.words_raw::<u32>(6).is_err());
         let mut bad = out.clone();
         bad[4] = 9;
         assert!(Reader::open(&bad, Kind::LweQuery).is_err());
@@ -235,11 +287,33 @@ mod tests {
     }
 
     #[test]
-    fn huge_declared_length_is_refused_without_allocating() {
+    fn compact_header_round_trip_and_checks() {
+        let digest: Digest = std::array::from_fn(|i| i as u8);
         let mut out = Vec::new();
-        write_header(&mut out, Kind::LweAnswer, &[0; 32]);
-        out.extend_from_slice(&u64::MAX.to_le_bytes());
-        let (mut reader, _) = Reader::open(&out, Kind::LweAnswer).unwrap();
-        assert!(reader.words::<u32>(usize::MAX / 2).is_err());
+        write_compact_header(&mut out, Kind::LweAnswer, &digest);
+        assert_eq!(out.len(), COMPACT_HEADER_BYTES);
+        out.extend_from_slice(&[9, 0, 8, 0]);
+        let (mut reader, tag) = Reader::open_compact(&out, Kind::LweAnswer).unwrap();
+        assert_eq!(tag, tag_of(&digest));
+        assert_eq!(reader.words_raw::<u16>(2).unwrap(), vec![9, 8]);
+        reader.finish().unwrap();
+
+        assert!(Reader::open_compact(&out, Kind::LweQuery).is_err());
+        for (at, byte) in [(0, b'X'), (1, 1)] {
+            let mut bad = out.clone();
+            bad[at] = byte;
+            assert!(Reader::open_compact(&bad, Kind::LweAnswer).is_err());
+        }
+        assert!(Reader::open_compact(&out[..7], Kind::LweAnswer).is_err());
+    }
+
+    #[test]
+    fn huge_expected_length_is_refused_without_allocating() {
+        let mut out = Vec::new();
+        write_compact_header(&mut out, Kind::LweAnswer, &[0; 32]);
+        out.extend_from_slice(&[0; 16]);
+        let (mut reader, _) = Reader::open_compact(&out, Kind::LweAnswer).unwrap();
+        assert!(reader.words_raw::<u32>(usize::MAX / 2).is_err());
+        assert!(reader.words_raw::<u32>(usize::MAX / 4 + 1).is_err());
     }
 }

@@ -48,6 +48,33 @@ fn every_present_key_returns_its_value() {
     }
 }
 
+/// Rows hold the 16-byte check, then a length only when values differ in length, in the fewest
+/// bytes that hold the longest one; every shape retrieves every value.
+#[test]
+fn rows_carry_a_length_only_when_values_differ() {
+    let same: Vec<_> = (0..40u8).map(|i| (vec![i], vec![i; 24])).collect();
+    let mut mixed: Vec<_> = (0..40u8)
+        .map(|i| (vec![i], vec![i; usize::from(i)]))
+        .collect();
+    mixed.push((b"long".to_vec(), vec![7; 300]));
+    let mut trailing_zeros = same.clone();
+    trailing_zeros[3].1 = vec![0; 20];
+    for (pairs, row_bytes) in [
+        (same, 16 + 24),
+        (mixed, 16 + 2 + 300),
+        (trailing_zeros, 16 + 1 + 24),
+    ] {
+        let server = KeywordServer::setup(&pairs, KeywordOptions::default(), &|_, _| {}).unwrap();
+        let setup = KeywordSetup::from_bytes(&server.public_setup().to_bytes()).unwrap();
+        assert_eq!(setup.lwe().geometry().record_bytes(), row_bytes);
+        let mut client = KeywordClient::new(setup);
+        for (key, value) in &pairs {
+            assert_eq!(lookup(&server, &mut client, key).as_ref(), Some(value));
+        }
+        assert_eq!(lookup(&server, &mut client, b"absent"), None);
+    }
+}
+
 /// 10^5 random absent keys per arity are all reported absent (spread over the threads).
 #[test]
 fn absent_keys_are_reported_absent() {

@@ -288,3 +288,27 @@ fn variable_length_values() {
         Server::setup_values(&[vec![0u8; 1 << 20]], SetupOptions::default(), &|_, _| {}).is_err()
     );
 }
+
+/// A database gets the largest plaintext modulus its own rows allow: 2^20 columns of spread
+/// digits pass at p = 256 where the bound for any data gives p = 128, and digits all at -p/2
+/// fall back to p = 128. Both retrieve their records.
+#[test]
+fn the_plaintext_modulus_follows_the_data() {
+    let options = SetupOptions {
+        layout: Layout::OnePerColumn,
+        ..SetupOptions::default()
+    };
+    let columns = 1usize << 20;
+    assert_eq!(ParamSet::Ypir1024.max_log_p(columns as u64), Some(7));
+    for (data, log_p) in [(data(columns, 5), 8), (vec![0x80; columns], 7)] {
+        let server = Server::setup(&data, 1, options, &|_, _| {}).unwrap();
+        let setup = server.public_setup();
+        assert_eq!(setup.params().log_p, log_p);
+        assert!(setup.row_norm() > 0);
+        let mut client = Client::new(setup.clone());
+        for index in [0, 12_345, columns as u64 - 1] {
+            let got = retrieve(&server, &mut client, index).unwrap();
+            assert_eq!(got, expected(&data, 1, index), "p = 2^{log_p}, index {index}");
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! Messages and states are bound to their setup: mixing setups is a typed error, never a wrong
 //! record.
 
+use obscura_math::matrix::PlaintextMatrix;
 use obscura_pir::lwe::{Answer, Client, PublicSetup, Query, Server, SetupOptions};
 use obscura_pir::{PirClient, PirError, PirServer};
 
@@ -79,4 +80,20 @@ fn public_setup_round_trips_and_verifies_its_digest() {
             "flip at byte {position} accepted"
         );
     }
+}
+
+/// A stored database whose rows are larger than its setup's row norm would decode wrongly: it
+/// is refused when the server is assembled.
+#[test]
+fn a_database_above_the_setup_norm_is_refused() {
+    let (a, _, _) = two_servers();
+    let database = a.database();
+    let (rows, cols) = (database.rows(), database.cols());
+    let same = PlaintextMatrix::from_vec(rows, cols, database.as_bytes().to_vec()).unwrap();
+    assert!(Server::from_parts(a.public_setup().clone(), same).is_ok());
+    let louder = PlaintextMatrix::from_vec(rows, cols, vec![0x80; rows * cols]).unwrap();
+    assert!(matches!(
+        Server::from_parts(a.public_setup().clone(), louder),
+        Err(PirError::InvalidParameters(_))
+    ));
 }

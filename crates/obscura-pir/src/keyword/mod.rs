@@ -2,18 +2,23 @@
 //! query to the LWE engine.
 //!
 //! The store is a binary fuse filter ([`fuse`]) whose slots are whole rows: each key-value pair
-//! becomes the row `digest(key) ‖ len (u32 LE) ‖ value ‖ zero padding`, cut into plaintext
-//! digits, and the slots are filled (mod p) so that for every stored key the sum of its 3 or 4
+//! becomes the row `check ‖ len ‖ value ‖ zero padding`, cut into plaintext digits, where `check`
+//! is the first 128 bits of the key's digest and `len` is the value's length in the fewest bytes
+//! that hold the longest one (no bytes at all when every value has the same length). The slots are filled (mod p) so that for every stored key the sum of its 3 or 4
 //! slots plus a per-key pseudo-random mask is its row. The database matrix has one slot per
 //! column (the one-per-column layout), so a lookup is an LWE query with Δ at the key's slots: the
-//! answer decodes to the sum of those columns. A decoded row whose 32-byte digest differs from
-//! the key's (compared in constant time), or whose length or padding is wrong, means the key is
-//! absent: an absent key is accepted with probability about 2^-256, never as a wrong value.
+//! answer decodes to the sum of those columns. A decoded row whose 128-bit check differs from the
+//! key's (compared in constant time), or whose length or padding is wrong, means the key is
+//! absent: an absent key is accepted with probability about 2^-128, never as a wrong value.
+//!
+//! Every row byte is a byte the server streams on each answer, so the row carries no more than
+//! that: 16 check bytes and, for equal-length values, no length (1,040 bytes per 1 KiB value).
 //!
 //! The design and its sources are in `../shared/design/batch-and-keyword.md` §3.
 
 pub mod fuse;
 
+use obscura_math::matrix::PlaintextMatrix;
 use obscura_math::pack;
 use sha2::{Digest as _, Sha256};
 
@@ -25,14 +30,24 @@ use crate::wire::{self, Kind, Reader};
 use crate::{PirError, PirServer};
 use fuse::{Arity, FuseShape, MAX_KEYS};
 
-/// Bytes of a key digest.
+/// Bytes of a key digest; the filter hash and the duplicate check use all of them.
 pub const DIGEST_BYTES: usize = 32;
+
+/// Bytes of the digest stored in each row and compared when decoding (128 bits).
+pub const CHECK_BYTES: usize = 16;
 
 /// Filter seeds tried before a build gives up (a failure is then astronomically unlikely).
 const MAX_ATTEMPTS: usize = 100;
 
-/// Bytes of row before the value: digest and length.
-const ROW_HEADER: usize = DIGEST_BYTES + 4;
+/// The fewest bytes that hold every length up to `max_value`, or none when every value is
+/// `max_value` bytes long (the length is then implied).
+fn length_bytes(max_value: u64, uniform: bool) -> u8 {
+    if uniform {
+        0
+    } else {
+        (u64::BITS - max_value.leading_zeros()).div_ceil(8).max(1) as u8
+    }
+}
 
 /// The 32-byte digest of a key (SHA-256, domain-separated).
 pub fn key_digest(key: &[u8]) -> [u8; DIGEST_BYTES] {
@@ -120,6 +135,7 @@ pub struct KeywordSetup {
     seed: [u8; 32],
     keys: u64,
     max_value: u64,
+    length_bytes: u8,
 }
 
 impl KeywordSetup {
@@ -147,6 +163,11 @@ impl KeywordSetup {
         self.shape
     }
 
+    /// Bytes of a row before the value: the check and the length.
+    fn row_header(&self) -> usize {
+        CHECK_BYTES + usize::from(self.length_bytes)
+    }
+
     /// The encoded setup: the filter parameters, then the LWE setup.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
@@ -155,6 +176,7 @@ impl KeywordSetup {
         out.extend_from_slice(&self.seed);
         out.extend_from_slice(&self.keys.to_le_bytes());
         out.extend_from_slice(&self.max_value.to_le_bytes());
+        out.push(self.length_bytes);
         out.extend_from_slice(&self.lwe.to_bytes());
         out
     }
@@ -166,7 +188,12 @@ impl KeywordSetup {
         let arity = Arity::from_count(usize::from(count))
             .ok_or_else(|| reader.error(format!("arity {count} is not 3 or 4")))?;
         let seed: [u8; 32] = reader.take(32)?.try_into().expect("32 bytes");
-        let (keys, max_value) = (reader.u64()?, reader.u64()?);
+        let (keys, max_value, length_bytes) = (reader.u64()?, reader.u64()?, reader.u8()?);
+        if length_bytes != 0 && length_bytes != self::length_bytes(max_value, false) {
+            return Err(reader.error(format!(
+                "{length_bytes}-byte lengths for values of up to {max_value} bytes"
+            )));
+        }
         let shape = FuseShape::new(keys, arity)
             .ok_or_else(|| reader.error(format!("{keys} keys is more than {MAX_KEYS}")))?;
         let lwe = PublicSetup::from_bytes(reader.rest())?;
@@ -182,9 +209,10 @@ impl KeywordSetup {
             seed,
             keys,
             max_value,
+            length_bytes,
         };
         let g = setup.lwe.geometry();
-        let row_bytes = (ROW_HEADER as u64).checked_add(max_value);
+        let row_bytes = (setup.row_header() as u64).checked_add(max_value);
         if keys == 0
             || g.records() != setup.shape().size()
             || Some(g.record_bytes()) != row_bytes
@@ -196,6 +224,63 @@ impl KeywordSetup {
             ));
         }
         Ok(setup)
+    }
+}
+
+/// The pairs of a keyword database and their peeled filter, ready to be encoded.
+struct Filled<'a, K, V> {
+    pairs: &'a [(K, V)],
+    digests: &'a [[u8; DIGEST_BYTES]],
+    hashes: &'a [u64],
+    order: &'a [(u32, u8)],
+    shape: &'a FuseShape,
+    length_bytes: u8,
+    row_bytes: usize,
+}
+
+impl<K: AsRef<[u8]>, V: AsRef<[u8]>> Filled<'_, K, V> {
+    /// The database matrix of `geometry` (one slot per column), filled in reverse
+    /// peeling order so that each key's slots and mask sum to its row.
+    fn matrix(&self, geometry: &Geometry) -> PlaintextMatrix {
+        let log_p = geometry.log_p();
+        let width = u32::from(log_p);
+        let p = 1u16 << width;
+        let (rows, size) = (geometry.rows() as usize, geometry.cols() as usize);
+        let arity = self.shape.arity().get();
+        let header = CHECK_BYTES + usize::from(self.length_bytes);
+        // Slot vectors, one per column.
+        let mut slots = vec![0u8; size * rows];
+        let mut row = vec![0u8; self.row_bytes];
+        for &(key, t) in self.order.iter().rev() {
+            let (key, t) = (key as usize, usize::from(t));
+            let value = self.pairs[key].1.as_ref();
+            row.fill(0);
+            row[..CHECK_BYTES].copy_from_slice(&self.digests[key][..CHECK_BYTES]);
+            row[CHECK_BYTES..header].copy_from_slice(
+                &(value.len() as u64).to_le_bytes()[..usize::from(self.length_bytes)],
+            );
+            row[header..header + value.len()].copy_from_slice(value);
+            let digits = pack::pack(&row, width);
+            let positions = self.shape.positions(self.hashes[key]);
+            let target = positions[t] as usize;
+            for (j, &digit) in digits.iter().enumerate().take(rows) {
+                let others = (0..arity).filter(|&u| u != t).fold(0u16, |sum, u| {
+                    sum + u16::from(slots[positions[u] as usize * rows + j])
+                });
+                let mask = u16::from(mask_digit(self.hashes[key], j, log_p));
+                // others + mask ≤ 4(p − 1) < 4p, so adding 4p keeps the difference positive.
+                let wanted = u16::from(digit) + 4 * p - others - mask;
+                slots[target * rows + j] = (wanted % p) as u8;
+            }
+        }
+        // The row-major matrix of centered digits.
+        let mut matrix = vec![0u8; rows * size];
+        for (column, slot) in slots.chunks_exact(rows).enumerate() {
+            for (r, &digit) in slot.iter().enumerate() {
+                matrix[r * size + column] = lwe::centered(digit, width);
+            }
+        }
+        PlaintextMatrix::from_vec(rows, size, matrix).expect("shape")
     }
 }
 
@@ -236,12 +321,10 @@ impl KeywordServer {
                 "{keys} keys is more than the {MAX_KEYS} supported"
             ))
         })?;
-        let max_value = pairs
-            .iter()
-            .map(|(_, v)| v.as_ref().len())
-            .max()
-            .unwrap_or(0);
-        let row_bytes = (ROW_HEADER + max_value) as u64;
+        let lengths = || pairs.iter().map(|(_, v)| v.as_ref().len());
+        let max_value = lengths().max().unwrap_or(0);
+        let length_bytes = length_bytes(max_value as u64, lengths().all(|l| l == max_value));
+        let row_bytes = (CHECK_BYTES + usize::from(length_bytes) + max_value) as u64;
         let attempts = std::iter::repeat_with(|| {
             let mut seed = [0u8; 32];
             getrandom::getrandom(&mut seed).map_err(obscura_math::sample::RngError)?;
@@ -253,50 +336,28 @@ impl KeywordServer {
             hashes,
             order,
         } = peel_with_retries(&shape, attempts.take(MAX_ATTEMPTS))?;
-        let geometry = Geometry::plan(
-            shape.size() * row_bytes,
+        let slots = shape.size();
+        let planned = Geometry::plan(
+            slots * row_bytes,
             row_bytes,
             Layout::OnePerColumn,
             options.params,
         )?;
-        let (rows, size) = (geometry.rows() as usize, shape.size() as usize);
-        let log_p = geometry.log_p();
-        let width = u32::from(log_p);
-        let p = 1u16 << width;
-
-        // Slot vectors, one per column, filled in reverse peeling order.
-        let mut slots = vec![0u8; size * rows];
-        let mut row = vec![0u8; row_bytes as usize];
-        for &(key, t) in order.iter().rev() {
-            let (key, t) = (key as usize, usize::from(t));
-            let value = pairs[key].1.as_ref();
-            row.fill(0);
-            row[..DIGEST_BYTES].copy_from_slice(&digests[key]);
-            row[DIGEST_BYTES..ROW_HEADER].copy_from_slice(&(value.len() as u32).to_le_bytes());
-            row[ROW_HEADER..ROW_HEADER + value.len()].copy_from_slice(value);
-            let digits = pack::pack(&row, width);
-            let positions = shape.positions(hashes[key]);
-            let target = positions[t] as usize;
-            for (j, &digit) in digits.iter().enumerate().take(rows) {
-                let others = (0..arity.get()).filter(|&u| u != t).fold(0u16, |sum, u| {
-                    sum + u16::from(slots[positions[u] as usize * rows + j])
-                });
-                let mask = u16::from(mask_digit(hashes[key], j, log_p));
-                // others + mask ≤ 4(p − 1) < 4p, so adding 4p keeps the difference positive.
-                let wanted = u16::from(digit) + 4 * p - others - mask;
-                slots[target * rows + j] = (wanted % p) as u8;
-            }
-        }
-        // The row-major matrix of centered digits.
-        let mut matrix = vec![0u8; rows * size];
-        for (column, slot) in slots.chunks_exact(rows).enumerate() {
-            for (r, &digit) in slot.iter().enumerate() {
-                matrix[r * size + column] = lwe::centered(digit, width);
-            }
-        }
-        drop(slots);
-        let database =
-            obscura_math::matrix::PlaintextMatrix::from_vec(rows, size, matrix).expect("shape");
+        let filled = Filled {
+            pairs,
+            digests: &digests,
+            hashes: &hashes,
+            order: &order,
+            shape: &shape,
+            length_bytes,
+            row_bytes: row_bytes as usize,
+        };
+        let (geometry, database) = lwe::encode_with_largest_p(options.params, planned, |log_p| {
+            let geometry =
+                Geometry::with_log_p(slots * row_bytes, row_bytes, Layout::OnePerColumn, log_p)?;
+            let database = filled.matrix(&geometry);
+            Ok((geometry, database))
+        })?;
         let lwe_options = SetupOptions {
             params: options.params,
             layout: Layout::OnePerColumn,
@@ -315,6 +376,7 @@ impl KeywordServer {
             seed,
             keys,
             max_value: max_value as u64,
+            length_bytes,
         };
         Ok(Self { lwe, setup })
     }
@@ -405,19 +467,24 @@ impl KeywordClient {
             *digit =
                 ((u16::from(*digit) + u16::from(mask_digit(state.hash, j, log_p))) & p_mask) as u8;
         }
-        let row_bytes = ROW_HEADER + self.setup.max_value as usize;
-        let row = pack::unpack(&digits, u32::from(log_p), row_bytes);
-        // Constant time in the digest: OR of all byte differences.
-        let difference = row[..DIGEST_BYTES]
+        let (header, max_value) = (self.setup.row_header(), self.setup.max_value);
+        let row = pack::unpack(&digits, u32::from(log_p), header + max_value as usize);
+        // Constant time in the check: OR of all byte differences.
+        let difference = row[..CHECK_BYTES]
             .iter()
             .zip(&state.digest)
             .fold(0u8, |acc, (a, b)| acc | (a ^ b));
-        let len =
-            u32::from_le_bytes(row[DIGEST_BYTES..ROW_HEADER].try_into().expect("4 bytes")) as usize;
-        if std::hint::black_box(difference) != 0 || len > self.setup.max_value as usize {
+        let len = if header == CHECK_BYTES {
+            max_value
+        } else {
+            let mut len = [0u8; 8];
+            len[..header - CHECK_BYTES].copy_from_slice(&row[CHECK_BYTES..header]);
+            u64::from_le_bytes(len)
+        };
+        if std::hint::black_box(difference) != 0 || len > max_value {
             return Ok(None);
         }
-        let (value, padding) = row[ROW_HEADER..].split_at(len);
+        let (value, padding) = row[header..].split_at(len as usize);
         if padding.iter().any(|&b| b != 0) {
             return Ok(None);
         }

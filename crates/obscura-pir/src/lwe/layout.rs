@@ -127,9 +127,28 @@ impl Geometry {
         })
     }
 
+    /// The geometry of `data_bytes` bytes of records of `record_bytes` bytes with the given
+    /// layout, stored as `log_p`-bit digits.
+    pub fn with_log_p(
+        data_bytes: u64,
+        record_bytes: u64,
+        layout: Layout,
+        log_p: u8,
+    ) -> Result<Self, PirError> {
+        if record_bytes == 0 {
+            return Err(PirError::InvalidParameters(
+                "record size must be at least 1 byte".into(),
+            ));
+        }
+        let records = data_bytes.div_ceil(record_bytes);
+        let per_column = layout.records_per_column(records, record_bytes, log_p);
+        Self::new(records, record_bytes, data_bytes, per_column, log_p)
+    }
+
     /// Plans the geometry for `data_bytes` bytes of records of `record_bytes` bytes with the
     /// given layout: the largest plaintext modulus that the parameter set allows for the
-    /// resulting number of columns.
+    /// resulting number of columns whatever the data (a server may then pick a larger one that
+    /// its own data allows, see [`crate::params`]).
     pub fn plan(
         data_bytes: u64,
         record_bytes: u64,

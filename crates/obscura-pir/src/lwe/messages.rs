@@ -1,7 +1,7 @@
 //! Queries and answers, and their binary encodings.
 
 use super::setup::PublicSetup;
-use crate::wire::{self, Digest, Kind, Reader};
+use crate::wire::{self, Digest, Kind, Reader, Word as _};
 use crate::PirError;
 
 /// A query: `A·s + e + Δ·u_column`, one entry per matrix column, tagged with its setup digest.
@@ -33,29 +33,40 @@ macro_rules! vector_message {
                 &self.values
             }
 
-            /// The encoded message.
+            /// The length of the encoded message for `setup`.
+            pub fn encoded_len(setup: &PublicSetup) -> u64 {
+                let expected: u64 = $len(setup);
+                wire::COMPACT_HEADER_BYTES as u64 + std::mem::size_of::<$word>() as u64 * expected
+            }
+
+            /// The encoded message, in the compact envelope: its length is fixed by the setup.
             pub fn to_bytes(&self) -> Vec<u8> {
                 let mut out = Vec::with_capacity(
-                    wire::HEADER_BYTES + 8 + std::mem::size_of::<$word>() * self.values.len(),
+                    wire::COMPACT_HEADER_BYTES + std::mem::size_of::<$word>() * self.values.len(),
                 );
-                wire::write_header(&mut out, $kind, &self.digest);
-                wire::write_words(&mut out, &self.values);
+                wire::write_compact_header(&mut out, $kind, &self.digest);
+                for &value in &self.values {
+                    value.put(&mut out);
+                }
                 out
             }
 
-            /// Decodes a message that must belong to `setup`: the digest and the length are
+            /// Decodes a message that must belong to `setup`: the setup tag and the length are
             /// checked before the entries are allocated.
             pub fn from_bytes(bytes: &[u8], setup: &PublicSetup) -> Result<Self, PirError> {
-                let (mut reader, digest) = Reader::open(bytes, $kind)?;
-                if &digest != setup.digest() {
+                let (mut reader, tag) = Reader::open_compact(bytes, $kind)?;
+                if tag != wire::tag_of(setup.digest()) {
                     return Err(PirError::SetupMismatch {
                         what: $kind.describe(),
                     });
                 }
                 let expected: u64 = $len(setup);
-                let values = reader.words::<$word>(expected as usize)?;
+                let values = reader.words_raw::<$word>(expected as usize)?;
                 reader.finish()?;
-                Ok(Self { digest, values })
+                Ok(Self {
+                    digest: *setup.digest(),
+                    values,
+                })
             }
 
             /// Checks that an in-memory message belongs to `setup`.

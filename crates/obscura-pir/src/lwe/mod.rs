@@ -25,5 +25,6 @@ pub use client::{Client, QueryState};
 pub use layout::{Geometry, Layout, RecordLocation, MAX_RECORD_BYTES};
 pub use messages::{Answer, Query};
 pub(crate) use server::centered;
+pub(crate) use server::encode_with_largest_p;
 pub use server::Server;
 pub use setup::{PublicSetup, RecordFormat, SetupOptions};

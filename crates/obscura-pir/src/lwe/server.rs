@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use super::layout::{Geometry, MAX_RECORD_BYTES};
 use super::messages::{Answer, Query};
 use super::setup::{matrix_a, PublicSetup, RecordFormat, SetupOptions};
-use crate::params::{LweParams, MatrixKind, ANSWER_BITS};
+use crate::params::{worst_row_norm, LweParams, MatrixKind, ParamSet, ANSWER_BITS, MAX_LOG_P};
 use crate::{PirError, PirServer};
 
 /// Columns of `D` (rows of `A`) processed per step of the hint product (a 256 x 1024 block of
@@ -80,13 +80,12 @@ impl Server {
         options: SetupOptions,
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Self, PirError> {
-        let geometry = Geometry::plan(
-            data.len() as u64,
-            record_bytes,
-            options.layout,
-            options.params,
-        )?;
-        let database = encode_database(data, &geometry);
+        let data_bytes = data.len() as u64;
+        let planned = Geometry::plan(data_bytes, record_bytes, options.layout, options.params)?;
+        let (geometry, database) = encode_with_largest_p(options.params, planned, |log_p| {
+            let geometry = Geometry::with_log_p(data_bytes, record_bytes, options.layout, log_p)?;
+            Ok((geometry, encode_database(data, &geometry)))
+        })?;
         Self::with_database(database, geometry, format, options, progress)
     }
 
@@ -101,7 +100,8 @@ impl Server {
         let seed = MatrixSeed::random().map_err(obscura_math::sample::RngError)?;
         let set = options.params;
         let kind = options.matrix.unwrap_or(MatrixKind::default_for(set));
-        let params = LweParams::new(set, kind, geometry.log_p(), geometry.cols())?;
+        let row_norm = database.max_row_norm();
+        let params = LweParams::new(set, kind, geometry.log_p(), geometry.cols(), row_norm)?;
         let n = params.n();
         let a = matrix_a(&params, seed, &geometry);
         let cols = geometry.cols() as usize;
@@ -125,11 +125,12 @@ impl Server {
             first += count;
             progress(first as u64, cols as u64);
         }
-        let setup = PublicSetup::new(set, kind, format, geometry, seed, hint)?;
+        let setup = PublicSetup::new(set, kind, format, geometry, row_norm, seed, hint)?;
         Ok(Self { setup, database })
     }
 
-    /// A server from a stored setup and database; checks that they fit together.
+    /// A server from a stored setup and database; checks that they fit together, the database's
+    /// row norms included (one pass over it).
     pub fn from_parts(setup: PublicSetup, database: PlaintextMatrix) -> Result<Self, PirError> {
         let g = setup.geometry();
         if database.rows() as u64 != g.rows() || database.cols() as u64 != g.cols() {
@@ -139,6 +140,13 @@ impl Server {
                 database.cols(),
                 g.rows(),
                 g.cols()
+            )));
+        }
+        let norm = database.max_row_norm();
+        if norm > setup.row_norm() {
+            return Err(PirError::InvalidParameters(format!(
+                "a database row has squared norm {norm}, above the setup's {}",
+                setup.row_norm()
             )));
         }
         Ok(Self { setup, database })
@@ -187,6 +195,27 @@ impl PirServer for Server {
             })
             .collect())
     }
+}
+
+/// Encodes a database with the largest plaintext modulus its own rows allow (see
+/// [`crate::params`]): `encode(log_p)` encodes it as `log_p`-bit digits, tried from 8 bits down
+/// to the modulus `planned` for any data, which always passes.
+pub(crate) fn encode_with_largest_p(
+    set: ParamSet,
+    planned: Geometry,
+    encode: impl Fn(u8) -> Result<(Geometry, PlaintextMatrix), PirError>,
+) -> Result<(Geometry, PlaintextMatrix), PirError> {
+    for log_p in (planned.log_p() + 1..=MAX_LOG_P).rev() {
+        // A larger modulus whose geometry is not possible is skipped.
+        let Ok((geometry, database)) = encode(log_p) else {
+            continue;
+        };
+        let norm = database.max_row_norm();
+        if norm <= worst_row_norm(geometry.cols(), log_p) && set.correct_for_row_norm(log_p, norm) {
+            return Ok((geometry, database));
+        }
+    }
+    encode(planned.log_p())
 }
 
 /// Cuts the data into centered digits: column `c` of the matrix is the bit stream of records

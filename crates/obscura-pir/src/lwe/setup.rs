@@ -68,30 +68,33 @@ pub struct SetupOptions {
     pub matrix: Option<MatrixKind>,
 }
 
-/// The public setup of a database: parameters, geometry, the seed of `A` and the hint
+/// The public setup of a database: parameters, geometry, the largest squared row norm of the
+/// database (which the plaintext modulus is checked against), the seed of `A` and the hint
 /// `H = D·A`. Its [`digest`](PublicSetup::digest) names it in every query and answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PublicSetup {
     params: LweParams,
     format: RecordFormat,
     geometry: Geometry,
+    row_norm: u64,
     seed: MatrixSeed,
     hint: Matrix,
     digest: Digest,
 }
 
 impl PublicSetup {
-    /// Assembles a setup; checks that the parameters are correct for the geometry and that the
-    /// hint has the right shape.
+    /// Assembles a setup; checks that the parameters are correct for the geometry and the row
+    /// norm, and that the hint has the right shape.
     pub fn new(
         set: ParamSet,
         matrix: MatrixKind,
         format: RecordFormat,
         geometry: Geometry,
+        row_norm: u64,
         seed: MatrixSeed,
         hint: Matrix,
     ) -> Result<Self, PirError> {
-        let params = LweParams::new(set, matrix, geometry.log_p(), geometry.cols())?;
+        let params = LweParams::new(set, matrix, geometry.log_p(), geometry.cols(), row_norm)?;
         if hint.rows() as u64 != geometry.rows() || hint.cols() != params.n() {
             return Err(PirError::InvalidParameters(format!(
                 "a {} x {} hint does not fit a {} x {} setup",
@@ -101,11 +104,12 @@ impl PublicSetup {
                 params.n()
             )));
         }
-        let digest = setup_digest(&params, format, &geometry, &seed);
+        let digest = setup_digest(&params, format, &geometry, row_norm, &seed);
         Ok(Self {
             params,
             format,
             geometry,
+            row_norm,
             seed,
             hint,
             digest,
@@ -137,6 +141,11 @@ impl PublicSetup {
         &self.hint
     }
 
+    /// The largest squared norm of a database row, digits read as signed.
+    pub fn row_norm(&self) -> u64 {
+        self.row_norm
+    }
+
     /// The digest that names this setup.
     pub fn digest(&self) -> &Digest {
         &self.digest
@@ -150,7 +159,7 @@ impl PublicSetup {
     /// The encoded setup.
     pub fn to_bytes(&self) -> Vec<u8> {
         let g = &self.geometry;
-        let mut out = Vec::with_capacity(wire::HEADER_BYTES + 64 + self.hint.as_slice().len() * 4);
+        let mut out = Vec::with_capacity(wire::HEADER_BYTES + 72 + self.hint.as_slice().len() * 4);
         wire::write_header(&mut out, Kind::LwePublicSetup, &self.digest);
         out.push(self.params.set.code());
         out.push(self.params.matrix.code());
@@ -161,6 +170,7 @@ impl PublicSetup {
             g.record_bytes(),
             g.data_bytes(),
             g.per_column(),
+            self.row_norm,
         ] {
             out.extend_from_slice(&value.to_le_bytes());
         }
@@ -184,8 +194,13 @@ impl PublicSetup {
         let format = RecordFormat::from_code(code)
             .ok_or_else(|| reader.error(format!("unknown record format {code}")))?;
         let log_p = reader.u8()?;
-        let (records, record_bytes, data_bytes, per_column) =
-            (reader.u64()?, reader.u64()?, reader.u64()?, reader.u64()?);
+        let (records, record_bytes, data_bytes, per_column, row_norm) = (
+            reader.u64()?,
+            reader.u64()?,
+            reader.u64()?,
+            reader.u64()?,
+            reader.u64()?,
+        );
         let geometry = Geometry::new(records, record_bytes, data_bytes, per_column, log_p)
             .map_err(|e| reader.error(e.to_string()))?;
         let seed = MatrixSeed(reader.take(SEED_BYTES)?.try_into().expect("seed length"));
@@ -202,7 +217,7 @@ impl PublicSetup {
         let hint = reader.words_raw::<u32>(present)?;
         reader.finish()?;
         let hint = Matrix::from_vec(geometry.rows() as usize, n, hint).expect("length checked");
-        let setup = Self::new(set, matrix, format, geometry, seed, hint)
+        let setup = Self::new(set, matrix, format, geometry, row_norm, seed, hint)
             .map_err(|e| PirError::malformed("public setup", e.to_string()))?;
         if setup.digest != digest {
             return Err(PirError::malformed(
@@ -225,15 +240,17 @@ pub(super) fn matrix_a(params: &LweParams, seed: MatrixSeed, geometry: &Geometry
     }
 }
 
-/// SHA-256 over a domain string, the parameters, the record format, the geometry and the seed.
+/// SHA-256 over a domain string, the parameters, the record format, the geometry, the row norm
+/// and the seed.
 fn setup_digest(
     params: &LweParams,
     format: RecordFormat,
     geometry: &Geometry,
+    row_norm: u64,
     seed: &MatrixSeed,
 ) -> Digest {
     let mut hash = Sha256::new();
-    hash.update(b"obscura/lwe/setup/v1");
+    hash.update(b"obscura/lwe/setup/v2");
     hash.update([
         params.set.code(),
         params.matrix.code(),
@@ -245,6 +262,7 @@ fn setup_digest(
         geometry.record_bytes(),
         geometry.data_bytes(),
         geometry.per_column(),
+        row_norm,
     ] {
         hash.update(value.to_le_bytes());
     }
