@@ -145,8 +145,21 @@ where
     I: AsRef<[u8]> + Sync,
 {
     let started = Instant::now();
+    let mut outcome = run_unique(transport, &UniqueItems::new(items), options, progress)?;
+    outcome.elapsed = started.elapsed();
+    Ok(outcome)
+}
+
+/// [`run`] on items already de-duplicated, one row per item as `unique` numbers them (the
+/// elapsed time counts from this call).
+fn run_unique<T: Transport + ?Sized>(
+    transport: &mut T,
+    unique: &UniqueItems<'_>,
+    options: Options,
+    progress: Progress<'_>,
+) -> Result<Outcome, PsiError> {
+    let started = Instant::now();
     let (sent_before, received_before) = (transport.bytes_sent(), transport.bytes_received());
-    let unique = UniqueItems::new(items);
     let ours = Hello {
         protocol: options.protocol,
         role: options.role,
@@ -161,8 +174,8 @@ where
         learns.then(|| vec![false; unique.len()])
     } else {
         match options.protocol {
-            Protocol::Ecdh => ecdh::run(transport, &unique, &ours, &peer, progress)?,
-            Protocol::Kkrt => kkrt::run(transport, &unique, &ours, &peer, progress)?,
+            Protocol::Ecdh => ecdh::run(transport, unique, &ours, &peer, progress)?,
+            Protocol::Kkrt => kkrt::run(transport, unique, &ours, &peer, progress)?,
         }
     };
     Ok(Outcome {
@@ -170,7 +183,7 @@ where
             size: matched.iter().filter(|&&m| m).count(),
             rows: unique.rows_matching(&matched),
         }),
-        rows: items.len(),
+        rows: unique.rows(),
         unique_items: unique.len(),
         duplicates_dropped: unique.duplicates(),
         peer_items: peer.items,

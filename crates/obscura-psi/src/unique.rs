@@ -68,6 +68,15 @@ impl<'a> UniqueItems<'a> {
         }
     }
 
+    /// Appends values known to differ from every value already here and from each other (a
+    /// bucket's padding), each as a row of its own.
+    pub(crate) fn extend_distinct(&mut self, extra: &'a [Vec<u8>]) {
+        for value in extra {
+            self.value_of_row.push(self.values.len());
+            self.values.push(value);
+        }
+    }
+
     /// The distinct values.
     pub(crate) fn values(&self) -> &[&'a [u8]] {
         &self.values
@@ -76,6 +85,11 @@ impl<'a> UniqueItems<'a> {
     /// The number of distinct values.
     pub(crate) fn len(&self) -> usize {
         self.values.len()
+    }
+
+    /// The number of rows.
+    pub(crate) fn rows(&self) -> usize {
+        self.value_of_row.len()
     }
 
     /// Rows dropped because an earlier row holds the same value.
@@ -108,6 +122,17 @@ mod tests {
         assert_eq!(unique.duplicates(), 14_999);
         assert_eq!(unique.values()[10_000], b"x");
         assert_eq!(unique.value_of_row[24_999], 0);
+    }
+
+    #[test]
+    fn distinct_extras_are_rows_of_their_own() {
+        let rows = ["b", "a", "b"];
+        let extra = vec![b"yy".to_vec(), b"zz".to_vec()];
+        let mut unique = UniqueItems::new(&rows);
+        unique.extend_distinct(&extra);
+        assert_eq!(unique.values(), [&b"b"[..], b"a", b"yy", b"zz"]);
+        assert_eq!(unique.duplicates(), 1);
+        assert_eq!(unique.rows_matching(&[true, false, false, true]), [0, 2, 4]);
     }
 
     #[test]

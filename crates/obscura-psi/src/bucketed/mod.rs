@@ -11,7 +11,7 @@
 //!    most [`plan::MAX_BUCKETS`]), item `x` going to bucket `SHA-256(key ‖ x) · B / 2^64`.
 //! 3. Each party writes its rows to one file per bucket, then for each bucket in turn reads it
 //!    back, removes duplicates, **pads it with random dummy items to the plan's padded size**
-//!    and runs the chosen protocol on it ([`crate::run`]).
+//!    and runs the chosen protocol on it (as [`crate::run`] does).
 //!
 //! # What it reveals
 //!
@@ -20,8 +20,10 @@
 //! protocol with the same number of items, a bound that a bucket of distinct items exceeds
 //! with probability at most `2^-40` (see [`plan::padded_size`]; padding costs under 1% at
 //! 2^20 items per bucket). A bucket that exceeds it anyway ends the session with
-//! [`PsiError::BucketOverflow`] rather than reveal its size. Dummies are 32 random bytes each;
-//! one matches a peer's item with probability 2^-256 per pair, and matched dummies are dropped.
+//! [`PsiError::BucketOverflow`] rather than reveal its size. Dummies are random and one byte
+//! longer than the bucket's longest item (at least 32 bytes), so none equals a real item of
+//! the party; one matches a peer's item with probability at most 2^-256 per pair, and matched
+//! dummies are dropped.
 
 pub mod plan;
 mod spill;
@@ -35,7 +37,8 @@ use obscura_math::sample::OsSampler;
 pub use plan::BucketPlan;
 pub use spill::MAX_ITEM_BYTES;
 
-use crate::{run, Options, PeerError, PsiError, Role, Stage, Transport};
+use crate::unique::UniqueItems;
+use crate::{run_unique, Options, PeerError, PsiError, Role, Stage, Transport};
 
 /// A party's items, read twice (to count, then to partition), in the same order both times.
 pub trait ItemSource {
@@ -181,25 +184,27 @@ pub fn run_bucketed<T: Transport + ?Sized, S: ItemSource + ?Sized>(
     let mut duplicates_dropped = 0;
     for b in 0..plan.buckets() {
         let bucket = spilled.read(b)?;
-        let mut items = bucket.items;
-        let distinct: HashSet<&[u8]> = items.iter().map(Vec::as_slice).collect();
-        let distinct_count = distinct.len() as u64;
-        if distinct_count > padded {
+        let mut unique = UniqueItems::new(&bucket.items);
+        let distinct = unique.len() as u64;
+        if distinct > padded {
             return Err(PsiError::BucketOverflow {
                 bucket: b,
-                items: distinct_count,
+                items: distinct,
                 bound: padded,
             });
         }
-        duplicates_dropped += items.len() as u64 - distinct_count;
-        let dummies = dummy_items(padded - distinct_count, &distinct, &mut rng)?;
-        drop(distinct);
-        let real = items.len();
-        items.extend(dummies);
+        duplicates_dropped += unique.duplicates() as u64;
+        let longest = bucket.items.iter().map(Vec::len).max().unwrap_or(0);
+        let dummies = dummy_items(padded - distinct, longest, &mut rng)?;
+        unique.extend_distinct(&dummies);
+        let real = bucket.items.len();
         let buckets = plan.buckets();
-        let outcome = run(transport, &items, options.session, &|stage, done, total| {
-            progress(b, buckets, stage, done, total)
-        })?;
+        let outcome = run_unique(
+            transport,
+            &unique,
+            options.session,
+            &|stage, done, total| progress(b, buckets, stage, done, total),
+        )?;
         let expected = plan.padded_size(peer_role);
         if outcome.peer_items != expected {
             return Err(PeerError::BucketSize {
@@ -218,7 +223,7 @@ pub fn run_bucketed<T: Transport + ?Sized, S: ItemSource + ?Sized>(
             let mut matched_items = HashSet::new();
             for row in real_rows {
                 set.insert(bucket.rows[row]);
-                matched_items.insert(&items[row]);
+                matched_items.insert(&bucket.items[row]);
             }
             *size += matched_items.len() as u64;
         }
@@ -246,18 +251,18 @@ fn random_bytes(rng: &mut OsSampler) -> Result<[u8; 32], PsiError> {
     Ok(bytes)
 }
 
-/// `count` distinct random 32-byte items, none of them in `taken`.
-fn dummy_items(
-    count: u64,
-    taken: &HashSet<&[u8]>,
-    rng: &mut OsSampler,
-) -> Result<Vec<Vec<u8>>, PsiError> {
+/// `count` distinct random items, each one byte longer than `longest` (and at least 32 bytes),
+/// so that none equals a real item.
+fn dummy_items(count: u64, longest: usize, rng: &mut OsSampler) -> Result<Vec<Vec<u8>>, PsiError> {
+    let len = longest.max(31) + 1;
     let mut dummies = HashSet::with_capacity(count as usize);
     while (dummies.len() as u64) < count {
-        let dummy = random_bytes(rng)?.to_vec();
-        if !taken.contains(dummy.as_slice()) {
-            dummies.insert(dummy);
+        let mut dummy = Vec::with_capacity(len.next_multiple_of(8));
+        while dummy.len() < len {
+            dummy.extend_from_slice(&rng.next_u64()?.to_le_bytes());
         }
+        dummy.truncate(len);
+        dummies.insert(dummy);
     }
     Ok(dummies.into_iter().collect())
 }
