@@ -42,19 +42,42 @@ pub struct BuildArgs {
     /// Database file to write.
     #[arg(long)]
     out: PathBuf,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+/// How the LWE engine is set up: the options `obscura build` and `obscura merkle build` share.
+#[derive(Args)]
+pub struct EngineArgs {
     /// Records per matrix column: `square` (SimplePIR), `one-per-column` (FrodoPIR), or a count.
     #[arg(long, default_value = "square", value_parser = parse_layout)]
-    layout: Layout,
+    pub layout: Layout,
     /// LWE parameter set: ypir-1024, hintless-1408 or frodo-1774.
     #[arg(long, default_value = "ypir-1024", value_parser = parse_params)]
-    params: ParamSet,
+    pub params: ParamSet,
     /// Public matrix: negacyclic (Ring-LWE, fast client; needs ypir-1024) or uniform (plain LWE).
     /// Default: negacyclic where the parameter set allows it.
     #[arg(long, value_parser = parse_matrix)]
-    matrix: Option<MatrixKind>,
+    pub matrix: Option<MatrixKind>,
     /// Threads for the setup (default: all cores).
     #[arg(long)]
-    threads: Option<usize>,
+    pub threads: Option<usize>,
+}
+
+impl EngineArgs {
+    /// The engine's setup options.
+    pub fn options(&self) -> SetupOptions {
+        SetupOptions {
+            params: self.params,
+            layout: self.layout,
+            matrix: self.matrix,
+        }
+    }
+
+    /// The thread pool the setup runs in.
+    pub fn pool(&self) -> Result<rayon::ThreadPool> {
+        threads::pool(threads::count(self.threads)?)
+    }
 }
 
 /// Parses a filter arity.
@@ -168,12 +191,8 @@ pub fn run(args: BuildArgs) -> Result<()> {
         args.arity.is_none() || matches!(input, Input::Pairs(_)),
         "--arity applies to keyword databases (--key-column)"
     );
-    let options = SetupOptions {
-        params: args.params,
-        layout: args.layout,
-        matrix: args.matrix,
-    };
-    let pool = threads::pool(threads::count(args.threads)?)?;
+    let options = args.engine.options();
+    let pool = args.engine.pool()?;
     let started = Instant::now();
     let message = "computing the hint";
     let database: Database = pool.install(|| -> Result<Database> {
@@ -185,15 +204,18 @@ pub fn run(args: BuildArgs) -> Result<()> {
             Input::Pairs(pairs) => {
                 let options = KeywordOptions {
                     arity: args.arity,
-                    params: args.params,
-                    matrix: args.matrix,
+                    params: args.engine.params,
+                    matrix: args.engine.matrix,
                 };
                 progress::keyword_with_bar(pairs, options, message)?.into()
             }
         })
     })?;
     obscura_server::store::write_database(&args.out, &database)?;
-    let setup = database.engine().public_setup();
+    let setup = database
+        .engine()
+        .context("an index or keyword database has one engine")?
+        .public_setup();
     let g = setup.geometry();
     println!(
         "wrote {}: {} records of {} bytes, {} x {} matrix, p = 2^{}, {} with a {} A, hint {} bytes, setup {:.2?}",

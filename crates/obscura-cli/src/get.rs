@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use obscura_pir::keyword::{KeywordClient, KeywordSetup};
-use obscura_pir::lwe::{Answer, Client, PublicSetup, Query};
+use obscura_pir::lwe::{Answer, Client, PublicSetup, Query, Server};
 use obscura_pir::wire::{Kind, Reader};
 use obscura_pir::{PirClient, PirServer};
 use obscura_server::client::HttpClient;
@@ -49,7 +49,7 @@ impl std::fmt::Display for NotFound {
 impl std::error::Error for NotFound {}
 
 /// The default cache folder: `$XDG_CACHE_HOME/obscura` or `~/.cache/obscura`.
-fn default_cache_dir() -> Option<PathBuf> {
+pub fn default_cache_dir() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
@@ -67,19 +67,31 @@ enum Source {
 }
 
 impl Source {
-    fn is_keyword(&self) -> bool {
+    /// Whether the source serves a setup of `kind`.
+    fn is(&self, kind: Kind) -> bool {
         match self {
-            Self::File(database) => matches!(database, Database::Keyword(_)),
-            Self::Server { setup, .. } => Reader::open(setup, Kind::KeywordSetup).is_ok(),
+            Self::File(database) => match database {
+                Database::Index(_) => kind == Kind::LwePublicSetup,
+                Database::Keyword(_) => kind == Kind::KeywordSetup,
+                Database::TreePir(_) => kind == Kind::TreePirSetup,
+            },
+            Self::Server { setup, .. } => Reader::open(setup, kind).is_ok(),
         }
     }
 
     fn answer(&self, setup: &PublicSetup, query: &Query) -> Result<Answer> {
         Ok(match self {
-            Self::File(database) => database.engine().answer(query)?,
+            Self::File(database) => engine(database)?.answer(query)?,
             Self::Server { http, name, .. } => http.query(name, setup, query)?,
         })
     }
+}
+
+/// The engine of an index or keyword database.
+fn engine(database: &Database) -> Result<&Server> {
+    database
+        .engine()
+        .context("a Merkle tree has no single engine")
 }
 
 /// Runs `obscura get`.
@@ -96,15 +108,24 @@ pub fn run(args: GetArgs) -> Result<()> {
         }
         None => Source::File(store::read_database(args.db.as_ref())?),
     };
+    if source.is(Kind::TreePirSetup) {
+        bail!(
+            "{} is a Merkle tree: fetch audit paths with `obscura merkle prove`",
+            args.db
+        );
+    }
+    let is_keyword = source.is(Kind::KeywordSetup);
     let record = match (&args.key, args.index) {
         (Some(key), _) => {
-            if !source.is_keyword() {
+            if !is_keyword {
                 bail!("{} is an index database: fetch with --index", args.db);
             }
             let setup = match &source {
                 Source::File(Database::Keyword(server)) => server.public_setup().clone(),
                 Source::Server { setup, .. } => KeywordSetup::from_bytes(setup)?,
-                Source::File(Database::Index(_)) => unreachable!("checked above"),
+                Source::File(Database::Index(_) | Database::TreePir(_)) => {
+                    unreachable!("checked above")
+                }
             };
             let mut client = KeywordClient::new(setup);
             let (query, state) = client.query(key.as_bytes())?;
@@ -114,11 +135,11 @@ pub fn run(args: GetArgs) -> Result<()> {
                 .ok_or_else(|| NotFound(key.clone()))?
         }
         (None, Some(index)) => {
-            if source.is_keyword() {
+            if is_keyword {
                 bail!("{} is a keyword database: fetch with --key", args.db);
             }
             let setup = match &source {
-                Source::File(database) => database.engine().public_setup().clone(),
+                Source::File(database) => engine(database)?.public_setup().clone(),
                 Source::Server { setup, .. } => PublicSetup::from_bytes(setup)?,
             };
             let mut client = Client::new(setup);

@@ -5,6 +5,7 @@ mod build;
 mod demo;
 mod get;
 mod ingest;
+mod merkle;
 mod progress;
 mod psi;
 mod serve;
@@ -36,6 +37,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Private set intersection with a peer over TCP (one party per terminal).
     Psi(psi::PsiArgs),
+    /// Merkle trees: build a TreePIR database, fetch audit paths privately.
+    Merkle(merkle::MerkleArgs),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Psi(args) => psi::run(args),
+        Command::Merkle(args) => merkle::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

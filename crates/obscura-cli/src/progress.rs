@@ -1,6 +1,8 @@
 //! Progress bars for long steps (drawn on stderr, hidden when it is not a terminal).
 
 use indicatif::{ProgressBar, ProgressStyle};
+use obscura_pir::batch::merkle::MerkleTree;
+use obscura_pir::batch::treepir::TreePirServer;
 use obscura_pir::keyword::{KeywordOptions, KeywordServer};
 use obscura_pir::lwe::{Server, SetupOptions};
 use obscura_pir::PirError;
@@ -36,6 +38,17 @@ pub fn keyword_with_bar(
 ) -> Result<KeywordServer, PirError> {
     with_bar(message, |progress| {
         KeywordServer::setup(pairs, options, progress)
+    })
+}
+
+/// Sets up a TreePIR database of `tree` with a progress bar over its colour classes.
+pub fn treepir_with_bar(
+    tree: &MerkleTree,
+    options: SetupOptions,
+    message: &'static str,
+) -> Result<TreePirServer, PirError> {
+    with_bar(message, |progress| {
+        TreePirServer::setup(tree, options, progress)
     })
 }
 

@@ -43,15 +43,21 @@ pub fn run(args: ServeArgs) -> Result<()> {
     let catalog = Catalog::open(&args.databases)?;
     for entry in catalog.entries() {
         let info = &entry.info;
+        let shape = match info.height {
+            Some(h) => format!(
+                "Merkle tree of {} leaves, height {h}, {h} queries per proof",
+                info.records
+            ),
+            None => format!(
+                "{} records x {} B, {} records per column",
+                info.records,
+                info.record_bytes,
+                info.params.as_ref().map_or(0, |p| p.records_per_column)
+            ),
+        };
         eprintln!(
-            "{}: {} records x {} B, {} records per column, hint {} B, query {} B, answer {} B",
-            info.name,
-            info.records,
-            info.record_bytes,
-            info.params.records_per_column,
-            info.hint_bytes,
-            info.query_bytes,
-            info.answer_bytes
+            "{}: {shape}, hint {} B, query {} B, answer {} B",
+            info.name, info.hint_bytes, info.query_bytes, info.answer_bytes
         );
     }
     let config = ServiceConfig {

@@ -81,6 +81,34 @@ fn get_prints_hex_without_out() {
         .stdout("65666768\n");
 }
 
+/// A running `obscura serve ARGS` on an ephemeral loopback port: the process, the rest of its
+/// standard error, and its URL.
+fn serve(
+    args: &[&std::ffi::OsStr],
+) -> (
+    std::process::Child,
+    std::io::Lines<std::io::BufReader<std::process::ChildStderr>>,
+    String,
+) {
+    use std::io::BufRead;
+    let mut server = std::process::Command::new(assert_cmd::cargo::cargo_bin("obscura"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(server.stderr.take().unwrap()).lines();
+    let url = lines
+        .by_ref()
+        .map(|line| line.unwrap())
+        .find_map(|line| {
+            line.strip_prefix("serving on ")
+                .map(|rest| rest.split(' ').next().unwrap().to_string())
+        })
+        .expect("the server announces its address");
+    (server, lines, url)
+}
+
 fn assert_clean_failure(assert: assert_cmd::assert::Assert, message: &str) {
     assert
         .failure()
@@ -248,25 +276,10 @@ fn bench_presets_print_the_documented_json() {
 /// exactly, and SIGTERM stops the server gracefully.
 #[test]
 fn serve_and_get_over_http() {
-    use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     let data = sample_data(25 * 9 - 4);
     let db = build(dir.path(), &data, 9, "square");
-    let mut server = std::process::Command::new(assert_cmd::cargo::cargo_bin("obscura"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--threads", "1"])
-        .arg(&db)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(server.stderr.take().unwrap()).lines();
-    let url = lines
-        .by_ref()
-        .map(|line| line.unwrap())
-        .find_map(|line| {
-            line.strip_prefix("serving on ")
-                .map(|rest| rest.split(' ').next().unwrap().to_string())
-        })
-        .expect("the server announces its address");
+    let (mut server, lines, url) = serve(&["--threads".as_ref(), "1".as_ref(), db.as_os_str()]);
     let name = db.file_stem().unwrap().to_str().unwrap().to_string();
     let cache = dir.path().join("cache");
     for (index, expected) in data.chunks(9).enumerate() {
@@ -450,7 +463,6 @@ fn build_from_csv_and_jsonl() {
 /// "not found", locally and through a server.
 #[test]
 fn keyword_database_from_csv() {
-    use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("phones.csv");
     let mut text = String::from("phone,name,city\n");
@@ -507,21 +519,7 @@ fn keyword_database_from_csv() {
         .assert();
     assert_clean_failure(wrong, "keyword database: fetch with --key");
 
-    let mut server = std::process::Command::new(assert_cmd::cargo::cargo_bin("obscura"))
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .arg(&db)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(server.stderr.take().unwrap()).lines();
-    let url = lines
-        .by_ref()
-        .map(|line| line.unwrap())
-        .find_map(|line| {
-            line.strip_prefix("serving on ")
-                .map(|rest| rest.split(' ').next().unwrap().to_string())
-        })
-        .unwrap();
+    let (mut server, _, url) = serve(&[db.as_os_str()]);
     let cache = dir.path().join("cache");
     let remote = [
         "--server",
@@ -700,4 +698,165 @@ fn bench_treepir_e2e_retrieves_verified_proofs() {
             assert!(scheme["seconds"][key].as_f64().unwrap() > 0.0, "{key}");
         }
     }
+}
+
+/// The largest power of two below `n` (≥ 2): where RFC 6962 splits a tree of `n` leaves.
+fn rfc_split(n: usize) -> usize {
+    1 << (usize::BITS - 1 - (n - 1).leading_zeros())
+}
+
+/// RFC 6962's tree head, by its recursive definition.
+fn rfc_root(leaves: &[&[u8]]) -> [u8; 32] {
+    use obscura_pir::batch::merkle::{leaf_hash, node_hash};
+    match leaves.len() {
+        1 => leaf_hash(leaves[0]),
+        n => {
+            let k = rfc_split(n);
+            node_hash(&rfc_root(&leaves[..k]), &rfc_root(&leaves[k..]))
+        }
+    }
+}
+
+/// RFC 6962's audit path of leaf `m`, leaf to root, by its recursive definition.
+fn rfc_path(m: usize, leaves: &[&[u8]]) -> Vec<[u8; 32]> {
+    let n = leaves.len();
+    if n == 1 {
+        return Vec::new();
+    }
+    let k = rfc_split(n);
+    let (mut path, sibling) = if m < k {
+        (rfc_path(m, &leaves[..k]), rfc_root(&leaves[k..]))
+    } else {
+        (rfc_path(m - k, &leaves[k..]), rfc_root(&leaves[..k]))
+    };
+    path.push(sibling);
+    path
+}
+
+fn hex(hash: &[u8; 32]) -> String {
+    hash.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The hashes `obscura merkle prove` printed between its path header and its root line.
+fn printed_path(stdout: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .skip_while(|line| !line.starts_with("audit path"))
+        .skip(1)
+        .take_while(|line| !line.starts_with("root "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `obscura merkle build` from a file of lines (13 leaves) and of binary leaves; `obscura
+/// merkle prove` from the file and, against `obscura serve`, from another process: the printed
+/// paths and root are RFC 6962's, the leaf hash is given or fetched privately, and a wrong root
+/// or leaf fails.
+#[test]
+fn merkle_build_serve_and_prove() {
+    let dir = tempfile::tempdir().unwrap();
+    let texts: Vec<String> = (0..13).map(|i| format!("certificate {i}")).collect();
+    let leaves: Vec<&[u8]> = texts.iter().map(|t| t.as_bytes()).collect();
+    let root = hex(&rfc_root(&leaves));
+    let input = dir.path().join("leaves.txt");
+    std::fs::write(&input, texts.join("\n") + "\r\n").unwrap();
+    let tree = dir.path().join("log.obs");
+    obscura()
+        .args(["merkle", "build", "--leaves"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&tree)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("13 leaves, height 4"))
+        .stdout(predicate::str::contains(&root));
+
+    let prove = |source: &[&str], extra: &[&str]| {
+        obscura()
+            .args(["merkle", "prove"])
+            .args(source)
+            .args(extra)
+            .assert()
+    };
+    let local = ["--db", tree.to_str().unwrap()];
+    let expect_path = |assert: assert_cmd::assert::Assert, m: usize, origin: &str| {
+        let output = assert
+            .success()
+            .stdout(predicate::str::contains(format!("root {root} (verified")))
+            .stdout(predicate::str::contains(origin))
+            .get_output()
+            .stdout
+            .clone();
+        let path: Vec<String> = rfc_path(m, &leaves).iter().map(hex).collect();
+        assert_eq!(printed_path(&output), path, "leaf {m}");
+    };
+    for m in [0usize, 5, 12] {
+        expect_path(
+            prove(&local, &["--leaf", &m.to_string()]),
+            m,
+            "fetched privately",
+        );
+    }
+    let data = ["--leaf", "7", "--leaf-data", "certificate 7"];
+    expect_path(prove(&local, &data), 7, "given");
+    let wrong = prove(&local, &["--leaf", "7", "--leaf-data", "certificate 8"]);
+    assert_clean_failure(wrong, "does not verify");
+    let zeros = "0".repeat(64);
+    let pinned = prove(&local, &["--leaf", "3", "--root", &zeros]);
+    assert_clean_failure(pinned, "is not the expected");
+    assert_clean_failure(prove(&local, &["--leaf", "13"]), "out of range");
+    let get = obscura()
+        .args(["get", "--db"])
+        .arg(&tree)
+        .args(["--index", "0"])
+        .assert();
+    assert_clean_failure(get, "is a Merkle tree");
+
+    let (mut server, _, url) = serve(&[tree.as_os_str()]);
+    let cache = dir.path().join("cache");
+    let remote = [
+        "--server",
+        &url,
+        "--db",
+        "log",
+        "--cache-dir",
+        cache.to_str().unwrap(),
+    ];
+    let pinned = ["--leaf", "12", "--root", &root];
+    expect_path(prove(&remote, &pinned), 12, "fetched privately");
+    let leaf_hash = hex(&obscura_pir::batch::merkle::leaf_hash(leaves[4]));
+    let given = ["--leaf", "4", "--leaf-hash", &leaf_hash];
+    expect_path(prove(&remote, &given), 4, "given");
+    let pinned = prove(&remote, &["--leaf", "4", "--root", &zeros]);
+    assert_clean_failure(pinned, "is not the expected");
+    let missing = prove(&remote[..2], &["--db", "nope", "--leaf", "0"]);
+    assert_clean_failure(missing, "unknown database");
+    let _ = server.kill();
+    let _ = server.wait();
+
+    // Fixed-size binary leaves.
+    let binary = dir.path().join("leaves.bin");
+    std::fs::write(&binary, sample_data(5 * 8)).unwrap();
+    let chunks = sample_data(5 * 8);
+    let chunks: Vec<&[u8]> = chunks.chunks(8).collect();
+    let tree = dir.path().join("binary.obs");
+    let build_binary = |size: &str| {
+        obscura()
+            .args(["merkle", "build", "--leaves"])
+            .arg(&binary)
+            .args(["--leaf-bytes", size, "--out"])
+            .arg(&tree)
+            .assert()
+    };
+    build_binary("8").success();
+    let source = ["--db", tree.to_str().unwrap()];
+    let output = prove(&source, &["--leaf", "4"])
+        .success()
+        .stdout(predicate::str::contains(hex(&rfc_root(&chunks))))
+        .get_output()
+        .stdout
+        .clone();
+    let path: Vec<String> = rfc_path(4, &chunks).iter().map(hex).collect();
+    assert_eq!(printed_path(&output), path);
+    assert_clean_failure(build_binary("7"), "not a multiple of --leaf-bytes 7");
 }

@@ -34,8 +34,9 @@ pub enum PirError {
     /// The OS random number generator failed.
     #[error(transparent)]
     Rng(#[from] RngError),
-    /// A retrieved Merkle audit path does not prove the leaf under the expected root.
-    #[error("the retrieved proof does not verify: {0}")]
+    /// A retrieved Merkle audit path does not prove the leaf under the expected root (why is the
+    /// error's source).
+    #[error("the retrieved proof does not verify")]
     InvalidProof(#[from] crate::batch::merkle::ProofError),
 }
 

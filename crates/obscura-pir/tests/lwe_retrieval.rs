@@ -308,7 +308,11 @@ fn the_plaintext_modulus_follows_the_data() {
         let mut client = Client::new(setup.clone());
         for index in [0, 12_345, columns as u64 - 1] {
             let got = retrieve(&server, &mut client, index).unwrap();
-            assert_eq!(got, expected(&data, 1, index), "p = 2^{log_p}, index {index}");
+            assert_eq!(
+                got,
+                expected(&data, 1, index),
+                "p = 2^{log_p}, index {index}"
+            );
         }
     }
 }

@@ -133,3 +133,91 @@ fn batch_code_baseline_retrieves_the_same_proofs() {
         );
     }
 }
+
+/// A client that knows only the leaf index fetches the leaf's hash privately (second request),
+/// then its proof, for every leaf of trees with and without promoted levels, one leaf included.
+#[test]
+fn leaf_hashes_are_fetched_privately_and_then_verified() {
+    for n in [1usize, 2, 5, 7, 37] {
+        let data = leaves(n);
+        let tree = MerkleTree::from_leaves(&data);
+        let server = TreePirServer::setup(&tree, SetupOptions::default(), &|_, _| {}).unwrap();
+        let mut client = TreePirClient::new(server.public_setup().clone());
+        for m in 0..n as u64 {
+            let (queries, state) = client.query_leaf_hash(m).unwrap();
+            assert_eq!(queries.len(), tree.height() as usize);
+            let hash = client
+                .decode_leaf_hash(state, &server.answer(&queries).unwrap())
+                .unwrap();
+            assert_eq!(hash, leaf_hash(&data[m as usize]), "n = {n}, leaf {m}");
+            let (queries, state) = client.query(m).unwrap();
+            let path = client
+                .decode(state, &server.answer(&queries).unwrap(), &hash)
+                .unwrap();
+            assert_eq!(Some(path), tree.audit_path(m));
+        }
+        assert!(client.query_leaf_hash(n as u64).is_err());
+    }
+}
+
+/// The public setup survives its encoding, a server rebuilt from its parts answers, and
+/// truncated or altered encodings are refused without panicking.
+#[test]
+fn setup_encoding_round_trips_and_refuses_damage() {
+    use obscura_pir::batch::treepir::TreePirSetup;
+    use obscura_pir::lwe::Server;
+    let data = leaves(11);
+    let tree = MerkleTree::from_leaves(&data);
+    let built = TreePirServer::setup(&tree, SetupOptions::default(), &|_, _| {}).unwrap();
+    let bytes = built.public_setup().to_bytes();
+    let setup = TreePirSetup::from_bytes(&bytes).unwrap();
+    assert_eq!(&setup, built.public_setup());
+    assert_eq!(
+        (setup.leaves(), setup.root(), setup.height()),
+        (11, &tree.root(), 4)
+    );
+
+    let parts = || -> Vec<Server> {
+        built
+            .databases()
+            .iter()
+            .map(|db| Server::from_parts(db.public_setup().clone(), db.database().clone()).unwrap())
+            .collect()
+    };
+    let mut fewer = parts();
+    fewer.pop();
+    assert!(TreePirServer::from_parts(setup.clone(), fewer).is_err());
+    let mut swapped_parts = parts();
+    swapped_parts.swap(0, 1);
+    assert!(TreePirServer::from_parts(setup.clone(), swapped_parts).is_err());
+    let server = TreePirServer::from_parts(setup.clone(), parts()).unwrap();
+    let mut client = TreePirClient::new(setup);
+    let (queries, state) = client.query(10).unwrap();
+    let path = client
+        .decode(
+            state,
+            &server.answer(&queries).unwrap(),
+            &leaf_hash(&data[10]),
+        )
+        .unwrap();
+    assert_eq!(Some(path), tree.audit_path(10));
+
+    for cut in (0..bytes.len()).step_by(97).chain([bytes.len() - 1]) {
+        assert!(
+            TreePirSetup::from_bytes(&bytes[..cut]).is_err(),
+            "cut {cut}"
+        );
+    }
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert!(TreePirSetup::from_bytes(&longer).is_err());
+    // The leaf count, the root, a length, and the magic and record count of a sub-database.
+    for position in [40, 48, 80, 88, 135] {
+        let mut altered = bytes.clone();
+        altered[position] ^= 1;
+        assert!(TreePirSetup::from_bytes(&altered).is_err(), "{position}");
+    }
+    let mut huge = bytes[..48].to_vec();
+    huge[40..48].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(TreePirSetup::from_bytes(&huge).is_err());
+}

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use obscura_pir::lwe::{Answer, PublicSetup, Query};
 use serde::Serialize;
 
 use crate::store::{self, Database, StoreError};
@@ -27,21 +28,27 @@ pub struct Entry {
 pub struct DatabaseInfo {
     /// Name used in URLs.
     pub name: String,
-    /// Kind of database: `index` or `keyword`.
+    /// Kind of database: `index`, `keyword` or `treepir` (a Merkle tree, see `height`).
     pub kind: String,
     /// The PIR scheme.
     pub scheme: String,
-    /// Number of records (of keys, for a keyword database).
+    /// Number of records (of keys, for a keyword database; of leaves, for a Merkle tree).
     pub records: u64,
-    /// Bytes per record.
+    /// Bytes per record (32, a hash, for a Merkle tree).
     pub record_bytes: u64,
-    /// Parameter set, matrix kind, plaintext modulus and layout.
-    pub params: ParamsInfo,
+    /// Parameter set, matrix kind, plaintext modulus and layout (of the largest sub-database,
+    /// for a Merkle tree); absent for a tree of one leaf, which has no sub-database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<ParamsInfo>,
+    /// For a Merkle tree: its height `h`, the number of queries of a proof request (one per
+    /// colour class).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub height: Option<u32>,
     /// Size of the public setup (hint) in bytes.
     pub hint_bytes: u64,
-    /// Size of one query in bytes.
+    /// Size of one query in bytes (of the `h` queries of a proof request, for a Merkle tree).
     pub query_bytes: u64,
-    /// Size of one answer in bytes.
+    /// Size of one answer in bytes (of the `h` answers to a proof request, for a Merkle tree).
     pub answer_bytes: u64,
     /// The setup digest in hex.
     pub digest: String,
@@ -66,34 +73,46 @@ pub struct ParamsInfo {
     pub cols: u64,
 }
 
+impl ParamsInfo {
+    fn of(setup: &PublicSetup) -> Self {
+        let (g, p) = (setup.geometry(), setup.params());
+        Self {
+            set: p.set.name().into(),
+            n: p.n(),
+            matrix: p.matrix.name().into(),
+            log_p: p.log_p,
+            records_per_column: g.per_column(),
+            rows: g.rows(),
+            cols: g.cols(),
+        }
+    }
+}
+
 impl Entry {
     /// An entry for `database` under `name`.
     pub fn new(name: String, database: Database) -> Self {
-        let setup = database.engine().public_setup();
+        let setups: Vec<&PublicSetup> = database
+            .engines()
+            .iter()
+            .map(|engine| engine.public_setup())
+            .collect();
+        let largest = setups.iter().max_by_key(|setup| setup.geometry().records());
         let setup_bytes: Arc<[u8]> = database.setup_bytes().into();
-        let digest = hex::encode(setup.digest());
-        let (g, p) = (setup.geometry(), setup.params());
-        // Envelope, length, entries: queries carry u32 entries, answers u16 (modulus-switched).
-        let vector_bytes =
-            |entries: u64, word: u64| (obscura_pir::wire::HEADER_BYTES as u64) + 8 + word * entries;
+        let digest = hex::encode(database.digest());
         let info = DatabaseInfo {
             name: name.clone(),
             kind: database.kind().into(),
             scheme: "lwe".into(),
             records: database.items(),
-            record_bytes: g.record_bytes(),
-            params: ParamsInfo {
-                set: p.set.name().into(),
-                n: p.n(),
-                matrix: p.matrix.name().into(),
-                log_p: p.log_p,
-                records_per_column: g.per_column(),
-                rows: g.rows(),
-                cols: g.cols(),
+            record_bytes: largest.map_or(0, |setup| setup.geometry().record_bytes()),
+            params: largest.map(|setup| ParamsInfo::of(setup)),
+            height: match &database {
+                Database::TreePir(server) => Some(server.public_setup().height()),
+                Database::Index(_) | Database::Keyword(_) => None,
             },
             hint_bytes: setup_bytes.len() as u64,
-            query_bytes: vector_bytes(g.cols(), 4),
-            answer_bytes: vector_bytes(g.rows(), 2),
+            query_bytes: setups.iter().map(|s| Query::encoded_len(s)).sum(),
+            answer_bytes: setups.iter().map(|s| Answer::encoded_len(s)).sum(),
             digest: digest.clone(),
         };
         Self {

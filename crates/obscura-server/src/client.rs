@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use obscura_pir::batch::treepir::TreePirSetup;
 use obscura_pir::keyword::KeywordSetup;
 use obscura_pir::lwe::{Answer, PublicSetup, Query};
 use obscura_pir::PirError;
@@ -128,6 +129,12 @@ impl HttpClient {
         Ok(KeywordSetup::from_bytes(&self.setup_bytes(name)?)?)
     }
 
+    /// The public setup of Merkle tree (TreePIR) database `name` (see
+    /// [`HttpClient::setup_bytes`]).
+    pub fn treepir_setup(&self, name: &str) -> Result<TreePirSetup, ClientError> {
+        Ok(TreePirSetup::from_bytes(&self.setup_bytes(name)?)?)
+    }
+
     /// The encoded public setup of database `name`: from the cache when the server confirms it
     /// is current (ETag), downloaded otherwise.
     pub fn setup_bytes(&self, name: &str) -> Result<Vec<u8>, ClientError> {
@@ -176,17 +183,53 @@ impl HttpClient {
         setup: &PublicSetup,
         queries: &[Query],
     ) -> Result<Vec<Answer>, ClientError> {
-        let url = self.url(&format!("/v1/databases/{name}/batch"));
+        let setups = vec![setup; queries.len()];
+        self.framed(&format!("/v1/databases/{name}/batch"), &setups, queries)
+    }
+
+    /// Asks Merkle tree database `name` for an audit path: `queries` holds one query per
+    /// colour class of `setup` (from [`TreePirClient`](obscura_pir::batch::treepir::TreePirClient)),
+    /// and the answers come back in the same order. A tree of one leaf needs no request: its
+    /// audit path is empty.
+    pub fn proof(
+        &self,
+        name: &str,
+        setup: &TreePirSetup,
+        queries: &[Query],
+    ) -> Result<Vec<Answer>, ClientError> {
+        if queries.is_empty() && setup.databases().is_empty() {
+            return Ok(Vec::new());
+        }
+        let setups: Vec<&PublicSetup> = setup.databases().iter().collect();
+        self.framed(&format!("/v1/databases/{name}/proof"), &setups, queries)
+    }
+
+    /// Posts `queries` framed to `path` and decodes the framed answers, answer `i` against
+    /// `setups[i]`.
+    fn framed(
+        &self,
+        path: &str,
+        setups: &[&PublicSetup],
+        queries: &[Query],
+    ) -> Result<Vec<Answer>, ClientError> {
+        let url = self.url(path);
+        let unexpected = |message: String| ClientError::Unexpected {
+            url: url.clone(),
+            message,
+        };
+        if setups.len() != queries.len() {
+            return Err(unexpected(format!(
+                "{} queries for {} databases",
+                queries.len(),
+                setups.len()
+            )));
+        }
         let request = self
             .agent
             .post(&url)
             .header("content-type", "application/octet-stream");
         let messages: Vec<Vec<u8>> = queries.iter().map(Query::to_bytes).collect();
         let (_, _, body) = self.body(&url, request.send(&framing::encode(&messages)[..]))?;
-        let unexpected = |message: String| ClientError::Unexpected {
-            url: url.clone(),
-            message,
-        };
         let answers = framing::decode(&body, queries.len()).map_err(unexpected)?;
         if answers.len() != queries.len() {
             return Err(unexpected(format!(
@@ -197,7 +240,8 @@ impl HttpClient {
         }
         Ok(answers
             .into_iter()
-            .map(|a| Answer::from_bytes(a, setup))
+            .zip(setups)
+            .map(|(answer, setup)| Answer::from_bytes(answer, setup))
             .collect::<Result<_, _>>()?)
     }
 }

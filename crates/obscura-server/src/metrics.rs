@@ -5,7 +5,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The endpoints, as metric labels.
-pub const ENDPOINTS: [&str; 6] = ["databases", "setup", "query", "batch", "healthz", "metrics"];
+pub const ENDPOINTS: [&str; 7] = [
+    "databases",
+    "setup",
+    "query",
+    "batch",
+    "proof",
+    "healthz",
+    "metrics",
+];
 
 /// Upper bounds of the latency histogram, in seconds.
 const BUCKETS: [f64; 12] = [

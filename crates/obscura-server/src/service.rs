@@ -6,12 +6,14 @@
 //! | `GET /v1/databases/{name}/setup` | the binary public setup, with `ETag`; `If-None-Match` gets 304 |
 //! | `POST /v1/databases/{name}/query` | binary query in, binary answer out |
 //! | `POST /v1/databases/{name}/batch` | several queries ([`framing`](crate::framing)) in, answers out |
+//! | `POST /v1/databases/{name}/proof` | Merkle tree (TreePIR) databases only: one query per colour class, framed, in; the answers, framed, out |
 //! | `GET /healthz` | `ok` |
 //! | `GET /metrics` | Prometheus text |
 //!
 //! Queries that arrive together are answered in one pass over the database: each database has
 //! one worker that takes every query waiting (up to [`ServiceConfig::max_batch`], waiting at most
-//! [`ServiceConfig::batch_window`] for more) and runs the batch kernel. Bodies are bounded,
+//! [`ServiceConfig::batch_window`] for more) and runs the batch kernel; a proof request is one
+//! pass over a Merkle tree's colour classes, one query each. Bodies are bounded,
 //! concurrent queries are bounded (503 beyond), every request has a time limit (408), open
 //! connections are bounded and must send their headers in time ([`ConnectionLimits`]), and query
 //! contents are never logged.
@@ -32,7 +34,7 @@ use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use obscura_pir::lwe::{Answer, Query};
+use obscura_pir::lwe::{Answer, Query, Server};
 use obscura_pir::{PirError, PirServer};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tower_http::timeout::TimeoutLayer;
@@ -40,11 +42,13 @@ use tower_http::timeout::TimeoutLayer;
 use crate::catalog::{Catalog, Entry};
 use crate::framing;
 use crate::metrics::{Metrics, ENDPOINTS};
+use crate::store::Database;
 
 /// Limits and batching of a service.
 #[derive(Clone, Debug)]
 pub struct ServiceConfig {
-    /// Largest request body; `None` sizes it for a full batch of the largest queries.
+    /// Largest request body; `None` sizes it for the largest request a database takes: a full
+    /// batch of its queries, or a proof request of a Merkle tree.
     pub max_body_bytes: Option<usize>,
     /// Queries being answered or waiting at once; more get 503.
     pub max_concurrent: usize,
@@ -128,6 +132,21 @@ impl Failure {
         Self(StatusCode::NOT_FOUND, format!("unknown database {name:?}"))
     }
 
+    fn busy() -> Self {
+        Self(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is busy: retry later".into(),
+        )
+    }
+
+    fn internal(message: &str) -> Self {
+        Self(StatusCode::INTERNAL_SERVER_ERROR, message.into())
+    }
+
+    fn bad_request(message: String) -> Self {
+        Self(StatusCode::BAD_REQUEST, message)
+    }
+
     fn from_pir(error: PirError, name: &str) -> Self {
         match error {
             PirError::SetupMismatch { what } => Self(
@@ -146,20 +165,18 @@ impl Failure {
 }
 
 /// Builds the service for `catalog`. Must be called inside a tokio runtime (it starts one
-/// batching worker per database).
+/// batching worker per index or keyword database).
 pub fn router(catalog: Catalog, config: ServiceConfig) -> Router {
-    let max_query = catalog
+    let largest_request = catalog
         .entries()
-        .map(|e| e.info.query_bytes as usize)
+        .map(|e| largest_request(e, config.max_batch.max(1)))
         .max()
         .unwrap_or(0);
-    let max_body = config
-        .max_body_bytes
-        .unwrap_or(config.max_batch.max(1) * (max_query + 4) + 4)
-        .max(1024);
+    let max_body = config.max_body_bytes.unwrap_or(largest_request).max(1024);
     let metrics = Arc::new(Metrics::default());
     let mut batchers = HashMap::new();
-    for entry in catalog.entries() {
+    // Merkle trees answer proof requests directly: one query per colour class, all at once.
+    for entry in catalog.entries().filter(|e| e.database.engine().is_some()) {
         let (sender, receiver) = mpsc::channel(config.max_concurrent.max(1));
         batchers.insert(entry.name.clone(), sender);
         let batching = Batching {
@@ -181,6 +198,7 @@ pub fn router(catalog: Catalog, config: ServiceConfig) -> Router {
         .route("/v1/databases/{name}/setup", get(setup))
         .route("/v1/databases/{name}/query", post(query))
         .route("/v1/databases/{name}/batch", post(batch))
+        .route("/v1/databases/{name}/proof", post(proof))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(render_metrics))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
@@ -190,6 +208,17 @@ pub fn router(catalog: Catalog, config: ServiceConfig) -> Router {
             config.request_timeout,
         ))
         .with_state(state)
+}
+
+/// The largest framed body `entry` takes: a full batch of `max_batch` queries, or for a Merkle
+/// tree one proof request (a query per colour class).
+fn largest_request(entry: &Entry, max_batch: usize) -> usize {
+    let info = &entry.info;
+    let framed = match info.height {
+        Some(h) => info.query_bytes + 4 * u64::from(h),
+        None => max_batch as u64 * (info.query_bytes + 4),
+    };
+    usize::try_from(framed + 4).unwrap_or(usize::MAX)
 }
 
 /// Serves `router` (HTTP/1.1) on `listener` until `shutdown` completes, then finishes the
@@ -344,6 +373,15 @@ async fn setup(
         .into_response())
 }
 
+/// The engine that answers the queries of `entry`, or 400 for a Merkle tree (proofs only).
+fn single_engine<'a>(entry: &'a Entry, name: &str) -> Result<&'a Server, Failure> {
+    entry.database.engine().ok_or_else(|| {
+        Failure::bad_request(format!(
+            "{name:?} is a Merkle tree (TreePIR) database: send proof requests to /v1/databases/{name}/proof"
+        ))
+    })
+}
+
 /// Shares the encoded setup with the response body without copying it.
 struct SetupBytes(Arc<[u8]>);
 
@@ -359,7 +397,7 @@ async fn query(
     body: Bytes,
 ) -> Result<Response, Failure> {
     let entry = lookup(&state, &name)?;
-    let query = Query::from_bytes(&body, entry.database.engine().public_setup())
+    let query = Query::from_bytes(&body, single_engine(entry, &name)?.public_setup())
         .map_err(|e| Failure::from_pir(e, &name))?;
     let answers = answer_all(&state, entry, vec![query]).await?;
     Ok(octets(answers[0].to_bytes()))
@@ -371,17 +409,67 @@ async fn batch(
     body: Bytes,
 ) -> Result<Response, Failure> {
     let entry = lookup(&state, &name)?;
-    let messages =
-        framing::decode(&body, state.max_batch).map_err(|e| Failure(StatusCode::BAD_REQUEST, e))?;
+    let setup = single_engine(entry, &name)?.public_setup();
+    let messages = framing::decode(&body, state.max_batch).map_err(Failure::bad_request)?;
     let queries = messages
         .into_iter()
-        .map(|m| Query::from_bytes(m, entry.database.engine().public_setup()))
+        .map(|m| Query::from_bytes(m, setup))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Failure::from_pir(e, &name))?;
     let answers = answer_all(&state, entry, queries).await?;
-    Ok(octets(framing::encode(
+    Ok(framed_answers(&answers))
+}
+
+/// A Merkle audit path: one query per colour class of the tree, answered in one pass (a proof
+/// takes one concurrency permit, the work of one query over a database of the tree's size).
+async fn proof(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Response, Failure> {
+    let entry = lookup(&state, &name)?;
+    let Database::TreePir(tree) = &entry.database else {
+        return Err(Failure::bad_request(format!(
+            "{name:?} is not a Merkle tree: send its queries to /v1/databases/{name}/query or /batch"
+        )));
+    };
+    let classes = tree.databases();
+    if classes.is_empty() {
+        return Err(Failure::bad_request(format!(
+            "{name:?} is a tree of one leaf: its audit path is empty and its root is the leaf hash"
+        )));
+    }
+    let messages = framing::decode(&body, classes.len()).map_err(Failure::bad_request)?;
+    if messages.len() != classes.len() {
+        return Err(Failure::bad_request(format!(
+            "a proof request holds {} queries, one per colour class, not {}",
+            classes.len(),
+            messages.len()
+        )));
+    }
+    let queries = messages
+        .into_iter()
+        .zip(classes)
+        .map(|(m, class)| Query::from_bytes(m, class.public_setup()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Failure::from_pir(e, &name))?;
+    let _permit = state
+        .permits
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| Failure::busy())?;
+    let tree = tree.clone();
+    let answers = tokio::task::spawn_blocking(move || tree.answer(&queries))
+        .await
+        .map_err(|_| Failure::internal("the answering task stopped"))?
+        .map_err(|e| Failure::from_pir(e, &name))?;
+    Ok(framed_answers(&answers))
+}
+
+fn framed_answers(answers: &[Answer]) -> Response {
+    octets(framing::encode(
         &answers.iter().map(Answer::to_bytes).collect::<Vec<_>>(),
-    )))
+    ))
 }
 
 fn octets(body: Vec<u8>) -> Response {
@@ -395,30 +483,25 @@ async fn answer_all(
     entry: &Entry,
     queries: Vec<Query>,
 ) -> Result<Vec<Answer>, Failure> {
-    let busy = || {
-        Failure(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the server is busy: retry later".into(),
-        )
-    };
     let _permits = state
         .permits
         .clone()
         .try_acquire_many_owned(queries.len() as u32)
-        .map_err(|_| busy())?;
+        .map_err(|_| Failure::busy())?;
     let sender = &state.batchers[&entry.name];
     let mut replies = Vec::with_capacity(queries.len());
     for query in queries {
         let (reply, receiver) = oneshot::channel();
-        sender.try_send(Job { query, reply }).map_err(|_| busy())?;
+        sender
+            .try_send(Job { query, reply })
+            .map_err(|_| Failure::busy())?;
         replies.push(receiver);
     }
     let mut answers = Vec::with_capacity(replies.len());
     for receiver in replies {
-        let internal = |e: String| Failure(StatusCode::INTERNAL_SERVER_ERROR, e);
         let answer = receiver
             .await
-            .map_err(|_| internal("the answering worker stopped".into()))?;
+            .map_err(|_| Failure::internal("the answering worker stopped"))?;
         answers.push(answer.map_err(|e| Failure::from_pir(e, &entry.name))?);
     }
     Ok(answers)
@@ -431,7 +514,7 @@ struct Batching {
     metrics: Arc<Metrics>,
 }
 
-/// Answers the queries of one database, as many per pass as are waiting.
+/// Answers the queries of one database with a single engine, as many per pass as are waiting.
 async fn batch_worker(entry: Arc<Entry>, mut receiver: mpsc::Receiver<Job>, batching: Batching) {
     while let Some(first) = receiver.recv().await {
         let mut jobs = vec![first];
@@ -449,9 +532,13 @@ async fn batch_worker(entry: Arc<Entry>, mut receiver: mpsc::Receiver<Job>, batc
         let (queries, replies): (Vec<Query>, Vec<_>) =
             jobs.into_iter().map(|j| (j.query, j.reply)).unzip();
         let entry = entry.clone();
-        let result =
-            tokio::task::spawn_blocking(move || entry.database.engine().answer_batch(&queries))
-                .await;
+        let result = tokio::task::spawn_blocking(move || match entry.database.engine() {
+            Some(engine) => engine.answer_batch(&queries),
+            None => Err(PirError::InvalidParameters(
+                "a Merkle tree takes proof requests only".into(),
+            )),
+        })
+        .await;
         match result {
             Ok(Ok(answers)) => {
                 for (reply, answer) in replies.into_iter().zip(answers) {

@@ -1,18 +1,21 @@
-//! The database file: one preprocessed LWE database with its public setup.
+//! The database file: a database's public setup and the matrix of each of its LWE engines.
 //!
 //! ```text
 //! envelope (magic, version, kind = database file, setup digest)   40 bytes
 //! payload length: u64 LE
 //! SHA-256 of the payload: 32 bytes
 //! payload:
-//!   public setup length: u64 LE, then the encoded public setup (parameters, geometry, seed, hint)
-//!   the database matrix, rows x cols bytes, row-major
+//!   public setup length: u64 LE, then the encoded public setup: an LWE public setup (index
+//!     database), a keyword setup (filter parameters and the LWE setup) or a TreePIR setup
+//!     (leaf count, root and the LWE setup of each colour class)
+//!   the matrix of each LWE engine of that setup, in its order (one, or one per colour class),
+//!     rows x cols bytes each, row-major
 //! ```
 //!
 //! Files are written to a temporary name in the target directory and renamed into place, so a
 //! crash never leaves a half-written database under the final name. Loading memory-maps the
 //! file, checks every length against the file size, verifies the checksum and the setup digest,
-//! and refuses a truncated or corrupted file with a [`StoreError`]; the matrix is then served
+//! and refuses a truncated or corrupted file with a [`StoreError`]; the matrices are then served
 //! straight from the mapping.
 
 use std::fs::File;
@@ -21,9 +24,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use obscura_math::matrix::{PlaintextMatrix, SharedBytes};
+use obscura_pir::batch::treepir::{TreePirServer, TreePirSetup};
 use obscura_pir::keyword::{KeywordServer, KeywordSetup};
 use obscura_pir::lwe::{PublicSetup, Server};
-use obscura_pir::wire::{self, Kind, Reader};
+use obscura_pir::wire::{self, Digest, Kind, Reader};
 use obscura_pir::PirError;
 use sha2::{Digest as _, Sha256};
 
@@ -51,45 +55,74 @@ pub enum StoreError {
     },
 }
 
-/// A stored database: index PIR over records, or keyword PIR over key-value pairs.
+/// A stored database: index PIR over records, keyword PIR over key-value pairs, or TreePIR over
+/// the nodes of a Merkle tree.
 pub enum Database {
     /// Records fetched by index.
     Index(Server),
     /// Values fetched by key.
     Keyword(Box<KeywordServer>),
+    /// Audit paths fetched by leaf index, one query per colour class (shared with the tasks
+    /// that answer proof requests).
+    TreePir(Arc<TreePirServer>),
 }
 
 impl Database {
-    /// The LWE engine that answers its queries.
-    pub fn engine(&self) -> &Server {
+    /// The one LWE engine that answers the queries of an index or keyword database; `None` for
+    /// a TreePIR database, whose requests go to all of its [`engines`](Self::engines) at once.
+    pub fn engine(&self) -> Option<&Server> {
         match self {
-            Self::Index(server) => server,
-            Self::Keyword(server) => server.engine(),
+            Self::Index(server) => Some(server),
+            Self::Keyword(server) => Some(server.engine()),
+            Self::TreePir(_) => None,
         }
     }
 
-    /// The encoded public setup clients download (the keyword setup wraps the engine's).
+    /// Every LWE engine, in the order the file stores their matrices: the one engine, or one
+    /// per colour class of a TreePIR database.
+    pub fn engines(&self) -> &[Server] {
+        match self {
+            Self::Index(server) => std::slice::from_ref(server),
+            Self::Keyword(server) => std::slice::from_ref(server.engine()),
+            Self::TreePir(server) => server.databases(),
+        }
+    }
+
+    /// The encoded public setup clients download (the keyword and TreePIR setups wrap the
+    /// engines' setups).
     pub fn setup_bytes(&self) -> Vec<u8> {
         match self {
             Self::Index(server) => server.public_setup().to_bytes(),
             Self::Keyword(server) => server.public_setup().to_bytes(),
+            Self::TreePir(server) => server.public_setup().to_bytes(),
+        }
+    }
+
+    /// The digest that names the public setup (the engine's for index and keyword databases).
+    pub fn digest(&self) -> &Digest {
+        match self {
+            Self::Index(server) => server.public_setup().digest(),
+            Self::Keyword(server) => server.engine().public_setup().digest(),
+            Self::TreePir(server) => server.public_setup().digest(),
         }
     }
 
     /// What a user counts: records of an index database, keys of a keyword database (whose
-    /// matrix has more columns, the filter's slots).
+    /// matrix has more columns, the filter's slots), leaves of a Merkle tree.
     pub fn items(&self) -> u64 {
         match self {
             Self::Index(server) => server.public_setup().geometry().records(),
             Self::Keyword(server) => server.public_setup().keys(),
+            Self::TreePir(server) => server.public_setup().leaves(),
         }
     }
 
-    /// `index` or `keyword`.
+    /// `index`, `keyword` or `treepir`.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Index(_) => "index",
             Self::Keyword(_) => "keyword",
+            Self::TreePir(_) => "treepir",
         }
     }
 }
@@ -106,6 +139,66 @@ impl From<KeywordServer> for Database {
     }
 }
 
+impl From<TreePirServer> for Database {
+    fn from(server: TreePirServer) -> Self {
+        Self::TreePir(Arc::new(server))
+    }
+}
+
+/// A public setup read from a file, by the kind of database it belongs to.
+enum StoredSetup {
+    Index(PublicSetup),
+    Keyword(KeywordSetup),
+    TreePir(TreePirSetup),
+}
+
+impl StoredSetup {
+    /// Decodes a setup of any kind (the envelope names it).
+    fn decode(bytes: &[u8]) -> Result<Self, PirError> {
+        let is = |kind| Reader::open(bytes, kind).is_ok();
+        Ok(if is(Kind::KeywordSetup) {
+            Self::Keyword(KeywordSetup::from_bytes(bytes)?)
+        } else if is(Kind::TreePirSetup) {
+            Self::TreePir(TreePirSetup::from_bytes(bytes)?)
+        } else {
+            Self::Index(PublicSetup::from_bytes(bytes)?)
+        })
+    }
+
+    /// The digest the file's envelope must carry (see [`Database::digest`]).
+    fn digest(&self) -> &Digest {
+        match self {
+            Self::Index(setup) => setup.digest(),
+            Self::Keyword(setup) => setup.lwe().digest(),
+            Self::TreePir(setup) => setup.digest(),
+        }
+    }
+
+    /// The setups of the engines whose matrices follow, in file order.
+    fn engines(&self) -> &[PublicSetup] {
+        match self {
+            Self::Index(setup) => std::slice::from_ref(setup),
+            Self::Keyword(setup) => std::slice::from_ref(setup.lwe()),
+            Self::TreePir(setup) => setup.databases(),
+        }
+    }
+
+    /// The database served by `engines` (one per entry of [`Self::engines`], in order).
+    fn into_database(self, engines: Vec<Server>) -> Result<Database, PirError> {
+        let single = |engines: Vec<Server>| {
+            let count = engines.len();
+            <[Server; 1]>::try_from(engines)
+                .map(|[engine]| engine)
+                .map_err(|_| PirError::malformed("database file", format!("{count} engines")))
+        };
+        Ok(match self {
+            Self::Index(_) => Database::Index(single(engines)?),
+            Self::Keyword(setup) => KeywordServer::from_parts(single(engines)?, setup)?.into(),
+            Self::TreePir(setup) => TreePirServer::from_parts(setup, engines)?.into(),
+        })
+    }
+}
+
 /// Writes a database and its public setup to `path`, atomically.
 pub fn write_database(path: &Path, database: &Database) -> Result<(), StoreError> {
     let io = |source| StoreError::Io {
@@ -113,21 +206,23 @@ pub fn write_database(path: &Path, database: &Database) -> Result<(), StoreError
         source,
     };
     let setup = database.setup_bytes();
-    let server = database.engine();
-    let matrix = server.database().as_bytes();
-    let payload_len = 8 + setup.len() as u64 + matrix.len() as u64;
+    let matrices: Vec<&[u8]> = database
+        .engines()
+        .iter()
+        .map(|engine| engine.database().as_bytes())
+        .collect();
+    let matrix_bytes: u64 = matrices.iter().map(|m| m.len() as u64).sum();
+    let payload_len = 8 + setup.len() as u64 + matrix_bytes;
     let mut hash = Sha256::new();
     hash.update((setup.len() as u64).to_le_bytes());
     hash.update(&setup);
-    hash.update(matrix);
+    for matrix in &matrices {
+        hash.update(matrix);
+    }
     let checksum: [u8; 32] = hash.finalize().into();
 
     let mut preamble = Vec::with_capacity(PREAMBLE_BYTES);
-    wire::write_header(
-        &mut preamble,
-        Kind::DatabaseFile,
-        server.public_setup().digest(),
-    );
+    wire::write_header(&mut preamble, Kind::DatabaseFile, database.digest());
     preamble.extend_from_slice(&payload_len.to_le_bytes());
     preamble.extend_from_slice(&checksum);
 
@@ -142,7 +237,9 @@ pub fn write_database(path: &Path, database: &Database) -> Result<(), StoreError
         out.write_all(&(setup.len() as u64).to_le_bytes())
             .map_err(io)?;
         out.write_all(&setup).map_err(io)?;
-        out.write_all(matrix).map_err(io)?;
+        for matrix in &matrices {
+            out.write_all(matrix).map_err(io)?;
+        }
         out.flush().map_err(io)?;
     }
     temp.as_file().sync_all().map_err(io)?;
@@ -150,8 +247,8 @@ pub fn write_database(path: &Path, database: &Database) -> Result<(), StoreError
     Ok(())
 }
 
-/// Loads and verifies the database file at `path`. The file is memory-mapped and the matrix is
-/// served from the mapping without a copy.
+/// Loads and verifies the database file at `path`. The file is memory-mapped and the matrices
+/// are served from the mapping without a copy.
 pub fn read_database(path: &Path) -> Result<Database, StoreError> {
     let io = |source| StoreError::Io {
         path: path.to_path_buf(),
@@ -166,8 +263,8 @@ pub fn read_database(path: &Path) -> Result<Database, StoreError> {
     if file_len < PREAMBLE_BYTES as u64 {
         return Err(invalid(format!("the file is only {file_len} bytes long")));
     }
-    let map = map_read_only(&file).map_err(io)?;
-    let bytes: &[u8] = &map;
+    let map = Arc::new(map_read_only(&file).map_err(io)?);
+    let bytes: &[u8] = &map[..];
 
     let (mut reader, digest) = Reader::open(&bytes[..PREAMBLE_BYTES], Kind::DatabaseFile)
         .map_err(|e| invalid(e.to_string()))?;
@@ -195,39 +292,43 @@ pub fn read_database(path: &Path) -> Result<Database, StoreError> {
         )));
     }
     let setup_end = 8 + setup_len as usize;
-    let setup_bytes = &payload[8..setup_end];
-    // A keyword setup wraps the engine's setup with the filter parameters.
-    let keyword = match Reader::open(setup_bytes, Kind::KeywordSetup) {
-        Ok(_) => Some(KeywordSetup::from_bytes(setup_bytes).map_err(|e| invalid(e.to_string()))?),
-        Err(_) => None,
-    };
-    let setup = match &keyword {
-        Some(keyword) => keyword.lwe().clone(),
-        None => PublicSetup::from_bytes(setup_bytes).map_err(|e| invalid(e.to_string()))?,
-    };
+    let setup = StoredSetup::decode(&payload[8..setup_end]).map_err(|e| invalid(e.to_string()))?;
     if setup.digest() != &digest {
         return Err(invalid(
             "the header digest does not match the public setup".into(),
         ));
     }
-    let geometry = setup.geometry();
-    let (rows, cols) = (geometry.rows() as usize, geometry.cols() as usize);
-    let matrix_len = payload.len() - setup_end;
-    if Some(matrix_len) != rows.checked_mul(cols) {
+    let owner: SharedBytes = map.clone();
+    let mut start = setup_end;
+    let mut engines = Vec::with_capacity(setup.engines().len());
+    for (i, public) in setup.engines().iter().enumerate() {
+        let geometry = public.geometry();
+        let (rows, cols) = (geometry.rows() as usize, geometry.cols() as usize);
+        let left = payload.len() - start;
+        let len = rows
+            .checked_mul(cols)
+            .filter(|&len| len <= left)
+            .ok_or_else(|| {
+                invalid(format!(
+                    "matrix {i} ({rows} x {cols}) is larger than the {left} bytes left"
+                ))
+            })?;
+        let matrix =
+            PlaintextMatrix::from_shared(rows, cols, owner.clone(), PREAMBLE_BYTES + start)
+                .expect("length checked above");
+        engines
+            .push(Server::from_parts(public.clone(), matrix).map_err(|e| invalid(e.to_string()))?);
+        start += len;
+    }
+    if start != payload.len() {
         return Err(invalid(format!(
-            "the matrix has {matrix_len} bytes, not {rows} x {cols}"
+            "{} bytes follow the last matrix",
+            payload.len() - start
         )));
     }
-    let owner: SharedBytes = Arc::new(map);
-    let matrix = PlaintextMatrix::from_shared(rows, cols, owner, PREAMBLE_BYTES + setup_end)
-        .expect("length checked above");
-    let server = Server::from_parts(setup, matrix).map_err(|e: PirError| invalid(e.to_string()))?;
-    Ok(match keyword {
-        Some(keyword) => KeywordServer::from_parts(server, keyword)
-            .map_err(|e| invalid(e.to_string()))?
-            .into(),
-        None => Database::Index(server),
-    })
+    setup
+        .into_database(engines)
+        .map_err(|e| invalid(e.to_string()))
 }
 
 /// Maps `file` read-only.
@@ -243,6 +344,8 @@ fn map_read_only(file: &File) -> std::io::Result<memmap2::Mmap> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use obscura_pir::batch::merkle::{leaf_hash, MerkleTree};
+    use obscura_pir::batch::treepir::TreePirClient;
     use obscura_pir::lwe::{Client, SetupOptions};
     use obscura_pir::{PirClient, PirServer};
 
@@ -262,7 +365,7 @@ mod tests {
         let Database::Index(loaded) = read_database(&path).unwrap() else {
             panic!("an index database");
         };
-        assert_eq!(loaded.public_setup(), database.engine().public_setup());
+        assert_eq!(loaded.public_setup(), database.engines()[0].public_setup());
         let mut client = Client::new(loaded.public_setup().clone());
         for index in [0u64, 17, 41] {
             let (query, state) = client.query(index).unwrap();
@@ -327,5 +430,138 @@ mod tests {
             read_database(&dir.path().join("missing.obs")),
             Err(StoreError::Io { .. })
         ));
+    }
+
+    fn tree_database(n: usize) -> (Database, MerkleTree, Vec<Vec<u8>>) {
+        let leaves: Vec<Vec<u8>> = (0..n).map(|i| format!("entry {i}").into_bytes()).collect();
+        let tree = MerkleTree::from_leaves(&leaves);
+        let server = TreePirServer::setup(&tree, SetupOptions::default(), &|_, _| {}).unwrap();
+        (server.into(), tree, leaves)
+    }
+
+    #[test]
+    fn treepir_databases_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in [1usize, 2, 37] {
+            let path = dir.path().join(format!("tree-{n}.obs"));
+            let (database, tree, leaves) = tree_database(n);
+            write_database(&path, &database).unwrap();
+            let loaded = read_database(&path).unwrap();
+            assert_eq!((loaded.kind(), loaded.items()), ("treepir", n as u64));
+            assert_eq!(loaded.digest(), database.digest());
+            assert_eq!(loaded.setup_bytes(), database.setup_bytes());
+            assert!(loaded.engine().is_none());
+            let Database::TreePir(server) = loaded else {
+                panic!("a TreePIR database");
+            };
+            assert_eq!(server.databases().len(), tree.height() as usize);
+            let mut client = TreePirClient::new(server.public_setup().clone());
+            for m in [0, n as u64 / 2, n as u64 - 1] {
+                let (queries, state) = client.query(m).unwrap();
+                let answers = server.answer(&queries).unwrap();
+                let leaf = leaf_hash(&leaves[m as usize]);
+                let path = client.decode(state, &answers, &leaf).unwrap();
+                assert_eq!(Some(path), tree.audit_path(m), "n = {n}, leaf {m}");
+            }
+        }
+    }
+
+    /// A file around `payload` with a valid envelope, length and checksum, so that the checks
+    /// behind the checksum are reached.
+    fn sealed(digest: &Digest, payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        wire::write_header(&mut out, Kind::DatabaseFile, digest);
+        out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        out.extend_from_slice(&Sha256::digest(payload));
+        out.extend_from_slice(payload);
+        out
+    }
+
+    fn refused(dir: &Path, bytes: &[u8]) -> bool {
+        let path = dir.join("damaged.obs");
+        std::fs::write(&path, bytes).unwrap();
+        matches!(read_database(&path), Err(StoreError::Invalid { .. }))
+    }
+
+    /// Truncated, extended and altered TreePIR files are refused with a typed error, also when
+    /// the checksum is made to match, and huge declared lengths allocate nothing.
+    #[test]
+    fn damaged_treepir_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tree.obs");
+        let (database, _, _) = tree_database(37);
+        write_database(&path, &database).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let digest = *database.digest();
+        let payload = &bytes[PREAMBLE_BYTES..];
+        let setup_len = u64::from_le_bytes(payload[..8].try_into().unwrap()) as usize;
+        // Cuts through the setup's fields, its hints and the matrices.
+        let cuts = (0..200)
+            .step_by(7)
+            .chain((200..setup_len + 8).step_by(setup_len / 20))
+            .chain((setup_len + 8..payload.len()).step_by(payload.len() / 10));
+        for cut in cuts {
+            assert!(
+                refused(dir.path(), &bytes[..PREAMBLE_BYTES + cut]),
+                "cut {cut}"
+            );
+            assert!(
+                refused(dir.path(), &sealed(&digest, &payload[..cut])),
+                "sealed cut {cut}"
+            );
+        }
+        let mut longer = payload.to_vec();
+        longer.push(0);
+        assert!(refused(dir.path(), &sealed(&digest, &longer)));
+        // The payload: setup length (0), TreePIR envelope (8), leaves (48), root (56), the length
+        // of the first colour class's setup (88), then that setup (96).
+        for (at, value) in [
+            (0, u64::MAX),
+            (48, 1 << 63),
+            (48, 38),
+            (48, 0),
+            (88, u64::MAX),
+            (88, 1 << 40),
+            (96 + 52, 1 << 62),
+        ] {
+            let mut altered = payload.to_vec();
+            altered[at..at + 8].copy_from_slice(&value.to_le_bytes());
+            assert!(
+                refused(dir.path(), &sealed(&digest, &altered)),
+                "{at}: {value}"
+            );
+        }
+        for at in [8, 20, 56, 100] {
+            let mut altered = payload.to_vec();
+            altered[at] ^= 0x40;
+            assert!(
+                refused(dir.path(), &sealed(&digest, &altered)),
+                "flip at {at}"
+            );
+        }
+        // A setup of the wrong kind for its file, or a tree file without its matrices.
+        let index = Database::Index(server().0);
+        assert!(refused(
+            dir.path(),
+            &sealed(index.digest(), &payload[..8 + setup_len])
+        ));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Random bytes after a valid TreePIR setup prefix, sealed, never panic.
+        #[test]
+        fn random_tree_payloads_are_refused(
+            keep in 0usize..200,
+            tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+        ) {
+            let (database, _, _) = tree_database(5);
+            let setup = database.setup_bytes();
+            let mut payload = (setup.len() as u64).to_le_bytes().to_vec();
+            payload.extend_from_slice(&setup[..keep]);
+            payload.extend_from_slice(&tail);
+            let dir = tempfile::tempdir().unwrap();
+            proptest::prop_assert!(refused(dir.path(), &sealed(database.digest(), &payload)));
+        }
     }
 }

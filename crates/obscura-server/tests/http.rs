@@ -4,7 +4,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use obscura_pir::lwe::{Client, Layout, Server, SetupOptions};
+use obscura_pir::batch::merkle::{leaf_hash, MerkleTree};
+use obscura_pir::batch::treepir::{TreePirClient, TreePirServer};
+use obscura_pir::lwe::{Client, Layout, Query, Server, SetupOptions};
 use obscura_pir::PirClient;
 use obscura_server::catalog::Catalog;
 use obscura_server::client::{ClientError, HttpClient};
@@ -179,7 +181,7 @@ fn malformed_requests_get_clear_client_errors_and_the_server_keeps_answering() {
             400,
             "malformed query",
         ),
-        ("/v1/databases/db/query", good[..10].to_vec(), 400, "header"),
+        ("/v1/databases/db/query", good[..5].to_vec(), 400, "header"),
         ("/v1/databases/db/query", vec![], 400, "malformed query"),
         (
             "/v1/databases/nope/query",
@@ -410,4 +412,136 @@ fn slow_headers_are_cut_off() {
     assert!(!String::from_utf8_lossy(&reply).contains("200 OK"));
     let (status, text) = status_and_text(raw().get(&format!("{}/healthz", server.url)).call());
     assert_eq!((status, text.trim()), (200, "ok"));
+}
+
+/// Merkle audit paths over HTTP from a tree of 37 leaves (not a power of two) served beside an
+/// index database: the leaf hash fetched privately and the proof of several leaves equal the
+/// plain tree's, and each route refuses the other kind of database.
+#[test]
+fn treepir_proofs_over_http() {
+    let leaves: Vec<Vec<u8>> = (0..37).map(|i| format!("leaf {i}").into_bytes()).collect();
+    let tree = MerkleTree::from_leaves(&leaves);
+    let mut catalog = Catalog::default();
+    let tree_server = TreePirServer::setup(&tree, SetupOptions::default(), &|_, _| {}).unwrap();
+    catalog.insert("tree".into(), tree_server).unwrap();
+    catalog
+        .insert("db".into(), database(&data(100, 8), 10, Layout::Square))
+        .unwrap();
+    let server = TestServer::start(catalog, ServiceConfig::default());
+    let cache = tempfile::tempdir().unwrap();
+    let http = HttpClient::new(&server.url, Some(cache.path().to_path_buf()));
+
+    let list = http.list().unwrap();
+    let info = list.iter().find(|d| d.name == "tree").unwrap();
+    assert_eq!(info.kind, "treepir");
+    assert_eq!(
+        (info.records, info.record_bytes, info.height),
+        (37, 32, Some(6))
+    );
+    assert!(info.params.is_some());
+    let index_info = list.iter().find(|d| d.name == "db").unwrap();
+    assert_eq!(
+        (index_info.kind.as_str(), index_info.height),
+        ("index", None)
+    );
+    let setup = http.treepir_setup("tree").unwrap();
+    assert_eq!(info.digest, hex::encode(setup.digest()));
+    assert_eq!(setup.root(), &tree.root());
+    let mut client = TreePirClient::new(setup.clone());
+    for m in [0u64, 1, 17, 31, 32, 35, 36] {
+        let (queries, state) = client.query_leaf_hash(m).unwrap();
+        let sent: u64 = queries.iter().map(|q| q.to_bytes().len() as u64).sum();
+        assert_eq!(info.query_bytes, sent);
+        let answers = http.proof("tree", &setup, &queries).unwrap();
+        let hash = client.decode_leaf_hash(state, &answers).unwrap();
+        assert_eq!(hash, leaf_hash(&leaves[m as usize]), "leaf {m}");
+        let (queries, state) = client.query(m).unwrap();
+        let answers = http.proof("tree", &setup, &queries).unwrap();
+        let path = client.decode(state, &answers, &hash).unwrap();
+        assert_eq!(Some(path), tree.audit_path(m), "leaf {m}");
+    }
+    // The second download is the cached copy, revalidated.
+    assert_eq!(http.treepir_setup("tree").unwrap(), setup);
+
+    let (queries, _) = client.query(3).unwrap();
+    let encoded: Vec<Vec<u8>> = queries.iter().map(Query::to_bytes).collect();
+    let mut swapped = encoded.clone();
+    swapped.swap(0, 1);
+    let post = |path: &str, body: &[u8]| {
+        status_and_text(raw().post(&format!("{}{path}", server.url)).send(body))
+    };
+    // Bodies are bounded by the largest request: a batch of 16 index queries or a proof request.
+    let limit = [
+        16 * (index_info.query_bytes + 4) + 4,
+        info.query_bytes + 6 * 4 + 4,
+        1024,
+    ]
+    .into_iter()
+    .max()
+    .unwrap() as usize;
+    let cases: Vec<(&str, Vec<u8>, u16, &str)> = vec![
+        (
+            "/v1/databases/tree/query",
+            encoded[0].clone(),
+            400,
+            "/v1/databases/tree/proof",
+        ),
+        (
+            "/v1/databases/tree/batch",
+            framing::encode(&encoded),
+            400,
+            "proof requests",
+        ),
+        (
+            "/v1/databases/db/proof",
+            framing::encode(&encoded),
+            400,
+            "not a Merkle tree",
+        ),
+        (
+            "/v1/databases/tree/proof",
+            framing::encode(&encoded[..5]),
+            400,
+            "holds 6 queries",
+        ),
+        (
+            "/v1/databases/tree/proof",
+            framing::encode(&[&encoded[..], &encoded[..1]].concat()),
+            400,
+            "1 to 6",
+        ),
+        (
+            "/v1/databases/tree/proof",
+            framing::encode(&swapped),
+            409,
+            "different setup",
+        ),
+        ("/v1/databases/tree/proof", b"junk".to_vec(), 400, "1 to 6"),
+        (
+            "/v1/databases/nope/proof",
+            framing::encode(&encoded),
+            404,
+            "unknown database",
+        ),
+        ("/v1/databases/tree/proof", vec![0; limit + 1], 413, ""),
+    ];
+    for (path, body, status, message) in cases {
+        let (got, text) = post(path, &body);
+        assert_eq!(got, status, "{path}: {text}");
+        assert!(text.contains(message), "{path}: {text:?} lacks {message:?}");
+    }
+    // Still answering.
+    let (queries, state) = client.query(36).unwrap();
+    let answers = http.proof("tree", &setup, &queries).unwrap();
+    let path = client
+        .decode(state, &answers, &leaf_hash(&leaves[36]))
+        .unwrap();
+    assert_eq!(Some(path), tree.audit_path(36));
+    let (_, metrics) = status_and_text(raw().get(&format!("{}/metrics", server.url)).call());
+    for line in [
+        "obscura_requests_total{endpoint=\"proof\"} 22",
+        "obscura_errors_total{endpoint=\"proof\"} 7",
+    ] {
+        assert!(metrics.contains(line), "{metrics}");
+    }
 }

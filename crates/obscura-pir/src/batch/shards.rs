@@ -35,6 +35,11 @@ impl ShardServers {
         Ok(Self { servers })
     }
 
+    /// Shards from databases set up (or loaded) before, in shard order.
+    pub(crate) fn from_servers(servers: Vec<Server>) -> Self {
+        Self { servers }
+    }
+
     /// The databases, in shard order.
     pub(crate) fn servers(&self) -> &[Server] {
         &self.servers

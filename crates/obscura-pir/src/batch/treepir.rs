@@ -5,14 +5,20 @@
 //! drops the levels that are empty in a tree whose size is not a power of two, and verifies the
 //! path against the root it holds. Storage is the tree itself: `2^(h+1) − 2` entries of 32
 //! bytes over all sub-databases, against three copies for the batch-code baseline.
+//!
+//! A client that knows a leaf's index but not its hash fetches the hash privately too, with a
+//! second request of the same shape ([`TreePirClient::query_leaf_hash`]); verifying the path
+//! with it then proves it is that leaf's hash under the root.
 
 use rayon::prelude::*;
+use sha2::{Digest as _, Sha256};
 
 use super::coloring::{self, Coloring};
 use super::merkle::{self, Hash, MerkleTree};
 use super::shards::{ShardClients, ShardServers};
 use super::swapped;
 use crate::lwe::{Answer, PublicSetup, Query, QueryState, Server, SetupOptions};
+use crate::wire::{self, Digest, Kind, Reader};
 use crate::PirError;
 
 /// Bytes of a sub-database entry: one SHA-256 hash.
@@ -24,9 +30,26 @@ pub struct TreePirSetup {
     leaves: u64,
     root: Hash,
     databases: Vec<PublicSetup>,
+    digest: Digest,
 }
 
 impl TreePirSetup {
+    fn new(leaves: u64, root: Hash, databases: Vec<PublicSetup>) -> Self {
+        let mut hash = Sha256::new();
+        hash.update(b"obscura/treepir/setup/v1");
+        hash.update(leaves.to_le_bytes());
+        hash.update(root);
+        for database in &databases {
+            hash.update(database.digest());
+        }
+        Self {
+            leaves,
+            root,
+            databases,
+            digest: hash.finalize().into(),
+        }
+    }
+
     /// The number of leaves of the tree.
     pub fn leaves(&self) -> u64 {
         self.leaves
@@ -45,6 +68,76 @@ impl TreePirSetup {
     /// The public setup of each sub-database, in colour order.
     pub fn databases(&self) -> &[PublicSetup] {
         &self.databases
+    }
+
+    /// The digest that names this setup: SHA-256 over the leaf count, the root and the digests
+    /// of the sub-databases' setups.
+    pub fn digest(&self) -> &Digest {
+        &self.digest
+    }
+
+    /// The encoded setup:
+    ///
+    /// ```text
+    /// envelope (kind = TreePIR setup, digest) | leaves: u64 LE | root: 32 bytes
+    /// h times, in colour order: length: u64 LE | the sub-database's encoded LWE public setup
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        wire::write_header(&mut out, Kind::TreePirSetup, &self.digest);
+        out.extend_from_slice(&self.leaves.to_le_bytes());
+        out.extend_from_slice(&self.root);
+        for database in &self.databases {
+            let bytes = database.to_bytes();
+            out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+            out.extend_from_slice(&bytes);
+        }
+        out
+    }
+
+    /// Decodes and checks a setup: there must be one sub-database per level of the tree, each
+    /// holding its colour class (32-byte entries, as many as the balanced colouring gives that
+    /// colour), and the digest must match. Lengths are checked before anything is allocated.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, PirError> {
+        let (mut reader, digest) = Reader::open(bytes, Kind::TreePirSetup)?;
+        let leaves = reader.u64()?;
+        let root: Hash = reader.take(32)?.try_into().expect("32 bytes");
+        let h = merkle::height_for(leaves);
+        if h > coloring::MAX_HEIGHT {
+            return Err(reader.error(format!(
+                "{leaves} leaves need a tree of height {h}, above the supported {}",
+                coloring::MAX_HEIGHT
+            )));
+        }
+        let sizes = match h {
+            0 => Vec::new(),
+            h => coloring::balanced_sizes(h),
+        };
+        let mut databases = Vec::with_capacity(sizes.len());
+        for (color, &size) in sizes.iter().enumerate() {
+            let len = reader.u64()?;
+            let len = usize::try_from(len)
+                .map_err(|_| reader.error(format!("sub-database {color} is {len} bytes long")))?;
+            let database = PublicSetup::from_bytes(reader.take(len)?)?;
+            let g = database.geometry();
+            if g.records() != size || g.record_bytes() != ENTRY_BYTES {
+                return Err(reader.error(format!(
+                    "sub-database {color} holds {} records of {} bytes where its colour class has {size} of {ENTRY_BYTES}",
+                    g.records(),
+                    g.record_bytes()
+                )));
+            }
+            databases.push(database);
+        }
+        reader.finish()?;
+        let setup = Self::new(leaves, root, databases);
+        if setup.digest != digest {
+            return Err(PirError::malformed(
+                Kind::TreePirSetup.describe(),
+                "the digest does not match the contents",
+            ));
+        }
+        Ok(setup)
     }
 }
 
@@ -78,12 +171,26 @@ impl TreePirServer {
             })
             .collect();
         let shards = ShardServers::setup(&contents, ENTRY_BYTES, options, progress)?;
-        let setup = TreePirSetup {
-            leaves: tree.len(),
-            root: tree.root(),
-            databases: shards.public_setups(),
-        };
+        let setup = TreePirSetup::new(tree.len(), tree.root(), shards.public_setups());
         Ok(Self { setup, shards })
+    }
+
+    /// A server from stored sub-databases, in colour order; checks that each belongs to `setup`.
+    pub fn from_parts(setup: TreePirSetup, databases: Vec<Server>) -> Result<Self, PirError> {
+        if databases.len() != setup.databases.len()
+            || databases
+                .iter()
+                .zip(&setup.databases)
+                .any(|(server, public)| server.public_setup() != public)
+        {
+            return Err(PirError::SetupMismatch {
+                what: Kind::TreePirSetup.describe(),
+            });
+        }
+        Ok(Self {
+            setup,
+            shards: ShardServers::from_servers(databases),
+        })
     }
 
     /// The public setup to hand to clients.
@@ -116,6 +223,14 @@ pub struct ProofState {
     states: Vec<QueryState>,
 }
 
+/// The secret state of a request for a leaf's own hash; decodes its answers once.
+pub struct LeafHashState {
+    proof: ProofState,
+    /// The level of the fetched path whose entry is the leaf's hash; `None` for a tree of one
+    /// leaf, whose hash is the root.
+    level: Option<u32>,
+}
+
 impl TreePirClient {
     /// A client for the tree described by `setup`.
     pub fn new(setup: TreePirSetup) -> Self {
@@ -131,13 +246,7 @@ impl TreePirClient {
     /// The `h` queries (one per sub-database, in colour order, each with a fresh secret) that
     /// fetch the audit path of leaf `leaf`.
     pub fn query(&mut self, leaf: u64) -> Result<(Vec<Query>, ProofState), PirError> {
-        let n = self.setup.leaves;
-        if leaf >= n {
-            return Err(PirError::IndexOutOfRange {
-                index: leaf,
-                records: n,
-            });
-        }
+        self.check_leaf(leaf)?;
         let h = self.setup.height();
         let mut depths = vec![0u32; h as usize];
         let mut targets = vec![0u64; h as usize];
@@ -160,6 +269,34 @@ impl TreePirClient {
         ))
     }
 
+    /// The `h` queries that fetch the hash of leaf `leaf` itself, for a client that knows only
+    /// its index. They ask for the path of the leaf whose swapped path holds that hash
+    /// ([`swapped::leaf_hash_position`]), so they look like any other proof request. The hash
+    /// [`decode_leaf_hash`](Self::decode_leaf_hash) returns is not checked by itself: verifying
+    /// the audit path with it ([`decode`](Self::decode)) proves it is leaf `leaf`'s hash under
+    /// the root.
+    pub fn query_leaf_hash(&mut self, leaf: u64) -> Result<(Vec<Query>, LeafHashState), PirError> {
+        self.check_leaf(leaf)?;
+        let position = swapped::leaf_hash_position(self.setup.leaves, leaf);
+        let (queries, proof) = self.query(position.map_or(leaf, |(carrier, _)| carrier))?;
+        let level = position.map(|(_, level)| level);
+        Ok((queries, LeafHashState { proof, level }))
+    }
+
+    /// The leaf hash carried by the answers to [`query_leaf_hash`](Self::query_leaf_hash)'s
+    /// queries (not verified yet, see there).
+    pub fn decode_leaf_hash(
+        &self,
+        state: LeafHashState,
+        answers: &[Answer],
+    ) -> Result<Hash, PirError> {
+        let entries = self.path_entries(state.proof, answers)?;
+        Ok(match state.level {
+            Some(level) => entries[level as usize],
+            None => self.setup.root,
+        })
+    }
+
     /// The audit path (bottom-up, RFC 6962) carried by `answers`, after checking that it proves
     /// that `leaf_hash` is the leaf asked for under the root of the setup.
     pub fn decode(
@@ -168,7 +305,29 @@ impl TreePirClient {
         answers: &[Answer],
         leaf_hash: &Hash,
     ) -> Result<Vec<Hash>, PirError> {
-        let (n, h, m) = (self.setup.leaves, self.setup.height(), state.leaf);
+        let (n, m) = (self.setup.leaves, state.leaf);
+        let by_level = self.path_entries(state, answers)?;
+        let path = swapped::audit_path(n, m, &by_level);
+        merkle::verify_audit_path(m, n, leaf_hash, &path, &self.setup.root)?;
+        Ok(path)
+    }
+
+    /// Refuses a leaf index beyond the tree.
+    fn check_leaf(&self, leaf: u64) -> Result<(), PirError> {
+        let n = self.setup.leaves;
+        if leaf >= n {
+            return Err(PirError::IndexOutOfRange {
+                index: leaf,
+                records: n,
+            });
+        }
+        Ok(())
+    }
+
+    /// The `h` entries on the requested leaf's swapped path, by level (`[ℓ]` is the entry `ℓ`
+    /// levels above the leaf level), unverified.
+    fn path_entries(&self, state: ProofState, answers: &[Answer]) -> Result<Vec<Hash>, PirError> {
+        let h = self.setup.height();
         let entries = self
             .shards
             .decode(state.states, answers, |_| true, "TreePIR answers")?;
@@ -178,8 +337,6 @@ impl TreePirClient {
                 .try_into()
                 .map_err(|_| PirError::malformed("TreePIR answer", "an entry is not 32 bytes"))?;
         }
-        let path = swapped::audit_path(n, m, &by_level);
-        merkle::verify_audit_path(m, n, leaf_hash, &path, &self.setup.root)?;
-        Ok(path)
+        Ok(by_level)
     }
 }
