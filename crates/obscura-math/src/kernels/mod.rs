@@ -72,9 +72,12 @@ impl Backend {
         }
     }
 
-    /// Prepares `v` for [`Backend::gemv_acc`] (the AVX-512 backend splits it into byte planes).
+    /// Prepares `v` for [`Backend::gemv_acc`] (the AVX2 backend splits it into 16-bit halves,
+    /// the AVX-512 one into byte planes).
     pub fn prepare_vector(self, v: &[u32]) -> VectorOperand<'_> {
         let planes = match self {
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx2 => avx2::vector_planes(v),
             #[cfg(target_arch = "x86_64")]
             Self::Avx512 => avx512::vector_planes(v),
             _ => Vec::new(),
@@ -83,7 +86,8 @@ impl Backend {
     }
 
     /// Prepares the `rows x width` matrix `b` (row stride `stride`) for [`Backend::gemm_acc`]
-    /// (the AVX-512 backend regroups it into byte planes of four rows).
+    /// (the AVX2 backend splits it into 16-bit halves of pairs of rows, the AVX-512 one into byte
+    /// planes of four rows).
     ///
     /// # Panics
     /// If `b` is too short for the shape.
@@ -100,6 +104,8 @@ impl Backend {
             "operand too short"
         );
         let planes = match self {
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx2 => avx2::matrix_planes(b, stride, rows, width),
             #[cfg(target_arch = "x86_64")]
             Self::Avx512 => avx512::matrix_planes(b, stride, rows, width),
             _ => Vec::new(),
@@ -140,9 +146,12 @@ impl Backend {
             Self::Portable => portable::gemv_acc(&d[cols.start..], stride, &v.words[cols], out),
             #[cfg(target_arch = "x86_64")]
             Self::Avx2 => {
-                assert!(is_x86_feature_detected!("avx2"));
+                assert!(
+                    is_x86_feature_detected!("avx2") && v.planes.len() >= 4 * v.words.len(),
+                    "operand"
+                );
                 // SAFETY: the feature is present and the bounds were checked above.
-                unsafe { avx2::gemv_acc(&d[cols.start..], stride, &v.words[cols], out) }
+                unsafe { avx2::gemv_acc(d, stride, v.words, &v.planes, cols, out) }
             }
             #[cfg(target_arch = "x86_64")]
             Self::Avx512 => {
@@ -188,33 +197,48 @@ impl Backend {
             out.len() >= (rows - 1) * out_stride + width,
             "output too short"
         );
-        // The kernels that read `b` as plain words, over a column range.
-        type WordKernel =
-            unsafe fn(&[u8], usize, usize, usize, &[u32], usize, usize, &mut [u32], usize);
-        let words = |kernel: WordKernel, cols: Range<usize>, out: &mut [u32]| {
-            // SAFETY: callers pass the portable kernel, or a SIMD kernel after checking its CPU
-            // features; the bounds were checked above.
-            unsafe {
-                kernel(
-                    &d[cols.start..],
-                    d_stride,
-                    rows,
-                    cols.len(),
-                    &b.words[cols.start * b.stride..],
-                    b.stride,
-                    width,
-                    out,
-                    out_stride,
-                )
-            }
+        // The reference kernel over a column range.
+        let portable = |cols: Range<usize>, out: &mut [u32]| {
+            portable::gemm_acc(
+                &d[cols.start..],
+                d_stride,
+                rows,
+                cols.len(),
+                &b.words[cols.start * b.stride..],
+                b.stride,
+                width,
+                out,
+                out_stride,
+            )
         };
-        let portable = |cols: Range<usize>, out: &mut [u32]| words(portable::gemm_acc, cols, out);
         match self {
             Self::Portable => portable(cols, out),
             #[cfg(target_arch = "x86_64")]
             Self::Avx2 => {
-                assert!(is_x86_feature_detected!("avx2"));
-                words(avx2::gemm_acc, cols, out)
+                assert!(is_x86_feature_detected!("avx2"), "operand");
+                // Columns outside whole pairs go through the portable kernel.
+                let p_start = cols.start.next_multiple_of(2).min(cols.end);
+                let p_end = (cols.end / 2 * 2).max(p_start);
+                portable(cols.start..p_start, out);
+                portable(p_end..cols.end, out);
+                if p_end > p_start {
+                    // SAFETY: the feature is present; the bounds were checked above and the
+                    // pairs lie inside `cols`.
+                    unsafe {
+                        avx2::gemm_acc(
+                            d,
+                            d_stride,
+                            rows,
+                            b.words,
+                            b.stride,
+                            width,
+                            &b.planes,
+                            p_start / 2..p_end / 2,
+                            out,
+                            out_stride,
+                        )
+                    }
+                }
             }
             #[cfg(target_arch = "x86_64")]
             Self::Avx512 => {
@@ -519,6 +543,46 @@ mod tests {
                     first += b;
                 }
                 prop_assert_eq!(&h, &expected, "{}", backend.name());
+            }
+        }
+    }
+
+    /// The extremes of both operands: digits at -128 and 127, and words whose 16-bit halves sit
+    /// at the edges of the signed range (the AVX2 kernel splits words into such halves).
+    #[test]
+    fn extreme_operands_agree() {
+        let words: [u32; 8] = [
+            0,
+            1,
+            0x7fff,
+            0x8000,
+            0xffff,
+            0x1_0000,
+            0x7fff_8000,
+            0x8000_0000,
+        ];
+        let words: Vec<u32> = words.iter().flat_map(|&w| [w, w.wrapping_neg()]).collect();
+        let v: Vec<u32> = words.iter().cycle().take(103).copied().collect();
+        for digit in [0x80u8, 0x7f, 0xff] {
+            let d = vec![digit; 3 * v.len()];
+            let mut expected = vec![0u32; 3];
+            portable::gemv_acc(&d, v.len(), &v, &mut expected);
+            for backend in Backend::available() {
+                let mut out = vec![0u32; 3];
+                let operand = backend.prepare_vector(&v);
+                backend.gemv_acc(&d, v.len(), &operand, 0..v.len(), &mut out);
+                assert_eq!(out, expected, "{} with digit {digit:#x}", backend.name());
+            }
+            // The same words as a 7 x 13 matrix operand: an odd column count, and 13 output
+            // columns (one vector of 8 and a tail of 5).
+            let (cols, width) = (v.len() / 13, 13);
+            let mut expected = vec![0u32; 3 * width];
+            portable::gemm_acc(&d, cols, 3, cols, &v, width, width, &mut expected, width);
+            for backend in Backend::available() {
+                let mut out = vec![0u32; 3 * width];
+                let operand = backend.prepare_matrix(&v, width, cols, width);
+                backend.gemm_acc(&d, cols, 3, &operand, 0..cols, &mut out, width);
+                assert_eq!(out, expected, "{} with digit {digit:#x}", backend.name());
             }
         }
     }
