@@ -217,17 +217,21 @@ pub fn run(args: BuildArgs) -> Result<()> {
         .context("an index or keyword database has one engine")?
         .public_setup();
     let g = setup.geometry();
+    let items = match &database {
+        Database::Keyword(_) => format!("{} keys in {} slots", database.items(), g.records()),
+        _ => format!("{} records", g.records()),
+    };
     println!(
-        "wrote {}: {} records of {} bytes, {} x {} matrix, p = 2^{}, {} with a {} A, hint {} bytes, setup {:.2?}",
+        "wrote {}: {} database, {items} of {} bytes, {} x {} matrix, p = 2^{}, {} with a {} A, public setup {} bytes, setup {:.2?}",
         args.out.display(),
-        g.records(),
+        database.kind(),
         g.record_bytes(),
         g.rows(),
         g.cols(),
         g.log_p(),
         setup.params().set.name(),
         setup.params().matrix.name(),
-        setup.to_bytes().len(),
+        database.setup_bytes().len(),
         started.elapsed()
     );
     Ok(())

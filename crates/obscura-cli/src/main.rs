@@ -15,7 +15,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// Private information retrieval: fetch a record without the server learning which.
+/// Private information retrieval and private set intersection: fetch a record, a value or a
+/// Merkle proof without the server learning which, or intersect two sets and learn nothing else.
 #[derive(Parser)]
 #[command(name = "obscura", version, about)]
 struct Cli {
@@ -27,7 +28,7 @@ struct Cli {
 enum Command {
     /// Build a PIR database file from raw fixed-size records, CSV or JSON lines.
     Build(build::BuildArgs),
-    /// Fetch one record privately, from a database file or from a server.
+    /// Fetch a record (by index) or a value (by key) privately, from a file or from a server.
     Get(get::GetArgs),
     /// Serve database files over HTTP.
     Serve(serve::ServeArgs),

@@ -43,21 +43,23 @@ pub fn run(args: ServeArgs) -> Result<()> {
     let catalog = Catalog::open(&args.databases)?;
     for entry in catalog.entries() {
         let info = &entry.info;
-        let shape = match info.height {
-            Some(h) => format!(
-                "Merkle tree of {} leaves, height {h}, {h} queries per proof",
-                info.records
-            ),
-            None => format!(
-                "{} records x {} B, {} records per column",
-                info.records,
-                info.record_bytes,
-                info.params.as_ref().map_or(0, |p| p.records_per_column)
-            ),
+        let per_lookup = match info.height {
+            Some(h) => {
+                eprintln!(
+                    "{}: Merkle tree of {} leaves, height {h}, public setup {} B, a proof is {h} queries ({} B) and {h} answers ({} B)",
+                    info.name, info.records, info.hint_bytes, info.query_bytes, info.answer_bytes
+                );
+                continue;
+            }
+            None => info.params.as_ref().map_or(0, |p| p.records_per_column),
+        };
+        let items = match info.kind.as_str() {
+            "keyword" => format!("{} keys, rows of", info.records),
+            _ => format!("{} records of", info.records),
         };
         eprintln!(
-            "{}: {shape}, hint {} B, query {} B, answer {} B",
-            info.name, info.hint_bytes, info.query_bytes, info.answer_bytes
+            "{}: {} database, {items} {} B, {per_lookup} per column, public setup {} B, query {} B, answer {} B",
+            info.name, info.kind, info.record_bytes, info.hint_bytes, info.query_bytes, info.answer_bytes
         );
     }
     let config = ServiceConfig {

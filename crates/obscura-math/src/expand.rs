@@ -16,7 +16,10 @@ use aes::cipher::{KeyIvInit, StreamCipher, StreamCipherSeek};
 use rayon::prelude::*;
 
 use crate::kernels::portable::dot_u32;
-use crate::ntt::{FixedMultiplier, NttPlan};
+use crate::ntt::{FixedMultiplier, NttPlan, Transformed};
+
+/// The most memory [`PublicMatrix::precompute`] spends on transformed blocks (12 bytes per row).
+pub const MAX_PRECOMPUTED_BYTES: usize = 64 << 20;
 
 type Aes128Ctr = ctr::Ctr128BE<aes::Aes128>;
 
@@ -120,6 +123,8 @@ pub struct NegacyclicMatrix {
     polynomials: SeededMatrix,
     rows: usize,
     plan: Box<NttPlan>,
+    /// The forward transform of every block, once [`PublicMatrix::precompute`] made them.
+    transformed: Option<Vec<Transformed>>,
 }
 
 impl NegacyclicMatrix {
@@ -131,6 +136,7 @@ impl NegacyclicMatrix {
             polynomials: SeededMatrix::new(seed, domain, rows.div_ceil(n), n),
             rows,
             plan,
+            transformed: None,
         })
     }
 
@@ -193,6 +199,32 @@ impl PublicMatrix {
         }
     }
 
+    /// Makes later products [`mul_secrets`](Self::mul_secrets) cheaper, for a client that
+    /// prepares many queries: a negacyclic matrix keeps the forward transform of every block
+    /// (12 bytes per row, skipped beyond [`MAX_PRECOMPUTED_BYTES`]), so a product costs one
+    /// inverse transform per block instead of expanding, transforming and inverting. A uniform
+    /// matrix has nothing to keep.
+    pub fn precompute(&mut self) {
+        let Self::Negacyclic(m) = self else {
+            return;
+        };
+        let (n, blocks) = (m.plan.degree(), m.rows.div_ceil(m.plan.degree()));
+        if m.transformed.is_some() || blocks * n * 12 > MAX_PRECOMPUTED_BYTES {
+            return;
+        }
+        let transformed = (0..blocks)
+            .into_par_iter()
+            .map_init(
+                || vec![0u32; n],
+                |a, block| {
+                    m.polynomials.fill_rows(block, a);
+                    m.plan.forward(a)
+                },
+            )
+            .collect();
+        m.transformed = Some(transformed);
+    }
+
     /// `A·s` for every secret (each of length n), in one pass over `A`, on the rayon pool.
     pub fn mul_secrets(&self, secrets: &[Vec<u32>]) -> Vec<Vec<u32>> {
         let (rows, n, k) = (self.rows(), self.cols(), secrets.len());
@@ -225,11 +257,20 @@ impl PublicMatrix {
                     .par_chunks_mut(n * k)
                     .enumerate()
                     .for_each(|(block, out)| {
-                        let mut a = vec![0u32; n];
-                        m.polynomials.fill_rows(block, &mut a);
                         let mut product = vec![0u32; n];
+                        // The block's transform, kept or made here once for every secret.
+                        let made;
+                        let a_hat = match &m.transformed {
+                            Some(blocks) => &blocks[block],
+                            None => {
+                                let mut a = vec![0u32; n];
+                                m.polynomials.fill_rows(block, &mut a);
+                                made = m.plan.forward(&a);
+                                &made
+                            }
+                        };
                         for (i, multiplier) in multipliers.iter().enumerate() {
-                            multiplier.multiply(&a, &mut product);
+                            multiplier.multiply_transformed(a_hat, &mut product);
                             for (o, &value) in out.chunks_exact_mut(k).zip(&product) {
                                 o[i] = value;
                             }
@@ -327,14 +368,17 @@ mod tests {
                             .collect()
                     })
                     .collect();
-                let products = matrix.mul_secrets(&secrets);
                 let mut a = vec![0u32; rows * n];
                 matrix.fill_rows(0, &mut a);
-                for (secret, product) in secrets.iter().zip(&products) {
-                    let expected: Vec<u32> =
-                        a.chunks_exact(n).map(|row| dot_u32(row, secret)).collect();
-                    assert_eq!(product, &expected);
-                }
+                let expected: Vec<Vec<u32>> = secrets
+                    .iter()
+                    .map(|secret| a.chunks_exact(n).map(|row| dot_u32(row, secret)).collect())
+                    .collect();
+                // Streamed, then with the transforms kept (negacyclic only).
+                let mut matrix = matrix;
+                assert_eq!(matrix.mul_secrets(&secrets), expected);
+                matrix.precompute();
+                assert_eq!(matrix.mul_secrets(&secrets), expected);
             }
         }
     }

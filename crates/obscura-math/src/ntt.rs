@@ -186,6 +186,12 @@ impl NttPlan {
         self.n
     }
 
+    /// The forward transforms of `a` (length n), to multiply it later by
+    /// [`FixedMultiplier::multiply_transformed`] without transforming it again.
+    pub fn forward(&self, a: &[u32]) -> Transformed {
+        Transformed(self.transform(a))
+    }
+
     /// The three residue transforms of the centered lift of `a` (length n).
     #[inline(always)]
     fn transform(&self, a: &[u32]) -> [Vec<u32>; 3] {
@@ -257,6 +263,11 @@ struct CrtConstants {
     p0_mod_p2: (u32, u32),
 }
 
+/// A polynomial in the transform domain (its three residue transforms), from
+/// [`NttPlan::forward`].
+#[derive(Clone, Debug)]
+pub struct Transformed([Vec<u32>; 3]);
+
 /// Multiplication by a fixed polynomial `s` in Z_{2^32}[x]/(x^n + 1), with `s` transformed once.
 #[derive(Clone, Debug)]
 pub struct FixedMultiplier<'a> {
@@ -285,12 +296,26 @@ impl<'a> FixedMultiplier<'a> {
     pub fn multiply(&self, a: &[u32], out: &mut [u32]) {
         assert_eq!(a.len(), self.plan.n, "polynomial degree");
         assert_eq!(out.len(), self.plan.n, "polynomial degree");
-        wide::multiply(self, a, out)
+        wide::multiply(self, Operand::Coefficients(a), out)
+    }
+
+    /// [`multiply`](Self::multiply) for an `a` already transformed by the same plan: about half
+    /// the work (one set of inverse transforms).
+    pub fn multiply_transformed(&self, a: &Transformed, out: &mut [u32]) {
+        assert!(
+            a.0.iter().all(|r| r.len() == self.plan.n),
+            "polynomial degree"
+        );
+        assert_eq!(out.len(), self.plan.n, "polynomial degree");
+        wide::multiply(self, Operand::Transformed(a), out)
     }
 
     #[inline(always)]
-    fn multiply_inline(&self, a: &[u32], out: &mut [u32]) {
-        let mut residues = self.plan.transform(a);
+    fn multiply_inline(&self, a: Operand, out: &mut [u32]) {
+        let mut residues = match a {
+            Operand::Coefficients(a) => self.plan.transform(a),
+            Operand::Transformed(a) => a.0.clone(),
+        };
         for ((table, residues), s_hat) in self
             .plan
             .tables
@@ -307,13 +332,22 @@ impl<'a> FixedMultiplier<'a> {
     }
 }
 
+/// The other factor of a [`FixedMultiplier`] product.
+#[derive(Clone, Copy)]
+enum Operand<'a> {
+    /// Coefficients, to transform.
+    Coefficients(&'a [u32]),
+    /// Already transformed.
+    Transformed(&'a Transformed),
+}
+
 /// [`FixedMultiplier::multiply`] compiled for the vector units this CPU has.
 #[allow(unsafe_code)]
 mod wide {
-    use super::FixedMultiplier;
+    use super::{FixedMultiplier, Operand};
     use crate::kernels::Backend;
 
-    pub(super) fn multiply(m: &FixedMultiplier, a: &[u32], out: &mut [u32]) {
+    pub(super) fn multiply(m: &FixedMultiplier, a: Operand, out: &mut [u32]) {
         match Backend::detect() {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `detect` returned this backend, so the CPU has the features.
@@ -327,13 +361,13 @@ mod wide {
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-    unsafe fn avx512(m: &FixedMultiplier, a: &[u32], out: &mut [u32]) {
+    unsafe fn avx512(m: &FixedMultiplier, a: Operand, out: &mut [u32]) {
         m.multiply_inline(a, out)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn avx2(m: &FixedMultiplier, a: &[u32], out: &mut [u32]) {
+    unsafe fn avx2(m: &FixedMultiplier, a: Operand, out: &mut [u32]) {
         m.multiply_inline(a, out)
     }
 }

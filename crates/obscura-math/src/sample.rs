@@ -80,9 +80,16 @@ impl OsSampler {
         gaussian: &DiscreteGaussian,
         out: &mut [u32],
     ) -> Result<(), RngError> {
-        for value in out.iter_mut() {
-            *value = gaussian.sample(self.next_u64()?);
+        // A buffer of fresh words at a time, wiped once it is used up.
+        for chunk in out.chunks_mut(BUFFER_BYTES / 8) {
+            let bytes = &mut self.buffer[..8 * chunk.len()];
+            getrandom::getrandom(bytes).map_err(RngError)?;
+            for (value, word) in chunk.iter_mut().zip(bytes.chunks_exact(8)) {
+                *value = gaussian.sample(u64::from_le_bytes(word.try_into().expect("8 bytes")));
+            }
+            bytes.zeroize();
         }
+        self.used = BUFFER_BYTES;
         Ok(())
     }
 }
@@ -148,11 +155,11 @@ impl DiscreteGaussian {
         let negative = (word & 1) as u32;
         // magnitude = #{k : uniform >= cdf[k]}; both sides are below 2^63 so the sign bit of the
         // difference is the comparison.
-        let magnitude: u32 = self
+        let magnitude = self
             .cdf
             .iter()
-            .map(|&threshold| ((threshold.wrapping_sub(uniform).wrapping_sub(1)) >> 63) as u32)
-            .sum();
+            .map(|&threshold| threshold.wrapping_sub(uniform).wrapping_sub(1) >> 63)
+            .sum::<u64>() as u32;
         (magnitude ^ negative.wrapping_neg()).wrapping_add(negative)
     }
 }

@@ -57,16 +57,23 @@ pub struct HttpClient {
 }
 
 impl HttpClient {
-    /// A client for the server at `base_url` (e.g. `http://127.0.0.1:8080`), caching public
-    /// setups under `cache_dir` when given.
+    /// A client for the server at `base_url` (e.g. `http://127.0.0.1:8080`; a bare `host:port`
+    /// means `http://`), caching public setups under `cache_dir` when given.
     pub fn new(base_url: &str, cache_dir: Option<PathBuf>) -> Self {
         let agent: Agent = Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(Duration::from_secs(300)))
             .build()
             .into();
+        // A bare host:port means plain HTTP.
+        let base = base_url.trim_end_matches('/');
+        let base = if base.contains("://") {
+            base.to_string()
+        } else {
+            format!("http://{base}")
+        };
         Self {
-            base: base_url.trim_end_matches('/').to_string(),
+            base,
             agent,
             cache_dir,
         }

@@ -201,6 +201,12 @@ pub fn router(catalog: Catalog, config: ServiceConfig) -> Router {
         .route("/v1/databases/{name}/proof", post(proof))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(render_metrics))
+        .fallback(|uri: axum::http::Uri| async move {
+            Failure(
+                StatusCode::NOT_FOUND,
+                format!("no route {:?}: see /v1/databases", uri.path()),
+            )
+        })
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .layer(DefaultBodyLimit::max(max_body))
         .layer(TimeoutLayer::with_status_code(

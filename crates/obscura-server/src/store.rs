@@ -37,8 +37,8 @@ const PREAMBLE_BYTES: usize = wire::HEADER_BYTES + 8 + 32;
 /// What went wrong reading or writing a database file.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The file could not be read or written.
-    #[error("{path}: {source}")]
+    /// The file could not be read or written (the OS error is the source).
+    #[error("{}", path.display())]
     Io {
         /// The file.
         path: PathBuf,

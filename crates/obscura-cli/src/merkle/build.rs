@@ -61,12 +61,16 @@ pub fn run(args: BuildArgs) -> Result<()> {
     let size = std::fs::metadata(&args.out)
         .with_context(|| format!("cannot read {}", args.out.display()))?
         .len();
+    let shape = match setup.height() {
+        0 => "1 leaf, height 0 (the root is the leaf's hash: proofs are empty)".to_string(),
+        h => format!(
+            "{} leaves, height {h} ({h} sub-databases, one query each per proof)",
+            setup.leaves()
+        ),
+    };
     println!(
-        "wrote {}: {} leaves, height {} ({} sub-databases, one query each per proof), root {}, {size} bytes, setup {:.2?}",
+        "wrote {}: {shape}, root {}, {size} bytes, setup {:.2?}",
         args.out.display(),
-        setup.leaves(),
-        setup.height(),
-        setup.databases().len(),
         hex::encode(setup.root()),
         started.elapsed()
     );

@@ -72,7 +72,18 @@ impl Prover {
             Some(url) => {
                 let http = HttpClient::new(url, args.cache_dir.clone().or_else(default_cache_dir));
                 let setup = http.treepir_setup(name).map_err(|error| match error {
-                    ClientError::Pir(error) => anyhow!("{name} has no usable Merkle tree setup: {error}"),
+                    ClientError::Pir(error) => {
+                        // Most likely another kind of database: say which.
+                        let kind = http.list().ok().and_then(|list| {
+                            list.into_iter().find(|info| &info.name == name).map(|info| info.kind)
+                        });
+                        match kind {
+                            Some(kind) if kind != "treepir" => anyhow!(
+                                "{name} is not a Merkle tree (it is a database of kind {kind}): build one with `obscura merkle build`"
+                            ),
+                            _ => anyhow!("{name} has no usable Merkle tree setup: {error}"),
+                        }
+                    }
                     error => error.into(),
                 })?;
                 Self::Remote {
@@ -104,6 +115,12 @@ pub fn run(args: ProveArgs) -> Result<()> {
     let prover = Prover::open(&args)?;
     let setup = prover.setup();
     let (m, root) = (args.leaf, *setup.root());
+    let n = setup.leaves();
+    ensure!(
+        m < n,
+        "leaf {m} is out of range: the tree has {n} leaves (0 to {})",
+        n - 1
+    );
     if let Some(expected) = args.root {
         ensure!(
             root == expected,
@@ -140,7 +157,7 @@ pub fn run(args: ProveArgs) -> Result<()> {
                 hex::encode(root)
             )
         })?;
-    println!("leaf {m} of {}", setup.leaves());
+    println!("leaf {m} of {n}");
     println!("leaf hash {} ({origin})", hex::encode(leaf_hash));
     println!(
         "audit path, leaf to root (fetched with {} queries):",

@@ -48,9 +48,12 @@ enum Mask {
 }
 
 impl Client {
-    /// A client for the database described by `setup`.
+    /// A client for the database described by `setup`. With a negacyclic matrix it keeps the
+    /// forward transforms of `A` (12 bytes per column, up to 64 MiB), which halves the work of
+    /// preparing each query.
     pub fn new(setup: PublicSetup) -> Self {
-        let a = setup.matrix_a();
+        let mut a = setup.matrix_a();
+        a.precompute();
         let gaussian = match setup.params().set.error() {
             Distribution::Gaussian(sigma) => Some(DiscreteGaussian::new(sigma)),
             _ => None,
