@@ -6,6 +6,9 @@ use std::time::Instant;
 use rayon::prelude::*;
 use rayon::ThreadPool;
 
+use super::report::Pair;
+use super::Pools;
+
 /// Bytes read per pass: far larger than any cache.
 pub const BUFFER_BYTES: usize = 2 << 30;
 
@@ -15,6 +18,17 @@ pub fn buffer() -> Vec<u64> {
         .into_par_iter()
         .map(|i| i as u64)
         .collect()
+}
+
+/// The streaming read bandwidth with one thread and with all threads, measured now (the
+/// bandwidth of a virtual machine drifts over minutes, so presets measure it next to the
+/// answers they compare with it).
+pub fn measure(pools: &Pools) -> Pair {
+    let buffer = buffer();
+    Pair {
+        one_thread: read_gbs(&buffer, &pools.one),
+        all_threads: read_gbs(&buffer, &pools.all),
+    }
 }
 
 /// Best of three streaming reads of `buffer` on `pool`, in 10^9 bytes per second.

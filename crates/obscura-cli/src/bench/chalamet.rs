@@ -92,7 +92,7 @@ pub fn run(
         let (key, value) = &pairs[(keys / 3) as usize];
         let (query, query_seconds) = timed(|| client.query(key));
         let (query, state) = query?;
-        let (one, all, answer) = measure_answers(&server, &query, pools)?;
+        let (one, all, answer) = measure_answers(&server, &query, pools, &mut report)?;
         let (decoded, decode_seconds) = timed(|| client.decode(state, &answer));
         correct &= decoded?.as_ref() == Some(value);
         // A fresh query for the last key, and an absent key that must come back absent.

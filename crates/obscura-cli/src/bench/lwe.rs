@@ -8,7 +8,7 @@ use obscura_pir::{PirClient, PirServer};
 use rayon::prelude::*;
 
 use super::report::{Batch, Bytes, Params, Report, Retrieval};
-use super::{Pools, Preset};
+use super::{bandwidth, Pools, Preset};
 use crate::progress;
 
 /// Times an answer is repeated to take the median.
@@ -51,12 +51,16 @@ pub(super) fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
-/// Median answer times for one query with one thread and with all threads, and the answer.
+/// Median answer times for one query with one thread and with all threads, and the answer;
+/// the report's bandwidth is measured again just before, so the ratios compare figures taken
+/// minutes apart at most.
 pub(super) fn measure_answers<S: PirServer<Query = Query, Answer = Answer> + Sync>(
     server: &S,
     query: &Query,
     pools: &Pools,
+    report: &mut Report,
 ) -> Result<(f64, f64, Answer)> {
+    report.bandwidth_gbs = bandwidth::measure(pools);
     let times = |pool: &rayon::ThreadPool| -> Result<(f64, Answer)> {
         let mut times = Vec::with_capacity(ANSWER_REPEATS);
         let mut last = None;
@@ -156,7 +160,7 @@ pub fn run(
     let index = indices.next().expect("endless");
     let (query, query_seconds) = timed(|| client.query(index));
     let (query, state) = query?;
-    let (one, all, answer) = measure_answers(&server, &query, pools)?;
+    let (one, all, answer) = measure_answers(&server, &query, pools, report)?;
     let (record, decode_seconds) = timed(|| client.decode(state, &answer));
     check(index, &record?);
 

@@ -143,13 +143,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         all: threads::pool(threads)?,
     };
     let mut report = Report::new(args.preset.name(), threads);
-    {
-        let buffer = bandwidth::buffer();
-        report.bandwidth_gbs = report::Pair {
-            one_thread: bandwidth::read_gbs(&buffer, &pools.one),
-            all_threads: bandwidth::read_gbs(&buffer, &pools.all),
-        };
-    }
+    report.bandwidth_gbs = bandwidth::measure(&pools);
     let heights = match args.heights.as_slice() {
         [] => args.preset.default_heights(),
         heights => heights,
