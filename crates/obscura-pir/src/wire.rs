@@ -148,19 +148,9 @@ impl<'a> Reader<'a> {
                 bytes.len()
             )));
         }
-        if reader.take(4)? != MAGIC {
-            return Err(reader.error("not an Obscura message (bad magic)"));
-        }
-        let version = reader.u16()?;
-        if version != VERSION {
-            return Err(reader.error(format!(
-                "format version {version} is not supported (this build reads version {VERSION})"
-            )));
-        }
-        let found = reader.u16()?;
-        if found != kind as u16 {
-            return Err(reader.error(format!("message kind {found} is not a {}", kind.describe())));
-        }
+        let magic = reader.take(4)? == MAGIC;
+        let (version, found) = (reader.u16()?, reader.u16()?);
+        reader.check_envelope(magic, version, found, kind)?;
         let digest = reader.take(32)?.try_into().expect("32 bytes");
         Ok((reader, digest))
     }
@@ -179,19 +169,32 @@ impl<'a> Reader<'a> {
             )));
         }
         let [magic, version, found] = reader.take(3)?.try_into().expect("3 bytes");
-        if magic != COMPACT_MAGIC {
-            return Err(reader.error("not an Obscura message (bad magic)"));
+        let magic = magic == COMPACT_MAGIC;
+        reader.check_envelope(magic, version.into(), found.into(), kind)?;
+        let tag = reader.take(TAG_BYTES)?.try_into().expect("tag bytes");
+        Ok((reader, tag))
+    }
+
+    /// Refuses an envelope with a wrong magic, another format version or another kind.
+    fn check_envelope(
+        &self,
+        magic: bool,
+        version: u16,
+        found: u16,
+        kind: Kind,
+    ) -> Result<(), PirError> {
+        if !magic {
+            return Err(self.error("not an Obscura message (bad magic)"));
         }
-        if u16::from(version) != VERSION {
-            return Err(reader.error(format!(
+        if version != VERSION {
+            return Err(self.error(format!(
                 "format version {version} is not supported (this build reads version {VERSION})"
             )));
         }
-        if u16::from(found) != kind as u16 {
-            return Err(reader.error(format!("message kind {found} is not a {}", kind.describe())));
+        if found != kind as u16 {
+            return Err(self.error(format!("message kind {found} is not a {}", kind.describe())));
         }
-        let tag = reader.take(TAG_BYTES)?.try_into().expect("tag bytes");
-        Ok((reader, tag))
+        Ok(())
     }
 
     /// A malformed-message error for this message.

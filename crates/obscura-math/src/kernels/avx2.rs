@@ -45,7 +45,7 @@ pub const STEP: usize = 16;
 /// Steps per parallel task when splitting a vector.
 const STEPS_PER_TASK: usize = 1024;
 
-/// The vector `v` split for [`gemv_acc`]: each `x` as `hi·2^16 + lo` (mod 2^32) with `lo` and
+/// The vector `v` split for [`gemv_block`]: each `x` as `hi·2^16 + lo` (mod 2^32) with `lo` and
 /// `hi` signed 16-bit, so that `vpmaddwd` multiplies sign-extended digits by both halves, 16
 /// columns per instruction. Per step of [`STEP`] columns: the 16 `lo`, then the 16 `hi`, as
 /// little-endian bytes; the last step is zero-padded.
@@ -68,52 +68,32 @@ pub fn vector_planes(v: &[u32]) -> Vec<u8> {
     planes
 }
 
-/// See [`super::portable::gemv_acc`]; `v` is also given as its [`vector_planes`].
+/// Sums of `block` (1 to 4) rows of `d` (row stride `stride`) times the vector whose
+/// [`vector_planes`] are `planes`, over `span`, whole steps of [`STEP`] columns; the sums are in
+/// the first `block` entries. Driven by [`super::gemv_in_steps`].
 ///
 /// Per row, `Σ d·lo` and `Σ d·hi` are accumulated in 32-bit lanes (wrapping) and combined as
 /// `Σ d·lo + 2^16·Σ d·hi`, which is `Σ d·v` mod 2^32.
 ///
 /// # Safety
-/// The CPU must support this backend's features, `cols.end <= v.len()`, `cols.end <= stride`
-/// unless there is one row, `planes` must hold `4·v.len()` bytes, and `d` must hold
-/// `out.len()` rows of `stride` bytes (the last one at least `cols.end` bytes).
+/// The CPU must support AVX2, and `d` and `planes` must cover the rows and columns described.
 #[target_feature(enable = "avx2")]
-pub unsafe fn gemv_acc(
+pub unsafe fn gemv_block(
     d: &[u8],
     stride: usize,
-    v: &[u32],
     planes: &[u8],
-    cols: std::ops::Range<usize>,
-    out: &mut [u32],
-) {
-    // Columns before the first step boundary go through the portable kernel.
-    let start = cols.start.next_multiple_of(STEP).min(cols.end);
-    if start > cols.start {
-        super::portable::gemv_acc(&d[cols.start..], stride, &v[cols.start..start], out);
-    }
-    let body = start + (cols.end - start) / STEP * STEP;
-    let rows = out.len();
-    let mut r = 0;
-    while r < rows {
-        let block = (rows - r).min(4);
-        let at = &d[r * stride..];
-        let span = start..body;
-        let sums = match block {
-            4 => gemv_rows::<4>(at, stride, planes, span),
-            3 => gemv_rows::<3>(at, stride, planes, span),
-            2 => gemv_rows::<2>(at, stride, planes, span),
-            _ => gemv_rows::<1>(at, stride, planes, span),
-        };
-        for (i, sum) in sums.into_iter().take(block).enumerate() {
-            let row = &at[i * stride..];
-            let tail = super::portable::dot_i8(&row[body..cols.end], &v[body..cols.end]);
-            out[r + i] = out[r + i].wrapping_add(sum).wrapping_add(tail);
-        }
-        r += block;
+    span: std::ops::Range<usize>,
+    block: usize,
+) -> [u32; 4] {
+    match block {
+        4 => gemv_rows::<4>(d, stride, planes, span),
+        3 => gemv_rows::<3>(d, stride, planes, span),
+        2 => gemv_rows::<2>(d, stride, planes, span),
+        _ => gemv_rows::<1>(d, stride, planes, span),
     }
 }
 
-/// `R` rows of [`gemv_acc`] over `span` (whole steps); the sums are in the first `R` entries.
+/// `R` rows of [`gemv_block`] over `span` (whole steps); the sums are in the first `R` entries.
 #[target_feature(enable = "avx2")]
 unsafe fn gemv_rows<const R: usize>(
     d: &[u8],

@@ -16,11 +16,8 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-/// Rows per pass of the matrix-vector kernel.
-const ROW_BLOCK: usize = 4;
-
 /// Columns per `vpdpbusd` step of the matrix-vector kernel (one 64-byte load of digits).
-const STEP: usize = 64;
+pub const STEP: usize = 64;
 
 /// Bytes of plane operand per tile of the matrix-matrix kernel (stays in L2).
 const PLANE_TILE_BYTES: usize = 256 << 10;
@@ -81,50 +78,30 @@ fn recombine(acc: &[__m512i; 4]) -> u32 {
     })
 }
 
-/// `out[r] += Σ_{c ∈ cols} d[r·stride + c]·v[c]`, with `planes = vector_planes(v)`.
+/// Sums of `block` (1 to 4) rows of `d` (row stride `stride`) times the vector whose
+/// [`vector_planes`] are `planes`, over `span`, whole steps of [`STEP`] columns; the sums are in
+/// the first `block` entries. Driven by [`super::gemv_in_steps`].
 ///
 /// # Safety
-/// The CPU must support AVX-512F, BW and VNNI; `cols.end <= v.len()`, `cols.end <= stride`
-/// (or one row), and `d` must hold `out.len()` rows of `stride` bytes, the last one at least
-/// `cols.end` bytes.
+/// The CPU must support AVX-512F, BW and VNNI, and `d` and `planes` must cover the rows and
+/// columns described.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-pub unsafe fn gemv_acc(
+pub unsafe fn gemv_block(
     d: &[u8],
     stride: usize,
-    v: &[u32],
     planes: &[u8],
-    cols: Range<usize>,
-    out: &mut [u32],
-) {
-    // Columns before the first step boundary go through the portable kernel.
-    let start = cols.start.next_multiple_of(STEP).min(cols.end);
-    if start > cols.start {
-        super::portable::gemv_acc(&d[cols.start..], stride, &v[cols.start..start], out);
-    }
-    let cols = start..cols.end;
-    let body = cols.start + (cols.len() - cols.len() % STEP);
-    let rows = out.len();
-    let mut r = 0;
-    while r < rows {
-        let block = (rows - r).min(ROW_BLOCK);
-        let at = &d[r * stride..];
-        let span = cols.start..body;
-        let sums = match block {
-            4 => gemv_rows::<4>(at, stride, planes, span),
-            3 => gemv_rows::<3>(at, stride, planes, span),
-            2 => gemv_rows::<2>(at, stride, planes, span),
-            _ => gemv_rows::<1>(at, stride, planes, span),
-        };
-        for (i, sum) in sums.into_iter().take(block).enumerate() {
-            let row = &at[i * stride..];
-            let tail = super::portable::dot_i8(&row[body..cols.end], &v[body..cols.end]);
-            out[r + i] = out[r + i].wrapping_add(sum).wrapping_add(tail);
-        }
-        r += block;
+    span: Range<usize>,
+    block: usize,
+) -> [u32; 4] {
+    match block {
+        4 => gemv_rows::<4>(d, stride, planes, span),
+        3 => gemv_rows::<3>(d, stride, planes, span),
+        2 => gemv_rows::<2>(d, stride, planes, span),
+        _ => gemv_rows::<1>(d, stride, planes, span),
     }
 }
 
-/// `R` rows of [`gemv_acc`] over `span` (a multiple of [`STEP`] long); sums in the first `R`
+/// `R` rows of [`gemv_block`] over `span` (a multiple of [`STEP`] long); sums in the first `R`
 /// entries.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 unsafe fn gemv_rows<const R: usize>(

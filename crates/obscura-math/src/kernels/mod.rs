@@ -151,7 +151,7 @@ impl Backend {
                     "operand"
                 );
                 // SAFETY: the feature is present and the bounds were checked above.
-                unsafe { avx2::gemv_acc(d, stride, v.words, &v.planes, cols, out) }
+                unsafe { gemv_in_steps(avx2::gemv_block, avx2::STEP, d, stride, v, cols, out) }
             }
             #[cfg(target_arch = "x86_64")]
             Self::Avx512 => {
@@ -160,7 +160,7 @@ impl Backend {
                     "operand"
                 );
                 // SAFETY: the features are present and the bounds were checked above.
-                unsafe { avx512::gemv_acc(d, stride, v.words, &v.planes, cols, out) }
+                unsafe { gemv_in_steps(avx512::gemv_block, avx512::STEP, d, stride, v, cols, out) }
             }
             #[cfg(not(target_arch = "x86_64"))]
             _ => unreachable!("only the portable backend exists here"),
@@ -263,6 +263,48 @@ impl Backend {
             #[cfg(not(target_arch = "x86_64"))]
             _ => unreachable!("only the portable backend exists here"),
         }
+    }
+}
+
+/// A SIMD matrix-vector kernel over whole steps of columns (`gemv_block` of a backend).
+#[cfg(target_arch = "x86_64")]
+type StepKernel = unsafe fn(&[u8], usize, &[u8], Range<usize>, usize) -> [u32; 4];
+
+/// [`Backend::gemv_acc`] with a SIMD `kernel` that takes `step` columns at a time, four rows at
+/// a time: the columns before the first multiple of `step` and after the last whole step go
+/// through the portable kernel.
+///
+/// # Safety
+/// The CPU must support the kernel's features; the bounds must have been checked as in
+/// [`Backend::gemv_acc`] and `v` prepared for the kernel's backend.
+#[cfg(target_arch = "x86_64")]
+unsafe fn gemv_in_steps(
+    kernel: StepKernel,
+    step: usize,
+    d: &[u8],
+    stride: usize,
+    v: &VectorOperand,
+    cols: Range<usize>,
+    out: &mut [u32],
+) {
+    let words = v.words;
+    let start = cols.start.next_multiple_of(step).min(cols.end);
+    if start > cols.start {
+        portable::gemv_acc(&d[cols.start..], stride, &words[cols.start..start], out);
+    }
+    let body = start + (cols.end - start) / step * step;
+    let rows = out.len();
+    let mut r = 0;
+    while r < rows {
+        let block = (rows - r).min(4);
+        let at = &d[r * stride..];
+        let sums = kernel(at, stride, &v.planes, start..body, block);
+        for (i, sum) in sums.into_iter().take(block).enumerate() {
+            let row = &at[i * stride..];
+            let tail = portable::dot_i8(&row[body..cols.end], &words[body..cols.end]);
+            out[r + i] = out[r + i].wrapping_add(sum).wrapping_add(tail);
+        }
+        r += block;
     }
 }
 

@@ -155,17 +155,10 @@ impl Geometry {
         layout: Layout,
         set: ParamSet,
     ) -> Result<Self, PirError> {
-        if record_bytes == 0 {
-            return Err(PirError::InvalidParameters(
-                "record size must be at least 1 byte".into(),
-            ));
-        }
-        let records = data_bytes.div_ceil(record_bytes);
         for log_p in (1..=MAX_LOG_P).rev() {
-            let per_column = layout.records_per_column(records, record_bytes, log_p);
-            let cols = records.div_ceil(per_column.max(1));
-            if set.max_log_p(cols).is_some_and(|max| max >= log_p) {
-                return Self::new(records, record_bytes, data_bytes, per_column, log_p);
+            let geometry = Self::with_log_p(data_bytes, record_bytes, layout, log_p)?;
+            if set.max_log_p(geometry.cols()) >= Some(log_p) {
+                return Ok(geometry);
             }
         }
         Err(PirError::InvalidParameters(format!(
