@@ -189,7 +189,7 @@ impl NttPlan {
     /// The forward transforms of `a` (length n), to multiply it later by
     /// [`FixedMultiplier::multiply_transformed`] without transforming it again.
     pub fn forward(&self, a: &[u32]) -> Transformed {
-        Transformed(self.transform(a))
+        Transformed(wide::transform(self, a))
     }
 
     /// The three residue transforms of the centered lift of `a` (length n).
@@ -265,8 +265,14 @@ struct CrtConstants {
 
 /// A polynomial in the transform domain (its three residue transforms), from
 /// [`NttPlan::forward`].
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Transformed([Vec<u32>; 3]);
+
+impl std::fmt::Debug for Transformed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Transformed {{ degree: {} }}", self.0[0].len())
+    }
+}
 
 /// Multiplication by a fixed polynomial `s` in Z_{2^32}[x]/(x^n + 1), with `s` transformed once.
 #[derive(Clone, Debug)]
@@ -344,8 +350,33 @@ enum Operand<'a> {
 /// [`FixedMultiplier::multiply`] compiled for the vector units this CPU has.
 #[allow(unsafe_code)]
 mod wide {
-    use super::{FixedMultiplier, Operand};
+    use super::{FixedMultiplier, NttPlan, Operand};
     use crate::kernels::Backend;
+
+    /// [`NttPlan::transform`] compiled for the vector units this CPU has.
+    pub(super) fn transform(plan: &NttPlan, a: &[u32]) -> [Vec<u32>; 3] {
+        match Backend::detect() {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `detect` returned this backend, so the CPU has the features.
+            Backend::Avx512 => unsafe { transform_avx512(plan, a) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Backend::Avx2 => unsafe { transform_avx2(plan, a) },
+            _ => plan.transform(a),
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    unsafe fn transform_avx512(plan: &NttPlan, a: &[u32]) -> [Vec<u32>; 3] {
+        plan.transform(a)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn transform_avx2(plan: &NttPlan, a: &[u32]) -> [Vec<u32>; 3] {
+        plan.transform(a)
+    }
 
     pub(super) fn multiply(m: &FixedMultiplier, a: Operand, out: &mut [u32]) {
         match Backend::detect() {

@@ -80,7 +80,9 @@ impl OsSampler {
         gaussian: &DiscreteGaussian,
         out: &mut [u32],
     ) -> Result<(), RngError> {
-        // A buffer of fresh words at a time, wiped once it is used up.
+        // A buffer of fresh words at a time, wiped once it is used up; whatever happens, none of
+        // it is handed out again.
+        self.used = BUFFER_BYTES;
         for chunk in out.chunks_mut(BUFFER_BYTES / 8) {
             let bytes = &mut self.buffer[..8 * chunk.len()];
             getrandom::getrandom(bytes).map_err(RngError)?;
@@ -89,7 +91,6 @@ impl OsSampler {
             }
             bytes.zeroize();
         }
-        self.used = BUFFER_BYTES;
         Ok(())
     }
 }

@@ -32,6 +32,9 @@ pub const VERSION: u16 = 2;
 /// Length of the envelope before the body.
 pub const HEADER_BYTES: usize = 4 + 2 + 2 + 32;
 
+// The compact envelope stores the version in one byte.
+const _: () = assert!(VERSION <= u8::MAX as u16);
+
 /// The first byte of every query and answer.
 pub const COMPACT_MAGIC: u8 = b'O';
 

@@ -221,3 +221,25 @@ fn setup_encoding_round_trips_and_refuses_damage() {
     huge[40..48].copy_from_slice(&u64::MAX.to_le_bytes());
     assert!(TreePirSetup::from_bytes(&huge).is_err());
 }
+
+/// A setup that claims a tree of no leaves is refused even with a matching digest.
+#[test]
+fn a_setup_of_no_leaves_is_refused() {
+    use sha2::{Digest as _, Sha256};
+    let root = [9u8; 32];
+    let mut hash = Sha256::new();
+    hash.update(b"obscura/treepir/setup/v1");
+    hash.update(0u64.to_le_bytes());
+    hash.update(root);
+    let digest: [u8; 32] = hash.finalize().into();
+    let mut bytes = Vec::new();
+    obscura_pir::wire::write_header(&mut bytes, obscura_pir::wire::Kind::TreePirSetup, &digest);
+    bytes.extend_from_slice(&0u64.to_le_bytes());
+    bytes.extend_from_slice(&root);
+    let refused = obscura_pir::batch::treepir::TreePirSetup::from_bytes(&bytes);
+    assert!(
+        matches!(&refused, Err(PirError::Malformed { reason, .. }) if reason.contains("at least one leaf")),
+        "{:?}",
+        refused.err()
+    );
+}

@@ -12,7 +12,7 @@
 //!
 //! - `gemv_acc`: vector lanes run along a row (one query: `D·q`);
 //! - `gemm_acc`: vector lanes run along the output row (`D·B` for a batch of queries, and the
-//!   hint product `D·A`), a 4-row x 4-vector tile of the output held in registers.
+//!   hint product `D·A`), a tile of four output rows held in registers.
 //!
 //! The parallel drivers below split rows over the rayon pool (the caller's pool decides the
 //! thread count) and tile the columns so the vector operand stays in cache.
@@ -82,7 +82,11 @@ impl Backend {
             Self::Avx512 => avx512::vector_planes(v),
             _ => Vec::new(),
         };
-        VectorOperand { words: v, planes }
+        VectorOperand {
+            backend: self,
+            words: v,
+            planes,
+        }
     }
 
     /// Prepares the `rows x width` matrix `b` (row stride `stride`) for [`Backend::gemm_acc`]
@@ -111,6 +115,7 @@ impl Backend {
             _ => Vec::new(),
         };
         MatrixOperand {
+            backend: self,
             words: b,
             stride,
             rows,
@@ -136,6 +141,10 @@ impl Backend {
         if rows == 0 || cols.is_empty() {
             return;
         }
+        assert_eq!(
+            v.backend, self,
+            "the vector was prepared for another backend"
+        );
         assert!(cols.end <= v.words.len(), "columns out of range");
         assert!(cols.end <= stride || rows == 1, "row stride");
         assert!(
@@ -146,19 +155,13 @@ impl Backend {
             Self::Portable => portable::gemv_acc(&d[cols.start..], stride, &v.words[cols], out),
             #[cfg(target_arch = "x86_64")]
             Self::Avx2 => {
-                assert!(
-                    is_x86_feature_detected!("avx2") && v.planes.len() >= 4 * v.words.len(),
-                    "operand"
-                );
+                assert!(is_x86_feature_detected!("avx2"), "operand");
                 // SAFETY: the feature is present and the bounds were checked above.
                 unsafe { gemv_in_steps(avx2::gemv_block, avx2::STEP, d, stride, v, cols, out) }
             }
             #[cfg(target_arch = "x86_64")]
             Self::Avx512 => {
-                assert!(
-                    avx512_vnni() && v.planes.len() >= 4 * v.words.len(),
-                    "operand"
-                );
+                assert!(avx512_vnni(), "operand");
                 // SAFETY: the features are present and the bounds were checked above.
                 unsafe { gemv_in_steps(avx512::gemv_block, avx512::STEP, d, stride, v, cols, out) }
             }
@@ -187,6 +190,10 @@ impl Backend {
         if rows == 0 || cols.is_empty() || width == 0 {
             return;
         }
+        assert_eq!(
+            b.backend, self,
+            "the matrix was prepared for another backend"
+        );
         assert!(cols.end <= b.rows, "columns out of range");
         assert!(cols.end <= d_stride && width <= out_stride, "strides");
         assert!(
@@ -199,6 +206,9 @@ impl Backend {
         );
         // The reference kernel over a column range.
         let portable = |cols: Range<usize>, out: &mut [u32]| {
+            if cols.is_empty() {
+                return;
+            }
             portable::gemm_acc(
                 &d[cols.start..],
                 d_stride,
@@ -310,12 +320,14 @@ unsafe fn gemv_in_steps(
 
 /// A vector prepared for one backend's [`Backend::gemv_acc`].
 pub struct VectorOperand<'a> {
+    backend: Backend,
     words: &'a [u32],
     planes: Vec<u8>,
 }
 
 /// A matrix prepared for one backend's [`Backend::gemm_acc`].
 pub struct MatrixOperand<'a> {
+    backend: Backend,
     words: &'a [u32],
     stride: usize,
     rows: usize,
@@ -625,6 +637,38 @@ mod tests {
                 let operand = backend.prepare_matrix(&v, width, cols, width);
                 backend.gemm_acc(&d, cols, 3, &operand, 0..cols, &mut out, width);
                 assert_eq!(out, expected, "{} with digit {digit:#x}", backend.name());
+            }
+        }
+    }
+
+    /// An operand prepared by one backend is refused by another (its layout differs), and a
+    /// matrix operand of exactly the minimum length with a row stride wider than its width is
+    /// accepted by every backend.
+    #[test]
+    fn operands_belong_to_their_backend() {
+        let (rows, stride, width) = (4, 10, 8);
+        let b: Vec<u32> = (0..(rows - 1) * stride + width)
+            .map(|x| x as u32 * 7919)
+            .collect();
+        let d: Vec<u8> = (0..3 * rows).map(|x| x as u8).collect();
+        let mut expected = vec![0u32; 3 * width];
+        portable::gemm_acc(&d, rows, 3, rows, &b, stride, width, &mut expected, width);
+        for backend in Backend::available() {
+            let operand = backend.prepare_matrix(&b, stride, rows, width);
+            let mut out = vec![0u32; 3 * width];
+            backend.gemm_acc(&d, rows, 3, &operand, 0..rows, &mut out, width);
+            assert_eq!(out, expected, "{}", backend.name());
+            for other in Backend::available().into_iter().filter(|&o| o != backend) {
+                let refused = std::panic::catch_unwind(|| {
+                    let mut out = vec![0u32; 3 * width];
+                    other.gemm_acc(&d, rows, 3, &operand, 0..rows, &mut out, width);
+                });
+                assert!(
+                    refused.is_err(),
+                    "{} took a {} operand",
+                    other.name(),
+                    backend.name()
+                );
             }
         }
     }

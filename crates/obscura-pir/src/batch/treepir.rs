@@ -102,6 +102,9 @@ impl TreePirSetup {
         let (mut reader, digest) = Reader::open(bytes, Kind::TreePirSetup)?;
         let leaves = reader.u64()?;
         let root: Hash = reader.take(32)?.try_into().expect("32 bytes");
+        if leaves == 0 {
+            return Err(reader.error("a tree has at least one leaf"));
+        }
         let h = merkle::height_for(leaves);
         if h > coloring::MAX_HEIGHT {
             return Err(reader.error(format!(

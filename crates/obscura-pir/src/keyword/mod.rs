@@ -14,7 +14,9 @@
 //! Every row byte is a byte the server streams on each answer, so the row carries no more than
 //! that: 16 check bytes and, for equal-length values, no length (1,040 bytes per 1 KiB value).
 //!
-//! The design and its sources are in `../shared/design/batch-and-keyword.md` §3.
+//! The design and its sources are in `../shared/design/batch-and-keyword.md` §3. The rows here
+//! are shorter than the note's `digest(32) ‖ len (u32 LE)` header: a 128-bit check meets the
+//! 2^-128 false-accept bound, and a length is stored only when it carries information.
 
 pub mod fuse;
 
@@ -352,7 +354,7 @@ impl KeywordServer {
             length_bytes,
             row_bytes: row_bytes as usize,
         };
-        let (geometry, database) = lwe::encode_with_largest_p(options.params, planned, |log_p| {
+        let encoded = lwe::encode_with_largest_p(options.params, planned, |log_p| {
             let geometry =
                 Geometry::with_log_p(slots * row_bytes, row_bytes, Layout::OnePerColumn, log_p)?;
             let database = filled.matrix(&geometry);
@@ -363,13 +365,7 @@ impl KeywordServer {
             layout: Layout::OnePerColumn,
             matrix: options.matrix,
         };
-        let lwe = lwe::Server::with_database(
-            database,
-            geometry,
-            RecordFormat::Raw,
-            lwe_options,
-            progress,
-        )?;
+        let lwe = lwe::Server::with_database(encoded, RecordFormat::Raw, lwe_options, progress)?;
         let setup = KeywordSetup {
             lwe: lwe.public_setup().clone(),
             shape,

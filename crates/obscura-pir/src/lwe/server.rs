@@ -82,17 +82,16 @@ impl Server {
     ) -> Result<Self, PirError> {
         let data_bytes = data.len() as u64;
         let planned = Geometry::plan(data_bytes, record_bytes, options.layout, options.params)?;
-        let (geometry, database) = encode_with_largest_p(options.params, planned, |log_p| {
+        let encoded = encode_with_largest_p(options.params, planned, |log_p| {
             let geometry = Geometry::with_log_p(data_bytes, record_bytes, options.layout, log_p)?;
             Ok((geometry, encode_database(data, &geometry)))
         })?;
-        Self::with_database(database, geometry, format, options, progress)
+        Self::with_database(encoded, format, options, progress)
     }
 
     /// Computes the hint of an encoded database and assembles the server.
     pub(crate) fn with_database(
-        database: PlaintextMatrix,
-        geometry: Geometry,
+        encoded: Encoded,
         format: RecordFormat,
         options: SetupOptions,
         progress: &(dyn Fn(u64, u64) + Sync),
@@ -100,7 +99,11 @@ impl Server {
         let seed = MatrixSeed::random().map_err(obscura_math::sample::RngError)?;
         let set = options.params;
         let kind = options.matrix.unwrap_or(MatrixKind::default_for(set));
-        let row_norm = database.max_row_norm();
+        let Encoded {
+            geometry,
+            database,
+            row_norm,
+        } = encoded;
         let params = LweParams::new(set, kind, geometry.log_p(), geometry.cols(), row_norm)?;
         let n = params.n();
         let a = matrix_a(&params, seed, &geometry);
@@ -197,6 +200,13 @@ impl PirServer for Server {
     }
 }
 
+/// An encoded database: its geometry, its matrix and the largest squared norm of a row.
+pub(crate) struct Encoded {
+    geometry: Geometry,
+    database: PlaintextMatrix,
+    row_norm: u64,
+}
+
 /// Encodes a database with the largest plaintext modulus its own rows allow (see
 /// [`crate::params`]): `encode(log_p)` encodes it as `log_p`-bit digits, tried from 8 bits down
 /// to the modulus `planned` for any data, which always passes.
@@ -204,18 +214,25 @@ pub(crate) fn encode_with_largest_p(
     set: ParamSet,
     planned: Geometry,
     encode: impl Fn(u8) -> Result<(Geometry, PlaintextMatrix), PirError>,
-) -> Result<(Geometry, PlaintextMatrix), PirError> {
+) -> Result<Encoded, PirError> {
+    let measured = |(geometry, database): (Geometry, PlaintextMatrix)| Encoded {
+        row_norm: database.max_row_norm(),
+        geometry,
+        database,
+    };
     for log_p in (planned.log_p() + 1..=MAX_LOG_P).rev() {
         // A larger modulus whose geometry is not possible is skipped.
-        let Ok((geometry, database)) = encode(log_p) else {
+        let Ok(encoded) = encode(log_p).map(measured) else {
             continue;
         };
-        let norm = database.max_row_norm();
-        if norm <= worst_row_norm(geometry.cols(), log_p) && set.correct_for_row_norm(log_p, norm) {
-            return Ok((geometry, database));
+        let norm = encoded.row_norm;
+        if norm <= worst_row_norm(encoded.geometry.cols(), log_p)
+            && set.correct_for_row_norm(log_p, norm)
+        {
+            return Ok(encoded);
         }
     }
-    encode(planned.log_p())
+    encode(planned.log_p()).map(measured)
 }
 
 /// Cuts the data into centered digits: column `c` of the matrix is the bit stream of records
