@@ -13,7 +13,7 @@ use super::Pools;
 pub const BUFFER_BYTES: usize = 2 << 30;
 
 /// A buffer to stream, filled so that every page is really backed by memory.
-pub fn buffer() -> Vec<u64> {
+fn buffer() -> Vec<u64> {
     (0..BUFFER_BYTES / 8)
         .into_par_iter()
         .map(|i| i as u64)
@@ -32,7 +32,7 @@ pub fn measure(pools: &Pools) -> Pair {
 }
 
 /// Best of three streaming reads of `buffer` on `pool`, in 10^9 bytes per second.
-pub fn read_gbs(buffer: &[u64], pool: &ThreadPool) -> f64 {
+fn read_gbs(buffer: &[u64], pool: &ThreadPool) -> f64 {
     let bytes = std::mem::size_of_val(buffer) as f64;
     (0..3)
         .map(|_| {

@@ -143,7 +143,13 @@ pub fn run(args: BenchArgs) -> Result<()> {
         all: threads::pool(threads)?,
     };
     let mut report = Report::new(args.preset.name(), threads);
-    report.bandwidth_gbs = bandwidth::measure(&pools);
+    // The PIR presets measure the bandwidth right before their answers instead.
+    if !matches!(
+        args.preset,
+        Preset::Chalamet | Preset::Frodo | Preset::Simple1g
+    ) {
+        report.bandwidth_gbs = bandwidth::measure(&pools);
+    }
     let heights = match args.heights.as_slice() {
         [] => args.preset.default_heights(),
         heights => heights,
