@@ -2,6 +2,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use obscura_math::kernels::{plaintext_mat_mul_acc_with, plaintext_mat_vecs_with, Backend};
+use obscura_math::matrix::PlaintextMatrix;
 
 fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;
@@ -25,7 +26,7 @@ fn random_words(len: usize, seed: u64) -> Vec<u32> {
 /// Queries against a 256 MiB database (16384 x 16384): the answer kernel.
 fn answer(c: &mut Criterion) {
     let (rows, cols) = (16384, 16384);
-    let d = random_bytes(rows * cols, 1);
+    let d = PlaintextMatrix::from_vec(rows, cols, random_bytes(rows * cols, 1)).expect("shape");
     let queries: Vec<Vec<u32>> = (0..16).map(|j| random_words(cols, 2 + j)).collect();
     let mut group = c.benchmark_group("answer_256MiB");
     group.sample_size(10);
@@ -34,7 +35,7 @@ fn answer(c: &mut Criterion) {
             let refs: Vec<&[u32]> = queries[..k].iter().map(|q| q.as_slice()).collect();
             group.throughput(Throughput::Bytes((k * rows * cols) as u64));
             group.bench_with_input(BenchmarkId::new(backend.name(), k), &refs, |b, refs| {
-                b.iter(|| plaintext_mat_vecs_with(backend, &d, rows, refs))
+                b.iter(|| plaintext_mat_vecs_with(backend, &d, refs))
             });
         }
     }
@@ -61,7 +62,7 @@ fn gemv_in_cache(c: &mut Criterion) {
 /// One 256-column block of the hint product for 1024 rows with n = 1024.
 fn hint_block(c: &mut Criterion) {
     let (rows, cols, n) = (1024, 256, 1024);
-    let d = random_bytes(rows * cols, 3);
+    let d = PlaintextMatrix::from_vec(rows, cols, random_bytes(rows * cols, 3)).expect("shape");
     let block = random_words(cols * n, 4);
     let mut group = c.benchmark_group("hint_block");
     group.sample_size(10);
@@ -69,7 +70,7 @@ fn hint_block(c: &mut Criterion) {
     for backend in Backend::available() {
         group.bench_function(backend.name(), |b| {
             let mut h = vec![0u32; rows * n];
-            b.iter(|| plaintext_mat_mul_acc_with(backend, &d, cols, 0, &block, n, &mut h))
+            b.iter(|| plaintext_mat_mul_acc_with(backend, &d, 0, &block, n, &mut h))
         });
     }
     group.finish();

@@ -1,10 +1,11 @@
-//! Dense row-major matrices over Z_{2^32}, and of plaintext digits.
+//! Dense matrices over Z_{2^32} (row-major), and of plaintext digits (in column panels).
 
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
 use crate::kernels;
+use crate::memory::LargeBuffer;
 
 /// A dense row-major matrix over Z_{2^32} (wrapping arithmetic).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,10 +70,14 @@ impl Matrix {
 /// Bytes kept alive by someone else (for instance a memory-mapped database file).
 pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
+/// Columns per panel of a [`PlaintextMatrix`]: a panel's slice of a query vector (128 KiB of
+/// `u32`) stays in the L2 cache while the panel streams past it.
+pub const PANEL_COLS: usize = 32 << 10;
+
 /// Where the bytes of a plaintext matrix live.
 #[derive(Clone)]
 enum Storage {
-    Owned(Vec<u8>),
+    Owned(LargeBuffer),
     Shared {
         owner: SharedBytes,
         start: usize,
@@ -80,36 +85,102 @@ enum Storage {
     },
 }
 
-/// A dense row-major matrix of plaintext digits, one centered digit per byte
-/// (two's-complement `i8`), the form in which databases are stored and streamed. The bytes are
-/// owned, or shared with their owner (a memory-mapped file is served without a copy).
+/// A dense matrix of plaintext digits, one centered digit per byte (two's-complement `i8`), the
+/// form in which databases are stored and streamed. The bytes are owned, or shared with their
+/// owner (a memory-mapped file is served without a copy).
+///
+/// The storage order is panel-major: the columns are cut into panels of [`PANEL_COLS`] (the last
+/// one narrower), stored one after another, each row-major. A matrix-vector product then reads
+/// the whole matrix as one sequential stream while the panel's slice of the vector stays in
+/// cache. A matrix with at most [`PANEL_COLS`] columns is plain row-major.
 #[derive(Clone)]
 pub struct PlaintextMatrix {
     rows: usize,
     cols: usize,
+    panel_cols: usize,
     storage: Storage,
 }
 
+/// One panel of a [`PlaintextMatrix`]: columns `first .. first + width`, all rows, row-major.
+#[derive(Clone, Copy)]
+pub struct Panel<'a> {
+    /// The matrix column of the panel's first column.
+    pub first: usize,
+    /// Columns in the panel.
+    pub width: usize,
+    /// The `rows x width` row-major digits.
+    pub bytes: &'a [u8],
+}
+
 impl PlaintextMatrix {
-    /// A matrix over existing row-major bytes; `None` if the length does not match the shape.
+    /// A matrix over existing bytes in storage order (see the type's docs); `None` if the length
+    /// does not match the shape.
     pub fn from_vec(rows: usize, cols: usize, data: Vec<u8>) -> Option<Self> {
         (rows.checked_mul(cols)? == data.len()).then_some(Self {
             rows,
             cols,
-            storage: Storage::Owned(data),
+            panel_cols: PANEL_COLS,
+            storage: Storage::Owned(data.into()),
         })
     }
 
-    /// A matrix over the `rows · cols` bytes of `owner` from `start`; `None` if they are not
-    /// all there.
+    /// A matrix over the `rows · cols` bytes of `owner` from `start`, in storage order; `None`
+    /// if they are not all there.
     pub fn from_shared(rows: usize, cols: usize, owner: SharedBytes, start: usize) -> Option<Self> {
         let len = rows.checked_mul(cols)?;
         let available = (*owner).as_ref().len().checked_sub(start)?;
         (available >= len).then_some(Self {
             rows,
             cols,
+            panel_cols: PANEL_COLS,
             storage: Storage::Shared { owner, start, len },
         })
+    }
+
+    /// A `rows x cols` matrix filled in parallel: `fill(r, c, digits)` writes the digits of row
+    /// `r`, columns `c .. c + digits.len()` (a row's stretch inside one panel).
+    ///
+    /// # Panics
+    /// If `rows · cols` overflows.
+    pub fn from_fn(
+        rows: usize,
+        cols: usize,
+        fill: impl Fn(usize, usize, &mut [u8]) + Sync,
+    ) -> Self {
+        Self::from_fn_in_panels(rows, cols, PANEL_COLS, fill)
+    }
+
+    /// [`PlaintextMatrix::from_fn`] with panels of `panel_cols` columns (tests use narrow ones).
+    pub(crate) fn from_fn_in_panels(
+        rows: usize,
+        cols: usize,
+        panel_cols: usize,
+        fill: impl Fn(usize, usize, &mut [u8]) + Sync,
+    ) -> Self {
+        assert!(panel_cols > 0, "panel width");
+        let mut bytes = LargeBuffer::zeroed(rows.checked_mul(cols).expect("matrix size"));
+        let mut rest: &mut [u8] = &mut bytes;
+        let mut stretches = Vec::with_capacity(rows * cols.div_ceil(panel_cols));
+        for first in (0..cols).step_by(panel_cols) {
+            let width = panel_cols.min(cols - first);
+            let (panel, tail) = rest.split_at_mut(rows * width);
+            rest = tail;
+            stretches.extend(
+                panel
+                    .chunks_exact_mut(width)
+                    .enumerate()
+                    .map(|(r, digits)| (r, first, digits)),
+            );
+        }
+        stretches
+            .into_par_iter()
+            .for_each(|(r, first, digits)| fill(r, first, digits));
+        Self {
+            rows,
+            cols,
+            panel_cols,
+            storage: Storage::Owned(bytes),
+        }
     }
 
     /// Number of rows.
@@ -122,7 +193,7 @@ impl PlaintextMatrix {
         self.cols
     }
 
-    /// The row-major bytes.
+    /// The bytes in storage order (see the type's docs).
     pub fn as_bytes(&self) -> &[u8] {
         match &self.storage {
             Storage::Owned(data) => data,
@@ -130,28 +201,62 @@ impl PlaintextMatrix {
         }
     }
 
+    /// The panels, left to right.
+    pub fn panels(&self) -> impl Iterator<Item = Panel<'_>> {
+        let (rows, cols, panel_cols) = (self.rows, self.cols, self.panel_cols);
+        let bytes = self.as_bytes();
+        (0..cols).step_by(panel_cols).map(move |first| {
+            let width = panel_cols.min(cols - first);
+            let start = rows * first;
+            Panel {
+                first,
+                width,
+                bytes: &bytes[start..start + rows * width],
+            }
+        })
+    }
+
+    /// The digit at row `r`, column `c`.
+    ///
+    /// # Panics
+    /// If the position is outside the matrix.
+    pub fn get(&self, r: usize, c: usize) -> u8 {
+        assert!(
+            r < self.rows && c < self.cols,
+            "position outside the matrix"
+        );
+        let first = c / self.panel_cols * self.panel_cols;
+        let width = self.panel_cols.min(self.cols - first);
+        self.as_bytes()[self.rows * first + r * width + (c - first)]
+    }
+
     /// The largest squared Euclidean norm of a row, digits read as signed (`0` for an empty
     /// matrix): the noise of an LWE answer grows with it.
     pub fn max_row_norm(&self) -> u64 {
-        if self.cols == 0 {
-            return 0;
+        let mut norms = vec![0u64; self.rows];
+        for panel in self.panels() {
+            let partial: Vec<u64> = panel
+                .bytes
+                .par_chunks(panel.width)
+                .map(|stretch| {
+                    // Chunks of 2^16 digits keep an i32 sum exact (2^16 · 2^14 = 2^30).
+                    stretch
+                        .chunks(1 << 16)
+                        .map(|chunk| {
+                            let sum: i32 = chunk
+                                .iter()
+                                .map(|&d| i32::from(d as i8) * i32::from(d as i8))
+                                .sum();
+                            sum as u64
+                        })
+                        .sum()
+                })
+                .collect();
+            for (norm, part) in norms.iter_mut().zip(partial) {
+                *norm += part;
+            }
         }
-        self.as_bytes()
-            .par_chunks(self.cols)
-            .map(|row| {
-                // Chunks of 2^16 digits keep an i32 sum exact (2^16 · 2^14 = 2^30).
-                row.chunks(1 << 16)
-                    .map(|chunk| {
-                        let sum: i32 = chunk
-                            .iter()
-                            .map(|&d| i32::from(d as i8) * i32::from(d as i8))
-                            .sum();
-                        sum as u64
-                    })
-                    .sum::<u64>()
-            })
-            .max()
-            .unwrap_or(0)
+        norms.into_iter().max().unwrap_or(0)
     }
 
     /// `self · v` over Z_{2^32}, digits read as signed.
@@ -160,15 +265,14 @@ impl PlaintextMatrix {
     /// If `v.len() != self.cols()`.
     pub fn mul_vec(&self, v: &[u32]) -> Vec<u32> {
         assert_eq!(v.len(), self.cols, "vector length");
-        let mut out = vec![0u32; self.rows];
-        kernels::plaintext_mat_vec(self.as_bytes(), v, &mut out);
-        out
+        kernels::plaintext_mat_vecs(self, &[v]).remove(0)
     }
 }
 
 impl PartialEq for PlaintextMatrix {
     fn eq(&self, other: &Self) -> bool {
-        (self.rows, self.cols) == (other.rows, other.cols) && self.as_bytes() == other.as_bytes()
+        (self.rows, self.cols, self.panel_cols) == (other.rows, other.cols, other.panel_cols)
+            && self.as_bytes() == other.as_bytes()
     }
 }
 
@@ -179,6 +283,7 @@ impl std::fmt::Debug for PlaintextMatrix {
         f.debug_struct("PlaintextMatrix")
             .field("rows", &self.rows)
             .field("cols", &self.cols)
+            .field("panel_cols", &self.panel_cols)
             .field("shared", &matches!(self.storage, Storage::Shared { .. }))
             .finish()
     }
@@ -189,6 +294,13 @@ mod tests {
     use super::*;
     use crate::kernels::portable::widen;
     use proptest::prelude::*;
+
+    /// The row-major `digits` as a matrix with panels of `panel` columns.
+    fn in_panels(rows: usize, cols: usize, panel: usize, digits: &[u8]) -> PlaintextMatrix {
+        PlaintextMatrix::from_fn_in_panels(rows, cols, panel, |r, c, out| {
+            out.copy_from_slice(&digits[r * cols + c..r * cols + c + out.len()]);
+        })
+    }
 
     fn naive(rows: usize, cols: usize, m: &[u32], v: &[u32]) -> Vec<u32> {
         (0..rows)
@@ -202,7 +314,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn max_row_norm_matches_naive(rows in 0usize..6, cols in 0usize..200_000, seed in any::<u64>()) {
+        fn max_row_norm_matches_naive(rows in 0usize..6, cols in 0usize..200_000, panel in 1usize..100_000, seed in any::<u64>()) {
             let mut x = seed | 1;
             let bytes: Vec<u8> = (0..rows * cols).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u8 }).collect();
             let expected = bytes
@@ -210,8 +322,27 @@ mod tests {
                 .map(|row| row.iter().map(|&d| (i64::from(d as i8)).pow(2) as u64).sum::<u64>())
                 .max()
                 .unwrap_or(0);
-            let matrix = PlaintextMatrix::from_vec(rows, cols, bytes).unwrap();
+            let matrix = in_panels(rows, cols, panel, &bytes);
             prop_assert_eq!(matrix.max_row_norm(), expected);
+        }
+
+        #[test]
+        fn panels_hold_the_row_major_digits(rows in 0usize..9, cols in 0usize..90, panel in 1usize..40, seed in any::<u64>()) {
+            let mut x = seed | 1;
+            let bytes: Vec<u8> = (0..rows * cols).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u8 }).collect();
+            let matrix = in_panels(rows, cols, panel, &bytes);
+            for r in 0..rows {
+                for c in 0..cols {
+                    prop_assert_eq!(matrix.get(r, c), bytes[r * cols + c]);
+                }
+            }
+            let mut next_first = 0;
+            for p in matrix.panels() {
+                prop_assert_eq!(p.first, next_first);
+                prop_assert_eq!(p.bytes.len(), rows * p.width);
+                next_first += p.width;
+            }
+            prop_assert_eq!(next_first, cols);
         }
 
         #[test]
@@ -225,27 +356,28 @@ mod tests {
         }
 
         #[test]
-        fn plaintext_mat_vec_matches_naive(rows in 0usize..40, cols in 0usize..70, seed in any::<u64>()) {
+        fn plaintext_mat_vec_matches_naive(rows in 0usize..40, cols in 0usize..70, panel in 1usize..30, seed in any::<u64>()) {
             let mut x = seed | 1;
             let mut next = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u32 };
             let d: Vec<u8> = (0..rows * cols).map(|_| next() as u8).collect();
             let v: Vec<u32> = (0..cols).map(|_| next()).collect();
             let wide: Vec<u32> = d.iter().map(|&b| widen(b)).collect();
-            let matrix = PlaintextMatrix::from_vec(rows, cols, d).unwrap();
+            let matrix = in_panels(rows, cols, panel, &d);
             prop_assert_eq!(matrix.mul_vec(&v), naive(rows, cols, &wide, &v));
         }
 
         #[test]
-        fn blocked_product_matches_naive(rows in 1usize..20, cols in 1usize..40, n in 1usize..24, block in 1usize..16, seed in any::<u64>()) {
+        fn blocked_product_matches_naive(rows in 1usize..20, cols in 1usize..40, panel in 1usize..30, n in 1usize..24, block in 1usize..16, seed in any::<u64>()) {
             let mut x = seed | 1;
             let mut next = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u32 };
             let d: Vec<u8> = (0..rows * cols).map(|_| next() as u8).collect();
             let a: Vec<u32> = (0..cols * n).map(|_| next()).collect();
+            let matrix = in_panels(rows, cols, panel, &d);
             let mut h = vec![0u32; rows * n];
             let mut first = 0;
             while first < cols {
                 let b = block.min(cols - first);
-                kernels::plaintext_mat_mul_acc(&d, cols, first, &a[first * n..(first + b) * n], n, &mut h);
+                kernels::plaintext_mat_mul_acc(&matrix, first, &a[first * n..(first + b) * n], n, &mut h);
                 first += b;
             }
             for r in 0..rows {

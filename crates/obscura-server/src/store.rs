@@ -9,7 +9,8 @@
 //!     database), a keyword setup (filter parameters and the LWE setup) or a TreePIR setup
 //!     (leaf count, root and the LWE setup of each colour class)
 //!   the matrix of each LWE engine of that setup, in its order (one, or one per colour class),
-//!     rows x cols bytes each, row-major
+//!     rows x cols bytes each, in column panels of 32,768 columns (`PlaintextMatrix` storage
+//!     order: panel after panel, each row-major)
 //! ```
 //!
 //! Files are written to a temporary name in the target directory and renamed into place, so a
@@ -59,7 +60,7 @@ pub enum StoreError {
 /// the nodes of a Merkle tree.
 pub enum Database {
     /// Records fetched by index.
-    Index(Server),
+    Index(Box<Server>),
     /// Values fetched by key.
     Keyword(Box<KeywordServer>),
     /// Audit paths fetched by leaf index, one query per colour class (shared with the tasks
@@ -129,7 +130,7 @@ impl Database {
 
 impl From<Server> for Database {
     fn from(server: Server) -> Self {
-        Self::Index(server)
+        Self::Index(Box::new(server))
     }
 }
 
@@ -192,7 +193,7 @@ impl StoredSetup {
                 .map_err(|_| PirError::malformed("database file", format!("{count} engines")))
         };
         Ok(match self {
-            Self::Index(_) => Database::Index(single(engines)?),
+            Self::Index(_) => Database::Index(Box::new(single(engines)?)),
             Self::Keyword(setup) => KeywordServer::from_parts(single(engines)?, setup)?.into(),
             Self::TreePir(setup) => TreePirServer::from_parts(setup, engines)?.into(),
         })
@@ -360,7 +361,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db.obs");
         let (server, data) = server();
-        let database = Database::Index(server);
+        let database = Database::from(server);
         write_database(&path, &database).unwrap();
         let Database::Index(loaded) = read_database(&path).unwrap() else {
             panic!("an index database");
@@ -406,7 +407,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db.obs");
         let (server, _) = server();
-        write_database(&path, &Database::Index(server)).unwrap();
+        write_database(&path, &Database::from(server)).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         let bad = dir.path().join("bad.obs");
         for cut in [0, 10, PREAMBLE_BYTES, bytes.len() / 2, bytes.len() - 1] {
@@ -540,7 +541,7 @@ mod tests {
             );
         }
         // A setup of the wrong kind for its file, or a tree file without its matrices.
-        let index = Database::Index(server().0);
+        let index = Database::from(server().0);
         assert!(refused(
             dir.path(),
             &sealed(index.digest(), &payload[..8 + setup_len])

@@ -6,18 +6,23 @@ use std::time::Instant;
 use rayon::prelude::*;
 use rayon::ThreadPool;
 
+use obscura_math::memory::LargeBuffer;
+
 use super::report::Pair;
 use super::Pools;
 
 /// Bytes read per pass: far larger than any cache.
 pub const BUFFER_BYTES: usize = 2 << 30;
 
-/// A buffer to stream, filled so that every page is really backed by memory.
-fn buffer() -> Vec<u64> {
-    (0..BUFFER_BYTES / 8)
-        .into_par_iter()
-        .map(|i| i as u64)
-        .collect()
+/// A buffer to stream, allocated as database matrices are (on huge pages where the system has
+/// them) and filled so that every page is really backed by memory.
+fn buffer() -> LargeBuffer {
+    let mut buffer = LargeBuffer::zeroed(BUFFER_BYTES);
+    buffer
+        .par_chunks_mut(1 << 20)
+        .enumerate()
+        .for_each(|(i, chunk)| chunk.fill(i as u8));
+    buffer
 }
 
 /// The streaming read bandwidth with one thread and with all threads, measured now (the
@@ -32,8 +37,8 @@ pub fn measure(pools: &Pools) -> Pair {
 }
 
 /// Best of three streaming reads of `buffer` on `pool`, in 10^9 bytes per second.
-fn read_gbs(buffer: &[u64], pool: &ThreadPool) -> f64 {
-    let bytes = std::mem::size_of_val(buffer) as f64;
+fn read_gbs(buffer: &[u8], pool: &ThreadPool) -> f64 {
+    let bytes = buffer.len() as f64;
     (0..3)
         .map(|_| {
             let started = Instant::now();
@@ -50,11 +55,12 @@ fn read_gbs(buffer: &[u64], pool: &ThreadPool) -> f64 {
 }
 
 /// Wrapping sum in eight lanes, so the loop vectorizes and is bound by memory, not by adds.
-fn sum_lanes(chunk: &[u64]) -> u64 {
+fn sum_lanes(chunk: &[u8]) -> u64 {
     let mut lanes = [0u64; 8];
-    for block in chunk.chunks_exact(8) {
-        for k in 0..8 {
-            lanes[k] = lanes[k].wrapping_add(block[k]);
+    for block in chunk.chunks_exact(64) {
+        for (k, word) in block.chunks_exact(8).enumerate() {
+            let word = u64::from_ne_bytes(word.try_into().expect("8 bytes"));
+            lanes[k] = lanes[k].wrapping_add(word);
         }
     }
     lanes.iter().fold(0, |a, &b| a.wrapping_add(b))

@@ -14,8 +14,9 @@
 //! - `gemm_acc`: vector lanes run along the output row (`D·B` for a batch of queries, and the
 //!   hint product `D·A`), a tile of four output rows held in registers.
 //!
-//! The parallel drivers below split rows over the rayon pool (the caller's pool decides the
-//! thread count) and tile the columns so the vector operand stays in cache.
+//! The parallel drivers below run on the caller's rayon pool (it decides the thread count) and
+//! walk a [`PlaintextMatrix`] panel by panel, so the slice of the vector operand in use stays in
+//! cache while the matrix streams from memory.
 
 #![allow(unsafe_code)]
 
@@ -29,6 +30,8 @@ use std::ops::Range;
 use std::sync::OnceLock;
 
 use rayon::prelude::*;
+
+use crate::matrix::{Panel, PlaintextMatrix};
 
 /// An implementation of the kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -343,73 +346,119 @@ fn avx512_vnni() -> bool {
         && is_x86_feature_detected!("avx512vnni")
 }
 
-/// Rows handed to one parallel task.
-const ROWS_PER_TASK: usize = 16;
+/// Rows of a panel that all queries of a small batch go over while they are in cache.
+const ROWS_PER_BLOCK: usize = 16;
 
-/// Columns of a matrix-vector tile: 128 KiB of `u32` operand stays in the L2 cache.
-const VECTOR_TILE: usize = 32 << 10;
+/// Rows of the hint handed to one parallel task.
+const HINT_ROWS_PER_TASK: usize = 4;
 
 /// Bytes of matrix operand per column tile of a batch product.
 const MATRIX_TILE_BYTES: usize = 256 << 10;
 
 /// Batches at least this large use the matrix-matrix kernel, padded to whole vectors of this
 /// many lanes; smaller ones run one matrix-vector kernel per query over each cache-resident
-/// tile, which costs about the same per query and wastes no lanes.
+/// block, which costs about the same per query and wastes no lanes.
 const GEMM_MIN_BATCH: usize = 16;
 
-/// `out = D · v` over Z_{2^32}, where `D` is a row-major plaintext matrix of `out.len()` rows and
-/// `v.len()` columns. Rows are spread over the rayon pool; columns are tiled so the slice of `v`
-/// in use stays in cache.
-pub fn plaintext_mat_vec(d: &[u8], v: &[u32], out: &mut [u32]) {
-    let answers = plaintext_mat_vecs(d, out.len(), &[v]);
-    out.copy_from_slice(&answers[0]);
-}
-
-/// `D · v_j` over Z_{2^32} for every vector of a batch, in one pass over the `rows x cols`
-/// plaintext matrix `D` (all vectors have `cols` entries).
-pub fn plaintext_mat_vecs(d: &[u8], rows: usize, vectors: &[&[u32]]) -> Vec<Vec<u32>> {
-    plaintext_mat_vecs_with(Backend::detect(), d, rows, vectors)
+/// `D · v_j` over Z_{2^32} for every vector of a batch, in one pass over the plaintext matrix `D`
+/// (every vector has `D.cols()` entries).
+pub fn plaintext_mat_vecs(d: &PlaintextMatrix, vectors: &[&[u32]]) -> Vec<Vec<u32>> {
+    plaintext_mat_vecs_with(Backend::detect(), d, vectors)
 }
 
 /// [`plaintext_mat_vecs`] on a chosen backend.
+///
+/// The matrix is read as one sequential stream (see [`PlaintextMatrix`]), cut into one run of
+/// whole panel rows per thread of the rayon pool; each run sums into its own accumulator.
+///
+/// # Panics
+/// If a vector's length is not `D.cols()`.
 pub fn plaintext_mat_vecs_with(
     backend: Backend,
-    d: &[u8],
-    rows: usize,
+    d: &PlaintextMatrix,
     vectors: &[&[u32]],
 ) -> Vec<Vec<u32>> {
-    let k = vectors.len();
-    let cols = vectors.first().map_or(0, |v| v.len());
-    assert!(vectors.iter().all(|v| v.len() == cols), "vector lengths");
-    assert_eq!(d.len(), rows * cols, "matrix shape");
-    let mut out = vec![0u32; rows * k];
-    if cols == 0 || k == 0 {
+    let (rows, k) = (d.rows(), vectors.len());
+    assert!(
+        vectors.iter().all(|v| v.len() == d.cols()),
+        "vector lengths"
+    );
+    if rows == 0 || d.cols() == 0 || k == 0 {
         return vec![vec![0; rows]; k];
     }
-    if k < GEMM_MIN_BATCH {
-        let operands: Vec<_> = vectors.iter().map(|v| backend.prepare_vector(v)).collect();
-        out.par_chunks_mut(ROWS_PER_TASK * k)
-            .zip(d.par_chunks(ROWS_PER_TASK * cols))
-            .for_each(|(out, d)| {
-                let rows = out.len() / k;
-                let mut sums = vec![0u32; rows];
-                for (j, operand) in operands.iter().enumerate() {
-                    sums.fill(0);
-                    for first in (0..cols).step_by(VECTOR_TILE) {
-                        let tile = first..(first + VECTOR_TILE).min(cols);
-                        backend.gemv_acc(d, cols, operand, tile, &mut sums);
-                    }
-                    for (r, &sum) in sums.iter().enumerate() {
-                        out[r * k + j] = sum;
-                    }
-                }
-            });
+    // Accumulators hold the batch padded to whole vectors of lanes when the matrix-matrix
+    // kernel runs.
+    let width = if k < GEMM_MIN_BATCH {
+        k
     } else {
-        // Queries interleaved and padded with zero queries to whole vectors of lanes.
-        let width = k.next_multiple_of(GEMM_MIN_BATCH);
+        k.next_multiple_of(GEMM_MIN_BATCH)
+    };
+    let panels: Vec<Panel> = d.panels().collect();
+    let stretches = panels.len() * rows;
+    let threads = rayon::current_num_threads().min(stretches);
+    let sums = (0..threads)
+        .into_par_iter()
+        .map(|t| {
+            let run = t * stretches / threads..(t + 1) * stretches / threads;
+            let mut sums = vec![0u32; rows * width];
+            for (p, panel) in panels.iter().enumerate() {
+                let here = run.start.max(p * rows)..run.end.min((p + 1) * rows);
+                if !here.is_empty() {
+                    let panel_rows = here.start - p * rows..here.end - p * rows;
+                    panel_mat_vecs(backend, panel, panel_rows, vectors, width, &mut sums);
+                }
+            }
+            sums
+        })
+        .reduce_with(|mut a, b| {
+            a.iter_mut()
+                .zip(b)
+                .for_each(|(a, b)| *a = a.wrapping_add(b));
+            a
+        })
+        .expect("at least one run");
+    (0..k)
+        .map(|j| (0..rows).map(|r| sums[r * width + j]).collect())
+        .collect()
+}
+
+/// Adds `panel[rows] · v_j[panel columns]` to `sums[r·width + j]` for every vector of the batch,
+/// on the calling thread.
+fn panel_mat_vecs(
+    backend: Backend,
+    panel: &Panel,
+    rows: Range<usize>,
+    vectors: &[&[u32]],
+    width: usize,
+    sums: &mut [u32],
+) {
+    let (cols, columns) = (panel.width, panel.first..panel.first + panel.width);
+    let matrix = &panel.bytes[rows.start * cols..rows.end * cols];
+    let sums = &mut sums[rows.start * width..rows.end * width];
+    if vectors.len() < GEMM_MIN_BATCH {
+        let operands: Vec<_> = vectors
+            .iter()
+            .map(|v| backend.prepare_vector(&v[columns.clone()]))
+            .collect();
+        let mut block_sums = [0u32; ROWS_PER_BLOCK];
+        for (block, sums) in matrix
+            .chunks(ROWS_PER_BLOCK * cols)
+            .zip(sums.chunks_mut(ROWS_PER_BLOCK * width))
+        {
+            let block_sums = &mut block_sums[..block.len() / cols];
+            for (j, operand) in operands.iter().enumerate() {
+                block_sums.fill(0);
+                backend.gemv_acc(block, cols, operand, 0..cols, block_sums);
+                for (r, &sum) in block_sums.iter().enumerate() {
+                    sums[r * width + j] = sums[r * width + j].wrapping_add(sum);
+                }
+            }
+        }
+    } else {
+        // Queries interleaved, and padded with zero queries to whole vectors of lanes.
         let mut interleaved = vec![0u32; cols * width];
         for (j, v) in vectors.iter().enumerate() {
-            for (c, &x) in v.iter().enumerate() {
+            for (c, &x) in v[columns.clone()].iter().enumerate() {
                 interleaved[c * width + j] = x;
             }
         }
@@ -417,24 +466,17 @@ pub fn plaintext_mat_vecs_with(
         let tile = (MATRIX_TILE_BYTES / (4 * width))
             .next_multiple_of(4)
             .min(cols);
-        let mut padded = vec![0u32; rows * width];
-        padded
-            .par_chunks_mut(ROWS_PER_TASK * width)
-            .zip(d.par_chunks(ROWS_PER_TASK * cols))
-            .for_each(|(out, d)| {
-                let rows = out.len() / width;
-                for first in (0..cols).step_by(tile) {
-                    let cols_tile = first..(first + tile).min(cols);
-                    backend.gemm_acc(d, cols, rows, &operand, cols_tile, out, width);
-                }
-            });
-        for (out, padded) in out.chunks_exact_mut(k).zip(padded.chunks_exact(width)) {
-            out.copy_from_slice(&padded[..k]);
+        for (block, sums) in matrix
+            .chunks(ROWS_PER_BLOCK * cols)
+            .zip(sums.chunks_mut(ROWS_PER_BLOCK * width))
+        {
+            let block_rows = block.len() / cols;
+            for first in (0..cols).step_by(tile) {
+                let cols_tile = first..(first + tile).min(cols);
+                backend.gemm_acc(block, cols, block_rows, &operand, cols_tile, sums, width);
+            }
         }
     }
-    (0..k)
-        .map(|j| (0..rows).map(|r| out[r * k + j]).collect())
-        .collect()
 }
 
 /// `out = M · v` over Z_{2^32}, where `M` is row-major with `out.len()` rows and `v.len()` columns.
@@ -445,8 +487,8 @@ pub fn mat_vec(m: &[u32], v: &[u32], out: &mut [u32]) {
         out.fill(0);
         return;
     }
-    out.par_chunks_mut(ROWS_PER_TASK)
-        .zip(m.par_chunks(ROWS_PER_TASK * cols))
+    out.par_chunks_mut(ROWS_PER_BLOCK)
+        .zip(m.par_chunks(ROWS_PER_BLOCK * cols))
         .for_each(|(out, m)| {
             for (o, row) in out.iter_mut().zip(m.chunks_exact(cols)) {
                 *o = portable::dot_u32(row, v);
@@ -454,26 +496,27 @@ pub fn mat_vec(m: &[u32], v: &[u32], out: &mut [u32]) {
         });
 }
 
-/// `H += D[:, first .. first + b] · B` over Z_{2^32}, where `D` is a row-major plaintext matrix
-/// with `d_cols` columns, `B` is a row-major `b x n` block and `H` is row-major `rows x n`.
+/// `H += D[:, first .. first + b] · B` over Z_{2^32}, where `D` is a plaintext matrix, `B` is a
+/// row-major `b x n` block and `H` is row-major `D.rows() x n`.
 ///
 /// This is one step of the blocked hint product `H = D · A`, with `B` a block of rows of `A`.
+///
+/// # Panics
+/// If the shapes do not fit.
 pub fn plaintext_mat_mul_acc(
-    d: &[u8],
-    d_cols: usize,
+    d: &PlaintextMatrix,
     first: usize,
     block: &[u32],
     n: usize,
     h: &mut [u32],
 ) {
-    plaintext_mat_mul_acc_with(Backend::detect(), d, d_cols, first, block, n, h)
+    plaintext_mat_mul_acc_with(Backend::detect(), d, first, block, n, h)
 }
 
 /// [`plaintext_mat_mul_acc`] on a chosen backend.
 pub fn plaintext_mat_mul_acc_with(
     backend: Backend,
-    d: &[u8],
-    d_cols: usize,
+    d: &PlaintextMatrix,
     first: usize,
     block: &[u32],
     n: usize,
@@ -481,20 +524,33 @@ pub fn plaintext_mat_mul_acc_with(
 ) {
     assert!(n > 0 && block.len().is_multiple_of(n), "block shape");
     let b = block.len() / n;
-    let rows = h.len() / n;
-    assert_eq!(h.len(), rows * n, "hint shape");
-    assert_eq!(d.len(), rows * d_cols, "matrix shape");
-    assert!(first + b <= d_cols, "column block out of range");
-    if b == 0 {
-        return;
+    assert_eq!(h.len(), d.rows() * n, "hint shape");
+    assert!(first + b <= d.cols(), "column block out of range");
+    // The block cut at panel boundaries.
+    for panel in d.panels() {
+        let start = first.max(panel.first);
+        let end = (first + b).min(panel.first + panel.width);
+        if start >= end {
+            continue;
+        }
+        let rows_of_b = &block[(start - first) * n..(end - first) * n];
+        let operand = backend.prepare_matrix(rows_of_b, n, end - start, n);
+        let cols = start - panel.first..end - panel.first;
+        h.par_chunks_mut(HINT_ROWS_PER_TASK * n)
+            .zip(panel.bytes.par_chunks(HINT_ROWS_PER_TASK * panel.width))
+            .for_each(|(h, d)| {
+                let rows = h.len() / n;
+                backend.gemm_acc(
+                    &d[cols.start..],
+                    panel.width,
+                    rows,
+                    &operand,
+                    0..cols.len(),
+                    h,
+                    n,
+                );
+            });
     }
-    let operand = backend.prepare_matrix(block, n, b, n);
-    h.par_chunks_mut(4 * n)
-        .zip(d.par_chunks(4 * d_cols))
-        .for_each(|(h, d)| {
-            let rows = h.len() / n;
-            backend.gemm_acc(&d[first..], d_cols, rows, &operand, 0..b, h, n);
-        });
 }
 
 #[cfg(test)]
@@ -558,10 +614,14 @@ mod tests {
 
         #[test]
         fn batch_products_match_on_every_backend(
-            rows in 0usize..40, cols in 0usize..200, k in 1usize..20, seed in any::<u64>()
+            rows in 0usize..40, cols in 0usize..200, panel in 1usize..90, k in 1usize..20,
+            seed in any::<u64>()
         ) {
             let mut next = random(seed);
-            let d: Vec<u8> = (0..rows * cols).map(|_| next() as u8).collect();
+            let digits: Vec<u8> = (0..rows * cols).map(|_| next() as u8).collect();
+            let d = PlaintextMatrix::from_fn_in_panels(rows, cols, panel, |r, c, out| {
+                out.copy_from_slice(&digits[r * cols + c..r * cols + c + out.len()]);
+            });
             let vectors: Vec<Vec<u32>> = (0..k).map(|_| (0..cols).map(|_| next()).collect()).collect();
             let refs: Vec<&[u32]> = vectors.iter().map(|v| v.as_slice()).collect();
             let expected: Vec<Vec<u32>> = vectors
@@ -569,31 +629,39 @@ mod tests {
                 .map(|v| {
                     let mut out = vec![0u32; rows];
                     if cols > 0 {
-                        portable::gemv_acc(&d, cols, v, &mut out);
+                        portable::gemv_acc(&digits, cols, v, &mut out);
                     }
                     out
                 })
                 .collect();
             for backend in Backend::available() {
-                prop_assert_eq!(&plaintext_mat_vecs_with(backend, &d, rows, &refs), &expected, "{}", backend.name());
+                for threads in [1, 3] {
+                    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                    let answers = pool.install(|| plaintext_mat_vecs_with(backend, &d, &refs));
+                    prop_assert_eq!(&answers, &expected, "{} on {} threads", backend.name(), threads);
+                }
             }
         }
 
         #[test]
         fn hint_products_match_on_every_backend(
-            rows in 1usize..12, d_cols in 1usize..40, n in 1usize..70, seed in any::<u64>()
+            rows in 1usize..12, d_cols in 1usize..40, panel in 1usize..30, b in 1usize..12,
+            n in 1usize..70, seed in any::<u64>()
         ) {
             let mut next = random(seed);
-            let d: Vec<u8> = (0..rows * d_cols).map(|_| next() as u8).collect();
+            let digits: Vec<u8> = (0..rows * d_cols).map(|_| next() as u8).collect();
+            let d = PlaintextMatrix::from_fn_in_panels(rows, d_cols, panel, |r, c, out| {
+                out.copy_from_slice(&digits[r * d_cols + c..r * d_cols + c + out.len()]);
+            });
             let a: Vec<u32> = (0..d_cols * n).map(|_| next()).collect();
             let mut expected = vec![0u32; rows * n];
-            portable::gemm_acc(&d, d_cols, rows, d_cols, &a, n, n, &mut expected, n);
+            portable::gemm_acc(&digits, d_cols, rows, d_cols, &a, n, n, &mut expected, n);
             for backend in Backend::available() {
                 let mut h = vec![0u32; rows * n];
                 let mut first = 0;
                 while first < d_cols {
-                    let b = (d_cols - first).min(7);
-                    plaintext_mat_mul_acc_with(backend, &d, d_cols, first, &a[first * n..(first + b) * n], n, &mut h);
+                    let b = (d_cols - first).min(b);
+                    plaintext_mat_mul_acc_with(backend, &d, first, &a[first * n..(first + b) * n], n, &mut h);
                     first += b;
                 }
                 prop_assert_eq!(&h, &expected, "{}", backend.name());
@@ -674,17 +742,18 @@ mod tests {
     }
 
     #[test]
-    fn large_tiles_agree() {
-        // More columns than one operand tile, so the tiling is exercised.
+    fn full_width_panels_agree() {
+        // More columns than one panel, so the panel order of a real matrix is exercised.
         let mut next = random(7);
-        let (rows, cols) = (5, 3 * VECTOR_TILE + 17);
-        let d: Vec<u8> = (0..rows * cols).map(|_| next() as u8).collect();
+        let (rows, cols) = (5, 3 * crate::matrix::PANEL_COLS + 17);
+        let digits: Vec<u8> = (0..rows * cols).map(|_| next() as u8).collect();
+        let d = PlaintextMatrix::from_fn(rows, cols, |r, c, out| {
+            out.copy_from_slice(&digits[r * cols + c..r * cols + c + out.len()]);
+        });
         let v: Vec<u32> = (0..cols).map(|_| next()).collect();
-        let mut out = vec![0u32; rows];
-        plaintext_mat_vec(&d, &v, &mut out);
         let mut expected = vec![0u32; rows];
-        portable::gemv_acc(&d, cols, &v, &mut expected);
-        assert_eq!(out, expected);
+        portable::gemv_acc(&digits, cols, &v, &mut expected);
+        assert_eq!(d.mul_vec(&v), expected);
     }
 
     #[test]

@@ -275,14 +275,12 @@ impl<K: AsRef<[u8]>, V: AsRef<[u8]>> Filled<'_, K, V> {
                 slots[target * rows + j] = (wanted % p) as u8;
             }
         }
-        // The row-major matrix of centered digits.
-        let mut matrix = vec![0u8; rows * size];
-        for (column, slot) in slots.chunks_exact(rows).enumerate() {
-            for (r, &digit) in slot.iter().enumerate() {
-                matrix[r * size + column] = lwe::centered(digit, width);
+        // The matrix of centered digits.
+        PlaintextMatrix::from_fn(rows, size, |r, first, digits| {
+            for (c, entry) in digits.iter_mut().enumerate() {
+                *entry = lwe::centered(slots[(first + c) * rows + r], width);
             }
-        }
-        PlaintextMatrix::from_vec(rows, size, matrix).expect("shape")
+        })
     }
 }
 

@@ -117,14 +117,7 @@ impl Server {
                 .par_chunks_mut(EXPAND_ROWS * n)
                 .enumerate()
                 .for_each(|(i, rows)| a.fill_rows(first + i * EXPAND_ROWS, rows));
-            kernels::plaintext_mat_mul_acc(
-                database.as_bytes(),
-                cols,
-                first,
-                &block,
-                n,
-                hint.as_mut_slice(),
-            );
+            kernels::plaintext_mat_mul_acc(&database, first, &block, n, hint.as_mut_slice());
             first += count;
             progress(first as u64, cols as u64);
         }
@@ -188,8 +181,7 @@ impl PirServer for Server {
             query.check(&self.setup)?;
         }
         let vectors: Vec<&[u32]> = queries.iter().map(|q| q.values.as_slice()).collect();
-        let answers =
-            kernels::plaintext_mat_vecs(self.database.as_bytes(), self.database.rows(), &vectors);
+        let answers = kernels::plaintext_mat_vecs(&self.database, &vectors);
         Ok(answers
             .into_iter()
             .map(|values| Answer {
@@ -243,17 +235,12 @@ fn encode_database(data: &[u8], geometry: &Geometry) -> PlaintextMatrix {
     let cols = geometry.cols() as usize;
     let width = u32::from(geometry.log_p());
     let columns: Vec<(u64, u64)> = (0..cols as u64).map(|c| geometry.column_bits(c)).collect();
-    let mut matrix = vec![0u8; rows * cols];
-    matrix
-        .par_chunks_mut(cols.max(1))
-        .enumerate()
-        .for_each(|(r, row)| {
-            let offset = r as u64 * u64::from(width);
-            for (entry, &(first, last)) in row.iter_mut().zip(&columns) {
-                *entry = centered(pack::digit_at(data, first + offset, width, last), width);
-            }
-        });
-    PlaintextMatrix::from_vec(rows, cols, matrix).expect("shape")
+    PlaintextMatrix::from_fn(rows, cols, |r, first, digits| {
+        let offset = r as u64 * u64::from(width);
+        for (entry, &(start, last)) in digits.iter_mut().zip(&columns[first..]) {
+            *entry = centered(pack::digit_at(data, start + offset, width, last), width);
+        }
+    })
 }
 
 /// A digit in `[0, 2^width)` stored centered, as the two's-complement `i8` in

@@ -1,0 +1,88 @@
+//! Large zeroed buffers for the operands that are streamed from memory.
+
+use std::ops::{Deref, DerefMut};
+
+/// Buffers at least this large are mapped with a huge-page hint (one 2 MiB page).
+#[cfg(target_os = "linux")]
+const HUGE_PAGE_BYTES: usize = 2 << 20;
+
+/// A zeroed byte buffer for a large operand. On Linux, buffers of 2 MiB or more are anonymous
+/// mappings advised to use transparent huge pages, so streaming them misses the TLB 512 times
+/// less often; elsewhere, or where the mapping fails, they are ordinary heap memory.
+pub struct LargeBuffer(Inner);
+
+enum Inner {
+    Heap(Vec<u8>),
+    #[cfg(target_os = "linux")]
+    Mapped(memmap2::MmapMut),
+}
+
+impl LargeBuffer {
+    /// `len` zero bytes.
+    pub fn zeroed(len: usize) -> Self {
+        #[cfg(target_os = "linux")]
+        if len >= HUGE_PAGE_BYTES {
+            if let Ok(map) = memmap2::MmapMut::map_anon(len) {
+                // Only a hint: without transparent huge pages the buffer still works.
+                let _ = map.advise(memmap2::Advice::HugePage);
+                return Self(Inner::Mapped(map));
+            }
+        }
+        Self(Inner::Heap(vec![0; len]))
+    }
+}
+
+impl From<Vec<u8>> for LargeBuffer {
+    fn from(bytes: Vec<u8>) -> Self {
+        Self(Inner::Heap(bytes))
+    }
+}
+
+impl Deref for LargeBuffer {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Inner::Heap(bytes) => bytes,
+            #[cfg(target_os = "linux")]
+            Inner::Mapped(map) => map,
+        }
+    }
+}
+
+impl DerefMut for LargeBuffer {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match &mut self.0 {
+            Inner::Heap(bytes) => bytes,
+            #[cfg(target_os = "linux")]
+            Inner::Mapped(map) => map,
+        }
+    }
+}
+
+impl Clone for LargeBuffer {
+    fn clone(&self) -> Self {
+        let mut copy = Self::zeroed(self.len());
+        copy.copy_from_slice(self);
+        copy
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_start_zeroed_and_keep_what_is_written() {
+        for len in [0, 1, 4096, 3 << 20] {
+            let mut buffer = LargeBuffer::zeroed(len);
+            assert_eq!(buffer.len(), len);
+            assert!(buffer.iter().all(|&b| b == 0));
+            for (i, b) in buffer.iter_mut().enumerate() {
+                *b = i as u8;
+            }
+            let copy = buffer.clone();
+            assert!(copy.iter().enumerate().all(|(i, &b)| b == i as u8));
+        }
+    }
+}
