@@ -349,6 +349,10 @@ fn avx512_vnni() -> bool {
 /// Rows of a panel that all queries of a small batch go over while they are in cache.
 const ROWS_PER_BLOCK: usize = 16;
 
+/// Runs per thread of a matrix-vector product: long sequential streams, but enough of them to
+/// rebalance when one thread falls behind.
+const RUNS_PER_THREAD: usize = 8;
+
 /// Rows of the hint handed to one parallel task.
 const HINT_ROWS_PER_TASK: usize = 4;
 
@@ -368,8 +372,10 @@ pub fn plaintext_mat_vecs(d: &PlaintextMatrix, vectors: &[&[u32]]) -> Vec<Vec<u3
 
 /// [`plaintext_mat_vecs`] on a chosen backend.
 ///
-/// The matrix is read as one sequential stream (see [`PlaintextMatrix`]), cut into one run of
-/// whole panel rows per thread of the rayon pool; each run sums into its own accumulator.
+/// The matrix is read as one sequential stream (see [`PlaintextMatrix`]), cut into a few runs
+/// per thread of the rayon pool (so a thread that falls behind has its work taken over): runs of
+/// whole panels when there are enough panels, otherwise runs of rows inside each panel. Each run
+/// sums into its own accumulator over the rows it touches.
 ///
 /// # Panics
 /// If a vector's length is not `D.cols()`.
@@ -394,86 +400,170 @@ pub fn plaintext_mat_vecs_with(
         k.next_multiple_of(GEMM_MIN_BATCH)
     };
     let panels: Vec<Panel> = d.panels().collect();
-    let stretches = panels.len() * rows;
-    let threads = rayon::current_num_threads().min(stretches);
-    let sums = (0..threads)
-        .into_par_iter()
-        .map(|t| {
-            let run = t * stretches / threads..(t + 1) * stretches / threads;
-            let mut sums = vec![0u32; rows * width];
-            for (p, panel) in panels.iter().enumerate() {
-                let here = run.start.max(p * rows)..run.end.min((p + 1) * rows);
-                if !here.is_empty() {
-                    let panel_rows = here.start - p * rows..here.end - p * rows;
-                    panel_mat_vecs(backend, panel, panel_rows, vectors, width, &mut sums);
+    let runs = RUNS_PER_THREAD * rayon::current_num_threads();
+    let mut sums = vec![0u32; rows * width];
+    let add = |total: &mut [u32], partial: Vec<u32>| {
+        total
+            .iter_mut()
+            .zip(partial)
+            .for_each(|(a, b)| *a = a.wrapping_add(b));
+    };
+    if panels.len() >= runs {
+        // Runs of whole panels, each preparing its panels' slices of the vectors.
+        let partial: Vec<Vec<u32>> = (0..runs)
+            .into_par_iter()
+            .map(|t| {
+                let mut sums = vec![0u32; rows * width];
+                let count = panels.len();
+                for panel in &panels[t * count / runs..(t + 1) * count / runs] {
+                    with_operands(backend, panel, vectors, width, |operands| {
+                        panel_mat_vecs(backend, panel, 0..rows, operands, width, &mut sums)
+                    });
                 }
-            }
-            sums
-        })
-        .reduce_with(|mut a, b| {
-            a.iter_mut()
-                .zip(b)
-                .for_each(|(a, b)| *a = a.wrapping_add(b));
-            a
-        })
-        .expect("at least one run");
+                sums
+            })
+            .collect();
+        for partial in partial {
+            add(&mut sums, partial);
+        }
+    } else {
+        // Few panels: each is cut into runs of rows that share its prepared operands.
+        let per_panel = runs.div_ceil(panels.len()).min(rows);
+        let tasks: Vec<(usize, Range<usize>)> = (0..panels.len())
+            .flat_map(|p| {
+                (0..per_panel).map(move |i| (p, i * rows / per_panel..(i + 1) * rows / per_panel))
+            })
+            .filter(|(_, rows)| !rows.is_empty())
+            .collect();
+        let prepared: Vec<Prepared> = panels
+            .iter()
+            .map(|panel| Prepared::new(panel, vectors, width))
+            .collect();
+        let operands: Vec<Operands> = prepared.iter().map(|p| p.operands(backend)).collect();
+        let partial: Vec<Vec<u32>> = tasks
+            .par_iter()
+            .map(|(p, here)| {
+                let mut sums = vec![0u32; here.len() * width];
+                panel_mat_vecs(
+                    backend,
+                    &panels[*p],
+                    here.clone(),
+                    &operands[*p],
+                    width,
+                    &mut sums,
+                );
+                sums
+            })
+            .collect();
+        for ((_, here), partial) in tasks.iter().zip(partial) {
+            add(&mut sums[here.start * width..here.end * width], partial);
+        }
+    }
     (0..k)
         .map(|j| (0..rows).map(|r| sums[r * width + j]).collect())
         .collect()
 }
 
-/// Adds `panel[rows] · v_j[panel columns]` to `sums[r·width + j]` for every vector of the batch,
-/// on the calling thread.
+/// A panel's slices of a batch of vectors, in the form its kernel takes before the backend
+/// prepares them: the slices themselves for the matrix-vector kernel, or the batch interleaved
+/// and padded to whole vectors of lanes for the matrix-matrix kernel.
+enum Prepared<'a> {
+    Slices(Vec<&'a [u32]>),
+    Interleaved {
+        words: Vec<u32>,
+        cols: usize,
+        width: usize,
+    },
+}
+
+/// A panel's vectors prepared for one backend.
+enum Operands<'a> {
+    Vectors(Vec<VectorOperand<'a>>),
+    Matrix(MatrixOperand<'a>),
+}
+
+impl<'a> Prepared<'a> {
+    fn new(panel: &Panel, vectors: &[&'a [u32]], width: usize) -> Self {
+        let columns = panel.first..panel.first + panel.width;
+        if vectors.len() < GEMM_MIN_BATCH {
+            return Self::Slices(vectors.iter().map(|v| &v[columns.clone()]).collect());
+        }
+        let mut words = vec![0u32; panel.width * width];
+        for (j, v) in vectors.iter().enumerate() {
+            for (c, &x) in v[columns.clone()].iter().enumerate() {
+                words[c * width + j] = x;
+            }
+        }
+        Self::Interleaved {
+            words,
+            cols: panel.width,
+            width,
+        }
+    }
+
+    fn operands(&self, backend: Backend) -> Operands<'_> {
+        match self {
+            Self::Slices(slices) => {
+                Operands::Vectors(slices.iter().map(|v| backend.prepare_vector(v)).collect())
+            }
+            Self::Interleaved { words, cols, width } => {
+                Operands::Matrix(backend.prepare_matrix(words, *width, *cols, *width))
+            }
+        }
+    }
+}
+
+/// Runs `f` with `panel`'s slices of `vectors` prepared for `backend`.
+fn with_operands(
+    backend: Backend,
+    panel: &Panel,
+    vectors: &[&[u32]],
+    width: usize,
+    f: impl FnOnce(&Operands),
+) {
+    let prepared = Prepared::new(panel, vectors, width);
+    f(&prepared.operands(backend));
+}
+
+/// Adds `panel[rows.start + r] · v_j[panel columns]` to `sums[r·width + j]` for every vector of
+/// the batch (`operands`, prepared for this panel), on the calling thread.
 fn panel_mat_vecs(
     backend: Backend,
     panel: &Panel,
     rows: Range<usize>,
-    vectors: &[&[u32]],
+    operands: &Operands,
     width: usize,
     sums: &mut [u32],
 ) {
-    let (cols, columns) = (panel.width, panel.first..panel.first + panel.width);
+    let cols = panel.width;
     let matrix = &panel.bytes[rows.start * cols..rows.end * cols];
-    let sums = &mut sums[rows.start * width..rows.end * width];
-    if vectors.len() < GEMM_MIN_BATCH {
-        let operands: Vec<_> = vectors
-            .iter()
-            .map(|v| backend.prepare_vector(&v[columns.clone()]))
-            .collect();
-        let mut block_sums = [0u32; ROWS_PER_BLOCK];
-        for (block, sums) in matrix
-            .chunks(ROWS_PER_BLOCK * cols)
-            .zip(sums.chunks_mut(ROWS_PER_BLOCK * width))
-        {
-            let block_sums = &mut block_sums[..block.len() / cols];
-            for (j, operand) in operands.iter().enumerate() {
-                block_sums.fill(0);
-                backend.gemv_acc(block, cols, operand, 0..cols, block_sums);
-                for (r, &sum) in block_sums.iter().enumerate() {
-                    sums[r * width + j] = sums[r * width + j].wrapping_add(sum);
+    let blocks = matrix
+        .chunks(ROWS_PER_BLOCK * cols)
+        .zip(sums.chunks_mut(ROWS_PER_BLOCK * width));
+    match operands {
+        Operands::Vectors(operands) => {
+            let mut block_sums = [0u32; ROWS_PER_BLOCK];
+            for (block, sums) in blocks {
+                let block_sums = &mut block_sums[..block.len() / cols];
+                for (j, operand) in operands.iter().enumerate() {
+                    block_sums.fill(0);
+                    backend.gemv_acc(block, cols, operand, 0..cols, block_sums);
+                    for (r, &sum) in block_sums.iter().enumerate() {
+                        sums[r * width + j] = sums[r * width + j].wrapping_add(sum);
+                    }
                 }
             }
         }
-    } else {
-        // Queries interleaved, and padded with zero queries to whole vectors of lanes.
-        let mut interleaved = vec![0u32; cols * width];
-        for (j, v) in vectors.iter().enumerate() {
-            for (c, &x) in v[columns.clone()].iter().enumerate() {
-                interleaved[c * width + j] = x;
-            }
-        }
-        let operand = backend.prepare_matrix(&interleaved, width, cols, width);
-        let tile = (MATRIX_TILE_BYTES / (4 * width))
-            .next_multiple_of(4)
-            .min(cols);
-        for (block, sums) in matrix
-            .chunks(ROWS_PER_BLOCK * cols)
-            .zip(sums.chunks_mut(ROWS_PER_BLOCK * width))
-        {
-            let block_rows = block.len() / cols;
-            for first in (0..cols).step_by(tile) {
-                let cols_tile = first..(first + tile).min(cols);
-                backend.gemm_acc(block, cols, block_rows, &operand, cols_tile, sums, width);
+        Operands::Matrix(operand) => {
+            let tile = (MATRIX_TILE_BYTES / (4 * width))
+                .next_multiple_of(4)
+                .min(cols);
+            for (block, sums) in blocks {
+                let block_rows = block.len() / cols;
+                for first in (0..cols).step_by(tile) {
+                    let cols_tile = first..(first + tile).min(cols);
+                    backend.gemm_acc(block, cols, block_rows, operand, cols_tile, sums, width);
+                }
             }
         }
     }
