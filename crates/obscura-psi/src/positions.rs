@@ -25,6 +25,22 @@ pub(crate) fn send<T: Transport + ?Sized>(
     Ok(())
 }
 
+/// The server's last step: when both learn, receives the client's matched positions (at most
+/// as many as the smaller set has items) and returns which of the server's items matched;
+/// otherwise `None`.
+pub(crate) fn receive_if_both_learn<T: Transport + ?Sized>(
+    both_learn: bool,
+    transport: &mut T,
+    n_client: u64,
+    n_server: u64,
+    order: &[usize],
+) -> Result<Option<Vec<bool>>, PsiError> {
+    if !both_learn {
+        return Ok(None);
+    }
+    receive(transport, n_client.min(n_server), order).map(Some)
+}
+
 /// Receives the matched positions of the sequence whose position `p` holds item `order[p]`
 /// (at most `most` of them, each in range and sent once); returns which items matched.
 pub(crate) fn receive<T: Transport + ?Sized>(

@@ -4,6 +4,8 @@
 
 use std::arch::x86_64::*;
 
+use rayon::prelude::*;
+
 const LANES: usize = 8;
 
 #[inline]
@@ -130,15 +132,21 @@ unsafe fn gemv_rows<const R: usize>(
 pub fn matrix_planes(b: &[u32], stride: usize, rows: usize, width: usize) -> Vec<u32> {
     let (vectors, pairs) = (width / LANES, rows / 2);
     let mut planes = vec![0u32; vectors * pairs * 2 * LANES];
-    for (index, chunk) in planes.chunks_exact_mut(2 * LANES).enumerate() {
-        let (v, p) = (index / pairs.max(1), index % pairs.max(1));
-        for l in 0..LANES {
-            let j = v * LANES + l;
-            let [(lo0, hi0), (lo1, hi1)] = [0, 1].map(|i| halves(b[(2 * p + i) * stride + j]));
-            chunk[l] = u32::from(lo0) | u32::from(lo1) << 16;
-            chunk[LANES + l] = u32::from(hi0) | u32::from(hi1) << 16;
-        }
-    }
+    // One task per vector of output columns: this runs once per block of the hint product.
+    planes
+        .par_chunks_mut((pairs * 2 * LANES).max(1))
+        .enumerate()
+        .for_each(|(v, vector)| {
+            for (p, chunk) in vector.chunks_exact_mut(2 * LANES).enumerate() {
+                for l in 0..LANES {
+                    let j = v * LANES + l;
+                    let [(lo0, hi0), (lo1, hi1)] =
+                        [0, 1].map(|i| halves(b[(2 * p + i) * stride + j]));
+                    chunk[l] = u32::from(lo0) | u32::from(lo1) << 16;
+                    chunk[LANES + l] = u32::from(hi0) | u32::from(hi1) << 16;
+                }
+            }
+        });
     planes
 }
 

@@ -55,17 +55,26 @@ pub fn matrix_planes(b: &[u32], stride: usize, rows: usize, width: usize) -> Vec
     let vectors = width / LANES;
     let quads = rows / 4;
     let mut planes = vec![0u32; vectors * quads * 4 * LANES];
-    for (index, chunk) in planes.chunks_exact_mut(4 * LANES).enumerate() {
-        let (v, q) = (index / quads, index % quads);
-        for l in 0..LANES {
-            let j = v * LANES + l;
-            let words = [0, 1, 2, 3].map(|i| b[(4 * q + i) * stride + j].to_le_bytes());
-            for k in 0..4 {
-                chunk[k * LANES + l] =
-                    u32::from_le_bytes([words[0][k], words[1][k], words[2][k], words[3][k]]);
+    // One task per vector of output columns: this runs once per block of the hint product.
+    planes
+        .par_chunks_mut((quads * 4 * LANES).max(1))
+        .enumerate()
+        .for_each(|(v, vector)| {
+            for (q, chunk) in vector.chunks_exact_mut(4 * LANES).enumerate() {
+                for l in 0..LANES {
+                    let j = v * LANES + l;
+                    let words = [0, 1, 2, 3].map(|i| b[(4 * q + i) * stride + j].to_le_bytes());
+                    for k in 0..4 {
+                        chunk[k * LANES + l] = u32::from_le_bytes([
+                            words[0][k],
+                            words[1][k],
+                            words[2][k],
+                            words[3][k],
+                        ]);
+                    }
+                }
             }
-        }
-    }
+        });
     planes
 }
 

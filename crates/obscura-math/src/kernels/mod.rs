@@ -374,7 +374,8 @@ pub fn plaintext_mat_vecs(d: &PlaintextMatrix, vectors: &[&[u32]]) -> Vec<Vec<u3
 ///
 /// The matrix is read as one sequential stream (see [`PlaintextMatrix`]), cut into a few runs
 /// per thread of the rayon pool (so a thread that falls behind has its work taken over): runs of
-/// whole panels when there are enough panels, otherwise runs of rows inside each panel. Each run
+/// whole panels when there are at least two panels per thread, otherwise runs of rows inside
+/// each panel. Each run
 /// sums into its own accumulator over the rows it touches.
 ///
 /// # Panics
@@ -400,7 +401,8 @@ pub fn plaintext_mat_vecs_with(
         k.next_multiple_of(GEMM_MIN_BATCH)
     };
     let panels: Vec<Panel> = d.panels().collect();
-    let runs = RUNS_PER_THREAD * rayon::current_num_threads();
+    let threads = rayon::current_num_threads();
+    let runs = RUNS_PER_THREAD * threads;
     let mut sums = vec![0u32; rows * width];
     let add = |total: &mut [u32], partial: Vec<u32>| {
         total
@@ -408,8 +410,9 @@ pub fn plaintext_mat_vecs_with(
             .zip(partial)
             .for_each(|(a, b)| *a = a.wrapping_add(b));
     };
-    if panels.len() >= runs {
+    if panels.len() >= 2 * threads {
         // Runs of whole panels, each preparing its panels' slices of the vectors.
+        let runs = runs.min(panels.len());
         let partial: Vec<Vec<u32>> = (0..runs)
             .into_par_iter()
             .map(|t| {
@@ -427,7 +430,7 @@ pub fn plaintext_mat_vecs_with(
             add(&mut sums, partial);
         }
     } else {
-        // Few panels: each is cut into runs of rows that share its prepared operands.
+        // Few panels: each is cut into runs of rows that share its operands, prepared once.
         let per_panel = runs.div_ceil(panels.len()).min(rows);
         let tasks: Vec<(usize, Range<usize>)> = (0..panels.len())
             .flat_map(|p| {

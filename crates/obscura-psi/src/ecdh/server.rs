@@ -21,12 +21,13 @@ pub(super) fn run<T: Transport + ?Sized>(
     answer_client_items(session, transport)?;
     let order = random_permutation(unique.len(), rng)?;
     send_own_items(session, transport, unique.values(), &order)?;
-    if session.both_learn {
-        let most = session.n_client.min(session.n_server);
-        positions::receive(transport, most, &order).map(Some)
-    } else {
-        Ok(None)
-    }
+    positions::receive_if_both_learn(
+        session.both_learn,
+        transport,
+        session.n_client,
+        session.n_server,
+        &order,
+    )
 }
 
 /// Step 1: answers each chunk of the client's `H(x)^a` with the tags of `H(x)^{ab}`.

@@ -53,12 +53,13 @@ pub(super) fn run<T: Transport + ?Sized>(
     let hasher = BinHasher::new(&seed, session.bins);
     let rows = receive_extension(session, transport, &sender)?;
     send_tags(session, transport, &sender, &hasher, &hashes, &rows, &order)?;
-    if session.both_learn {
-        let most = session.n_client.min(session.n_server);
-        positions::receive(transport, most, &order).map(Some)
-    } else {
-        Ok(None)
-    }
+    positions::receive_if_both_learn(
+        session.both_learn,
+        transport,
+        session.n_client,
+        session.n_server,
+        &order,
+    )
 }
 
 /// Receives `U` frame by frame (each exactly the blocks due) and returns the rows of `Q`.
