@@ -23,23 +23,28 @@ fn random_words(len: usize, seed: u64) -> Vec<u32> {
         .collect()
 }
 
-/// Queries against a 256 MiB database (16384 x 16384): the answer kernel.
+/// Queries against 256 MiB databases: square (16384 x 16384, one panel) and one record per
+/// column (1024 x 262144, eight panels), the two shapes the layouts produce.
 fn answer(c: &mut Criterion) {
-    let (rows, cols) = (16384, 16384);
-    let d = PlaintextMatrix::from_vec(rows, cols, random_bytes(rows * cols, 1)).expect("shape");
-    let queries: Vec<Vec<u32>> = (0..16).map(|j| random_words(cols, 2 + j)).collect();
-    let mut group = c.benchmark_group("answer_256MiB");
-    group.sample_size(10);
-    for backend in Backend::available() {
-        for k in [1usize, 4, 16] {
-            let refs: Vec<&[u32]> = queries[..k].iter().map(|q| q.as_slice()).collect();
-            group.throughput(Throughput::Bytes((k * rows * cols) as u64));
-            group.bench_with_input(BenchmarkId::new(backend.name(), k), &refs, |b, refs| {
-                b.iter(|| plaintext_mat_vecs_with(backend, &d, refs))
-            });
+    for (name, rows, cols) in [
+        ("answer_256MiB", 16384, 16384),
+        ("answer_256MiB_wide", 1024, 262144),
+    ] {
+        let d = PlaintextMatrix::from_vec(rows, cols, random_bytes(rows * cols, 1)).expect("shape");
+        let queries: Vec<Vec<u32>> = (0..16).map(|j| random_words(cols, 2 + j)).collect();
+        let mut group = c.benchmark_group(name);
+        group.sample_size(10);
+        for backend in Backend::available() {
+            for k in [1usize, 4, 16] {
+                let refs: Vec<&[u32]> = queries[..k].iter().map(|q| q.as_slice()).collect();
+                group.throughput(Throughput::Bytes((k * rows * cols) as u64));
+                group.bench_with_input(BenchmarkId::new(backend.name(), k), &refs, |b, refs| {
+                    b.iter(|| plaintext_mat_vecs_with(backend, &d, refs))
+                });
+            }
         }
+        group.finish();
     }
-    group.finish();
 }
 
 /// The matrix-vector kernel alone on cache-resident data (no threads): its compute ceiling.
