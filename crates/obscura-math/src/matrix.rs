@@ -160,27 +160,34 @@ impl PlaintextMatrix {
         assert!(panel_cols > 0, "panel width");
         let mut bytes = LargeBuffer::zeroed(rows.checked_mul(cols).expect("matrix size"));
         let mut rest: &mut [u8] = &mut bytes;
-        let mut stretches = Vec::with_capacity(rows * cols.div_ceil(panel_cols));
         for first in (0..cols).step_by(panel_cols) {
             let width = panel_cols.min(cols - first);
             let (panel, tail) = rest.split_at_mut(rows * width);
             rest = tail;
-            stretches.extend(
-                panel
-                    .chunks_exact_mut(width)
-                    .enumerate()
-                    .map(|(r, digits)| (r, first, digits)),
-            );
+            panel
+                .par_chunks_exact_mut(width)
+                .enumerate()
+                .for_each(|(r, digits)| fill(r, first, digits));
         }
-        stretches
-            .into_par_iter()
-            .for_each(|(r, first, digits)| fill(r, first, digits));
         Self {
             rows,
             cols,
             panel_cols,
             storage: Storage::Owned(bytes),
         }
+    }
+
+    /// The row-major `digits` as a matrix with panels of `panel_cols` columns.
+    #[cfg(test)]
+    pub(crate) fn from_row_major_in_panels(
+        rows: usize,
+        cols: usize,
+        panel_cols: usize,
+        digits: &[u8],
+    ) -> Self {
+        Self::from_fn_in_panels(rows, cols, panel_cols, |r, c, out| {
+            out.copy_from_slice(&digits[r * cols + c..r * cols + c + out.len()]);
+        })
     }
 
     /// Number of rows.
@@ -295,13 +302,6 @@ mod tests {
     use crate::kernels::portable::widen;
     use proptest::prelude::*;
 
-    /// The row-major `digits` as a matrix with panels of `panel` columns.
-    fn in_panels(rows: usize, cols: usize, panel: usize, digits: &[u8]) -> PlaintextMatrix {
-        PlaintextMatrix::from_fn_in_panels(rows, cols, panel, |r, c, out| {
-            out.copy_from_slice(&digits[r * cols + c..r * cols + c + out.len()]);
-        })
-    }
-
     fn naive(rows: usize, cols: usize, m: &[u32], v: &[u32]) -> Vec<u32> {
         (0..rows)
             .map(|r| {
@@ -322,7 +322,7 @@ mod tests {
                 .map(|row| row.iter().map(|&d| (i64::from(d as i8)).pow(2) as u64).sum::<u64>())
                 .max()
                 .unwrap_or(0);
-            let matrix = in_panels(rows, cols, panel, &bytes);
+            let matrix = PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &bytes);
             prop_assert_eq!(matrix.max_row_norm(), expected);
         }
 
@@ -330,7 +330,7 @@ mod tests {
         fn panels_hold_the_row_major_digits(rows in 0usize..9, cols in 0usize..90, panel in 1usize..40, seed in any::<u64>()) {
             let mut x = seed | 1;
             let bytes: Vec<u8> = (0..rows * cols).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u8 }).collect();
-            let matrix = in_panels(rows, cols, panel, &bytes);
+            let matrix = PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &bytes);
             for r in 0..rows {
                 for c in 0..cols {
                     prop_assert_eq!(matrix.get(r, c), bytes[r * cols + c]);
@@ -362,7 +362,7 @@ mod tests {
             let d: Vec<u8> = (0..rows * cols).map(|_| next() as u8).collect();
             let v: Vec<u32> = (0..cols).map(|_| next()).collect();
             let wide: Vec<u32> = d.iter().map(|&b| widen(b)).collect();
-            let matrix = in_panels(rows, cols, panel, &d);
+            let matrix = PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &d);
             prop_assert_eq!(matrix.mul_vec(&v), naive(rows, cols, &wide, &v));
         }
 
@@ -372,7 +372,7 @@ mod tests {
             let mut next = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u32 };
             let d: Vec<u8> = (0..rows * cols).map(|_| next() as u8).collect();
             let a: Vec<u32> = (0..cols * n).map(|_| next()).collect();
-            let matrix = in_panels(rows, cols, panel, &d);
+            let matrix = PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &d);
             let mut h = vec![0u32; rows * n];
             let mut first = 0;
             while first < cols {

@@ -52,7 +52,6 @@ const STEPS_PER_TASK: usize = 1024;
 /// columns per instruction. Per step of [`STEP`] columns: the 16 `lo`, then the 16 `hi`, as
 /// little-endian bytes; the last step is zero-padded.
 pub fn vector_planes(v: &[u32]) -> Vec<u8> {
-    use rayon::prelude::*;
     let mut planes = vec![0u8; 4 * v.len().next_multiple_of(STEP)];
     planes
         .par_chunks_mut(4 * STEP * STEPS_PER_TASK)
@@ -132,7 +131,8 @@ unsafe fn gemv_rows<const R: usize>(
 pub fn matrix_planes(b: &[u32], stride: usize, rows: usize, width: usize) -> Vec<u32> {
     let (vectors, pairs) = (width / LANES, rows / 2);
     let mut planes = vec![0u32; vectors * pairs * 2 * LANES];
-    // One task per vector of output columns: this runs once per block of the hint product.
+    // One task per vector of output columns: this runs for every block of the hint product and
+    // every panel of a large batch.
     planes
         .par_chunks_mut((pairs * 2 * LANES).max(1))
         .enumerate()

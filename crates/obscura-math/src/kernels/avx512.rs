@@ -55,7 +55,8 @@ pub fn matrix_planes(b: &[u32], stride: usize, rows: usize, width: usize) -> Vec
     let vectors = width / LANES;
     let quads = rows / 4;
     let mut planes = vec![0u32; vectors * quads * 4 * LANES];
-    // One task per vector of output columns: this runs once per block of the hint product.
+    // One task per vector of output columns: this runs for every block of the hint product and
+    // every panel of a large batch.
     planes
         .par_chunks_mut((quads * 4 * LANES).max(1))
         .enumerate()

@@ -346,7 +346,8 @@ fn avx512_vnni() -> bool {
         && is_x86_feature_detected!("avx512vnni")
 }
 
-/// Rows of a panel that all queries of a small batch go over while they are in cache.
+/// Rows of a panel that all queries of a batch go over while they are in cache (and rows per
+/// parallel task of a `u32` matrix-vector product).
 const ROWS_PER_BLOCK: usize = 16;
 
 /// Runs per thread of a matrix-vector product: long sequential streams, but enough of them to
@@ -375,8 +376,7 @@ pub fn plaintext_mat_vecs(d: &PlaintextMatrix, vectors: &[&[u32]]) -> Vec<Vec<u3
 /// The matrix is read as one sequential stream (see [`PlaintextMatrix`]), cut into a few runs
 /// per thread of the rayon pool (so a thread that falls behind has its work taken over): runs of
 /// whole panels when there are at least two panels per thread, otherwise runs of rows inside
-/// each panel. Each run
-/// sums into its own accumulator over the rows it touches.
+/// each panel. Each run sums into its own accumulator over the rows it touches.
 ///
 /// # Panics
 /// If a vector's length is not `D.cols()`.
@@ -419,9 +419,9 @@ pub fn plaintext_mat_vecs_with(
                 let mut sums = vec![0u32; rows * width];
                 let count = panels.len();
                 for panel in &panels[t * count / runs..(t + 1) * count / runs] {
-                    with_operands(backend, panel, vectors, width, |operands| {
-                        panel_mat_vecs(backend, panel, 0..rows, operands, width, &mut sums)
-                    });
+                    let prepared = Prepared::new(panel, vectors, width);
+                    let operands = prepared.operands(backend);
+                    panel_mat_vecs(backend, panel, 0..rows, &operands, width, &mut sums);
                 }
                 sums
             })
@@ -436,7 +436,6 @@ pub fn plaintext_mat_vecs_with(
             .flat_map(|p| {
                 (0..per_panel).map(move |i| (p, i * rows / per_panel..(i + 1) * rows / per_panel))
             })
-            .filter(|(_, rows)| !rows.is_empty())
             .collect();
         let prepared: Vec<Prepared> = panels
             .iter()
@@ -516,18 +515,6 @@ impl<'a> Prepared<'a> {
     }
 }
 
-/// Runs `f` with `panel`'s slices of `vectors` prepared for `backend`.
-fn with_operands(
-    backend: Backend,
-    panel: &Panel,
-    vectors: &[&[u32]],
-    width: usize,
-    f: impl FnOnce(&Operands),
-) {
-    let prepared = Prepared::new(panel, vectors, width);
-    f(&prepared.operands(backend));
-}
-
 /// Adds `panel[rows.start + r] · v_j[panel columns]` to `sums[r·width + j]` for every vector of
 /// the batch (`operands`, prepared for this panel), on the calling thread.
 fn panel_mat_vecs(
@@ -560,6 +547,7 @@ fn panel_mat_vecs(
         Operands::Matrix(operand) => {
             let tile = (MATRIX_TILE_BYTES / (4 * width))
                 .next_multiple_of(4)
+                .max(4)
                 .min(cols);
             for (block, sums) in blocks {
                 let block_rows = block.len() / cols;
@@ -712,9 +700,7 @@ mod tests {
         ) {
             let mut next = random(seed);
             let digits: Vec<u8> = (0..rows * cols).map(|_| next() as u8).collect();
-            let d = PlaintextMatrix::from_fn_in_panels(rows, cols, panel, |r, c, out| {
-                out.copy_from_slice(&digits[r * cols + c..r * cols + c + out.len()]);
-            });
+            let d = PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &digits);
             let vectors: Vec<Vec<u32>> = (0..k).map(|_| (0..cols).map(|_| next()).collect()).collect();
             let refs: Vec<&[u32]> = vectors.iter().map(|v| v.as_slice()).collect();
             let expected: Vec<Vec<u32>> = vectors
@@ -743,9 +729,7 @@ mod tests {
         ) {
             let mut next = random(seed);
             let digits: Vec<u8> = (0..rows * d_cols).map(|_| next() as u8).collect();
-            let d = PlaintextMatrix::from_fn_in_panels(rows, d_cols, panel, |r, c, out| {
-                out.copy_from_slice(&digits[r * d_cols + c..r * d_cols + c + out.len()]);
-            });
+            let d = PlaintextMatrix::from_row_major_in_panels(rows, d_cols, panel, &digits);
             let a: Vec<u32> = (0..d_cols * n).map(|_| next()).collect();
             let mut expected = vec![0u32; rows * n];
             portable::gemm_acc(&digits, d_cols, rows, d_cols, &a, n, n, &mut expected, n);
@@ -836,17 +820,44 @@ mod tests {
 
     #[test]
     fn full_width_panels_agree() {
-        // More columns than one panel, so the panel order of a real matrix is exercised.
+        // Real panels (three full ones and a narrow one), several matrix tiles per panel for
+        // batches, and both ways of splitting the work: on one thread the runs take whole
+        // panels, on three threads (fewer than two panels each) they take rows.
         let mut next = random(7);
         let (rows, cols) = (5, 3 * crate::matrix::PANEL_COLS + 17);
         let digits: Vec<u8> = (0..rows * cols).map(|_| next() as u8).collect();
         let d = PlaintextMatrix::from_fn(rows, cols, |r, c, out| {
             out.copy_from_slice(&digits[r * cols + c..r * cols + c + out.len()]);
         });
-        let v: Vec<u32> = (0..cols).map(|_| next()).collect();
-        let mut expected = vec![0u32; rows];
-        portable::gemv_acc(&digits, cols, &v, &mut expected);
-        assert_eq!(d.mul_vec(&v), expected);
+        let vectors: Vec<Vec<u32>> = (0..17)
+            .map(|_| (0..cols).map(|_| next()).collect())
+            .collect();
+        let expected: Vec<Vec<u32>> = vectors
+            .iter()
+            .map(|v| {
+                let mut out = vec![0u32; rows];
+                portable::gemv_acc(&digits, cols, v, &mut out);
+                out
+            })
+            .collect();
+        for k in [1, 17] {
+            let refs: Vec<&[u32]> = vectors[..k].iter().map(|v| v.as_slice()).collect();
+            for backend in Backend::available() {
+                for threads in [1, 3] {
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap();
+                    let answers = pool.install(|| plaintext_mat_vecs_with(backend, &d, &refs));
+                    assert_eq!(
+                        answers,
+                        expected[..k],
+                        "{} with k = {k} on {threads} threads",
+                        backend.name()
+                    );
+                }
+            }
+        }
     }
 
     #[test]
