@@ -58,6 +58,16 @@ fn unequal_sizes() {
     }
 }
 
+/// Sets of several chunks (4096 items each) against sets of one.
+#[test]
+fn unequal_chunk_counts() {
+    let chunks = items("a", 0..9000);
+    for protocol in PROTOCOLS {
+        check(protocol, &items("a", 8990..9010), &chunks, true);
+        check(protocol, &chunks, &items("a", 4090..4100), true);
+    }
+}
+
 #[test]
 fn duplicates_are_counted_once_and_every_copy_is_reported() {
     let mut client = items("a", 0..50);
