@@ -25,33 +25,49 @@ fn buffer() -> LargeBuffer {
     buffer
 }
 
-/// The streaming read bandwidth with one thread and with all threads, measured now (the
-/// bandwidth of a virtual machine drifts over minutes, so presets measure it next to the
-/// answers they compare with it).
+/// The streaming read bandwidth with one thread and with all threads, measured now: the best
+/// of [`PASSES`] reads each.
 pub fn measure(pools: &Pools) -> Pair {
-    let buffer = buffer();
+    let stream = Stream::new();
+    let best = |pool| {
+        (0..PASSES)
+            .map(|_| stream.read_gbs(pool))
+            .fold(0.0, f64::max)
+    };
     Pair {
-        one_thread: read_gbs(&buffer, &pools.one),
-        all_threads: read_gbs(&buffer, &pools.all),
+        one_thread: best(&pools.one),
+        all_threads: best(&pools.all),
     }
 }
 
-/// Best of three streaming reads of `buffer` on `pool`, in 10^9 bytes per second.
-fn read_gbs(buffer: &[u8], pool: &ThreadPool) -> f64 {
-    let bytes = buffer.len() as f64;
-    (0..3)
-        .map(|_| {
-            let started = Instant::now();
-            let sum = pool.install(|| {
-                buffer
-                    .par_chunks(1 << 20)
-                    .map(sum_lanes)
-                    .reduce(|| 0, u64::wrapping_add)
-            });
-            black_box(sum);
-            bytes / started.elapsed().as_secs_f64() / 1e9
-        })
-        .fold(0.0, f64::max)
+/// Reads per bandwidth figure: the figure is the best of them.
+pub const PASSES: usize = 3;
+
+/// A buffer kept for single streaming reads, so that a preset can interleave them with the
+/// answers it compares them with (the bandwidth of a virtual machine drifts within seconds,
+/// so figures taken in turns share its slow and fast moments).
+pub struct Stream {
+    buffer: LargeBuffer,
+}
+
+impl Stream {
+    /// Allocates and fills the buffer.
+    pub fn new() -> Self {
+        Self { buffer: buffer() }
+    }
+
+    /// One streaming read of the whole buffer on `pool`, in 10^9 bytes per second.
+    pub fn read_gbs(&self, pool: &ThreadPool) -> f64 {
+        let started = Instant::now();
+        let sum = pool.install(|| {
+            self.buffer
+                .par_chunks(1 << 20)
+                .map(sum_lanes)
+                .reduce(|| 0, u64::wrapping_add)
+        });
+        black_box(sum);
+        self.buffer.len() as f64 / started.elapsed().as_secs_f64() / 1e9
+    }
 }
 
 /// Wrapping sum in eight lanes, so the loop vectorizes and is bound by memory, not by adds.

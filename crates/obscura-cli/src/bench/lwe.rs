@@ -7,7 +7,7 @@ use obscura_pir::lwe::{Answer, Client, Layout, PublicSetup, Query, QueryState, S
 use obscura_pir::{PirClient, PirServer};
 use rayon::prelude::*;
 
-use super::report::{Batch, Bytes, Params, Report, Retrieval};
+use super::report::{Batch, Bytes, Pair, Params, Report, Retrieval};
 use super::{bandwidth, Pools, Preset};
 use crate::progress;
 
@@ -52,28 +52,38 @@ pub(super) fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
-/// Median answer times for one query with one thread and with all threads, and the answer;
-/// the report's bandwidth is measured again just before, so the ratios compare figures taken
-/// minutes apart at most.
+/// Median answer times for one query with one thread and with all threads, and the answer.
+/// The report's bandwidth is measured in turns with the answers: a streaming read before every
+/// third answer, on the same pool, the best of them per pool ([`bandwidth::PASSES`] reads), so
+/// each ratio compares figures taken within the same second or two.
 pub(super) fn measure_answers<S: PirServer<Query = Query, Answer = Answer> + Sync>(
     server: &S,
     query: &Query,
     pools: &Pools,
     report: &mut Report,
 ) -> Result<(f64, f64, Answer)> {
-    report.bandwidth_gbs = bandwidth::measure(pools);
-    let times = |pool: &rayon::ThreadPool| -> Result<(f64, Answer)> {
+    let stream = bandwidth::Stream::new();
+    let every = ANSWER_REPEATS / bandwidth::PASSES;
+    let times = |pool: &rayon::ThreadPool| -> Result<(f64, f64, Answer)> {
         let mut times = Vec::with_capacity(ANSWER_REPEATS);
+        let mut best_gbs = 0.0f64;
         let mut last = None;
-        for _ in 0..ANSWER_REPEATS {
+        for repeat in 0..ANSWER_REPEATS {
+            if repeat % every == 0 {
+                best_gbs = best_gbs.max(stream.read_gbs(pool));
+            }
             let (answer, seconds) = timed(|| pool.install(|| server.answer(query)));
             last = Some(answer?);
             times.push(seconds);
         }
-        Ok((median(times), last.expect("repeated")))
+        Ok((median(times), best_gbs, last.expect("repeated")))
     };
-    let (one, _) = times(&pools.one)?;
-    let (all, answer) = times(&pools.all)?;
+    let (one, one_gbs, _) = times(&pools.one)?;
+    let (all, all_gbs, answer) = times(&pools.all)?;
+    report.bandwidth_gbs = Pair {
+        one_thread: one_gbs,
+        all_threads: all_gbs,
+    };
     Ok((one, all, answer))
 }
 
