@@ -63,7 +63,7 @@ pub(super) fn measure_answers<S: PirServer<Query = Query, Answer = Answer> + Syn
     report: &mut Report,
 ) -> Result<(f64, f64, Answer)> {
     let stream = bandwidth::Stream::new();
-    let every = ANSWER_REPEATS / bandwidth::PASSES;
+    let every = (ANSWER_REPEATS / bandwidth::PASSES).max(1);
     let times = |pool: &rayon::ThreadPool| -> Result<(f64, f64, Answer)> {
         let mut times = Vec::with_capacity(ANSWER_REPEATS);
         let mut best_gbs = 0.0f64;

@@ -143,7 +143,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         all: threads::pool(threads)?,
     };
     let mut report = Report::new(args.preset.name(), threads);
-    // The PIR presets measure the bandwidth right before their answers instead.
+    // The PIR presets measure the bandwidth in turns with their answers instead.
     if !matches!(
         args.preset,
         Preset::Chalamet | Preset::Frodo | Preset::Simple1g
