@@ -826,9 +826,12 @@ mod tests {
         let mut next = random(7);
         let (rows, cols) = (5, 3 * crate::matrix::PANEL_COLS + 17);
         let digits: Vec<u8> = (0..rows * cols).map(|_| next() as u8).collect();
-        let d = PlaintextMatrix::from_fn(rows, cols, |r, c, out| {
-            out.copy_from_slice(&digits[r * cols + c..r * cols + c + out.len()]);
-        });
+        let d = PlaintextMatrix::from_row_major_in_panels(
+            rows,
+            cols,
+            crate::matrix::PANEL_COLS,
+            &digits,
+        );
         let vectors: Vec<Vec<u32>> = (0..17)
             .map(|_| (0..cols).map(|_| next()).collect())
             .collect();
