@@ -36,7 +36,7 @@
 //! # Ok::<(), obscura_psi::PsiError>(())
 //! ```
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 mod block;
@@ -49,6 +49,7 @@ mod exponent;
 pub mod hash_to_group;
 mod hello;
 pub mod kkrt;
+mod multibuffer;
 mod outcome;
 mod point;
 mod positions;

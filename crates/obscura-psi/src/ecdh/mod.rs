@@ -57,15 +57,13 @@
 mod client;
 mod server;
 
-use std::convert::Infallible;
-
 use obscura_math::sample::OsSampler;
 
 use crate::exponent::{Exponent, POINT_BYTES};
 use crate::hash_to_group::HashToGroup;
 use crate::hello::Hello;
 use crate::unique::UniqueItems;
-use crate::{point, Progress, PsiError, Role, Transport};
+use crate::{Progress, PsiError, Role, Transport};
 
 /// The statistical security of the tag comparison: a false match has probability ≤ 2^-40.
 pub const STATISTICAL_SECURITY_BITS: u32 = 40;
@@ -94,12 +92,8 @@ impl Session<'_> {
     /// The encodings of `H(item)^k` for `items`, 32 bytes each, in order.
     fn blind(&self, items: &[&[u8]]) -> Vec<u8> {
         let mut points = vec![0u8; items.len() * POINT_BYTES];
-        let Ok(()) = self.exponent.raise_into(
-            items,
-            |item| Ok::<_, Infallible>(self.hash.hash(item)),
-            POINT_BYTES,
-            &mut points,
-        );
+        self.exponent
+            .raise_items_into(&self.hash, items, POINT_BYTES, &mut points);
         points
     }
 
@@ -109,7 +103,7 @@ impl Session<'_> {
         let (points, _) = payload.as_chunks::<POINT_BYTES>();
         let mut tags = vec![0u8; points.len() * self.tag_bytes];
         self.exponent
-            .raise_into(points, point::decode, self.tag_bytes, &mut tags)?;
+            .raise_points_into(points, self.tag_bytes, &mut tags)?;
         Ok(tags)
     }
 }
