@@ -101,9 +101,11 @@ pub fn run(
             );
         }
     }
+    let kernel = (protocol == Protocol::Ecdh).then(obscura_psi::ecdh::kernel);
     PsiReport::new(
         base,
         protocol.name(),
+        kernel,
         records,
         record_bytes,
         shared as u64,

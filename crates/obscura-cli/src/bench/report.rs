@@ -363,6 +363,8 @@ pub struct PsiRun {
 pub struct Psi {
     /// The protocol (`ecdh`, `kkrt`).
     pub protocol: String,
+    /// For ECDH, the code that raised the points on this CPU (`obscura_psi::ecdh::kernel`).
+    pub kernel: Option<String>,
     /// The link of the headline run.
     pub link: String,
     /// Items planted in both sets.
@@ -401,12 +403,14 @@ pub struct PsiReport {
 }
 
 impl PsiReport {
-    /// A report of `runs` of `protocol` on `records` items per side of `record_bytes` bytes,
-    /// `shared` of them in both sets, with the preset, thread count and bandwidth of `base`. The
-    /// headline run is the first one with `base.threads` threads; `None` without runs.
+    /// A report of `runs` of `protocol` (with `kernel`) on `records` items per side of
+    /// `record_bytes` bytes, `shared` of them in both sets, with the preset, thread count and
+    /// bandwidth of `base`. The headline run is the first one with `base.threads` threads; `None`
+    /// without runs.
     pub fn new(
         base: &Report,
         protocol: &str,
+        kernel: Option<&str>,
         records: u64,
         record_bytes: u64,
         shared: u64,
@@ -428,6 +432,7 @@ impl PsiReport {
             bytes: headline.bytes,
             psi: Psi {
                 protocol: protocol.into(),
+                kernel: kernel.map(Into::into),
                 link: headline.link,
                 shared,
                 intersection: headline.intersection,
@@ -456,6 +461,9 @@ impl Tables for PsiReport {
             self.psi.protocol.to_uppercase(),
             self.threads
         );
+        if let Some(kernel) = &self.psi.kernel {
+            println!("kernel: {kernel}");
+        }
         print_bandwidth(&self.bandwidth_gbs);
         println!(
             "| threads per party | link | total | client | server | client to server | server to client | bits per item | intersection |"

@@ -19,8 +19,11 @@
 //!
 //! If either set is empty, both parties know from the handshake that the intersection is empty
 //! and the session ends there. A tag is the first [`tag_bytes`]`(n_c, n_s)` bytes of a point's
-//! encoding. Every point is sent as its 32-byte ristretto255 encoding, produced in batches
-//! (one inversion per 64 points) and computed in parallel on the caller's rayon pool.
+//! encoding. Every point is sent as its 32-byte ristretto255 encoding. Points are computed in
+//! parallel on the caller's rayon pool, 64 at a time, by the fastest code for the CPU
+//! ([`kernel`]): a multi-buffer kernel that runs eight points per AVX-512 IFMA instruction
+//! stream, from the hash or the peer's encoding to the result's encoding, or else
+//! curve25519-dalek, one point at a time with batched encoding (one inversion per 64 points).
 //!
 //! # Security
 //!
@@ -59,7 +62,7 @@ mod server;
 
 use obscura_math::sample::OsSampler;
 
-use crate::exponent::{Exponent, POINT_BYTES};
+use crate::exponent::{Backend, Exponent, POINT_BYTES};
 use crate::hash_to_group::HashToGroup;
 use crate::hello::Hello;
 use crate::unique::UniqueItems;
@@ -75,6 +78,15 @@ pub fn tag_bytes(n_client: u64, n_server: u64) -> usize {
     let ceil_log2 = |n: u64| u64::BITS - (n.max(2) - 1).leading_zeros();
     let bits = STATISTICAL_SECURITY_BITS + ceil_log2(n_client) + ceil_log2(n_server);
     (bits.div_ceil(8) as usize).min(POINT_BYTES)
+}
+
+/// The code that raises points to the secret exponents on this CPU, in words: the multi-buffer
+/// AVX-512 IFMA kernel where the CPU has IFMA, curve25519-dalek's single-point path elsewhere.
+pub fn kernel() -> &'static str {
+    match Backend::detect() {
+        Backend::MultiBuffer(_) => "multi-buffer AVX-512 IFMA, 8 points per instruction stream",
+        Backend::SinglePoint => "curve25519-dalek, one point at a time",
+    }
 }
 
 /// What both roles share during one session.
