@@ -52,6 +52,7 @@ impl Backend {
     }
 
     /// Every backend this CPU supports, slowest first.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     pub fn available() -> Vec<Self> {
         let mut backends = vec![Self::Portable];
         #[cfg(target_arch = "x86_64")]
@@ -325,6 +326,8 @@ unsafe fn gemv_in_steps(
 pub struct VectorOperand<'a> {
     backend: Backend,
     words: &'a [u32],
+    /// The SIMD backends' form of the vector (empty for the portable one).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     planes: Vec<u8>,
 }
 
@@ -335,6 +338,8 @@ pub struct MatrixOperand<'a> {
     stride: usize,
     rows: usize,
     width: usize,
+    /// The SIMD backends' form of the matrix (empty for the portable one).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     planes: Vec<u32>,
 }
 
