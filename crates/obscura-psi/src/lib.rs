@@ -53,6 +53,8 @@ mod multibuffer;
 mod outcome;
 mod point;
 mod positions;
+#[cfg(test)]
+mod rfc9496_vectors;
 mod shuffle;
 pub mod transport;
 mod transpose;

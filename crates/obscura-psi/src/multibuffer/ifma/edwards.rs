@@ -40,12 +40,7 @@ impl Point8 {
         let c = self.t.mul(other.t2d);
         let d = self.z.mul(other.z2);
         let (e, f, g, h) = (b.sub(a), d.sub(c), d.add(c), b.add(a));
-        Self {
-            x: e.mul(f),
-            y: g.mul(h),
-            z: f.mul(g),
-            t: e.mul(h),
-        }
+        Self::from_terms(e, f, g, h)
     }
 
     /// `2^n · self` for `n ≥ 1`.
@@ -64,6 +59,13 @@ impl Point8 {
             };
         }
         let (e, f, g, h) = point.doubling_terms();
+        Self::from_terms(e, f, g, h)
+    }
+
+    /// The point `(EF : GH : FG : EH)` that both formulas end with.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+    fn from_terms(e: Fe8, f: Fe8, g: Fe8, h: Fe8) -> Self {
         Self {
             x: e.mul(f),
             y: g.mul(h),
