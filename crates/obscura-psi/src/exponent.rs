@@ -148,9 +148,7 @@ impl Exponent {
             .map(|input| Ok(self.half * point(input)?))
             .collect::<Result<Vec<_>, PeerError>>()?;
         let encoded = RistrettoPoint::double_and_compress_batch(&halves);
-        for (out, encoded) in out.chunks_exact_mut(width).zip(&encoded) {
-            out.copy_from_slice(&encoded.as_bytes()[..width]);
-        }
+        point::write_prefixes(encoded.iter().map(|e| e.as_bytes()), width, out);
         Ok(())
     }
 }

@@ -1,4 +1,4 @@
-//! Checking the group elements a peer sends.
+//! Checking the group elements a peer sends, and writing the ones we send.
 
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
 
@@ -7,12 +7,30 @@ use crate::PeerError;
 /// The point encoded by `bytes`, which must be a canonical ristretto255 encoding of a point
 /// other than the identity (whose encoding, the only all-zero one, is refused first).
 pub(crate) fn decode(bytes: &[u8; 32]) -> Result<RistrettoPoint, PeerError> {
-    if bytes == &[0u8; 32] {
-        return Err(PeerError::IdentityPoint);
-    }
+    refuse_identity(bytes)?;
     CompressedRistretto(*bytes)
         .decompress()
         .ok_or(PeerError::InvalidPoint)
+}
+
+/// Refuses the identity's encoding, the only all-zero one: no honest party sends it.
+pub(crate) fn refuse_identity(bytes: &[u8; 32]) -> Result<(), PeerError> {
+    if bytes == &[0u8; 32] {
+        return Err(PeerError::IdentityPoint);
+    }
+    Ok(())
+}
+
+/// Writes the first `width` bytes (at most 32) of each encoding into the next `width` bytes of
+/// `out`, for as many encodings as `out` has room for.
+pub(crate) fn write_prefixes<'a>(
+    encodings: impl IntoIterator<Item = &'a [u8; 32]>,
+    width: usize,
+    out: &mut [u8],
+) {
+    for (out, encoding) in out.chunks_exact_mut(width).zip(encodings) {
+        out.copy_from_slice(&encoding[..width]);
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ mod ristretto;
 mod tests;
 
 use super::digits::Digits;
-use crate::PeerError;
+use crate::{point, PeerError};
 
 /// Points per vector.
 const LANES: usize = 8;
@@ -22,8 +22,8 @@ const LANES: usize = 8;
 #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
 pub(super) fn raise_uniform(digits: &Digits, strings: &[[u8; 64]], width: usize, out: &mut [u8]) {
     for (group, out) in strings.chunks(LANES).zip(out.chunks_mut(LANES * width)) {
-        let point = ristretto::from_uniform_bytes(&padded(group)).mul(digits);
-        write_prefixes(&ristretto::encode(&point), width, out);
+        let raised = ristretto::from_uniform_bytes(&padded(group)).mul(digits);
+        point::write_prefixes(&ristretto::encode(&raised), width, out);
     }
 }
 
@@ -38,15 +38,13 @@ pub(super) fn raise_encoded(
     out: &mut [u8],
 ) -> Result<(), PeerError> {
     for (group, out) in encodings.chunks(LANES).zip(out.chunks_mut(LANES * width)) {
-        if group.iter().any(|bytes| bytes == &[0u8; 32]) {
-            return Err(PeerError::IdentityPoint);
-        }
-        let (point, valid) = ristretto::decode(&padded(group));
+        group.iter().try_for_each(point::refuse_identity)?;
+        let (decoded, valid) = ristretto::decode(&padded(group));
         let used = u8::MAX >> (LANES - group.len());
         if valid & used != used {
             return Err(PeerError::InvalidPoint);
         }
-        write_prefixes(&ristretto::encode(&point.mul(digits)), width, out);
+        point::write_prefixes(&ristretto::encode(&decoded.mul(digits)), width, out);
     }
     Ok(())
 }
@@ -54,11 +52,4 @@ pub(super) fn raise_encoded(
 /// A group of one to eight inputs as eight lanes, the last input repeated in the spare ones.
 fn padded<T: Copy>(group: &[T]) -> [T; LANES] {
     std::array::from_fn(|lane| group[lane.min(group.len() - 1)])
-}
-
-/// The first `width` bytes of each encoding, for as many as `out` holds.
-fn write_prefixes(encodings: &[[u8; 32]; LANES], width: usize, out: &mut [u8]) {
-    for (out, encoding) in out.chunks_exact_mut(width).zip(encodings) {
-        out.copy_from_slice(&encoding[..width]);
-    }
 }
