@@ -2,6 +2,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use obscura_math::kernels::{plaintext_mat_mul_acc_with, plaintext_mat_vecs_with, Backend};
+use obscura_math::layout::{Group, GROUP_ROWS, PANEL_COLS};
 use obscura_math::matrix::PlaintextMatrix;
 
 fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
@@ -47,21 +48,27 @@ fn answer(c: &mut Criterion) {
     }
 }
 
-/// The matrix-vector kernel alone on cache-resident data (no threads): its compute ceiling.
+/// The matrix-vector kernel alone on cache-resident data (one group of a panel, no threads):
+/// its compute ceiling.
 fn gemv_in_cache(c: &mut Criterion) {
-    let (rows, cols) = (16, 16384);
-    let d = random_bytes(rows * cols, 5);
+    let (rows, cols) = (GROUP_ROWS, PANEL_COLS);
+    let digits = random_bytes(rows * cols, 5);
+    let group = Group {
+        rows,
+        width: cols,
+        bytes: &digits,
+    };
     let v = random_words(cols, 6);
-    let mut group = c.benchmark_group("gemv_in_cache");
-    group.throughput(Throughput::Bytes((rows * cols) as u64));
+    let mut group_bench = c.benchmark_group("gemv_in_cache");
+    group_bench.throughput(Throughput::Bytes((rows * cols) as u64));
     for backend in Backend::available() {
         let operand = backend.prepare_vector(&v);
-        group.bench_function(backend.name(), |b| {
+        group_bench.bench_function(backend.name(), |b| {
             let mut out = vec![0u32; rows];
-            b.iter(|| backend.gemv_acc(&d, cols, &operand, 0..cols, &mut out))
+            b.iter(|| backend.gemv_group(&group, &operand, &mut out))
         });
     }
-    group.finish();
+    group_bench.finish();
 }
 
 /// One 256-column block of the hint product for 1024 rows with n = 1024.

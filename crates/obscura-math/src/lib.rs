@@ -3,7 +3,8 @@
 //! Everything here works in Z_{2^32} with wrapping arithmetic (the LWE modulus q = 2^32 is the
 //! machine word, so reduction is free):
 //!
-//! - [`matrix`]: dense matrices of `u32` and of plaintext digits (stored in column panels);
+//! - [`matrix`]: dense matrices of `u32` and of plaintext digits;
+//! - [`layout`]: the storage order of plaintext digits (column panels of row groups of tiles);
 //! - [`memory`]: large zeroed buffers, on huge pages where the system has them;
 //! - [`expand`]: public matrices expanded from a 16-byte seed with AES-128-CTR, block by block;
 //! - [`sample`]: secret vectors (uniform, ternary, discrete Gaussian) drawn from the OS CSPRNG;
@@ -18,6 +19,7 @@
 
 pub mod expand;
 pub mod kernels;
+pub mod layout;
 pub mod matrix;
 pub mod memory;
 pub mod ntt;

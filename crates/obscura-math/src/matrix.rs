@@ -5,6 +5,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::kernels;
+use crate::layout::{self, Panel, GROUP_ROWS, PANEL_COLS};
 use crate::memory::LargeBuffer;
 
 /// A dense row-major matrix over Z_{2^32} (wrapping arithmetic).
@@ -70,10 +71,6 @@ impl Matrix {
 /// Bytes kept alive by someone else (for instance a memory-mapped database file).
 pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
-/// Columns per panel of a [`PlaintextMatrix`]: a panel's slice of a query vector (128 KiB of
-/// `u32`) stays in the L2 cache while the panel streams past it.
-pub const PANEL_COLS: usize = 32 << 10;
-
 /// Where the bytes of a plaintext matrix live.
 #[derive(Clone)]
 enum Storage {
@@ -89,27 +86,15 @@ enum Storage {
 /// form in which databases are stored and streamed. The bytes are owned, or shared with their
 /// owner (a memory-mapped file is served without a copy).
 ///
-/// The storage order is panel-major: the columns are cut into panels of [`PANEL_COLS`] (the last
-/// one narrower), stored one after another, each row-major. A matrix-vector product then reads
-/// the whole matrix as one sequential stream while the panel's slice of the vector stays in
-/// cache. A matrix with at most [`PANEL_COLS`] columns is plain row-major.
+/// The storage order is that of [`crate::layout`]: column panels, each of groups of four rows,
+/// each of steps of 64 columns stored row-major. A matrix-vector product reads the whole matrix
+/// as one sequential stream while the panel's slice of the vector stays in cache.
 #[derive(Clone)]
 pub struct PlaintextMatrix {
     rows: usize,
     cols: usize,
     panel_cols: usize,
     storage: Storage,
-}
-
-/// One panel of a [`PlaintextMatrix`]: columns `first .. first + width`, all rows, row-major.
-#[derive(Clone, Copy)]
-pub struct Panel<'a> {
-    /// The matrix column of the panel's first column.
-    pub first: usize,
-    /// Columns in the panel.
-    pub width: usize,
-    /// The `rows x width` row-major digits.
-    pub bytes: &'a [u8],
 }
 
 impl PlaintextMatrix {
@@ -164,10 +149,18 @@ impl PlaintextMatrix {
             let width = panel_cols.min(cols - first);
             let (panel, tail) = rest.split_at_mut(rows * width);
             rest = tail;
+            // Each group's rows are filled row-major, then put in step order.
             panel
-                .par_chunks_exact_mut(width)
+                .par_chunks_mut(GROUP_ROWS * width)
                 .enumerate()
-                .for_each(|(r, digits)| fill(r, first, digits));
+                .for_each(|(g, group)| {
+                    let group_rows = group.len() / width;
+                    let mut row_major = vec![0u8; group.len()];
+                    for (i, digits) in row_major.chunks_exact_mut(width).enumerate() {
+                        fill(g * GROUP_ROWS + i, first, digits);
+                    }
+                    layout::tile(&row_major, group_rows, width, group);
+                });
         }
         Self {
             rows,
@@ -218,6 +211,7 @@ impl PlaintextMatrix {
             Panel {
                 first,
                 width,
+                rows,
                 bytes: &bytes[start..start + rows * width],
             }
         })
@@ -234,7 +228,10 @@ impl PlaintextMatrix {
         );
         let first = c / self.panel_cols * self.panel_cols;
         let width = self.panel_cols.min(self.cols - first);
-        self.as_bytes()[self.rows * first + r * width + (c - first)]
+        let group = r / GROUP_ROWS * GROUP_ROWS;
+        let group_rows = GROUP_ROWS.min(self.rows - group);
+        let within = layout::offset_in_group(group_rows, width, r - group, c - first);
+        self.as_bytes()[self.rows * first + group * width + within]
     }
 
     /// The largest squared Euclidean norm of a row, digits read as signed (`0` for an empty
@@ -242,21 +239,23 @@ impl PlaintextMatrix {
     pub fn max_row_norm(&self) -> u64 {
         let mut norms = vec![0u64; self.rows];
         for panel in self.panels() {
-            let partial: Vec<u64> = panel
-                .bytes
-                .par_chunks(panel.width)
-                .map(|stretch| {
-                    // Chunks of 2^16 digits keep an i32 sum exact (2^16 · 2^14 = 2^30).
-                    stretch
-                        .chunks(1 << 16)
-                        .map(|chunk| {
-                            let sum: i32 = chunk
-                                .iter()
-                                .map(|&d| i32::from(d as i8) * i32::from(d as i8))
-                                .sum();
-                            sum as u64
-                        })
-                        .sum()
+            let groups: Vec<_> = panel.groups(0..self.rows).collect();
+            let partial: Vec<u64> = groups
+                .par_iter()
+                .flat_map_iter(|(_, group)| {
+                    (0..group.rows).map(|i| {
+                        // A stretch (at most 64 digits of at most 2^14) keeps an i32 sum exact.
+                        group
+                            .stretches(i)
+                            .map(|(_, stretch)| {
+                                let sum: i32 = stretch
+                                    .iter()
+                                    .map(|&d| i32::from(d as i8) * i32::from(d as i8))
+                                    .sum();
+                                sum as u64
+                            })
+                            .sum::<u64>()
+                    })
                 })
                 .collect();
             for (norm, part) in norms.iter_mut().zip(partial) {

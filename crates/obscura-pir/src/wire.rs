@@ -26,9 +26,9 @@ use crate::PirError;
 /// The first four bytes of every message.
 pub const MAGIC: [u8; 4] = *b"OBSC";
 
-/// The format version this build writes and reads (3: database matrices are stored in column
-/// panels, see `obscura_math::matrix::PlaintextMatrix`).
-pub const VERSION: u16 = 3;
+/// The format version this build writes and reads (4: database matrices are stored in column
+/// panels of row groups of tiles, see `obscura_math::layout`).
+pub const VERSION: u16 = 4;
 
 /// Length of the envelope before the body.
 pub const HEADER_BYTES: usize = 4 + 2 + 2 + 32;

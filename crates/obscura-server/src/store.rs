@@ -9,8 +9,9 @@
 //!     database), a keyword setup (filter parameters and the LWE setup) or a TreePIR setup
 //!     (leaf count, root and the LWE setup of each colour class)
 //!   the matrix of each LWE engine of that setup, in its order (one, or one per colour class),
-//!     rows x cols bytes each, in column panels of 32,768 columns (`PlaintextMatrix` storage
-//!     order: panel after panel, each row-major)
+//!     rows x cols bytes each, in `PlaintextMatrix` storage order (`obscura_math::layout`:
+//!     panels of 2,048 columns, each of groups of four rows, each of 64-column steps stored
+//!     row-major)
 //! ```
 //!
 //! Files are written to a temporary name in the target directory and renamed into place, so a

@@ -6,6 +6,9 @@ use std::arch::x86_64::*;
 
 use rayon::prelude::*;
 
+use super::PREFETCH_BYTES;
+use crate::layout::STEP_COLS;
+
 const LANES: usize = 8;
 
 #[inline]
@@ -69,52 +72,50 @@ pub fn vector_planes(v: &[u32]) -> Vec<u8> {
     planes
 }
 
-/// Sums of `block` (1 to 4) rows of `d` (row stride `stride`) times the vector whose
-/// [`vector_planes`] are `planes`, over `span`, whole steps of [`STEP`] columns; the sums are in
-/// the first `block` entries. Driven by [`super::gemv_in_steps`].
+/// Sums of the `rows` (1 to 4) rows of a group in step order (see [`crate::layout`]) times the
+/// vector whose [`vector_planes`] are `planes`, over its first `steps` whole steps of
+/// [`STEP_COLS`]; the sums are in the first `rows` entries. Driven by
+/// [`super::gemv_in_steps`].
 ///
 /// Per row, `Σ d·lo` and `Σ d·hi` are accumulated in 32-bit lanes (wrapping) and combined as
 /// `Σ d·lo + 2^16·Σ d·hi`, which is `Σ d·v` mod 2^32.
 ///
 /// # Safety
-/// The CPU must support AVX2, and `d` and `planes` must cover the rows and columns described.
+/// The CPU must support AVX2; `group` must hold `rows` rows of at least `steps` whole steps,
+/// and `planes` cover `steps` steps.
 #[target_feature(enable = "avx2")]
-pub unsafe fn gemv_block(
-    d: &[u8],
-    stride: usize,
-    planes: &[u8],
-    span: std::ops::Range<usize>,
-    block: usize,
-) -> [u32; 4] {
-    match block {
-        4 => gemv_rows::<4>(d, stride, planes, span),
-        3 => gemv_rows::<3>(d, stride, planes, span),
-        2 => gemv_rows::<2>(d, stride, planes, span),
-        _ => gemv_rows::<1>(d, stride, planes, span),
+pub unsafe fn gemv_group(group: &[u8], rows: usize, steps: usize, planes: &[u8]) -> [u32; 4] {
+    match rows {
+        4 => gemv_rows::<4>(group, steps, planes),
+        3 => gemv_rows::<3>(group, steps, planes),
+        2 => gemv_rows::<2>(group, steps, planes),
+        _ => gemv_rows::<1>(group, steps, planes),
     }
 }
 
-/// `R` rows of [`gemv_block`] over `span` (whole steps); the sums are in the first `R` entries.
+/// [`gemv_group`] for `R` rows; a group step of [`STEP_COLS`] columns is four kernel steps of
+/// [`STEP`]. Each row's line of a step is fetched into L2 [`PREFETCH_BYTES`] ahead.
 #[target_feature(enable = "avx2")]
-unsafe fn gemv_rows<const R: usize>(
-    d: &[u8],
-    stride: usize,
-    planes: &[u8],
-    span: std::ops::Range<usize>,
-) -> [u32; 4] {
+unsafe fn gemv_rows<const R: usize>(group: &[u8], steps: usize, planes: &[u8]) -> [u32; 4] {
+    const _: () = assert!(STEP_COLS.is_multiple_of(STEP));
     let mut low = [zero(); R];
     let mut high = [zero(); R];
-    let (dp, pp) = (d.as_ptr(), planes.as_ptr());
-    let mut c = span.start;
-    while c < span.end {
-        let lo = _mm256_loadu_si256(pp.add(4 * c).cast());
-        let hi = _mm256_loadu_si256(pp.add(4 * c + 2 * STEP).cast());
-        for i in 0..R {
-            let digits = _mm256_cvtepi8_epi16(_mm_loadu_si128(dp.add(i * stride + c).cast()));
-            low[i] = _mm256_add_epi32(low[i], _mm256_madd_epi16(digits, lo));
-            high[i] = _mm256_add_epi32(high[i], _mm256_madd_epi16(digits, hi));
+    let (dp, pp) = (group.as_ptr(), planes.as_ptr());
+    for s in 0..steps {
+        for part in (0..STEP_COLS).step_by(STEP) {
+            let c = s * STEP_COLS + part;
+            let lo = _mm256_loadu_si256(pp.add(4 * c).cast());
+            let hi = _mm256_loadu_si256(pp.add(4 * c + 2 * STEP).cast());
+            for i in 0..R {
+                let at = (s * R + i) * STEP_COLS + part;
+                if part == 0 {
+                    _mm_prefetch::<_MM_HINT_T1>(dp.wrapping_add(at + PREFETCH_BYTES).cast());
+                }
+                let digits = _mm256_cvtepi8_epi16(_mm_loadu_si128(dp.add(at).cast()));
+                low[i] = _mm256_add_epi32(low[i], _mm256_madd_epi16(digits, lo));
+                high[i] = _mm256_add_epi32(high[i], _mm256_madd_epi16(digits, hi));
+            }
         }
-        c += STEP;
     }
     let mut sums = [0u32; 4];
     for i in 0..R {

@@ -16,6 +16,9 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use super::PREFETCH_BYTES;
+use crate::layout::STEP_COLS;
+
 /// Columns per `vpdpbusd` step of the matrix-vector kernel (one 64-byte load of digits).
 pub const STEP: usize = 64;
 
@@ -88,53 +91,44 @@ fn recombine(acc: &[__m512i; 4]) -> u32 {
     })
 }
 
-/// Sums of `block` (1 to 4) rows of `d` (row stride `stride`) times the vector whose
-/// [`vector_planes`] are `planes`, over `span`, whole steps of [`STEP`] columns; the sums are in
-/// the first `block` entries. Driven by [`super::gemv_in_steps`].
+/// Sums of the `rows` (1 to 4) rows of a group in step order (see [`crate::layout`]) times the
+/// vector whose [`vector_planes`] are `planes`, over its first `steps` whole steps; the sums are
+/// in the first `rows` entries. Driven by [`super::gemv_in_steps`].
 ///
 /// # Safety
-/// The CPU must support AVX-512F, BW and VNNI, and `d` and `planes` must cover the rows and
-/// columns described.
+/// The CPU must support AVX-512F, BW and VNNI; `group` must hold `rows` rows of at least
+/// `steps` whole steps, and `planes` cover `steps` steps.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-pub unsafe fn gemv_block(
-    d: &[u8],
-    stride: usize,
-    planes: &[u8],
-    span: Range<usize>,
-    block: usize,
-) -> [u32; 4] {
-    match block {
-        4 => gemv_rows::<4>(d, stride, planes, span),
-        3 => gemv_rows::<3>(d, stride, planes, span),
-        2 => gemv_rows::<2>(d, stride, planes, span),
-        _ => gemv_rows::<1>(d, stride, planes, span),
+pub unsafe fn gemv_group(group: &[u8], rows: usize, steps: usize, planes: &[u8]) -> [u32; 4] {
+    match rows {
+        4 => gemv_rows::<4>(group, steps, planes),
+        3 => gemv_rows::<3>(group, steps, planes),
+        2 => gemv_rows::<2>(group, steps, planes),
+        _ => gemv_rows::<1>(group, steps, planes),
     }
 }
 
-/// `R` rows of [`gemv_block`] over `span` (a multiple of [`STEP`] long); sums in the first `R`
-/// entries.
+/// [`gemv_group`] for `R` rows: each step's `R` rows are 64 contiguous bytes each, read as one
+/// stream (and fetched into L2 [`PREFETCH_BYTES`] ahead), and each of the step's four planes is
+/// loaded once for all rows.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-unsafe fn gemv_rows<const R: usize>(
-    d: &[u8],
-    stride: usize,
-    planes: &[u8],
-    span: Range<usize>,
-) -> [u32; 4] {
+unsafe fn gemv_rows<const R: usize>(group: &[u8], steps: usize, planes: &[u8]) -> [u32; 4] {
+    const _: () = assert!(STEP == STEP_COLS);
     let mut acc = [[_mm512_setzero_si512(); 4]; R];
-    let (dp, pp) = (d.as_ptr(), planes.as_ptr());
-    let mut c = span.start;
-    while c < span.end {
+    let (dp, pp) = (group.as_ptr(), planes.as_ptr());
+    for s in 0..steps {
         let mut x = [_mm512_setzero_si512(); R];
         for (i, x) in x.iter_mut().enumerate() {
-            *x = _mm512_loadu_si512(dp.add(i * stride + c).cast());
+            let at = (s * R + i) * STEP;
+            *x = _mm512_loadu_si512(dp.add(at).cast());
+            _mm_prefetch::<_MM_HINT_T1>(dp.wrapping_add(at + PREFETCH_BYTES).cast());
         }
         for k in 0..4 {
-            let p = _mm512_loadu_si512(pp.add(4 * c + k * STEP).cast());
+            let p = _mm512_loadu_si512(pp.add((4 * s + k) * STEP).cast());
             for (acc, &x) in acc.iter_mut().zip(&x) {
                 acc[k] = _mm512_dpbusd_epi32(acc[k], p, x);
             }
         }
-        c += STEP;
     }
     let mut sums = [0u32; 4];
     for (sum, acc) in sums.iter_mut().zip(&acc) {

@@ -1,13 +1,20 @@
 //! Portable reference kernels: plain Rust, wrapping arithmetic, written so the compiler can
 //! auto-vectorize them. Every other backend must produce exactly these results.
 //!
-//! Plaintext matrices are addressed as `(bytes, stride)`: row `r` starts at `r * stride`.
+//! A matrix-vector product runs over a [`Group`] of a plaintext matrix (see
+//! [`crate::layout`]); a matrix-matrix product over row-major digits addressed as
+//! `(bytes, stride)`: row `r` starts at `r * stride`.
 
-/// `out[r] += Σ_c d[r·stride + c] · v[c]` for `r < out.len()`, `c < v.len()`, over Z_{2^32},
-/// with `d` read as two's-complement `i8` digits.
-pub fn gemv_acc(d: &[u8], stride: usize, v: &[u32], out: &mut [u32]) {
-    for (r, o) in out.iter_mut().enumerate() {
-        *o = o.wrapping_add(dot_i8(&d[r * stride..r * stride + v.len()], v));
+use crate::layout::Group;
+
+/// `out[i] += Σ_c row_i[c] · v[c]` over Z_{2^32} for the rows of `group`, with the digits read
+/// as two's-complement `i8` and `v` holding `group.width` entries.
+pub fn gemv_group(group: &Group, v: &[u32], out: &mut [u32]) {
+    for (i, o) in out.iter_mut().enumerate().take(group.rows) {
+        let sum = group.stretches(i).fold(0u32, |sum, (c, stretch)| {
+            sum.wrapping_add(dot_i8(stretch, &v[c..c + stretch.len()]))
+        });
+        *o = o.wrapping_add(sum);
     }
 }
 

