@@ -92,14 +92,24 @@ impl Group<'_> {
     /// Copies the digits of columns `cols` into `out`, row-major with row stride `cols.len()`.
     pub fn untile(&self, cols: Range<usize>, out: &mut [u8]) {
         let len = cols.len();
-        for i in 0..self.rows {
-            let row = &mut out[i * len..(i + 1) * len];
-            for (start, stretch) in self.stretches(i) {
-                let end = start + stretch.len();
-                let (from, to) = (start.max(cols.start), end.min(cols.end));
-                if from < to {
-                    row[from - cols.start..to - cols.start]
-                        .copy_from_slice(&stretch[from - start..to - start]);
+        let steps = cols.start / STEP_COLS..cols.end.div_ceil(STEP_COLS);
+        for s in steps {
+            let start = s * STEP_COLS;
+            for i in 0..self.rows {
+                let stretch = self.stretch(i, s);
+                let row = &mut out[i * len..(i + 1) * len];
+                let (from, to) = (start.max(cols.start), (start + stretch.len()).min(cols.end));
+                let (source, target) = (
+                    &stretch[from - start..to - start],
+                    &mut row[from - cols.start..to - cols.start],
+                );
+                // Whole steps, the common case, as fixed-size copies (vector moves, no call).
+                match (
+                    <&[u8; STEP_COLS]>::try_from(source),
+                    <&mut [u8; STEP_COLS]>::try_from(&mut *target),
+                ) {
+                    (Ok(source), Ok(target)) => *target = *source,
+                    _ => target.copy_from_slice(source),
                 }
             }
         }
