@@ -47,28 +47,37 @@ fn reduce(v: __m256i) -> u32 {
 /// Columns per step of the matrix-vector kernel: 16 lanes of 16-bit halves.
 pub const STEP: usize = 16;
 
-/// Steps per parallel task when splitting a vector.
-const STEPS_PER_TASK: usize = 1024;
-
-/// The vector `v` split for [`gemv_block`]: each `x` as `hi·2^16 + lo` (mod 2^32) with `lo` and
+/// The vector `v` split for [`gemv_group`]: each `x` as `hi·2^16 + lo` (mod 2^32) with `lo` and
 /// `hi` signed 16-bit, so that `vpmaddwd` multiplies sign-extended digits by both halves, 16
 /// columns per instruction. Per step of [`STEP`] columns: the 16 `lo`, then the 16 `hi`, as
-/// little-endian bytes; the last step is zero-padded.
-pub fn vector_planes(v: &[u32]) -> Vec<u8> {
+/// little-endian bytes; the last step is zero-padded. This runs once per panel of every answer
+/// (a few KiB), on the calling thread.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub unsafe fn vector_planes(v: &[u32]) -> Vec<u8> {
     let mut planes = vec![0u8; 4 * v.len().next_multiple_of(STEP)];
-    planes
-        .par_chunks_mut(4 * STEP * STEPS_PER_TASK)
-        .zip(v.par_chunks(STEP * STEPS_PER_TASK))
-        .for_each(|(planes, v)| {
-            for (step, words) in planes.chunks_exact_mut(4 * STEP).zip(v.chunks(STEP)) {
-                let (low, high) = step.split_at_mut(2 * STEP);
-                for (i, &x) in words.iter().enumerate() {
-                    let (lo, hi) = halves(x);
-                    low[2 * i..2 * i + 2].copy_from_slice(&lo.to_le_bytes());
-                    high[2 * i..2 * i + 2].copy_from_slice(&hi.to_le_bytes());
-                }
-            }
-        });
+    let low_mask = splat(0xffff);
+    for (step, words) in planes.chunks_exact_mut(4 * STEP).zip(v.chunks(STEP)) {
+        let mut padded = [0u32; STEP];
+        padded[..words.len()].copy_from_slice(words);
+        let (a, b) = (load(padded.as_ptr()), load(padded.as_ptr().add(LANES)));
+        // Both halves as values in [0, 2^16), which packus_epi32 narrows exactly; the pack
+        // interleaves the 128-bit lanes of `a` and `b`, and the permutation puts them back in
+        // order.
+        let split = |x: __m256i| {
+            let lo_signed = _mm256_srai_epi32::<16>(_mm256_slli_epi32::<16>(x));
+            let hi = _mm256_srli_epi32::<16>(_mm256_sub_epi32(x, lo_signed));
+            (_mm256_and_si256(x, low_mask), hi)
+        };
+        let ((lo_a, hi_a), (lo_b, hi_b)) = (split(a), split(b));
+        let order = |x: __m256i| _mm256_permute4x64_epi64::<0b11_01_10_00>(x);
+        let low = order(_mm256_packus_epi32(lo_a, lo_b));
+        let high = order(_mm256_packus_epi32(hi_a, hi_b));
+        _mm256_storeu_si256(step.as_mut_ptr().cast(), low);
+        _mm256_storeu_si256(step.as_mut_ptr().add(2 * STEP).cast(), high);
+    }
     planes
 }
 

@@ -30,23 +30,30 @@ const LANES: usize = 16;
 
 /// The four byte planes of `v`, interleaved by steps of 64 columns so that one step's planes
 /// are 256 contiguous bytes: byte `k` of `v[64·s + i]` is at `256·s + 64·k + i`. The last
-/// partial step is zero-padded.
-pub fn vector_planes(v: &[u32]) -> Vec<u8> {
-    /// Steps split per parallel task.
-    const STEPS_PER_TASK: usize = 1024;
+/// partial step is zero-padded. This runs once per panel of every answer (a few KiB), on the
+/// calling thread.
+///
+/// # Safety
+/// The CPU must support AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub unsafe fn vector_planes(v: &[u32]) -> Vec<u8> {
     let mut planes = vec![0u8; 4 * v.len().next_multiple_of(STEP)];
-    planes
-        .par_chunks_mut(4 * STEP * STEPS_PER_TASK)
-        .zip(v.par_chunks(STEP * STEPS_PER_TASK))
-        .for_each(|(planes, v)| {
-            for (step, words) in planes.chunks_exact_mut(4 * STEP).zip(v.chunks(STEP)) {
-                for (i, &x) in words.iter().enumerate() {
-                    for (k, byte) in x.to_le_bytes().into_iter().enumerate() {
-                        step[k * STEP + i] = byte;
-                    }
-                }
+    for (step, words) in planes.chunks_exact_mut(4 * STEP).zip(v.chunks(STEP)) {
+        let mut padded = [0u32; STEP];
+        padded[..words.len()].copy_from_slice(words);
+        for (k, plane) in step.chunks_exact_mut(STEP).enumerate() {
+            let shift = _mm_cvtsi32_si128(8 * k as i32);
+            for (quarter, out) in padded
+                .chunks_exact(LANES)
+                .zip(plane.chunks_exact_mut(LANES))
+            {
+                let x = _mm512_loadu_si512(quarter.as_ptr().cast());
+                // vpmovdb keeps the low byte of each lane.
+                let bytes = _mm512_cvtepi32_epi8(_mm512_srl_epi32(x, shift));
+                _mm_storeu_si128(out.as_mut_ptr().cast(), bytes);
             }
-        });
+        }
+    }
     planes
 }
 

@@ -82,9 +82,17 @@ impl Backend {
     pub fn prepare_vector(self, v: &[u32]) -> VectorOperand<'_> {
         let planes = match self {
             #[cfg(target_arch = "x86_64")]
-            Self::Avx2 => avx2::vector_planes(v),
+            Self::Avx2 => {
+                assert!(is_x86_feature_detected!("avx2"), "operand");
+                // SAFETY: the feature is present.
+                unsafe { avx2::vector_planes(v) }
+            }
             #[cfg(target_arch = "x86_64")]
-            Self::Avx512 => avx512::vector_planes(v),
+            Self::Avx512 => {
+                assert!(avx512_vnni(), "operand");
+                // SAFETY: the features are present.
+                unsafe { avx512::vector_planes(v) }
+            }
             _ => Vec::new(),
         };
         VectorOperand {
