@@ -13,9 +13,11 @@
 //!   one after another, each step row-major: the `g · 64` bytes the kernel reads together are
 //!   contiguous, so a core reads the whole matrix as one sequential stream.
 //!
-//! On Zen 4 the kernel reached 94-96% of the streaming read bandwidth in this order, against
-//! 55-61% for row-major panels of 32K columns, where the query slice (128 KiB) had to come
-//! from L2 alongside the stream.
+//! In a harness on Zen 4 that alternates streaming reads with the AVX-512 kernel alone, the
+//! kernel reached 94-96% of the read in this order with one thread, against 52-56% over the
+//! same tiles with a 128 KiB query slice (32K-column panels), which has to come from L2
+//! alongside the stream; `obscura bench` answers went from 55-67% to 79-84% with one thread
+//! (see the README for the figures).
 
 use std::ops::Range;
 

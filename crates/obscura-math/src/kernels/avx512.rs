@@ -7,9 +7,9 @@
 //! is 16 `u32` multiply-adds per instruction, against 16 per `vpmulld` + `vpaddd` pair, and the
 //! digits are read 64 at a time without widening.
 //!
-//! Operands are split into planes once ([`vector_planes`], [`matrix_planes`]) and shared by all
-//! row tasks. Same contracts as [`super::portable`]; the safe wrappers in [`super`] check the
-//! CPU features and the bounds.
+//! Operands are split into planes once ([`vector_planes`] per panel, [`matrix_planes`] per
+//! block) and shared by all rows. Same contracts as [`super::portable`]; the safe wrappers in
+//! [`super`] check the CPU features and the bounds.
 
 use std::arch::x86_64::*;
 use std::ops::Range;

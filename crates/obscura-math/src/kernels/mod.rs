@@ -10,9 +10,11 @@
 //! entry costs one byte of memory traffic; kernels sign-extend it before multiplying. Two kernel
 //! shapes cover every product:
 //!
-//! - `gemv_acc`: vector lanes run along a row (one query: `D·q`);
+//! - `gemv_group`: vector lanes run along the rows of a group of a panel in storage order (one
+//!   query: `D·q`; see [`crate::layout`]);
 //! - `gemm_acc`: vector lanes run along the output row (`D·B` for a batch of queries, and the
-//!   hint product `D·A`), a tile of four output rows held in registers.
+//!   hint product `D·A`), a tile of four output rows held in registers, over row-major digits
+//!   (the drivers copy a group's columns out of storage order first).
 //!
 //! The parallel drivers below run on the caller's rayon pool (it decides the thread count) and
 //! walk a [`PlaintextMatrix`] panel by panel, so the slice of the vector operand in use stays in
