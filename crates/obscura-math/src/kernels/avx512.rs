@@ -124,11 +124,14 @@ unsafe fn gemv_rows<const R: usize>(group: &[u8], steps: usize, planes: &[u8]) -
     let mut acc = [[_mm512_setzero_si512(); 4]; R];
     let (dp, pp) = (group.as_ptr(), planes.as_ptr());
     for s in 0..steps {
+        let at = s * R * STEP;
+        // The prefetches go first: issued behind loads that miss, they would wait for them.
+        for i in 0..R {
+            _mm_prefetch::<_MM_HINT_T1>(dp.wrapping_add(at + i * STEP + PREFETCH_BYTES).cast());
+        }
         let mut x = [_mm512_setzero_si512(); R];
         for (i, x) in x.iter_mut().enumerate() {
-            let at = (s * R + i) * STEP;
-            *x = _mm512_loadu_si512(dp.add(at).cast());
-            _mm_prefetch::<_MM_HINT_T1>(dp.wrapping_add(at + PREFETCH_BYTES).cast());
+            *x = _mm512_loadu_si512(dp.add(at + i * STEP).cast());
         }
         for k in 0..4 {
             let p = _mm512_loadu_si512(pp.add((4 * s + k) * STEP).cast());
