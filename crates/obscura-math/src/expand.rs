@@ -112,7 +112,7 @@ impl SeededMatrix {
 const PRODUCT_BLOCK: usize = 256;
 
 /// A `rows x n` matrix over Z_{2^32} made of stacked negacyclic `n x n` blocks: block `i` is the
-/// matrix of multiplication by `a_i(x)` in Z_{2^32}[x]/(x^n + 1), where the coefficients of
+/// matrix of multiplication by `a_i(x)` in Z_{2^32}\[x\]/(x^n + 1), where the coefficients of
 /// `a_i` are row `i` of a [`SeededMatrix`] with the same seed and domain. Row `i·n + r` is
 /// `(a_i[r], a_i[r-1], …, a_i[0], -a_i[n-1], …, -a_i[r+1])`.
 ///

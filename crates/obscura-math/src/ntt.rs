@@ -1,4 +1,4 @@
-//! Negacyclic number-theoretic transforms, and products in Z_{2^32}[x]/(x^n + 1) through them.
+//! Negacyclic number-theoretic transforms, and products in Z_{2^32}\[x\]/(x^n + 1) through them.
 //!
 //! Z_{2^32} has no roots of unity to transform with, so a product of two polynomials modulo
 //! `x^n + 1` and 2^32 is computed exactly over the integers: both factors are lifted to centered
@@ -274,7 +274,7 @@ impl std::fmt::Debug for Transformed {
     }
 }
 
-/// Multiplication by a fixed polynomial `s` in Z_{2^32}[x]/(x^n + 1), with `s` transformed once.
+/// Multiplication by a fixed polynomial `s` in Z_{2^32}\[x\]/(x^n + 1), with `s` transformed once.
 #[derive(Clone, Debug)]
 pub struct FixedMultiplier<'a> {
     plan: &'a NttPlan,

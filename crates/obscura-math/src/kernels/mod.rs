@@ -79,7 +79,7 @@ impl Backend {
         }
     }
 
-    /// Prepares `v` for [`Backend::gemv_acc`] (the AVX2 backend splits it into 16-bit halves,
+    /// Prepares `v` for [`Backend::gemv_group`] (the AVX2 backend splits it into 16-bit halves,
     /// the AVX-512 one into byte planes).
     pub fn prepare_vector(self, v: &[u32]) -> VectorOperand<'_> {
         let planes = match self {
@@ -315,7 +315,7 @@ unsafe fn gemv_in_steps(kernel: StepKernel, group: &Group, v: &VectorOperand, ou
     }
 }
 
-/// A vector prepared for one backend's [`Backend::gemv_acc`].
+/// A vector prepared for one backend's [`Backend::gemv_group`].
 pub struct VectorOperand<'a> {
     backend: Backend,
     words: &'a [u32],
