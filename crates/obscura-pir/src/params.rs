@@ -39,7 +39,7 @@
 //!
 //! `A` is expanded from a public seed either entry by entry ([`MatrixKind::Uniform`]) or as
 //! stacked negacyclic `n x n` blocks ([`MatrixKind::Negacyclic`], as YPIR does), block `i` being
-//! multiplication by a seeded polynomial `a_i` in R_q = Z_q[x]/(x^n + 1). With the negacyclic
+//! multiplication by a seeded polynomial `a_i` in R_q = Z_q\[x\]/(x^n + 1). With the negacyclic
 //! matrix a query is `C/n` Ring-LWE samples `a_i·s + e_i` in R_q with one secret, so privacy
 //! rests on decisional Ring-LWE in the power-of-two cyclotomic ring of degree n = 1024 with
 //! q = 2^32 and the same error. That is a stronger assumption than plain LWE (it adds ring

@@ -5,7 +5,7 @@
 //! | `GET /v1/databases` | JSON list of the databases ([`DatabaseInfo`](crate::catalog::DatabaseInfo)) |
 //! | `GET /v1/databases/{name}/setup` | the binary public setup, with `ETag`; `If-None-Match` gets 304 |
 //! | `POST /v1/databases/{name}/query` | binary query in, binary answer out |
-//! | `POST /v1/databases/{name}/batch` | several queries ([`framing`](crate::framing)) in, answers out |
+//! | `POST /v1/databases/{name}/batch` | several queries ([`framing`]) in, answers out |
 //! | `POST /v1/databases/{name}/proof` | Merkle tree (TreePIR) databases only: one query per colour class, framed, in; the answers, framed, out |
 //! | `GET /healthz` | `ok` |
 //! | `GET /metrics` | Prometheus text |
