@@ -16,8 +16,8 @@
 //! In a harness on Zen 4 that alternates streaming reads with the AVX-512 kernel alone, the
 //! kernel reached 94-96% of the read in this order with one thread, against 52-56% over the
 //! same tiles with a 128 KiB query slice (32K-column panels), which has to come from L2
-//! alongside the stream; `obscura bench` answers went from 55-67% to 79-84% with one thread
-//! (see the README for the figures).
+//! alongside the stream; `obscura bench simple-1g` and `frodo` answers went from 55-67% to
+//! 79-84% of the bandwidth with one thread (see the README for the figures).
 
 use std::ops::Range;
 
