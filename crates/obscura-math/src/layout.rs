@@ -86,6 +86,11 @@ impl Group<'_> {
         &self.bytes[start + i * len..start + (i + 1) * len]
     }
 
+    /// The digit of row `i`, column `c` (a panel column).
+    pub fn digit(&self, i: usize, c: usize) -> u8 {
+        self.stretch(i, c / STEP_COLS)[c % STEP_COLS]
+    }
+
     /// Row `i`'s digits, step by step, each with the panel column where it starts.
     pub fn stretches(&self, i: usize) -> impl Iterator<Item = (usize, &[u8])> {
         (0..self.width.div_ceil(STEP_COLS)).map(move |s| (s * STEP_COLS, self.stretch(i, s)))
@@ -136,12 +141,6 @@ pub fn tile(row_major: &[u8], rows: usize, width: usize, group: &mut [u8]) {
     }
 }
 
-/// The offset of row `i`, column `c` inside a group of `rows x width` in step order.
-pub fn offset_in_group(rows: usize, width: usize, i: usize, c: usize) -> usize {
-    let (start, len) = step_at(rows, width, c / STEP_COLS);
-    start + i * len + c % STEP_COLS
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,7 +155,7 @@ mod tests {
             let group = Group { rows, width, bytes: &tiled };
             for i in 0..rows {
                 for c in 0..width {
-                    prop_assert_eq!(tiled[offset_in_group(rows, width, i, c)], digits[i * width + c]);
+                    prop_assert_eq!(group.digit(i, c), digits[i * width + c]);
                 }
                 let joined: Vec<u8> = group.stretches(i).flat_map(|(_, s)| s.iter().copied()).collect();
                 prop_assert_eq!(&joined[..], &digits[i * width..(i + 1) * width]);

@@ -203,18 +203,21 @@ impl PlaintextMatrix {
 
     /// The panels, left to right.
     pub fn panels(&self) -> impl Iterator<Item = Panel<'_>> {
-        let (rows, cols, panel_cols) = (self.rows, self.cols, self.panel_cols);
-        let bytes = self.as_bytes();
-        (0..cols).step_by(panel_cols).map(move |first| {
-            let width = panel_cols.min(cols - first);
-            let start = rows * first;
-            Panel {
-                first,
-                width,
-                rows,
-                bytes: &bytes[start..start + rows * width],
-            }
-        })
+        (0..self.cols.div_ceil(self.panel_cols)).map(|p| self.panel(p))
+    }
+
+    /// Panel `p` (the one holding columns from `p · panel_cols`, which must be inside the
+    /// matrix).
+    fn panel(&self, p: usize) -> Panel<'_> {
+        let (rows, first) = (self.rows, p * self.panel_cols);
+        let width = self.panel_cols.min(self.cols - first);
+        let start = rows * first;
+        Panel {
+            first,
+            width,
+            rows,
+            bytes: &self.as_bytes()[start..start + rows * width],
+        }
     }
 
     /// The digit at row `r`, column `c`.
@@ -226,12 +229,13 @@ impl PlaintextMatrix {
             r < self.rows && c < self.cols,
             "position outside the matrix"
         );
-        let first = c / self.panel_cols * self.panel_cols;
-        let width = self.panel_cols.min(self.cols - first);
-        let group = r / GROUP_ROWS * GROUP_ROWS;
-        let group_rows = GROUP_ROWS.min(self.rows - group);
-        let within = layout::offset_in_group(group_rows, width, r - group, c - first);
-        self.as_bytes()[self.rows * first + group * width + within]
+        let panel = self.panel(c / self.panel_cols);
+        let first_row = r / GROUP_ROWS * GROUP_ROWS;
+        let (_, group) = panel
+            .groups(first_row..first_row + 1)
+            .next()
+            .expect("the row is inside the matrix");
+        group.digit(r - first_row, c - panel.first)
     }
 
     /// The largest squared Euclidean norm of a row, digits read as signed (`0` for an empty
