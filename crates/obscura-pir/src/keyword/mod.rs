@@ -22,6 +22,7 @@ pub mod fuse;
 
 use obscura_math::matrix::PlaintextMatrix;
 use obscura_math::pack;
+use rayon::prelude::*;
 use sha2::{Digest as _, Sha256};
 
 use crate::lwe::{
@@ -88,6 +89,39 @@ pub fn filter_hash(seed: &[u8; 32], digest: &[u8; DIGEST_BYTES]) -> u64 {
 /// Digit `j` of the per-key mask.
 fn mask_digit(hash: u64, j: usize, log_p: u8) -> u8 {
     (mix64(hash.wrapping_add(j as u64)) & ((1u64 << log_p) - 1)) as u8
+}
+
+/// The index of a key whose digest another key shares, if any. Digests are sorted by their
+/// first eight bytes (in parallel), whole digests deciding only between equal prefixes, so equal
+/// digests end up side by side.
+fn repeated_digest(digests: &[[u8; DIGEST_BYTES]]) -> Option<usize> {
+    let prefix = |d: &[u8; DIGEST_BYTES]| u64::from_le_bytes(d[..8].try_into().expect("8 bytes"));
+    let mut sorted: Vec<(u64, usize)> = digests
+        .par_iter()
+        .enumerate()
+        .map(|(i, d)| (prefix(d), i))
+        .collect();
+    sorted.par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| digests[a.1].cmp(&digests[b.1])));
+    sorted
+        .windows(2)
+        .find(|w| w[0].0 == w[1].0 && digests[w[0].1] == digests[w[1].1])
+        .map(|w| w[0].1)
+}
+
+/// The widest digits worth encoding a store of `keys` pairs with: the largest `log_p` (above
+/// `planned`, which fits any data) at which the expected row norm passes the correctness
+/// bound. Each key fills one slot with a digit that its mask makes uniform, the other slots stay
+/// zero, so a row's squared norm is about `keys·(p² + 2)/12` (the mean square of a uniform
+/// centered digit). Trying this width first spares encodings that would fail; the measured
+/// norm still decides.
+fn likely_log_p(set: ParamSet, keys: u64, planned: u8) -> u8 {
+    (planned + 1..=crate::params::MAX_LOG_P)
+        .rev()
+        .find(|&log_p| {
+            let p = 1u64 << log_p;
+            set.correct_for_row_norm(log_p, keys.saturating_mul(p * p + 2) / 12)
+        })
+        .unwrap_or(planned)
 }
 
 /// A filter seed, the keys' hashes under it, and their peeling order.
@@ -293,7 +327,7 @@ pub struct KeywordServer {
 impl KeywordServer {
     /// Builds the database of `pairs` (keys of any length, values of any length, empty ones
     /// included). Duplicate keys are refused, naming the key.
-    pub fn setup<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+    pub fn setup<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
         pairs: &[(K, V)],
         options: KeywordOptions,
         progress: &(dyn Fn(u64, u64) + Sync),
@@ -302,12 +336,12 @@ impl KeywordServer {
         if pairs.is_empty() {
             return invalid("the store has no keys".into());
         }
-        let digests: Vec<[u8; DIGEST_BYTES]> =
-            pairs.iter().map(|(k, _)| key_digest(k.as_ref())).collect();
-        let mut sorted: Vec<(usize, &[u8; 32])> = digests.iter().enumerate().collect();
-        sorted.sort_unstable_by_key(|&(_, d)| d);
-        if let Some(pair) = sorted.windows(2).find(|w| w[0].1 == w[1].1) {
-            let key = String::from_utf8_lossy(pairs[pair[0].0].0.as_ref());
+        let digests: Vec<[u8; DIGEST_BYTES]> = pairs
+            .par_iter()
+            .map(|(k, _)| key_digest(k.as_ref()))
+            .collect();
+        if let Some(repeated) = repeated_digest(&digests) {
+            let key = String::from_utf8_lossy(pairs[repeated].0.as_ref());
             return invalid(format!("the key {key:?} appears more than once"));
         }
         let keys = pairs.len() as u64;
@@ -328,7 +362,7 @@ impl KeywordServer {
         let attempts = std::iter::repeat_with(|| {
             let mut seed = [0u8; 32];
             getrandom::getrandom(&mut seed).map_err(obscura_math::sample::RngError)?;
-            let hashes: Vec<u64> = digests.iter().map(|d| filter_hash(&seed, d)).collect();
+            let hashes: Vec<u64> = digests.par_iter().map(|d| filter_hash(&seed, d)).collect();
             Ok((seed, hashes))
         });
         let Peeled {
@@ -352,7 +386,8 @@ impl KeywordServer {
             length_bytes,
             row_bytes: row_bytes as usize,
         };
-        let encoded = lwe::encode_with_largest_p(options.params, planned, |log_p| {
+        let largest = likely_log_p(options.params, keys, planned.log_p());
+        let encoded = lwe::encode_with_largest_p(options.params, planned, largest, |log_p| {
             let geometry =
                 Geometry::with_log_p(slots * row_bytes, row_bytes, Layout::OnePerColumn, log_p)?;
             let database = filled.matrix(&geometry);

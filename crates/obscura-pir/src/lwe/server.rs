@@ -82,7 +82,7 @@ impl Server {
     ) -> Result<Self, PirError> {
         let data_bytes = data.len() as u64;
         let planned = Geometry::plan(data_bytes, record_bytes, options.layout, options.params)?;
-        let encoded = encode_with_largest_p(options.params, planned, |log_p| {
+        let encoded = encode_with_largest_p(options.params, planned, MAX_LOG_P, |log_p| {
             let geometry = Geometry::with_log_p(data_bytes, record_bytes, options.layout, log_p)?;
             Ok((geometry, encode_database(data, &geometry)))
         })?;
@@ -200,11 +200,12 @@ pub(crate) struct Encoded {
 }
 
 /// Encodes a database with the largest plaintext modulus its own rows allow (see
-/// [`crate::params`]): `encode(log_p)` encodes it as `log_p`-bit digits, tried from 8 bits down
-/// to the modulus `planned` for any data, which always passes.
+/// [`crate::params`]): `encode(log_p)` encodes it as `log_p`-bit digits, tried from `largest`
+/// bits (at most 8) down to the modulus `planned` for any data, which always passes.
 pub(crate) fn encode_with_largest_p(
     set: ParamSet,
     planned: Geometry,
+    largest: u8,
     encode: impl Fn(u8) -> Result<(Geometry, PlaintextMatrix), PirError>,
 ) -> Result<Encoded, PirError> {
     let measured = |(geometry, database): (Geometry, PlaintextMatrix)| Encoded {
@@ -212,7 +213,7 @@ pub(crate) fn encode_with_largest_p(
         geometry,
         database,
     };
-    for log_p in (planned.log_p() + 1..=MAX_LOG_P).rev() {
+    for log_p in (planned.log_p() + 1..=largest.min(MAX_LOG_P)).rev() {
         // A larger modulus whose geometry is not possible is skipped.
         let Ok(encoded) = encode(log_p).map(measured) else {
             continue;
