@@ -153,13 +153,14 @@ impl NegacyclicMatrix {
                 block = c / n;
                 self.polynomials.fill_rows(block, &mut a);
             }
+            // Entries 0..=r are a_i[r], …, a_i[0]; the rest are -a_i[n-1], …, -a_i[r+1].
             let r = c % n;
-            for (k, value) in row.iter_mut().enumerate() {
-                *value = if k <= r {
-                    a[r - k]
-                } else {
-                    a[n + r - k].wrapping_neg()
-                };
+            let (head, tail) = row.split_at_mut(r + 1);
+            for (value, &x) in head.iter_mut().zip(a[..=r].iter().rev()) {
+                *value = x;
+            }
+            for (value, &x) in tail.iter_mut().zip(a[r + 1..].iter().rev()) {
+                *value = x.wrapping_neg();
             }
         }
     }

@@ -68,6 +68,18 @@ impl Matrix {
     }
 }
 
+/// A fill of one row's stretch at a time as a fill of a group of rows (see
+/// [`PlaintextMatrix::from_group_fn`]).
+fn row_by_row(
+    fill: impl Fn(usize, usize, &mut [u8]) + Sync,
+) -> impl Fn(usize, usize, usize, &mut [u8]) + Sync {
+    move |r, c, width, digits| {
+        for (i, row) in digits.chunks_exact_mut(width).enumerate() {
+            fill(r + i, c, row);
+        }
+    }
+}
+
 /// Bytes kept alive by someone else (for instance a memory-mapped database file).
 pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
@@ -132,15 +144,31 @@ impl PlaintextMatrix {
         cols: usize,
         fill: impl Fn(usize, usize, &mut [u8]) + Sync,
     ) -> Self {
+        Self::from_group_fn(rows, cols, row_by_row(fill))
+    }
+
+    /// A `rows x cols` matrix filled in parallel a few rows at a time: `fill(r, c, width,
+    /// digits)` writes rows `r .. r + digits.len() / width` (at most [`GROUP_ROWS`]), columns
+    /// `c .. c + width`, row-major into `digits`. For sources that hold a column's digits
+    /// together, where reading them one row at a time would touch each of them once per row.
+    ///
+    /// # Panics
+    /// If `rows · cols` overflows.
+    pub fn from_group_fn(
+        rows: usize,
+        cols: usize,
+        fill: impl Fn(usize, usize, usize, &mut [u8]) + Sync,
+    ) -> Self {
         Self::from_fn_in_panels(rows, cols, PANEL_COLS, fill)
     }
 
-    /// [`PlaintextMatrix::from_fn`] with panels of `panel_cols` columns (tests use narrow ones).
+    /// [`PlaintextMatrix::from_group_fn`] with panels of `panel_cols` columns (tests use narrow
+    /// ones).
     pub(crate) fn from_fn_in_panels(
         rows: usize,
         cols: usize,
         panel_cols: usize,
-        fill: impl Fn(usize, usize, &mut [u8]) + Sync,
+        fill: impl Fn(usize, usize, usize, &mut [u8]) + Sync,
     ) -> Self {
         assert!(panel_cols > 0, "panel width");
         let mut bytes = LargeBuffer::zeroed(rows.checked_mul(cols).expect("matrix size"));
@@ -156,9 +184,7 @@ impl PlaintextMatrix {
                 .for_each(|(g, group)| {
                     let group_rows = group.len() / width;
                     let mut row_major = vec![0u8; group.len()];
-                    for (i, digits) in row_major.chunks_exact_mut(width).enumerate() {
-                        fill(g * GROUP_ROWS + i, first, digits);
-                    }
+                    fill(g * GROUP_ROWS, first, width, &mut row_major);
                     layout::tile(&row_major, group_rows, width, group);
                 });
         }
@@ -178,9 +204,10 @@ impl PlaintextMatrix {
         panel_cols: usize,
         digits: &[u8],
     ) -> Self {
-        Self::from_fn_in_panels(rows, cols, panel_cols, |r, c, out| {
+        let fill = |r: usize, c: usize, out: &mut [u8]| {
             out.copy_from_slice(&digits[r * cols + c..r * cols + c + out.len()]);
-        })
+        };
+        Self::from_fn_in_panels(rows, cols, panel_cols, row_by_row(fill))
     }
 
     /// Number of rows.

@@ -20,7 +20,11 @@
 
 pub mod fuse;
 
+use obscura_math::layout::GROUP_ROWS;
 use obscura_math::matrix::PlaintextMatrix;
+use obscura_math::memory::{prefetch, LargeBuffer};
+use std::ops::Range;
+
 use obscura_math::pack;
 use rayon::prelude::*;
 use sha2::{Digest as _, Sha256};
@@ -274,47 +278,134 @@ struct Filled<'a, K, V> {
     row_bytes: usize,
 }
 
-impl<K: AsRef<[u8]>, V: AsRef<[u8]>> Filled<'_, K, V> {
+/// Digit rows per block of the fill: the blocks are filled in parallel, each over every key.
+/// Whole groups of the matrix's storage order, so that a group is read from one block.
+const FILL_BLOCK_ROWS: usize = 64;
+const _: () = assert!(FILL_BLOCK_ROWS.is_multiple_of(GROUP_ROWS));
+
+/// How many keys ahead the fill starts loading a key's slots.
+const PREFETCH_KEYS: usize = 16;
+
+impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
     /// The database matrix of `geometry` (one slot per column), filled in reverse
     /// peeling order so that each key's slots and mask sum to its row.
+    ///
+    /// Digit rows are independent of each other, so they are cut into blocks of
+    /// [`FILL_BLOCK_ROWS`], each filled by one task as a slot-major array of its rows.
     fn matrix(&self, geometry: &Geometry) -> PlaintextMatrix {
-        let log_p = geometry.log_p();
-        let width = u32::from(log_p);
-        let p = 1u16 << width;
+        let width = u32::from(geometry.log_p());
         let (rows, size) = (geometry.rows() as usize, geometry.cols() as usize);
-        let arity = self.shape.arity().get();
-        let header = CHECK_BYTES + usize::from(self.length_bytes);
-        // Slot vectors, one per column.
-        let mut slots = vec![0u8; size * rows];
-        let mut row = vec![0u8; self.row_bytes];
-        for &(key, t) in self.order.iter().rev() {
-            let (key, t) = (key as usize, usize::from(t));
-            let value = self.pairs[key].1.as_ref();
-            row.fill(0);
-            row[..CHECK_BYTES].copy_from_slice(&self.digests[key][..CHECK_BYTES]);
-            row[CHECK_BYTES..header].copy_from_slice(
-                &(value.len() as u64).to_le_bytes()[..usize::from(self.length_bytes)],
-            );
-            row[header..header + value.len()].copy_from_slice(value);
-            let digits = pack::pack(&row, width);
-            let positions = self.shape.positions(self.hashes[key]);
-            let target = positions[t] as usize;
-            for (j, &digit) in digits.iter().enumerate().take(rows) {
-                let others = (0..arity).filter(|&u| u != t).fold(0u16, |sum, u| {
-                    sum + u16::from(slots[positions[u] as usize * rows + j])
-                });
-                let mask = u16::from(mask_digit(self.hashes[key], j, log_p));
-                // others + mask ≤ 4(p − 1) < 4p, so adding 4p keeps the difference positive.
-                let wanted = u16::from(digit) + 4 * p - others - mask;
-                slots[target * rows + j] = (wanted % p) as u8;
-            }
-        }
+        // Large buffers (on huge pages where the system has them): keys write all over them.
+        let mut blocks: Vec<LargeBuffer> = (0..rows)
+            .step_by(FILL_BLOCK_ROWS)
+            .map(|first| LargeBuffer::zeroed(size * (rows - first).min(FILL_BLOCK_ROWS)))
+            .collect();
+        blocks
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(b, slots)| self.fill_block(b * FILL_BLOCK_ROWS, width, slots));
         // The matrix of centered digits.
-        PlaintextMatrix::from_fn(rows, size, |r, first, digits| {
-            for (c, entry) in digits.iter_mut().enumerate() {
-                *entry = lwe::centered(slots[(first + c) * rows + r], width);
+        PlaintextMatrix::from_group_fn(rows, size, |r, first, width_cols, digits| {
+            // A group's rows lie in one block, next to each other in each slot's run.
+            let block = &blocks[r / FILL_BLOCK_ROWS];
+            let (stride, j) = (block.len() / size, r % FILL_BLOCK_ROWS);
+            let group_rows = digits.len() / width_cols;
+            for c in 0..width_cols {
+                let run = &block[(first + c) * stride + j..][..group_rows];
+                for (i, &digit) in run.iter().enumerate() {
+                    digits[i * width_cols + c] = lwe::centered(digit, width);
+                }
             }
         })
+    }
+
+    /// Fills digit rows `first ..` of every slot (`slots` is slot-major, one run of the block's
+    /// rows per slot), key by key in reverse peeling order.
+    fn fill_block(&self, first: usize, width: u32, slots: &mut [u8]) {
+        let count = slots.len() / self.shape.size() as usize;
+        let arity = self.shape.arity().get();
+        // p divides 256, so digits are computed with wrapping byte arithmetic, then reduced.
+        let reduce = ((1u16 << width) - 1) as u8;
+        // The row bytes that hold this block's digits, and the stream's end in those bytes.
+        let bytes = first * width as usize / 8
+            ..((first + count) * width as usize)
+                .div_ceil(8)
+                .min(self.row_bytes);
+        let limit = 8 * (self.row_bytes - bytes.start) as u64;
+        let mut window = vec![0u8; bytes.len()];
+        let mut wanted = [0u8; FILL_BLOCK_ROWS];
+        let slot_runs = |key: u32| {
+            let positions = self.shape.positions(self.hashes[key as usize]);
+            positions.map(|slot| slot as usize * count)
+        };
+        let header = CHECK_BYTES + usize::from(self.length_bytes);
+        // Keys come in reverse peeling order, so each one's data lie anywhere in memory and
+        // its own work is too short to wait for them: the pair and hash of the key
+        // 2·PREFETCH_KEYS places ahead start loading, then, PREFETCH_KEYS places ahead, its
+        // slots and value bytes.
+        let ahead = |i: usize, distance: usize| i.checked_sub(distance).map(|k| self.order[k].0);
+        for i in (0..self.order.len()).rev() {
+            if let Some(far) = ahead(i, 2 * PREFETCH_KEYS) {
+                prefetch(&self.pairs[far as usize]);
+                prefetch(&self.hashes[far as usize]);
+                prefetch(&self.digests[far as usize]);
+            }
+            if let Some(near) = ahead(i, PREFETCH_KEYS) {
+                for start in &slot_runs(near)[..arity] {
+                    prefetch(&slots[*start..*start + count]);
+                }
+                let value = self.pairs[near as usize].1.as_ref();
+                if let Some(byte) = value.get(bytes.start.saturating_sub(header)) {
+                    prefetch(byte);
+                }
+            }
+            let (key, t) = self.order[i];
+            let (key, t) = (key as usize, usize::from(t));
+            self.row_bytes_into(key, bytes.clone(), &mut window);
+            let hash = self.hashes[key];
+            // What the key's slot must hold: its row's digits minus its mask and its other
+            // slots (filled already, or never).
+            let wanted = &mut wanted[..count];
+            for (j, digit) in wanted.iter_mut().enumerate() {
+                let offset = (first + j) as u64 * u64::from(width) - 8 * bytes.start as u64;
+                let mask = mask_digit(hash, first + j, width as u8);
+                *digit = pack::digit_at(&window, offset, width, limit).wrapping_sub(mask);
+            }
+            let positions = slot_runs(key as u32);
+            for (u, &other) in positions[..arity].iter().enumerate() {
+                if u != t {
+                    for (digit, &x) in wanted.iter_mut().zip(&slots[other..other + count]) {
+                        *digit = digit.wrapping_sub(x);
+                    }
+                }
+            }
+            for (slot, &digit) in slots[positions[t]..positions[t] + count]
+                .iter_mut()
+                .zip(&*wanted)
+            {
+                *slot = digit & reduce;
+            }
+        }
+    }
+
+    /// Bytes `range` of the row of pair `key` (check ‖ length ‖ value ‖ zero padding).
+    fn row_bytes_into(&self, key: usize, range: Range<usize>, out: &mut [u8]) {
+        out.fill(0);
+        let value = self.pairs[key].1.as_ref();
+        let length = (value.len() as u64).to_le_bytes();
+        let header = CHECK_BYTES + usize::from(self.length_bytes);
+        let parts: [(usize, &[u8]); 3] = [
+            (0, &self.digests[key][..CHECK_BYTES]),
+            (CHECK_BYTES, &length[..usize::from(self.length_bytes)]),
+            (header, value),
+        ];
+        for (start, part) in parts {
+            let (low, high) = (start.max(range.start), (start + part.len()).min(range.end));
+            if low < high {
+                out[low - range.start..high - range.start]
+                    .copy_from_slice(&part[low - start..high - start]);
+            }
+        }
     }
 }
 
@@ -539,5 +630,65 @@ mod tests {
         );
         let failing = vec![Ok(([1u8; 32], vec![5u64, 5, 9]))];
         assert!(peel_with_retries(&shape, failing.into_iter()).is_err());
+    }
+
+    /// Every key's slots and mask sum to its row's digits in every matrix row, at every digit
+    /// width and for both arities, with rows (up to 717 bytes) that span several fill blocks.
+    #[test]
+    fn filled_slots_sum_to_every_row_at_every_width() {
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..300usize)
+            .map(|i| {
+                let value = (0..i * 7 % 700).map(|j| (i * 31 + j * 7) as u8).collect();
+                (i.to_le_bytes().to_vec(), value)
+            })
+            .collect();
+        let digests: Vec<_> = pairs.iter().map(|(k, _)| key_digest(k)).collect();
+        let max_value = pairs.iter().map(|(_, v)| v.len()).max().unwrap();
+        let length_bytes = length_bytes(max_value as u64, false);
+        let row_bytes = CHECK_BYTES + usize::from(length_bytes) + max_value;
+        for arity in [Arity::Three, Arity::Four] {
+            let shape = FuseShape::new(pairs.len() as u64, arity).unwrap();
+            let (hashes, order) = (0..=u8::MAX)
+                .find_map(|s| {
+                    let hashes: Vec<u64> =
+                        digests.iter().map(|d| filter_hash(&[s; 32], d)).collect();
+                    shape.peel(&hashes).map(|order| (hashes, order))
+                })
+                .unwrap();
+            let filled = Filled {
+                pairs: &pairs,
+                digests: &digests,
+                hashes: &hashes,
+                order: &order,
+                shape: &shape,
+                length_bytes,
+                row_bytes,
+            };
+            for log_p in 1..=8u8 {
+                let bytes = shape.size() * row_bytes as u64;
+                let geometry =
+                    Geometry::with_log_p(bytes, row_bytes as u64, Layout::OnePerColumn, log_p)
+                        .unwrap();
+                let matrix = filled.matrix(&geometry);
+                let p = 1i16 << log_p;
+                for (key, (_, value)) in pairs.iter().enumerate() {
+                    let mut row = digests[key][..CHECK_BYTES].to_vec();
+                    row.extend(&(value.len() as u64).to_le_bytes()[..usize::from(length_bytes)]);
+                    row.extend(value);
+                    row.resize(row_bytes, 0);
+                    let digits = pack::pack(&row, u32::from(log_p));
+                    assert_eq!(digits.len(), matrix.rows());
+                    let slots = &shape.positions(hashes[key])[..arity.get()];
+                    for (j, &digit) in digits.iter().enumerate() {
+                        let sum = slots
+                            .iter()
+                            .map(|&c| i16::from(matrix.get(j, c as usize) as i8))
+                            .sum::<i16>()
+                            + i16::from(mask_digit(hashes[key], j, log_p));
+                        assert_eq!(sum.rem_euclid(p), i16::from(digit), "{arity:?} 2^{log_p}");
+                    }
+                }
+            }
+        }
     }
 }
