@@ -278,10 +278,11 @@ struct Filled<'a, K, V> {
     row_bytes: usize,
 }
 
-/// Digit rows per block of the fill: the blocks are filled in parallel, each over every key.
-/// Whole groups of the matrix's storage order, so that a group is read from one block.
-const FILL_BLOCK_ROWS: usize = 64;
-const _: () = assert!(FILL_BLOCK_ROWS.is_multiple_of(GROUP_ROWS));
+/// The most digit rows per block of the fill (see [`Filled::matrix`]), the number a build uses:
+/// each block reads every key's pair again, from anywhere in memory, so fewer and larger blocks
+/// cost less (smaller ones measured slower even where they gave each thread more blocks).
+const MAX_FILL_BLOCK_ROWS: usize = 64;
+const _: () = assert!(MAX_FILL_BLOCK_ROWS.is_multiple_of(GROUP_ROWS));
 
 /// How many keys ahead the fill starts loading a key's slots.
 const PREFETCH_KEYS: usize = 16;
@@ -290,25 +291,31 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
     /// The database matrix of `geometry` (one slot per column), filled in reverse
     /// peeling order so that each key's slots and mask sum to its row.
     ///
-    /// Digit rows are independent of each other, so they are cut into blocks of
-    /// [`FILL_BLOCK_ROWS`], each filled by one task as a slot-major array of its rows.
-    fn matrix(&self, geometry: &Geometry) -> PlaintextMatrix {
+    /// Digit rows are independent of each other, so they are cut into blocks of `block_rows`
+    /// (whole groups of the matrix's storage order, so that a group is read from one block; at
+    /// most [`MAX_FILL_BLOCK_ROWS`]), each filled by one task as a slot-major array of its rows.
+    fn matrix(&self, geometry: &Geometry, block_rows: usize) -> PlaintextMatrix {
+        assert!(
+            block_rows.is_multiple_of(GROUP_ROWS)
+                && (1..=MAX_FILL_BLOCK_ROWS).contains(&block_rows),
+            "fill block"
+        );
         let width = u32::from(geometry.log_p());
         let (rows, size) = (geometry.rows() as usize, geometry.cols() as usize);
         // Large buffers (on huge pages where the system has them): keys write all over them.
         let mut blocks: Vec<LargeBuffer> = (0..rows)
-            .step_by(FILL_BLOCK_ROWS)
-            .map(|first| LargeBuffer::zeroed(size * (rows - first).min(FILL_BLOCK_ROWS)))
+            .step_by(block_rows)
+            .map(|first| LargeBuffer::zeroed(size * (rows - first).min(block_rows)))
             .collect();
         blocks
             .par_iter_mut()
             .enumerate()
-            .for_each(|(b, slots)| self.fill_block(b * FILL_BLOCK_ROWS, width, slots));
+            .for_each(|(b, slots)| self.fill_block(b * block_rows, width, slots));
         // The matrix of centered digits.
         PlaintextMatrix::from_group_fn(rows, size, |r, first, width_cols, digits| {
             // A group's rows lie in one block, next to each other in each slot's run.
-            let block = &blocks[r / FILL_BLOCK_ROWS];
-            let (stride, j) = (block.len() / size, r % FILL_BLOCK_ROWS);
+            let block = &blocks[r / block_rows];
+            let (stride, j) = (block.len() / size, r % block_rows);
             let group_rows = digits.len() / width_cols;
             for c in 0..width_cols {
                 let run = &block[(first + c) * stride + j..][..group_rows];
@@ -333,7 +340,7 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
                 .min(self.row_bytes);
         let limit = 8 * (self.row_bytes - bytes.start) as u64;
         let mut window = vec![0u8; bytes.len()];
-        let mut wanted = [0u8; FILL_BLOCK_ROWS];
+        let mut wanted = [0u8; MAX_FILL_BLOCK_ROWS];
         let slot_runs = |key: u32| {
             let positions = self.shape.positions(self.hashes[key as usize]);
             positions.map(|slot| slot as usize * count)
@@ -481,7 +488,7 @@ impl KeywordServer {
         let encoded = lwe::encode_with_largest_p(options.params, planned, largest, |log_p| {
             let geometry =
                 Geometry::with_log_p(slots * row_bytes, row_bytes, Layout::OnePerColumn, log_p)?;
-            let database = filled.matrix(&geometry);
+            let database = filled.matrix(&geometry, MAX_FILL_BLOCK_ROWS);
             Ok((geometry, database))
         })?;
         let lwe_options = SetupOptions {
@@ -633,7 +640,8 @@ mod tests {
     }
 
     /// Every key's slots and mask sum to its row's digits in every matrix row, at every digit
-    /// width and for both arities, with rows (up to 717 bytes) that span several fill blocks.
+    /// width and for both arities, with rows (up to 717 bytes) cut into fill blocks of 4, 12 or
+    /// 64 rows (blocks that start inside a byte of the row included).
     #[test]
     fn filled_slots_sum_to_every_row_at_every_width() {
         let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..300usize)
@@ -669,7 +677,8 @@ mod tests {
                 let geometry =
                     Geometry::with_log_p(bytes, row_bytes as u64, Layout::OnePerColumn, log_p)
                         .unwrap();
-                let matrix = filled.matrix(&geometry);
+                let block_rows = [4, 12, 64][usize::from(log_p) % 3];
+                let matrix = filled.matrix(&geometry, block_rows);
                 let p = 1i16 << log_p;
                 for (key, (_, value)) in pairs.iter().enumerate() {
                     let mut row = digests[key][..CHECK_BYTES].to_vec();
