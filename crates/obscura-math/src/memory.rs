@@ -83,14 +83,14 @@ pub fn prefetch<T: ?Sized>(value: &T) {
         let first_line = start as usize / CACHE_LINE;
         let lines = (start as usize + len - 1) / CACHE_LINE - first_line + 1;
         for line in 0..lines {
-            // The first byte of `value` in each line it touches.
+            // The first byte of `value` in each line it touches (its only byte, zero-sized).
             let offset = (line * CACHE_LINE).saturating_sub(start as usize % CACHE_LINE);
             #[allow(unsafe_code)]
-            // SAFETY: `offset < len` lies inside `value`, a live reference; a prefetch neither
-            // faults nor changes memory.
+            // SAFETY: `offset < len`, so the address lies inside `value`, a live reference (or
+            // is its own address, zero-sized); a prefetch neither faults nor changes memory.
             unsafe {
                 std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    start.add(offset.min(len - 1)).cast(),
+                    start.add(offset).cast(),
                 );
             }
         }

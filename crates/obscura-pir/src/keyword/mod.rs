@@ -20,11 +20,11 @@
 
 pub mod fuse;
 
+use std::ops::Range;
+
 use obscura_math::layout::GROUP_ROWS;
 use obscura_math::matrix::PlaintextMatrix;
 use obscura_math::memory::{prefetch, LargeBuffer};
-use std::ops::Range;
-
 use obscura_math::pack;
 use rayon::prelude::*;
 use sha2::{Digest as _, Sha256};
@@ -366,8 +366,7 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
                     prefetch(byte);
                 }
             }
-            let (key, t) = self.order[i];
-            let (key, t) = (key as usize, usize::from(t));
+            let (key, t) = (self.order[i].0 as usize, usize::from(self.order[i].1));
             self.row_bytes_into(key, bytes.clone(), &mut window);
             let hash = self.hashes[key];
             // What the key's slot must hold: its row's digits minus its mask and its other
@@ -378,7 +377,7 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
                 let mask = mask_digit(hash, first + j, width as u8);
                 *digit = pack::digit_at(&window, offset, width, limit).wrapping_sub(mask);
             }
-            let positions = slot_runs(key as u32);
+            let positions = slot_runs(self.order[i].0);
             for (u, &other) in positions[..arity].iter().enumerate() {
                 if u != t {
                     for (digit, &x) in wanted.iter_mut().zip(&slots[other..other + count]) {
