@@ -30,7 +30,7 @@ pub fn values_with_bar(
     })
 }
 
-/// Sets up a keyword database with a progress bar over the hint product.
+/// Sets up a keyword database with a progress bar over the fill, then the hint product.
 pub fn keyword_with_bar(
     pairs: &[(Vec<u8>, Vec<u8>)],
     options: KeywordOptions,
@@ -63,7 +63,8 @@ pub fn bar() -> ProgressBar {
     bar
 }
 
-/// Runs `setup` with a progress bar labelled `message` that its progress callback advances.
+/// Runs `setup` with a progress bar labelled `message` that its progress callback advances; a
+/// new total starts the bar (and its time estimate) again, for setups of several steps.
 fn with_bar<S>(
     message: &'static str,
     setup: impl FnOnce(&(dyn Fn(u64, u64) + Sync)) -> Result<S, PirError>,
@@ -71,7 +72,10 @@ fn with_bar<S>(
     let bar = bar();
     bar.set_message(message);
     let server = setup(&|done, total| {
-        bar.set_length(total);
+        if bar.length() != Some(total) {
+            bar.reset();
+            bar.set_length(total);
+        }
         bar.set_position(done);
     });
     bar.finish_and_clear();

@@ -21,6 +21,7 @@
 pub mod fuse;
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use obscura_math::layout::GROUP_ROWS;
 use obscura_math::matrix::PlaintextMatrix;
@@ -287,6 +288,9 @@ const _: () = assert!(MAX_FILL_BLOCK_ROWS.is_multiple_of(GROUP_ROWS));
 /// How many keys ahead the fill starts loading a key's slots.
 const PREFETCH_KEYS: usize = 16;
 
+/// Keys a fill block goes through between progress reports.
+const PROGRESS_KEYS: usize = 1 << 16;
+
 impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
     /// The database matrix of `geometry` (one slot per column), filled in reverse
     /// peeling order so that each key's slots and mask sum to its row.
@@ -294,7 +298,14 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
     /// Digit rows are independent of each other, so they are cut into blocks of `block_rows`
     /// (whole groups of the matrix's storage order, so that a group is read from one block; at
     /// most [`MAX_FILL_BLOCK_ROWS`]), each filled by one task as a slot-major array of its rows.
-    fn matrix(&self, geometry: &Geometry, block_rows: usize) -> PlaintextMatrix {
+    ///
+    /// `progress(done, total)` counts keys times blocks filled.
+    fn matrix(
+        &self,
+        geometry: &Geometry,
+        block_rows: usize,
+        progress: &(dyn Fn(u64, u64) + Sync),
+    ) -> PlaintextMatrix {
         assert!(
             block_rows.is_multiple_of(GROUP_ROWS)
                 && (1..=MAX_FILL_BLOCK_ROWS).contains(&block_rows),
@@ -302,15 +313,19 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
         );
         let width = u32::from(geometry.log_p());
         let (rows, size) = (geometry.rows() as usize, geometry.cols() as usize);
+        let total = self.order.len() as u64 * rows.div_ceil(block_rows) as u64;
+        let filled = AtomicU64::new(0);
         // Large buffers (on huge pages where the system has them): keys write all over them.
         let mut blocks: Vec<LargeBuffer> = (0..rows)
             .step_by(block_rows)
             .map(|first| LargeBuffer::zeroed(size * (rows - first).min(block_rows)))
             .collect();
-        blocks
-            .par_iter_mut()
-            .enumerate()
-            .for_each(|(b, slots)| self.fill_block(b * block_rows, width, slots));
+        blocks.par_iter_mut().enumerate().for_each(|(b, slots)| {
+            self.fill_block(b * block_rows, width, slots, &|keys| {
+                let done = filled.fetch_add(keys, Ordering::Relaxed) + keys;
+                progress(done, total);
+            });
+        });
         // The matrix of centered digits.
         PlaintextMatrix::from_group_fn(rows, size, |r, first, width_cols, digits| {
             // A group's rows lie in one block, next to each other in each slot's run.
@@ -327,8 +342,9 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
     }
 
     /// Fills digit rows `first ..` of every slot (`slots` is slot-major, one run of the block's
-    /// rows per slot), key by key in reverse peeling order.
-    fn fill_block(&self, first: usize, width: u32, slots: &mut [u8]) {
+    /// rows per slot), key by key in reverse peeling order, telling `filled` how many keys it
+    /// has done every [`PROGRESS_KEYS`] keys and at the end.
+    fn fill_block(&self, first: usize, width: u32, slots: &mut [u8], filled: &dyn Fn(u64)) {
         let count = slots.len() / self.shape.size() as usize;
         let arity = self.shape.arity().get();
         // p divides 256, so digits are computed with wrapping byte arithmetic, then reduced.
@@ -351,6 +367,7 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
         // 2·PREFETCH_KEYS places ahead start loading, then, PREFETCH_KEYS places ahead, its
         // slots and value bytes.
         let ahead = |i: usize, distance: usize| i.checked_sub(distance).map(|k| self.order[k].0);
+        let mut unreported = 0;
         for i in (0..self.order.len()).rev() {
             if let Some(far) = ahead(i, 2 * PREFETCH_KEYS) {
                 prefetch(&self.pairs[far as usize]);
@@ -391,6 +408,11 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
             {
                 *slot = digit & reduce;
             }
+            unreported += 1;
+            if unreported == PROGRESS_KEYS || i == 0 {
+                filled(unreported as u64);
+                unreported = 0;
+            }
         }
     }
 
@@ -424,6 +446,10 @@ pub struct KeywordServer {
 impl KeywordServer {
     /// Builds the database of `pairs` (keys of any length, values of any length, empty ones
     /// included). Duplicate keys are refused, naming the key.
+    ///
+    /// `progress(done, total)` follows the two long steps in turn, each counting from zero:
+    /// filling the slots (keys times blocks of digit rows, from several threads) and then the
+    /// hint product (columns).
     pub fn setup<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
         pairs: &[(K, V)],
         options: KeywordOptions,
@@ -487,7 +513,7 @@ impl KeywordServer {
         let encoded = lwe::encode_with_largest_p(options.params, planned, largest, |log_p| {
             let geometry =
                 Geometry::with_log_p(slots * row_bytes, row_bytes, Layout::OnePerColumn, log_p)?;
-            let database = filled.matrix(&geometry, MAX_FILL_BLOCK_ROWS);
+            let database = filled.matrix(&geometry, MAX_FILL_BLOCK_ROWS, progress);
             Ok((geometry, database))
         })?;
         let lwe_options = SetupOptions {
@@ -677,7 +703,14 @@ mod tests {
                     Geometry::with_log_p(bytes, row_bytes as u64, Layout::OnePerColumn, log_p)
                         .unwrap();
                 let block_rows = [4, 12, 64][usize::from(log_p) % 3];
-                let matrix = filled.matrix(&geometry, block_rows);
+                let reported = std::sync::Mutex::new((0, 0));
+                let matrix = filled.matrix(&geometry, block_rows, &|done, total| {
+                    let mut reported = reported.lock().unwrap();
+                    *reported = (reported.0.max(done), total);
+                });
+                let blocks = matrix.rows().div_ceil(block_rows) as u64;
+                let all = pairs.len() as u64 * blocks;
+                assert_eq!(reported.into_inner().unwrap(), (all, all));
                 let p = 1i16 << log_p;
                 for (key, (_, value)) in pairs.iter().enumerate() {
                     let mut row = digests[key][..CHECK_BYTES].to_vec();
