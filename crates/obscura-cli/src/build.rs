@@ -207,7 +207,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
                     params: args.engine.params,
                     matrix: args.engine.matrix,
                 };
-                progress::keyword_with_bar(pairs, options, message)?.into()
+                progress::keyword_with_bar(pairs, options)?.into()
             }
         })
     })?;

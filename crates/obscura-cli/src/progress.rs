@@ -1,5 +1,7 @@
 //! Progress bars for long steps (drawn on stderr, hidden when it is not a terminal).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use indicatif::{ProgressBar, ProgressStyle};
 use obscura_pir::batch::merkle::MerkleTree;
 use obscura_pir::batch::treepir::TreePirServer;
@@ -34,9 +36,8 @@ pub fn values_with_bar(
 pub fn keyword_with_bar(
     pairs: &[(Vec<u8>, Vec<u8>)],
     options: KeywordOptions,
-    message: &'static str,
 ) -> Result<KeywordServer, PirError> {
-    with_bar(message, |progress| {
+    with_bars(&["filling the slots", "computing the hint"], |progress| {
         KeywordServer::setup(pairs, options, progress)
     })
 }
@@ -63,16 +64,29 @@ pub fn bar() -> ProgressBar {
     bar
 }
 
-/// Runs `setup` with a progress bar labelled `message` that its progress callback advances; a
-/// new total starts the bar (and its time estimate) again, for setups of several steps.
+/// Runs `setup` with a progress bar labelled `message` that its progress callback advances.
 fn with_bar<S>(
-    message: &'static str,
+    message: &str,
+    setup: impl FnOnce(&(dyn Fn(u64, u64) + Sync)) -> Result<S, PirError>,
+) -> Result<S, PirError> {
+    with_bars(&[message], setup)
+}
+
+/// [`with_bar`] for a setup of several steps, each reported from zero to its own total: a new
+/// total starts the bar (and its time estimate) again, labelled with the next of `steps`.
+fn with_bars<S>(
+    steps: &[&str],
     setup: impl FnOnce(&(dyn Fn(u64, u64) + Sync)) -> Result<S, PirError>,
 ) -> Result<S, PirError> {
     let bar = bar();
-    bar.set_message(message);
+    let step = AtomicUsize::new(0);
+    bar.set_message(steps[0].to_string());
     let server = setup(&|done, total| {
         if bar.length() != Some(total) {
+            if bar.length() != Some(0) {
+                let next = (step.fetch_add(1, Ordering::Relaxed) + 1).min(steps.len() - 1);
+                bar.set_message(steps[next].to_string());
+            }
             bar.reset();
             bar.set_length(total);
         }

@@ -66,7 +66,7 @@ pub fn run(
         let (server, setup_seconds) = timed(|| {
             pools
                 .all
-                .install(|| progress::keyword_with_bar(&pairs, options, "server setup"))
+                .install(|| progress::keyword_with_bar(&pairs, options))
         });
         let server = server?;
         let setup_bytes = server.public_setup().to_bytes();
