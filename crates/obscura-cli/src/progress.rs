@@ -82,8 +82,10 @@ fn with_bars<S>(
     let step = AtomicUsize::new(0);
     bar.set_message(steps[0].to_string());
     let server = setup(&|done, total| {
-        if bar.length() != Some(total) {
-            if bar.length() != Some(0) {
+        // Read once: blocks of one step report from several threads.
+        let length = bar.length();
+        if length != Some(total) {
+            if length != Some(0) {
                 let next = (step.fetch_add(1, Ordering::Relaxed) + 1).min(steps.len() - 1);
                 bar.set_message(steps[next].to_string());
             }
