@@ -72,8 +72,9 @@ fn with_bar<S>(
     with_bars(&[message], setup)
 }
 
-/// [`with_bar`] for a setup of several steps, each reported from zero to its own total: a new
-/// total starts the bar (and its time estimate) again, labelled with the next of `steps`.
+/// [`with_bar`] for a setup of several steps, each reported from zero to its own total (each
+/// step's total differs from the one before): a new total starts the bar (and its time
+/// estimate) again, labelled with the next of `steps`.
 fn with_bars<S>(
     steps: &[&str],
     setup: impl FnOnce(&(dyn Fn(u64, u64) + Sync)) -> Result<S, PirError>,
@@ -82,7 +83,6 @@ fn with_bars<S>(
     let step = AtomicUsize::new(0);
     bar.set_message(steps[0].to_string());
     let server = setup(&|done, total| {
-        // Read once: blocks of one step report from several threads.
         let length = bar.length();
         if length != Some(total) {
             if length != Some(0) {

@@ -81,7 +81,7 @@ pub fn prefetch<T: ?Sized>(value: &T) {
         let start = (value as *const T).cast::<u8>();
         let len = std::mem::size_of_val(value).max(1);
         let first_line = start as usize / CACHE_LINE;
-        let lines = (start as usize + len - 1) / CACHE_LINE - first_line + 1;
+        let lines = (start as usize + (len - 1)) / CACHE_LINE - first_line + 1;
         for line in 0..lines {
             // The first byte of `value` in each line it touches (its only byte, zero-sized).
             let offset = (line * CACHE_LINE).saturating_sub(start as usize % CACHE_LINE);

@@ -21,7 +21,7 @@
 pub mod fuse;
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use obscura_math::layout::GROUP_ROWS;
 use obscura_math::matrix::PlaintextMatrix;
@@ -299,7 +299,7 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
     /// (whole groups of the matrix's storage order, so that a group is read from one block; at
     /// most [`MAX_FILL_BLOCK_ROWS`]), each filled by one task as a slot-major array of its rows.
     ///
-    /// `progress(done, total)` counts keys times blocks filled.
+    /// `progress(done, total)` counts the keys filled in every block (`total` is the key count).
     fn matrix(
         &self,
         geometry: &Geometry,
@@ -313,17 +313,22 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
         );
         let width = u32::from(geometry.log_p());
         let (rows, size) = (geometry.rows() as usize, geometry.cols() as usize);
-        let total = self.order.len() as u64 * rows.div_ceil(block_rows) as u64;
-        let filled = AtomicU64::new(0);
+        // Progress counts keys (keys times blocks done, over the blocks), the same total at
+        // every digit width; reports are serialized so that they only grow.
+        let (keys, blocks_count) = (self.order.len() as u64, rows.div_ceil(block_rows) as u64);
+        let filled = Mutex::new(0u64);
         // Large buffers (on huge pages where the system has them): keys write all over them.
         let mut blocks: Vec<LargeBuffer> = (0..rows)
             .step_by(block_rows)
             .map(|first| LargeBuffer::zeroed(size * (rows - first).min(block_rows)))
             .collect();
         blocks.par_iter_mut().enumerate().for_each(|(b, slots)| {
-            self.fill_block(b * block_rows, width, slots, &|keys| {
-                let done = filled.fetch_add(keys, Ordering::Relaxed) + keys;
-                progress(done, total);
+            self.fill_block(b * block_rows, width, slots, &|done_here| {
+                let mut done = filled
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                *done += done_here;
+                progress(*done / blocks_count, keys);
             });
         });
         // The matrix of centered digits.
@@ -361,7 +366,7 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
             let positions = self.shape.positions(self.hashes[key as usize]);
             positions.map(|slot| slot as usize * count)
         };
-        let header = CHECK_BYTES + usize::from(self.length_bytes);
+        let header = self.header();
         // Keys come in reverse peeling order, so each one's data lie anywhere in memory and
         // its own work is too short to wait for them: the pair and hash of the key
         // 2·PREFETCH_KEYS places ahead start loading, then, PREFETCH_KEYS places ahead, its
@@ -379,9 +384,8 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
                     prefetch(&slots[*start..*start + count]);
                 }
                 let value = self.pairs[near as usize].1.as_ref();
-                if let Some(byte) = value.get(bytes.start.saturating_sub(header)) {
-                    prefetch(byte);
-                }
+                let part = |at: usize| at.saturating_sub(header).min(value.len());
+                prefetch(&value[part(bytes.start)..part(bytes.end)]);
             }
             let (key, t) = (self.order[i].0 as usize, usize::from(self.order[i].1));
             self.row_bytes_into(key, bytes.clone(), &mut window);
@@ -416,12 +420,17 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
         }
     }
 
+    /// Bytes of a row before its value: the check and the length.
+    fn header(&self) -> usize {
+        CHECK_BYTES + usize::from(self.length_bytes)
+    }
+
     /// Bytes `range` of the row of pair `key` (check ‖ length ‖ value ‖ zero padding).
     fn row_bytes_into(&self, key: usize, range: Range<usize>, out: &mut [u8]) {
         out.fill(0);
         let value = self.pairs[key].1.as_ref();
         let length = (value.len() as u64).to_le_bytes();
-        let header = CHECK_BYTES + usize::from(self.length_bytes);
+        let header = self.header();
         let parts: [(usize, &[u8]); 3] = [
             (0, &self.digests[key][..CHECK_BYTES]),
             (CHECK_BYTES, &length[..usize::from(self.length_bytes)]),
@@ -447,9 +456,9 @@ impl KeywordServer {
     /// Builds the database of `pairs` (keys of any length, values of any length, empty ones
     /// included). Duplicate keys are refused, naming the key.
     ///
-    /// `progress(done, total)` follows the two long steps in turn, each counting from zero:
-    /// filling the slots (keys times blocks of digit rows, from several threads) and then the
-    /// hint product (columns).
+    /// `progress(done, total)` follows the two long steps in turn, each counting from zero up to
+    /// its own total: filling the slots (keys; the total is the key count) and then the hint
+    /// product (columns; the total is the slot count, always larger than the key count).
     pub fn setup<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
         pairs: &[(K, V)],
         options: KeywordOptions,
@@ -708,9 +717,8 @@ mod tests {
                     let mut reported = reported.lock().unwrap();
                     *reported = (reported.0.max(done), total);
                 });
-                let blocks = matrix.rows().div_ceil(block_rows) as u64;
-                let all = pairs.len() as u64 * blocks;
-                assert_eq!(reported.into_inner().unwrap(), (all, all));
+                let keys = pairs.len() as u64;
+                assert_eq!(reported.into_inner().unwrap(), (keys, keys));
                 let p = 1i16 << log_p;
                 for (key, (_, value)) in pairs.iter().enumerate() {
                     let mut row = digests[key][..CHECK_BYTES].to_vec();
