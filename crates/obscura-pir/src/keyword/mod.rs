@@ -57,6 +57,11 @@ fn length_bytes(max_value: u64, uniform: bool) -> u8 {
     }
 }
 
+/// Bytes of a row before the value: the check, then a length of `length_bytes` bytes.
+fn row_header(length_bytes: u8) -> usize {
+    CHECK_BYTES + usize::from(length_bytes)
+}
+
 /// The 32-byte digest of a key (SHA-256, domain-separated).
 pub fn key_digest(key: &[u8]) -> [u8; DIGEST_BYTES] {
     let mut hash = Sha256::new();
@@ -206,7 +211,7 @@ impl KeywordSetup {
 
     /// Bytes of a row before the value: the check and the length.
     fn row_header(&self) -> usize {
-        CHECK_BYTES + usize::from(self.length_bytes)
+        row_header(self.length_bytes)
     }
 
     /// The encoded setup: the filter parameters, then the LWE setup.
@@ -366,7 +371,7 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
             let positions = self.shape.positions(self.hashes[key as usize]);
             positions.map(|slot| slot as usize * count)
         };
-        let header = self.header();
+        let header = row_header(self.length_bytes);
         // Keys come in reverse peeling order, so each one's data lie anywhere in memory and
         // its own work is too short to wait for them: the pair and hash of the key
         // 2·PREFETCH_KEYS places ahead start loading, then, PREFETCH_KEYS places ahead, its
@@ -420,17 +425,12 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
         }
     }
 
-    /// Bytes of a row before its value: the check and the length.
-    fn header(&self) -> usize {
-        CHECK_BYTES + usize::from(self.length_bytes)
-    }
-
     /// Bytes `range` of the row of pair `key` (check ‖ length ‖ value ‖ zero padding).
     fn row_bytes_into(&self, key: usize, range: Range<usize>, out: &mut [u8]) {
         out.fill(0);
         let value = self.pairs[key].1.as_ref();
         let length = (value.len() as u64).to_le_bytes();
-        let header = self.header();
+        let header = row_header(self.length_bytes);
         let parts: [(usize, &[u8]); 3] = [
             (0, &self.digests[key][..CHECK_BYTES]),
             (CHECK_BYTES, &length[..usize::from(self.length_bytes)]),
@@ -490,7 +490,7 @@ impl KeywordServer {
         let lengths = || pairs.iter().map(|(_, v)| v.as_ref().len());
         let max_value = lengths().max().unwrap_or(0);
         let length_bytes = length_bytes(max_value as u64, lengths().all(|l| l == max_value));
-        let row_bytes = (CHECK_BYTES + usize::from(length_bytes) + max_value) as u64;
+        let row_bytes = (row_header(length_bytes) + max_value) as u64;
         let attempts = std::iter::repeat_with(|| {
             let mut seed = [0u8; 32];
             getrandom::getrandom(&mut seed).map_err(obscura_math::sample::RngError)?;
@@ -687,7 +687,7 @@ mod tests {
         let digests: Vec<_> = pairs.iter().map(|(k, _)| key_digest(k)).collect();
         let max_value = pairs.iter().map(|(_, v)| v.len()).max().unwrap();
         let length_bytes = length_bytes(max_value as u64, false);
-        let row_bytes = CHECK_BYTES + usize::from(length_bytes) + max_value;
+        let row_bytes = row_header(length_bytes) + max_value;
         for arity in [Arity::Three, Arity::Four] {
             let shape = FuseShape::new(pairs.len() as u64, arity).unwrap();
             let (hashes, order) = (0..=u8::MAX)
