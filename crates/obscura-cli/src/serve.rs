@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use obscura_server::catalog::Catalog;
-use obscura_server::service::{self, ServiceConfig};
+use obscura_server::catalog::{Catalog, Entry};
+use obscura_server::service::{self, Databases, ServiceConfig};
 
 use crate::threads;
 
@@ -34,34 +34,12 @@ pub struct ServeArgs {
     threads: Option<usize>,
 }
 
-/// Runs `obscura serve` until ctrl-c or SIGTERM.
+/// Runs `obscura serve` until ctrl-c or SIGTERM; SIGHUP reloads the database files.
 pub fn run(args: ServeArgs) -> Result<()> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads::count(args.threads)?)
         .build_global()
         .context("cannot start the thread pool")?;
-    let catalog = Catalog::open(&args.databases)?;
-    for entry in catalog.entries() {
-        let info = &entry.info;
-        let per_lookup = match info.height {
-            Some(h) => {
-                eprintln!(
-                    "{}: Merkle tree of {} leaves, height {h}, public setup {} B, a proof is {h} queries ({} B) and {h} answers ({} B)",
-                    info.name, info.records, info.hint_bytes, info.query_bytes, info.answer_bytes
-                );
-                continue;
-            }
-            None => info.params.as_ref().map_or(0, |p| p.records_per_column),
-        };
-        let items = match info.kind.as_str() {
-            "keyword" => format!("{} keys, rows of", info.records),
-            _ => format!("{} records of", info.records),
-        };
-        eprintln!(
-            "{}: {} database, {items} {} B, {per_lookup} per column, public setup {} B, query {} B, answer {} B",
-            info.name, info.kind, info.record_bytes, info.hint_bytes, info.query_bytes, info.answer_bytes
-        );
-    }
     let config = ServiceConfig {
         max_concurrent: args.max_concurrent.max(1),
         batch_window: Duration::from_millis(args.batch_window_ms),
@@ -70,23 +48,107 @@ pub fn run(args: ServeArgs) -> Result<()> {
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
+        // The port first: a taken port is reported before any database is loaded.
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .with_context(|| format!("cannot listen on {}", args.listen))?;
+        let paths = args.databases.clone();
+        let catalog = tokio::task::spawn_blocking(move || Catalog::open(&paths))
+            .await
+            .context("loading the databases stopped")??;
+        for entry in catalog.entries() {
+            describe(entry);
+        }
         eprintln!(
-            "serving on http://{} (ctrl-c to stop)",
+            "serving on http://{} (ctrl-c to stop, SIGHUP to reload the files)",
             listener.local_addr()?
         );
         let limits = config.connections;
-        service::serve(
-            listener,
-            service::router(catalog, config),
-            limits,
-            service::shutdown_signal(),
-        )
-        .await
-        .context("the server failed")
+        let (router, databases) = service::router_with_databases(catalog, config);
+        tokio::spawn(reload_on_hangup(databases, args.databases.clone()));
+        service::serve(listener, router, limits, service::shutdown_signal())
+            .await
+            .context("the server failed")
     })?;
     eprintln!("stopped");
     Ok(())
 }
+
+/// Prints what a served database is and how big its messages are, and warns when nothing
+/// guards its file against changes in place.
+fn describe(entry: &Entry) {
+    let info = &entry.info;
+    if let Some(reason) = entry.file.as_ref().and_then(|f| f.unguarded()) {
+        eprintln!(
+            "warning: {}: no read lease on its file ({reason}): change it only by renaming a new file over it",
+            info.name
+        );
+    }
+    if let Some(h) = info.height {
+        eprintln!(
+            "{}: Merkle tree of {} leaves, height {h}, public setup {} B, a proof is {h} queries ({} B) and {h} answers ({} B)",
+            info.name, info.records, info.hint_bytes, info.query_bytes, info.answer_bytes
+        );
+        return;
+    }
+    let per_lookup = info.params.as_ref().map_or(0, |p| p.records_per_column);
+    let items = match info.kind.as_str() {
+        "keyword" => format!("{} keys, rows of", info.records),
+        _ => format!("{} records of", info.records),
+    };
+    eprintln!(
+        "{}: {} database, {items} {} B, {per_lookup} per column, public setup {} B, query {} B, answer {} B",
+        info.name, info.kind, info.record_bytes, info.hint_bytes, info.query_bytes, info.answer_bytes
+    );
+}
+
+/// Reloads the database files on every SIGHUP: files that changed (renamed over, or changed in
+/// place) are loaded again and served from then on; requests in flight finish on the old ones.
+#[cfg(unix)]
+async fn reload_on_hangup(databases: Databases, paths: Vec<PathBuf>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+        eprintln!("warning: cannot listen for SIGHUP: the files are not reloaded");
+        return;
+    };
+    while hangups.recv().await.is_some() {
+        let (current, paths) = (databases.catalog(), paths.clone());
+        let reloaded = tokio::task::spawn_blocking(move || current.reload(&paths)).await;
+        match reloaded {
+            Ok(Ok((catalog, failures))) => {
+                for failure in failures {
+                    eprintln!("error: not reloaded, still serving the previous version: {failure}");
+                }
+                let changed: Vec<&str> = catalog
+                    .entries()
+                    .filter(|e| {
+                        databases
+                            .catalog()
+                            .get(&e.name)
+                            .is_none_or(|old| !std::sync::Arc::ptr_eq(old, e))
+                    })
+                    .map(|e| e.name.as_str())
+                    .collect();
+                eprintln!(
+                    "reloaded: {}",
+                    if changed.is_empty() {
+                        "no database changed".to_string()
+                    } else {
+                        format!("new version of {}", changed.join(", "))
+                    }
+                );
+                for entry in catalog.entries() {
+                    if changed.contains(&entry.name.as_str()) {
+                        describe(entry);
+                    }
+                }
+                databases.replace(catalog);
+            }
+            Ok(Err(error)) => eprintln!("error: reload failed, still serving as before: {error}"),
+            Err(_) => eprintln!("error: the reload stopped, still serving as before"),
+        }
+    }
+}
+
+#[cfg(not(unix))]
+async fn reload_on_hangup(_databases: Databases, _paths: Vec<PathBuf>) {}

@@ -2,12 +2,12 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, RwLockReadGuard};
 
 use obscura_pir::lwe::{Answer, PublicSetup, Query};
 use serde::Serialize;
 
-use crate::store::{self, Database, StoreError};
+use crate::store::{self, Database, FileChanged, ServedFile, StoreError};
 
 /// One served database.
 pub struct Entry {
@@ -21,6 +21,9 @@ pub struct Entry {
     pub etag: String,
     /// What `GET /v1/databases` says about it.
     pub info: DatabaseInfo,
+    /// The file it is served from, guarded against changes in place (none for a database
+    /// that lives in memory).
+    pub file: Option<Arc<ServedFile>>,
 }
 
 /// The JSON description of a database.
@@ -121,7 +124,14 @@ impl Entry {
             setup_bytes,
             etag: format!("\"{digest}\""),
             info,
+            file: None,
         }
+    }
+
+    /// Permission to read the database's matrices for one answer (see [`ServedFile::reader`]);
+    /// always granted to a database in memory.
+    pub fn reader(&self) -> Result<Option<RwLockReadGuard<'_, bool>>, FileChanged> {
+        self.file.as_deref().map(ServedFile::reader).transpose()
     }
 }
 
@@ -148,20 +158,58 @@ pub enum CatalogError {
 }
 
 impl Catalog {
-    /// Loads and verifies each database file; a database is named after its file stem.
+    /// Loads and verifies each database file for serving ([`store::open_served`]); a database
+    /// is named after its file stem.
     pub fn open(paths: &[impl AsRef<Path>]) -> Result<Self, CatalogError> {
         let mut catalog = Self::default();
         for path in paths {
             let path = path.as_ref();
-            let name = path
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .filter(|s| valid_name(s))
-                .ok_or_else(|| CatalogError::BadName(path.display().to_string()))?
-                .to_string();
-            catalog.insert(name, store::read_database(path)?)?;
+            let name = name_of(path)?;
+            let (database, file) = store::open_served(path)?;
+            catalog.insert_entry(Entry {
+                file: Some(file),
+                ..Entry::new(name, database)
+            })?;
         }
         Ok(catalog)
+    }
+
+    /// The catalog of `paths` after their files changed on disk: a file that is still the one
+    /// this catalog serves, unchanged, keeps its entry as it is; every other file is loaded
+    /// again. A file that cannot be loaded keeps its current entry, and the reason is returned
+    /// beside the new catalog.
+    pub fn reload(
+        &self,
+        paths: &[impl AsRef<Path>],
+    ) -> Result<(Self, Vec<CatalogError>), CatalogError> {
+        let mut catalog = Self::default();
+        let mut failures = Vec::new();
+        for path in paths {
+            let path = path.as_ref();
+            let name = name_of(path)?;
+            let current = self.entries.get(&name);
+            let keep = current.filter(|e| e.file.as_ref().is_some_and(|f| f.is_current(path)));
+            let entry = match keep {
+                Some(entry) => entry.clone(),
+                None => match store::open_served(path) {
+                    Ok((database, file)) => Arc::new(Entry {
+                        file: Some(file),
+                        ..Entry::new(name.clone(), database)
+                    }),
+                    Err(error) => {
+                        failures.push(error.into());
+                        match current {
+                            Some(entry) => entry.clone(),
+                            None => continue,
+                        }
+                    }
+                },
+            };
+            if catalog.entries.insert(name.clone(), entry).is_some() {
+                return Err(CatalogError::DuplicateName(name));
+            }
+        }
+        Ok((catalog, failures))
     }
 
     /// Adds a database under `name`.
@@ -170,14 +218,17 @@ impl Catalog {
         name: String,
         database: impl Into<Database>,
     ) -> Result<(), CatalogError> {
-        if !valid_name(&name) {
-            return Err(CatalogError::BadName(name));
+        self.insert_entry(Entry::new(name, database.into()))
+    }
+
+    fn insert_entry(&mut self, entry: Entry) -> Result<(), CatalogError> {
+        if !valid_name(&entry.name) {
+            return Err(CatalogError::BadName(entry.name));
         }
-        if self.entries.contains_key(&name) {
-            return Err(CatalogError::DuplicateName(name));
+        if self.entries.contains_key(&entry.name) {
+            return Err(CatalogError::DuplicateName(entry.name));
         }
-        self.entries
-            .insert(name.clone(), Arc::new(Entry::new(name, database.into())));
+        self.entries.insert(entry.name.clone(), Arc::new(entry));
         Ok(())
     }
 
@@ -190,6 +241,15 @@ impl Catalog {
     pub fn entries(&self) -> impl Iterator<Item = &Arc<Entry>> {
         self.entries.values()
     }
+}
+
+/// The database name of the file at `path`: its stem.
+fn name_of(path: &Path) -> Result<String, CatalogError> {
+    path.file_stem()
+        .and_then(|s| s.to_str())
+        .filter(|s| valid_name(s))
+        .map(str::to_string)
+        .ok_or_else(|| CatalogError::BadName(path.display().to_string()))
 }
 
 /// Names are short and URL-safe.

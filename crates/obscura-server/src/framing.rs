@@ -13,13 +13,18 @@ pub fn encode(messages: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
+/// The message count a body announces, before any message is read.
+pub fn count(body: &[u8]) -> Option<usize> {
+    Some(u32::from_le_bytes(body.get(..4)?.try_into().ok()?) as usize)
+}
+
 /// Splits a body into at most `max_messages` messages; every length is checked against the bytes
 /// present, and nothing is copied.
 pub fn decode(body: &[u8], max_messages: usize) -> Result<Vec<&[u8]>, String> {
     let take_u32 = |bytes: &[u8]| -> Option<u32> {
         Some(u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?))
     };
-    let count = take_u32(body).ok_or("the batch is shorter than its 4-byte count")? as usize;
+    let count = count(body).ok_or("the batch is shorter than its 4-byte count")?;
     if count == 0 || count > max_messages {
         return Err(format!(
             "a batch holds 1 to {max_messages} queries, not {count}"

@@ -11,7 +11,9 @@
 
 pub mod catalog;
 pub mod client;
+pub mod connections;
 pub mod framing;
+pub mod lease;
 pub mod metrics;
 pub mod service;
 pub mod store;

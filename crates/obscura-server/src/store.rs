@@ -23,7 +23,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use obscura_math::matrix::{PlaintextMatrix, SharedBytes};
 use obscura_pir::batch::treepir::{TreePirServer, TreePirSetup};
@@ -32,6 +32,8 @@ use obscura_pir::lwe::{PublicSetup, Server};
 use obscura_pir::wire::{self, Digest, Kind, Reader};
 use obscura_pir::PirError;
 use sha2::{Digest as _, Sha256};
+
+use crate::lease::{Lease, Revocable};
 
 /// Bytes before the payload: envelope, payload length, checksum.
 const PREAMBLE_BYTES: usize = wire::HEADER_BYTES + 8 + 32;
@@ -250,8 +252,53 @@ pub fn write_database(path: &Path, database: &Database) -> Result<(), StoreError
 }
 
 /// Loads and verifies the database file at `path`. The file is memory-mapped and the matrices
-/// are served from the mapping without a copy.
+/// are served from the mapping without a copy; the caller must not let the file be changed in
+/// place while the database is in use (see [`open_served`] for a server, which guards against
+/// that).
 pub fn read_database(path: &Path) -> Result<Database, StoreError> {
+    load(path, &open_regular(path)?)
+}
+
+/// Loads and verifies the database file at `path` for serving: under a read lease where the
+/// system offers one (see [`crate::lease`]), taken before the checksum is verified, so that the
+/// bytes served are the bytes verified. Every answer must hold [`ServedFile::reader`] while it
+/// reads the matrices.
+pub fn open_served(path: &Path) -> Result<(Database, Arc<ServedFile>), StoreError> {
+    let file = open_regular(path)?;
+    let served = ServedFile::watch(path, file)?;
+    let database = {
+        let _reading = served.reader().map_err(|e| served.invalid(e))?;
+        load(path, &served.file)?
+    };
+    // A writer that arrived while the file was being verified has made it stale already.
+    served.reader().map(drop).map_err(|e| served.invalid(e))?;
+    Ok((database, served))
+}
+
+/// Opens `path` for reading, refusing what is not a regular file with a clear reason.
+fn open_regular(path: &Path) -> Result<File, StoreError> {
+    let io = |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(io)?;
+    let metadata = file.metadata().map_err(io)?;
+    if !metadata.is_file() {
+        let what = if metadata.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file"
+        };
+        return Err(StoreError::Invalid {
+            path: path.to_path_buf(),
+            reason: format!("this is {what}, not a database file"),
+        });
+    }
+    Ok(file)
+}
+
+/// Maps, verifies and decodes the open database file `file`, read from `path`.
+fn load(path: &Path, file: &File) -> Result<Database, StoreError> {
     let io = |source| StoreError::Io {
         path: path.to_path_buf(),
         source,
@@ -260,12 +307,11 @@ pub fn read_database(path: &Path) -> Result<Database, StoreError> {
         path: path.to_path_buf(),
         reason,
     };
-    let file = File::open(path).map_err(io)?;
     let file_len = file.metadata().map_err(io)?.len();
     if file_len < PREAMBLE_BYTES as u64 {
         return Err(invalid(format!("the file is only {file_len} bytes long")));
     }
-    let map = Arc::new(map_read_only(&file).map_err(io)?);
+    let map = Arc::new(map_read_only(file).map_err(io)?);
     let bytes: &[u8] = &map[..];
 
     let (mut reader, digest) = Reader::open(&bytes[..PREAMBLE_BYTES], Kind::DatabaseFile)
@@ -336,11 +382,165 @@ pub fn read_database(path: &Path) -> Result<Database, StoreError> {
 /// Maps `file` read-only.
 #[allow(unsafe_code)]
 fn map_read_only(file: &File) -> std::io::Result<memmap2::Mmap> {
-    // SAFETY: the mapping is read-only, and Obscura never modifies a database file in place:
+    // SAFETY: the mapping is read-only. Obscura never modifies a database file in place:
     // `write_database` writes a new file and renames it over the old one, which leaves existing
-    // mappings on the old contents. Truncating a served file by other means is unsupported (the
-    // OS would fault the process on access).
+    // mappings on the old contents. A file changed in place by another process could fault the
+    // process on access (truncation) or change bytes under a reader; a served file is guarded
+    // against that by `ServedFile` (a read lease, or a size check before each pass), and
+    // `read_database`'s callers (one-shot commands) document the same requirement.
     unsafe { memmap2::Mmap::map(file) }
+}
+
+/// A database file held open while it is served, guarding its memory mapping against changes
+/// made in place by other processes (see [`crate::lease`]).
+pub struct ServedFile {
+    path: PathBuf,
+    file: File,
+    identity: FileIdentity,
+    lease: Option<Lease>,
+    unguarded: Option<String>,
+    changed: RwLock<bool>,
+}
+
+/// What tells one version of a file from another without reading it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileIdentity {
+    device: u64,
+    inode: u64,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl FileIdentity {
+    fn of(metadata: &std::fs::Metadata) -> Self {
+        #[cfg(unix)]
+        let (device, inode) = {
+            use std::os::unix::fs::MetadataExt;
+            (metadata.dev(), metadata.ino())
+        };
+        #[cfg(not(unix))]
+        let (device, inode) = (0, 0);
+        Self {
+            device,
+            inode,
+            len: metadata.len(),
+            modified: metadata.modified().ok(),
+        }
+    }
+}
+
+/// A served file that changed on disk: it is no longer read.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {}", path.display(), self.summary())]
+pub struct FileChanged {
+    /// The file.
+    pub path: PathBuf,
+    /// What changed.
+    pub how: &'static str,
+}
+
+impl FileChanged {
+    /// What happened, without the path (for clients of the server).
+    pub fn summary(&self) -> String {
+        format!(
+            "its file changed on disk while served ({}); it is served again once the server reloads it",
+            self.how
+        )
+    }
+}
+
+impl ServedFile {
+    /// Holds `file`, read from `path`, under a read lease where one can be taken.
+    fn watch(path: &Path, file: File) -> Result<Arc<Self>, StoreError> {
+        let io = |source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let identity = FileIdentity::of(&file.metadata().map_err(io)?);
+        let mut refused = None;
+        let served = Arc::new_cyclic(|me: &std::sync::Weak<Self>| {
+            let watched: std::sync::Weak<dyn Revocable> = me.clone();
+            let (lease, unguarded) = match Lease::take(&file, watched) {
+                Ok(lease) => (Some(lease), None),
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                    refused = Some(error);
+                    (None, None)
+                }
+                Err(error) => (None, Some(error.to_string())),
+            };
+            Self {
+                path: path.to_path_buf(),
+                file,
+                identity,
+                lease,
+                unguarded,
+                changed: RwLock::new(false),
+            }
+        });
+        match refused {
+            Some(_) => Err(StoreError::Invalid {
+                path: path.to_path_buf(),
+                reason: "another process has the file open for writing: serve it once the writer has finished".into(),
+            }),
+            None => Ok(served),
+        }
+    }
+
+    /// Permission to read the file's mapping, held for the length of an answer: refused once
+    /// the file has changed on disk. While any reader holds it, a writer waiting on the lease
+    /// stays blocked.
+    pub fn reader(&self) -> Result<RwLockReadGuard<'_, bool>, FileChanged> {
+        let changed = self.changed.read().unwrap_or_else(|e| e.into_inner());
+        if *changed {
+            return Err(FileChanged {
+                path: self.path.clone(),
+                how: "another process opened it for writing",
+            });
+        }
+        if self.lease.is_none() {
+            let len = self.file.metadata().map(|m| m.len()).ok();
+            if len != Some(self.identity.len) {
+                return Err(FileChanged {
+                    path: self.path.clone(),
+                    how: "its size changed",
+                });
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Why no lease guards this file, when none does: a change made to it in place could then
+    /// crash the server or mix versions (replace it by renaming instead).
+    pub fn unguarded(&self) -> Option<&str> {
+        self.unguarded.as_deref()
+    }
+
+    /// Whether `path` still names this very file, unchanged: then a reload keeps serving it as
+    /// it is, without reading it again.
+    pub fn is_current(&self, path: &Path) -> bool {
+        let unchanged = !*self.changed.read().unwrap_or_else(|e| e.into_inner());
+        let same = std::fs::metadata(path).is_ok_and(|m| FileIdentity::of(&m) == self.identity);
+        unchanged && same && self.reader().is_ok()
+    }
+
+    fn invalid(&self, error: FileChanged) -> StoreError {
+        StoreError::Invalid {
+            path: self.path.clone(),
+            reason: format!("the file changed while it was loaded ({})", error.how),
+        }
+    }
+}
+
+impl Revocable for ServedFile {
+    fn revoke_if_broken(&self) {
+        let Some(lease) = &self.lease else { return };
+        if lease.intact(&self.file) {
+            return;
+        }
+        // Waits for the answers reading the mapping, then lets the writer go on.
+        *self.changed.write().unwrap_or_else(|e| e.into_inner()) = true;
+        lease.release(&self.file);
+    }
 }
 
 #[cfg(test)]

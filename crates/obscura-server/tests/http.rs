@@ -508,7 +508,7 @@ fn treepir_proofs_over_http() {
             "/v1/databases/tree/proof",
             framing::encode(&[&encoded[..], &encoded[..1]].concat()),
             400,
-            "1 to 6",
+            "holds 6 queries, one per colour class, not 7",
         ),
         (
             "/v1/databases/tree/proof",
@@ -516,7 +516,12 @@ fn treepir_proofs_over_http() {
             409,
             "different setup",
         ),
-        ("/v1/databases/tree/proof", b"junk".to_vec(), 400, "1 to 6"),
+        (
+            "/v1/databases/tree/proof",
+            b"junk".to_vec(),
+            400,
+            "holds 6 queries",
+        ),
         (
             "/v1/databases/nope/proof",
             framing::encode(&encoded),

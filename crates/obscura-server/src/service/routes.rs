@@ -1,0 +1,389 @@
+//! The route handlers and the errors they answer with.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use obscura_pir::lwe::{Answer, Query, Server};
+use obscura_pir::PirError;
+use tokio::sync::oneshot;
+
+use super::batcher::Job;
+use super::{AppState, Served};
+use crate::catalog::Entry;
+use crate::connections::Tracker;
+use crate::framing;
+use crate::metrics::ENDPOINTS;
+use crate::store::{Database, FileChanged};
+
+/// An error response: a status and a one-line message, and whether the connection must close
+/// after it (a client too slow to send its body).
+#[derive(Clone, Debug)]
+pub(super) struct Failure {
+    status: StatusCode,
+    message: String,
+    close: bool,
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        let mut response = (
+            self.status,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            self.message + "\n",
+        )
+            .into_response();
+        if self.close {
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        response
+    }
+}
+
+impl Failure {
+    fn new(status: StatusCode, message: String) -> Self {
+        Self {
+            status,
+            message,
+            close: false,
+        }
+    }
+
+    fn unknown(name: &str) -> Self {
+        Self::new(StatusCode::NOT_FOUND, format!("unknown database {name:?}"))
+    }
+
+    fn busy() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is busy: retry later".into(),
+        )
+    }
+
+    pub(super) fn internal(message: &str) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, message.into())
+    }
+
+    fn bad_request(message: String) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    /// A database whose file changed on disk: unavailable until the server reloads it.
+    pub(super) fn changed(error: FileChanged, name: &str) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("database {name:?} is unavailable: {}", error.summary()),
+        )
+    }
+
+    pub(super) fn from_pir(error: PirError, name: &str) -> Self {
+        match error {
+            PirError::SetupMismatch { what } => Self::new(
+                StatusCode::CONFLICT,
+                format!(
+                    "the {what} belongs to a different setup of {name:?}: fetch the setup again"
+                ),
+            ),
+            PirError::Malformed { .. }
+            | PirError::IndexOutOfRange { .. }
+            | PirError::InvalidParameters(_)
+            | PirError::InvalidProof(_) => Self::bad_request(error.to_string()),
+            PirError::Rng(_) => Self::internal(&error.to_string()),
+        }
+    }
+}
+
+/// Counts every request, its latency and whether it failed, by endpoint (never its contents).
+pub(super) async fn observe(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let path = request.uri().path();
+    let endpoint = ENDPOINTS
+        .iter()
+        .position(|e| path.ends_with(&format!("/{e}")) || path == format!("/v1/{e}"))
+        .unwrap_or(0);
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let outgoing = response
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse().ok())
+        .unwrap_or(0);
+    let failed = response.status().is_client_error() || response.status().is_server_error();
+    state.metrics.record(endpoint, failed, started.elapsed());
+    state.metrics.add_bytes(0, outgoing);
+    response
+}
+
+pub(super) async fn no_route(uri: axum::http::Uri) -> Failure {
+    Failure::new(
+        StatusCode::NOT_FOUND,
+        format!("no route {:?}: see /v1/databases", uri.path()),
+    )
+}
+
+pub(super) async fn list(State(state): State<Arc<AppState>>) -> impl IntoResponse {
+    let mut list: Vec<_> = state
+        .current()
+        .values()
+        .map(|s| s.entry.info.clone())
+        .collect();
+    list.sort_by(|a, b| a.name.cmp(&b.name));
+    Json(list)
+}
+
+pub(super) async fn render_metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        state.metrics.render(),
+    )
+}
+
+/// The database called `name`, or 404.
+fn lookup(state: &AppState, name: &str) -> Result<Arc<Served>, Failure> {
+    state
+        .current()
+        .get(name)
+        .cloned()
+        .ok_or_else(|| Failure::unknown(name))
+}
+
+pub(super) async fn setup(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, Failure> {
+    let served = lookup(&state, &name)?;
+    let entry = &served.entry;
+    let cache = [
+        (header::ETAG, entry.etag.clone()),
+        (header::CACHE_CONTROL, "no-cache".to_string()),
+    ];
+    let unchanged = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|tags| {
+            tags.split(',')
+                .any(|t| t.trim() == entry.etag || t.trim() == "*")
+        });
+    if unchanged {
+        return Ok((StatusCode::NOT_MODIFIED, cache).into_response());
+    }
+    let body = Bytes::from_owner(SetupBytes(entry.setup_bytes.clone()));
+    Ok((
+        cache,
+        [(header::CONTENT_TYPE, "application/octet-stream")],
+        body,
+    )
+        .into_response())
+}
+
+/// Shares the encoded setup with the response body without copying it.
+struct SetupBytes(Arc<[u8]>);
+
+impl AsRef<[u8]> for SetupBytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// Reads the body of `request`, of at most `served.max_body` bytes (413 beyond), within the
+/// time its announced length allows (408 and a closed connection beyond), then marks the
+/// connection as being answered.
+async fn read_body(state: &AppState, served: &Served, request: Request) -> Result<Bytes, Failure> {
+    let limit = served.max_body;
+    let too_large = || {
+        Failure::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the request body exceeds the {limit} bytes that {:?} takes",
+                served.entry.name
+            ),
+        )
+    };
+    let announced = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if announced.is_some_and(|len| len > limit as u64) {
+        return Err(too_large());
+    }
+    let tracker = request.extensions().get::<Arc<Tracker>>().cloned();
+    let deadline = state
+        .config
+        .connections
+        .body_deadline(announced.unwrap_or(limit as u64));
+    let read = axum::body::to_bytes(request.into_body(), limit);
+    let body = match tokio::time::timeout(deadline, read).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(_)) => return Err(too_large()),
+        Err(_) => {
+            return Err(Failure {
+                close: true,
+                ..Failure::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    format!(
+                        "the request body did not arrive within {:.1} s",
+                        deadline.as_secs_f64()
+                    ),
+                )
+            })
+        }
+    };
+    state.metrics.add_bytes(body.len() as u64, 0);
+    if let Some(tracker) = tracker {
+        tracker.set_answering(true);
+    }
+    Ok(body)
+}
+
+/// The engine that answers the queries of `entry`, or 400 for a Merkle tree (proofs only).
+fn single_engine<'a>(entry: &'a Entry, name: &str) -> Result<&'a Server, Failure> {
+    entry.database.engine().ok_or_else(|| {
+        Failure::bad_request(format!(
+            "{name:?} is a Merkle tree (TreePIR) database: send proof requests to /v1/databases/{name}/proof"
+        ))
+    })
+}
+
+pub(super) async fn query(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    request: Request,
+) -> Result<Response, Failure> {
+    let served = lookup(&state, &name)?;
+    let setup = single_engine(&served.entry, &name)?.public_setup();
+    let body = read_body(&state, &served, request).await?;
+    let query = Query::from_bytes(&body, setup).map_err(|e| Failure::from_pir(e, &name))?;
+    let answers = answer_all(&state, &served, vec![query]).await?;
+    Ok(octets(answers[0].to_bytes()))
+}
+
+pub(super) async fn batch(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    request: Request,
+) -> Result<Response, Failure> {
+    let served = lookup(&state, &name)?;
+    let setup = single_engine(&served.entry, &name)?.public_setup();
+    let body = read_body(&state, &served, request).await?;
+    let messages = framing::decode(&body, state.max_batch()).map_err(Failure::bad_request)?;
+    let queries = messages
+        .into_iter()
+        .map(|m| Query::from_bytes(m, setup))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Failure::from_pir(e, &name))?;
+    let answers = answer_all(&state, &served, queries).await?;
+    Ok(framed_answers(&answers))
+}
+
+/// A Merkle audit path: one query per colour class of the tree, answered in one pass (a proof
+/// takes one concurrency permit, the work of one query over a database of the tree's size).
+pub(super) async fn proof(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    request: Request,
+) -> Result<Response, Failure> {
+    let served = lookup(&state, &name)?;
+    let Database::TreePir(tree) = &served.entry.database else {
+        return Err(Failure::bad_request(format!(
+            "{name:?} is not a Merkle tree: send its queries to /v1/databases/{name}/query or /batch"
+        )));
+    };
+    let classes = tree.databases();
+    if classes.is_empty() {
+        return Err(Failure::bad_request(format!(
+            "{name:?} is a tree of one leaf: its audit path is empty and its root is the leaf hash"
+        )));
+    }
+    let body = read_body(&state, &served, request).await?;
+    let count = framing::count(&body);
+    if count != Some(classes.len()) {
+        return Err(Failure::bad_request(format!(
+            "a proof request of {name:?} holds {} queries, one per colour class, not {}",
+            classes.len(),
+            count.map_or("a count".to_string(), |c| c.to_string())
+        )));
+    }
+    let messages = framing::decode(&body, classes.len()).map_err(Failure::bad_request)?;
+    let queries = messages
+        .into_iter()
+        .zip(classes)
+        .map(|(m, class)| Query::from_bytes(m, class.public_setup()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Failure::from_pir(e, &name))?;
+    let _permit = state
+        .permits
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| Failure::busy())?;
+    let entry = served.entry.clone();
+    let tree = tree.clone();
+    let answers = tokio::task::spawn_blocking(move || {
+        let _reading = entry
+            .reader()
+            .map_err(|e| Failure::changed(e, &entry.name))?;
+        tree.answer(&queries)
+            .map_err(|e| Failure::from_pir(e, &entry.name))
+    })
+    .await
+    .map_err(|_| Failure::internal("the answering task stopped"))??;
+    Ok(framed_answers(&answers))
+}
+
+fn framed_answers(answers: &[Answer]) -> Response {
+    octets(framing::encode(
+        &answers.iter().map(Answer::to_bytes).collect::<Vec<_>>(),
+    ))
+}
+
+fn octets(body: Vec<u8>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/octet-stream")],
+        Body::from(body),
+    )
+        .into_response()
+}
+
+/// Hands the queries to the database's batcher and waits for their answers; refuses with 503
+/// when too many queries are in flight.
+async fn answer_all(
+    state: &AppState,
+    served: &Served,
+    queries: Vec<Query>,
+) -> Result<Vec<Answer>, Failure> {
+    let _permits = state
+        .permits
+        .clone()
+        .try_acquire_many_owned(queries.len() as u32)
+        .map_err(|_| Failure::busy())?;
+    let sender = served
+        .batcher
+        .as_ref()
+        .ok_or_else(|| Failure::internal("this database has no batching worker"))?;
+    let mut replies = Vec::with_capacity(queries.len());
+    for query in queries {
+        let (reply, receiver) = oneshot::channel();
+        sender
+            .try_send(Job { query, reply })
+            .map_err(|_| Failure::busy())?;
+        replies.push(receiver);
+    }
+    let mut answers = Vec::with_capacity(replies.len());
+    for receiver in replies {
+        let answer = receiver
+            .await
+            .map_err(|_| Failure::internal("the answering worker stopped"))?;
+        answers.push(answer?);
+    }
+    Ok(answers)
+}
