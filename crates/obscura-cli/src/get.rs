@@ -114,7 +114,11 @@ fn echo_key(key: &[u8]) -> String {
         pieces.extend(chunk.valid().chars().map(|c| c.escape_debug().to_string()));
         pieces.extend(chunk.invalid().iter().map(|b| format!("\\x{b:02x}")));
     }
-    let shown: String = pieces.iter().take(ECHOED_KEY_CHARS).map(String::as_str).collect();
+    let shown: String = pieces
+        .iter()
+        .take(ECHOED_KEY_CHARS)
+        .map(String::as_str)
+        .collect();
     if pieces.len() > ECHOED_KEY_CHARS {
         format!("\"{shown}…\" ({} bytes)", key.len())
     } else {
