@@ -77,7 +77,7 @@ pub fn parse_sha256(text: &str) -> Result<Sha256, String> {
 }
 
 /// The bytes of a key given in hex.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct KeyBytes(Vec<u8>);
 
 /// Parses a key written in hex.
