@@ -221,8 +221,9 @@ pub fn run(args: BuildArgs) -> Result<()> {
         Database::Keyword(_) => format!("{} keys in {} slots", database.items(), g.records()),
         _ => format!("{} records", g.records()),
     };
+    let setup_bytes = database.setup_bytes();
     println!(
-        "wrote {}: {} database, {items} of {} bytes, {} x {} matrix, p = 2^{}, {} with a {} A, public setup {} bytes, setup {:.2?}",
+        "wrote {}: {} database, {items} of {} bytes, {} x {} matrix, p = 2^{}, {} with a {} A, public setup {} bytes, setup sha256 {}, setup {:.2?}",
         args.out.display(),
         database.kind(),
         g.record_bytes(),
@@ -231,7 +232,8 @@ pub fn run(args: BuildArgs) -> Result<()> {
         g.log_p(),
         setup.params().set.name(),
         setup.params().matrix.name(),
-        database.setup_bytes().len(),
+        setup_bytes.len(),
+        hex::encode(obscura_server::catalog::setup_sha256(&setup_bytes)),
         started.elapsed()
     );
     Ok(())

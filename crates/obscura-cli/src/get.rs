@@ -9,12 +9,12 @@ use obscura_pir::keyword::{KeywordClient, KeywordSetup};
 use obscura_pir::lwe::{Answer, Client, PublicSetup, Query, Server};
 use obscura_pir::wire::{Kind, Reader};
 use obscura_pir::{PirClient, PirServer};
-use obscura_server::client::HttpClient;
+use obscura_server::client::{ClientOptions, HttpClient, Sha256, DEFAULT_MAX_SETUP_BYTES};
 use obscura_server::store::{self, Database};
 
 /// Arguments of `obscura get`.
 #[derive(Args)]
-#[command(group = clap::ArgGroup::new("target").required(true).args(["index", "key"]))]
+#[command(group = clap::ArgGroup::new("target").required(true).args(["index", "key", "key_hex"]))]
 pub struct GetArgs {
     /// The database: a file written by `obscura build`, or with `--server` a database name.
     #[arg(long)]
@@ -25,28 +25,106 @@ pub struct GetArgs {
     /// Key whose value to fetch, in a keyword database.
     #[arg(long)]
     key: Option<String>,
-    /// Fetch from this server (e.g. http://127.0.0.1:8080) instead of a local file.
-    #[arg(long)]
-    server: Option<String>,
-    /// Where public setups downloaded from servers are cached (default: the user's cache folder).
-    #[arg(long)]
-    cache_dir: Option<PathBuf>,
+    /// Key whose value to fetch, in a keyword database, given as hex: for keys whose bytes are
+    /// not UTF-8 text.
+    #[arg(long, value_parser = parse_hex_key)]
+    key_hex: Option<KeyBytes>,
+    #[command(flatten)]
+    remote: ServerArgs,
     /// Write the raw record to this file instead of printing it as hex.
     #[arg(long)]
     out: Option<PathBuf>,
 }
 
-/// A key that is not in the database: reported on stderr, exit status 2.
+/// How `obscura get` and `obscura merkle prove` reach a server and verify what it sends.
+#[derive(Args)]
+pub struct ServerArgs {
+    /// Fetch from this server (e.g. http://127.0.0.1:8080) instead of a local file.
+    #[arg(long)]
+    pub server: Option<String>,
+    /// Where public setups downloaded from servers are cached (default: the user's cache folder).
+    #[arg(long)]
+    pub cache_dir: Option<PathBuf>,
+    /// The SHA-256 the database's public setup must have, in hex, as `obscura build` printed it
+    /// ("setup sha256"): a setup with another one is refused and not cached. Without it the
+    /// setup is checked against the server's ETag, which catches corruption but not a server or
+    /// network that lies.
+    #[arg(long, requires = "server", value_parser = parse_sha256)]
+    pub setup_sha256: Option<Sha256>,
+    /// The largest public setup accepted from the server, in bytes; a larger one is refused
+    /// before it is read.
+    #[arg(long, default_value_t = DEFAULT_MAX_SETUP_BYTES)]
+    pub max_setup_bytes: u64,
+}
+
+impl ServerArgs {
+    /// The client of `--server`, if given.
+    pub fn client(&self) -> Option<HttpClient> {
+        let options = ClientOptions {
+            cache_dir: self.cache_dir.clone().or_else(default_cache_dir),
+            setup_sha256: self.setup_sha256,
+            max_setup_bytes: self.max_setup_bytes,
+            ..ClientOptions::default()
+        };
+        Some(HttpClient::with_options(self.server.as_ref()?, options))
+    }
+}
+
+/// Parses a SHA-256 hash written in hex.
+pub fn parse_sha256(text: &str) -> Result<Sha256, String> {
+    let bytes = hex::decode(text).map_err(|e| format!("not hex: {e}"))?;
+    Sha256::try_from(bytes).map_err(|bytes| format!("{} bytes, not the 32 of a hash", bytes.len()))
+}
+
+/// The bytes of a key given in hex.
+#[derive(Clone, Debug)]
+pub struct KeyBytes(Vec<u8>);
+
+/// Parses a key written in hex.
+fn parse_hex_key(text: &str) -> Result<KeyBytes, String> {
+    hex::decode(text)
+        .map(KeyBytes)
+        .map_err(|e| format!("not hex: {e}"))
+}
+
+/// A key that is not in the database: reported on stderr with its own exit status.
 #[derive(Debug)]
-pub struct NotFound(String);
+pub struct NotFound(Vec<u8>);
+
+/// Characters of a key echoed in messages; a longer key is cut.
+const ECHOED_KEY_CHARS: usize = 64;
 
 impl std::fmt::Display for NotFound {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "not found: the key {:?} is not in the database", self.0)
+        write!(
+            f,
+            "not found: the key {} is not in the database",
+            echo_key(&self.0)
+        )
     }
 }
 
 impl std::error::Error for NotFound {}
+
+/// A key as messages show it: quoted, with escapes for non-printable characters and `\xNN` for
+/// bytes that are not UTF-8, cut after [`ECHOED_KEY_CHARS`] characters (then its length).
+fn echo_key(key: &[u8]) -> String {
+    let mut pieces = Vec::new();
+    for chunk in key.utf8_chunks() {
+        pieces.extend(chunk.valid().chars().map(|c| c.escape_debug().to_string()));
+        pieces.extend(chunk.invalid().iter().map(|b| format!("\\x{b:02x}")));
+    }
+    let shown: String = pieces
+        .iter()
+        .take(ECHOED_KEY_CHARS)
+        .map(String::as_str)
+        .collect();
+    if pieces.len() > ECHOED_KEY_CHARS {
+        format!("\"{shown}…\" ({} bytes)", key.len())
+    } else {
+        format!("\"{shown}\"")
+    }
+}
 
 /// The default cache folder: `$XDG_CACHE_HOME/obscura` or `~/.cache/obscura`.
 pub fn default_cache_dir() -> Option<PathBuf> {
@@ -96,9 +174,8 @@ fn engine(database: &Database) -> Result<&Server> {
 
 /// Runs `obscura get`.
 pub fn run(args: GetArgs) -> Result<()> {
-    let source = match &args.server {
-        Some(url) => {
-            let http = HttpClient::new(url, args.cache_dir.clone().or_else(default_cache_dir));
+    let source = match args.remote.client() {
+        Some(http) => {
             let setup = http.setup_bytes(&args.db)?;
             Source::Server {
                 http,
@@ -115,7 +192,12 @@ pub fn run(args: GetArgs) -> Result<()> {
         );
     }
     let is_keyword = source.is(Kind::KeywordSetup);
-    let record = match (&args.key, args.index) {
+    let key = match (&args.key, &args.key_hex) {
+        (Some(text), _) => Some(text.as_bytes()),
+        (None, Some(KeyBytes(bytes))) => Some(bytes.as_slice()),
+        (None, None) => None,
+    };
+    let record = match (key, args.index) {
         (Some(key), _) => {
             if !is_keyword {
                 bail!("{} is an index database: fetch with --index", args.db);
@@ -128,15 +210,18 @@ pub fn run(args: GetArgs) -> Result<()> {
                 }
             };
             let mut client = KeywordClient::new(setup);
-            let (query, state) = client.query(key.as_bytes())?;
+            let (query, state) = client.query(key)?;
             let answer = source.answer(client.setup().lwe(), &query)?;
             client
                 .decode(state, &answer)?
-                .ok_or_else(|| NotFound(key.clone()))?
+                .ok_or_else(|| NotFound(key.to_vec()))?
         }
         (None, Some(index)) => {
             if is_keyword {
-                bail!("{} is a keyword database: fetch with --key", args.db);
+                bail!(
+                    "{} is a keyword database: fetch with --key or --key-hex",
+                    args.db
+                );
             }
             let setup = match &source {
                 Source::File(database) => engine(database)?.public_setup().clone(),
@@ -147,7 +232,7 @@ pub fn run(args: GetArgs) -> Result<()> {
             let answer = source.answer(client.setup(), &query)?;
             client.decode(state, &answer)?
         }
-        (None, None) => unreachable!("clap requires --index or --key"),
+        (None, None) => unreachable!("clap requires --index, --key or --key-hex"),
     };
     match args.out {
         Some(path) => std::fs::write(&path, &record)
@@ -158,4 +243,42 @@ pub fn run(args: GetArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_echoed_short_and_escaped() {
+        assert_eq!(echo_key(b"+15550013"), "\"+15550013\"");
+        assert_eq!(echo_key(b"caf\xe9\n\"x\""), "\"caf\\xe9\\n\\\"x\\\"\"");
+        assert_eq!(echo_key("é".as_bytes()), "\"é\"");
+        let long = vec![b'k'; 100_000];
+        assert_eq!(
+            echo_key(&long),
+            format!("\"{}…\" (100000 bytes)", "k".repeat(ECHOED_KEY_CHARS))
+        );
+        let exactly = vec![b'k'; ECHOED_KEY_CHARS];
+        assert_eq!(echo_key(&exactly), format!("\"{}\"", "k".repeat(64)));
+    }
+
+    #[test]
+    fn hashes_parse_from_hex() {
+        let text = "00ff10Ab".repeat(8);
+        let hash = parse_sha256(&text).unwrap();
+        assert_eq!(&hash[..4], &[0x00, 0xff, 0x10, 0xab]);
+        assert!(parse_sha256(&text[2..]).unwrap_err().contains("31 bytes"));
+        assert!(parse_sha256(&text.replace('A', "g"))
+            .unwrap_err()
+            .contains("not hex"));
+        assert!(parse_sha256("é".repeat(32).as_str()).is_err());
+    }
+
+    #[test]
+    fn hex_keys_take_any_bytes() {
+        assert_eq!(parse_hex_key("00ff80").unwrap().0, [0, 0xff, 0x80]);
+        assert_eq!(parse_hex_key("").unwrap().0, Vec::<u8>::new());
+        assert!(parse_hex_key("0").unwrap_err().contains("not hex"));
+    }
 }

@@ -6,6 +6,7 @@ use std::sync::{Arc, RwLockReadGuard};
 
 use obscura_pir::lwe::{Answer, PublicSetup, Query};
 use serde::Serialize;
+use sha2::{Digest as _, Sha256};
 
 use crate::store::{self, Database, FileChanged, ServedFile, StoreError};
 
@@ -17,7 +18,7 @@ pub struct Entry {
     pub database: Database,
     /// The encoded public setup, served as is.
     pub setup_bytes: Arc<[u8]>,
-    /// The entity tag of the setup (its digest in hex, quoted).
+    /// The entity tag of the setup: its SHA-256 ([`setup_sha256`]) in hex, quoted.
     pub etag: String,
     /// What `GET /v1/databases` says about it.
     pub info: DatabaseInfo,
@@ -53,8 +54,12 @@ pub struct DatabaseInfo {
     pub query_bytes: u64,
     /// Size of one answer in bytes (of the `h` answers to a proof request, for a Merkle tree).
     pub answer_bytes: u64,
-    /// The setup digest in hex.
+    /// The setup digest in hex (names the parameters, geometry and seed; queries and answers
+    /// carry its first bytes).
     pub digest: String,
+    /// The SHA-256 of the public setup's bytes, exactly as `/setup` serves them, in hex; also
+    /// the setup's ETag. Clients verify the setup against it.
+    pub setup_sha256: String,
 }
 
 /// Parameters as listed.
@@ -101,7 +106,7 @@ impl Entry {
             .collect();
         let largest = setups.iter().max_by_key(|setup| setup.geometry().records());
         let setup_bytes: Arc<[u8]> = database.setup_bytes().into();
-        let digest = hex::encode(database.digest());
+        let sha256 = hex::encode(setup_sha256(&setup_bytes));
         let info = DatabaseInfo {
             name: name.clone(),
             kind: database.kind().into(),
@@ -116,13 +121,14 @@ impl Entry {
             hint_bytes: setup_bytes.len() as u64,
             query_bytes: setups.iter().map(|s| Query::encoded_len(s)).sum(),
             answer_bytes: setups.iter().map(|s| Answer::encoded_len(s)).sum(),
-            digest: digest.clone(),
+            digest: hex::encode(database.digest()),
+            setup_sha256: sha256.clone(),
         };
         Self {
             name,
             database,
             setup_bytes,
-            etag: format!("\"{digest}\""),
+            etag: format!("\"{sha256}\""),
             info,
             file: None,
         }
@@ -133,6 +139,13 @@ impl Entry {
     pub fn reader(&self) -> Result<Option<RwLockReadGuard<'_, bool>>, FileChanged> {
         self.file.as_deref().map(ServedFile::reader).transpose()
     }
+}
+
+/// The SHA-256 over every byte of an encoded public setup (hint included): what
+/// `obscura build` prints, `GET /v1/databases` lists as `setup_sha256` and the service sends as
+/// the setup's ETag, and what clients check a downloaded or cached setup against.
+pub fn setup_sha256(setup_bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(setup_bytes).into()
 }
 
 /// The served databases by name.

@@ -1,5 +1,8 @@
-//! The HTTP client: fetches (and caches) public setups and exchanges queries for answers.
+//! The HTTP client: fetches public setups, verified by their SHA-256 on every download and every
+//! load from the cache, and exchanges queries for answers. Every response is bounded by what
+//! its request can legitimately receive, before anything is allocated for it.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -9,11 +12,24 @@ use obscura_pir::lwe::{Answer, PublicSetup, Query};
 use obscura_pir::PirError;
 use ureq::Agent;
 
-use crate::catalog::DatabaseInfo;
+use crate::catalog::{setup_sha256, DatabaseInfo};
 use crate::framing;
 
-/// Largest response the client reads (a 1 GiB square database has a 128 MiB setup).
-const MAX_RESPONSE_BYTES: u64 = 4 << 30;
+/// The largest public setup a client accepts unless told otherwise (1 GiB; a 1 GiB square
+/// database has a 128 MiB setup).
+pub const DEFAULT_MAX_SETUP_BYTES: u64 = 1 << 30;
+
+/// The largest database list read.
+const MAX_LIST_BYTES: u64 = 16 << 20;
+
+/// The most read of an error response.
+const MAX_ERROR_BYTES: u64 = 64 << 10;
+
+/// The most characters of a server's error message shown.
+const MAX_ERROR_CHARS: usize = 1000;
+
+/// A SHA-256 hash.
+pub type Sha256 = [u8; 32];
 
 /// What went wrong talking to a server.
 #[derive(Debug, thiserror::Error)]
@@ -33,13 +49,13 @@ pub enum ClientError {
         url: String,
         /// The HTTP status.
         status: u16,
-        /// The server's message.
+        /// The server's message (printable characters only, cut after 1000).
         message: String,
     },
     /// The server's bytes are not a valid message.
     #[error(transparent)]
     Pir(#[from] PirError),
-    /// The server's JSON is not a database list.
+    /// The response is not what the request asked for.
     #[error("{url}: unexpected response: {message}")]
     Unexpected {
         /// The URL requested.
@@ -47,22 +63,93 @@ pub enum ClientError {
         /// What was wrong.
         message: String,
     },
+    /// The response is larger than anything the request can legitimately receive.
+    #[error("{url}: the response is larger than {limit} bytes, {what}")]
+    TooLarge {
+        /// The URL requested.
+        url: String,
+        /// The most bytes accepted.
+        limit: u64,
+        /// Why that is the limit.
+        what: &'static str,
+    },
+    /// The setup's bytes do not have the SHA-256 they must have: they were corrupted on the way,
+    /// or are not the setup expected. Nothing was cached.
+    #[error(
+        "{url}: the setup's SHA-256 is {found} where {against} says {expected}: refused, nothing was cached"
+    )]
+    SetupSha256 {
+        /// The URL requested.
+        url: String,
+        /// The SHA-256 of the bytes received, in hex.
+        found: String,
+        /// The SHA-256 they must have, in hex.
+        expected: String,
+        /// Where the expected value comes from.
+        against: &'static str,
+    },
+}
+
+/// How a client fetches, verifies and caches setups. Built once, handed to
+/// [`HttpClient::with_options`].
+#[derive(Clone, Debug)]
+pub struct ClientOptions {
+    /// Folder where verified setups are cached, one subfolder per server (`None`: no cache).
+    pub cache_dir: Option<PathBuf>,
+    /// The SHA-256 every setup this client fetches must have, taken out of band (e.g. as
+    /// `obscura build` printed it). Without it a setup is checked against the server's ETag,
+    /// which catches corruption but not a server or network that lies.
+    pub setup_sha256: Option<Sha256>,
+    /// The largest setup accepted, in bytes; a larger one is refused before it is read.
+    pub max_setup_bytes: u64,
+    /// Time limit of each request, from connecting to the last byte of the response.
+    pub timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            cache_dir: None,
+            setup_sha256: None,
+            max_setup_bytes: DEFAULT_MAX_SETUP_BYTES,
+            timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// A response that is not an error: its status, its ETag and its body.
+struct Reply {
+    status: u16,
+    etag: Option<String>,
+    body: Vec<u8>,
 }
 
 /// A client of one Obscura server.
 pub struct HttpClient {
     base: String,
     agent: Agent,
-    cache_dir: Option<PathBuf>,
+    options: ClientOptions,
 }
 
 impl HttpClient {
     /// A client for the server at `base_url` (e.g. `http://127.0.0.1:8080`; a bare `host:port`
-    /// means `http://`), caching public setups under `cache_dir` when given.
+    /// means `http://`), caching public setups under `cache_dir` when given, with the other
+    /// [`ClientOptions`] at their defaults.
     pub fn new(base_url: &str, cache_dir: Option<PathBuf>) -> Self {
+        Self::with_options(
+            base_url,
+            ClientOptions {
+                cache_dir,
+                ..ClientOptions::default()
+            },
+        )
+    }
+
+    /// A client for the server at `base_url` (see [`HttpClient::new`]) with `options`.
+    pub fn with_options(base_url: &str, options: ClientOptions) -> Self {
         let agent: Agent = Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(300)))
+            .timeout_global(Some(options.timeout))
             .build()
             .into();
         // A bare host:port means plain HTTP.
@@ -75,7 +162,7 @@ impl HttpClient {
         Self {
             base,
             agent,
-            cache_dir,
+            options,
         }
     }
 
@@ -83,44 +170,62 @@ impl HttpClient {
         format!("{}{path}", self.base)
     }
 
-    /// Reads a response body, turning error statuses into [`ClientError::Status`].
-    fn body(
+    /// Reads a response of at most `limit` bytes (`what` says why that is the limit), turning
+    /// error statuses into [`ClientError::Status`]. A `Content-Length` above the limit is
+    /// refused before the body is read, and reading stops at the limit whatever the server
+    /// announced, so memory grows only with the bytes that arrived, never beyond the limit.
+    fn receive(
         &self,
         url: &str,
         response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
-    ) -> Result<(u16, Option<String>, Vec<u8>), ClientError> {
-        let transport = |e: ureq::Error| ClientError::Transport {
+        limit: u64,
+        what: &'static str,
+    ) -> Result<Reply, ClientError> {
+        let transport = |message: String| ClientError::Transport {
             url: url.to_string(),
-            message: e.to_string(),
+            message,
         };
-        let mut response = response.map_err(transport)?;
+        let mut response = response.map_err(|e| transport(e.to_string()))?;
         let status = response.status().as_u16();
         let etag = response
             .headers()
             .get("etag")
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        let body = response
-            .body_mut()
-            .with_config()
-            .limit(MAX_RESPONSE_BYTES)
-            .read_to_vec()
-            .map_err(transport)?;
+        let body = response.body_mut();
         if status >= 400 {
+            let (text, cut) = read_at_most(body, MAX_ERROR_BYTES).map_err(transport)?;
             return Err(ClientError::Status {
                 url: url.to_string(),
                 status,
-                message: String::from_utf8_lossy(&body).trim().to_string(),
+                message: printable(&text, cut),
             });
         }
-        Ok((status, etag, body))
+        let too_large = || ClientError::TooLarge {
+            url: url.to_string(),
+            limit,
+            what,
+        };
+        if body.content_length().is_some_and(|length| length > limit) {
+            return Err(too_large());
+        }
+        let (body, cut) = read_at_most(body, limit).map_err(transport)?;
+        if cut {
+            return Err(too_large());
+        }
+        Ok(Reply { status, etag, body })
     }
 
     /// The databases the server offers.
     pub fn list(&self) -> Result<Vec<DatabaseInfo>, ClientError> {
         let url = self.url("/v1/databases");
-        let (_, _, body) = self.body(&url, self.agent.get(&url).call())?;
-        serde_json::from_slice(&body).map_err(|e| ClientError::Unexpected {
+        let reply = self.receive(
+            &url,
+            self.agent.get(&url).call(),
+            MAX_LIST_BYTES,
+            "the most a database list may take",
+        )?;
+        serde_json::from_slice(&reply.body).map_err(|e| ClientError::Unexpected {
             url,
             message: e.to_string(),
         })
@@ -142,29 +247,80 @@ impl HttpClient {
         Ok(TreePirSetup::from_bytes(&self.setup_bytes(name)?)?)
     }
 
-    /// The encoded public setup of database `name`: from the cache when the server confirms it
-    /// is current (ETag), downloaded otherwise.
+    /// The encoded public setup of database `name`, verified: its SHA-256 must equal the
+    /// server's ETag and the pinned [`ClientOptions::setup_sha256`] when given. A cached copy
+    /// is used when its bytes still have the SHA-256 recorded beside them (a damaged entry is
+    /// deleted) and the server confirms it is current; otherwise the setup is downloaded, and
+    /// cached only once verified.
     pub fn setup_bytes(&self, name: &str) -> Result<Vec<u8>, ClientError> {
         let url = self.url(&format!("/v1/databases/{name}/setup"));
-        let cached = self
+        let cache = self
+            .options
             .cache_dir
             .as_deref()
-            .and_then(|dir| read_cache(dir, &self.base, name));
+            .map(|dir| CacheEntry::new(dir, &self.base, name));
+        let cached = cache
+            .as_ref()
+            .and_then(|entry| entry.load(self.options.max_setup_bytes))
+            .filter(|(sha256, _)| self.options.setup_sha256.is_none_or(|pin| pin == *sha256));
         let mut request = self.agent.get(&url);
-        if let Some((etag, _)) = &cached {
-            request = request.header("If-None-Match", etag);
+        if let Some((sha256, _)) = &cached {
+            request = request.header("If-None-Match", etag_of(sha256));
         }
-        let (status, etag, body) = self.body(&url, request.call())?;
-        if status == 304 {
-            if let Some((_, bytes)) = cached {
-                return Ok(bytes);
+        let reply = self.receive(
+            &url,
+            request.call(),
+            self.options.max_setup_bytes,
+            "the most this client accepts for a setup",
+        )?;
+        if reply.status == 304 {
+            return match cached {
+                Some((_, bytes)) => Ok(bytes),
+                None => Err(ClientError::Unexpected {
+                    url,
+                    message: "304 Not Modified, but no cached setup was offered".into(),
+                }),
+            };
+        }
+        let found = setup_sha256(&reply.body);
+        self.verify(&url, &found, reply.etag.as_deref())?;
+        if let Some(entry) = cache {
+            // A cache that cannot be written only costs a download next time.
+            let _ = entry.store(&found, &reply.body);
+        }
+        Ok(reply.body)
+    }
+
+    /// Checks the SHA-256 `found` of a downloaded setup against the pin and the server's ETag
+    /// (one of them must be there).
+    fn verify(&self, url: &str, found: &Sha256, etag: Option<&str>) -> Result<(), ClientError> {
+        let mismatch = |expected: &Sha256, against| ClientError::SetupSha256 {
+            url: url.to_string(),
+            found: hex::encode(found),
+            expected: hex::encode(expected),
+            against,
+        };
+        if let Some(pin) = &self.options.setup_sha256 {
+            if pin != found {
+                return Err(mismatch(pin, "the pinned SHA-256"));
             }
         }
-        if let (Some(dir), Some(etag)) = (self.cache_dir.as_deref(), etag) {
-            // A cache that cannot be written only costs a download next time.
-            let _ = write_cache(dir, &self.base, name, &etag, &body);
+        match (etag.map(sha256_of_etag), &self.options.setup_sha256) {
+            (Some(Some(announced)), _) if announced != *found => {
+                Err(mismatch(&announced, "the server's ETag"))
+            }
+            (Some(Some(_)), _) | (_, Some(_)) => Ok(()),
+            (etag, None) => Err(ClientError::Unexpected {
+                url: url.to_string(),
+                message: format!(
+                    "the setup cannot be verified: {} (pin its SHA-256 to accept it)",
+                    match etag {
+                        None => "the server sent no ETag".to_string(),
+                        Some(_) => "the server's ETag is not a SHA-256 in hex".to_string(),
+                    }
+                ),
+            }),
         }
-        Ok(body)
     }
 
     /// Sends one query for database `name` and decodes the answer against `setup`.
@@ -179,8 +335,13 @@ impl HttpClient {
             .agent
             .post(&url)
             .header("content-type", "application/octet-stream");
-        let (_, _, body) = self.body(&url, request.send(&query.to_bytes()[..]))?;
-        Ok(Answer::from_bytes(&body, setup)?)
+        let reply = self.receive(
+            &url,
+            request.send(&query.to_bytes()[..]),
+            Answer::encoded_len(setup),
+            "the size of an answer",
+        )?;
+        Ok(Answer::from_bytes(&reply.body, setup)?)
     }
 
     /// Sends several queries in one request; the answers come back in order.
@@ -236,8 +397,16 @@ impl HttpClient {
             .post(&url)
             .header("content-type", "application/octet-stream");
         let messages: Vec<Vec<u8>> = queries.iter().map(Query::to_bytes).collect();
-        let (_, _, body) = self.body(&url, request.send(&framing::encode(&messages)[..]))?;
-        let answers = framing::decode(&body, queries.len()).map_err(unexpected)?;
+        let expected = setups.iter().fold(4u64, |total, setup| {
+            total.saturating_add(4 + Answer::encoded_len(setup))
+        });
+        let reply = self.receive(
+            &url,
+            request.send(&framing::encode(&messages)[..]),
+            expected,
+            "the size of the framed answers",
+        )?;
+        let answers = framing::decode(&reply.body, queries.len()).map_err(unexpected)?;
         if answers.len() != queries.len() {
             return Err(unexpected(format!(
                 "{} answers for {} queries",
@@ -253,50 +422,118 @@ impl HttpClient {
     }
 }
 
-/// The cache file of a database: one folder per server, the ETag beside the setup. Server and
-/// database names are reduced to letters, digits, `-` and `_`, so no name reaches outside the
-/// cache folder (names that collide only share a slot: the ETag check refuses a stale setup).
-fn cache_paths(dir: &Path, base: &str, name: &str) -> (PathBuf, PathBuf) {
-    let safe = |text: &str| -> String {
-        text.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect()
-    };
-    let (folder, name) = (dir.join(safe(base)), safe(name));
-    (
-        folder.join(format!("{name}.setup")),
-        folder.join(format!("{name}.etag")),
-    )
+/// Reads at most `limit` bytes of `body`; says whether more followed. The buffer grows with the
+/// bytes read, whatever length the server announced.
+fn read_at_most(body: &mut ureq::Body, limit: u64) -> Result<(Vec<u8>, bool), String> {
+    let mut bytes = Vec::new();
+    body.as_reader()
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    let cut = bytes.len() as u64 > limit;
+    bytes.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    Ok((bytes, cut))
 }
 
-fn read_cache(dir: &Path, base: &str, name: &str) -> Option<(String, Vec<u8>)> {
-    let (setup, etag) = cache_paths(dir, base, name);
-    Some((
-        std::fs::read_to_string(etag).ok()?,
-        std::fs::read(setup).ok()?,
-    ))
+/// A server's message made safe for one terminal line: control characters become spaces, and
+/// the text is cut after [`MAX_ERROR_CHARS`] characters (or where reading stopped, `cut`).
+fn printable(bytes: &[u8], cut: bool) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut chars = text.trim().chars();
+    let shown: String = chars
+        .by_ref()
+        .take(MAX_ERROR_CHARS)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if cut || chars.next().is_some() {
+        format!("{shown}… (cut; {} bytes or more)", bytes.len())
+    } else {
+        shown
+    }
 }
 
-fn write_cache(
-    dir: &Path,
-    base: &str,
-    name: &str,
-    etag: &str,
-    bytes: &[u8],
-) -> std::io::Result<()> {
-    let (setup, etag_path) = cache_paths(dir, base, name);
-    let folder = setup.parent().expect("cache paths have a folder");
-    std::fs::create_dir_all(folder)?;
-    let temp = tempfile::NamedTempFile::new_in(folder)?;
-    std::fs::write(temp.path(), bytes)?;
-    temp.persist(&setup).map_err(|e| e.error)?;
-    std::fs::write(etag_path, etag)
+/// The ETag of a setup with SHA-256 `sha256`: its hex, quoted.
+fn etag_of(sha256: &Sha256) -> String {
+    format!("\"{}\"", hex::encode(sha256))
+}
+
+/// The SHA-256 an ETag names, if it is one in hex (quoted or not).
+fn sha256_of_etag(etag: &str) -> Option<Sha256> {
+    let text = etag.trim().trim_matches('"');
+    hex::decode(text).ok()?.try_into().ok()
+}
+
+/// Where a database's cached setup lies: one folder per server, the setup's ETag (its SHA-256)
+/// beside it.
+struct CacheEntry {
+    setup: PathBuf,
+    etag: PathBuf,
+}
+
+impl CacheEntry {
+    /// The entry of database `name` of server `base` under `dir`. Server and database names are
+    /// reduced to letters, digits, `-` and `_`, so no name reaches outside the cache folder
+    /// (names that collide only share a slot: the server's ETag check refuses a stale setup).
+    fn new(dir: &Path, base: &str, name: &str) -> Self {
+        let safe = |text: &str| -> String {
+            text.chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect()
+        };
+        let (folder, name) = (dir.join(safe(base)), safe(name));
+        Self {
+            setup: folder.join(format!("{name}.setup")),
+            etag: folder.join(format!("{name}.etag")),
+        }
+    }
+
+    /// The cached setup and its SHA-256, recomputed over the bytes; an entry whose bytes do
+    /// not have the recorded SHA-256 (damaged, half written, or from another version) is
+    /// deleted, as is one larger than `max_bytes`.
+    fn load(&self, max_bytes: u64) -> Option<(Sha256, Vec<u8>)> {
+        let recorded = std::fs::read_to_string(&self.etag).ok();
+        let size = std::fs::metadata(&self.setup).ok().map(|m| m.len());
+        let (recorded, size) = match (recorded, size) {
+            (None, None) => return None,
+            (Some(recorded), Some(size)) if size <= max_bytes => (recorded, size),
+            _ => return self.remove(),
+        };
+        let bytes = std::fs::read(&self.setup).ok()?;
+        let found = setup_sha256(&bytes);
+        if bytes.len() as u64 != size || sha256_of_etag(&recorded) != Some(found) {
+            return self.remove();
+        }
+        Some((found, bytes))
+    }
+
+    /// Deletes the entry (what cannot be deleted is verified again next time).
+    fn remove(&self) -> Option<(Sha256, Vec<u8>)> {
+        let _ = std::fs::remove_file(&self.setup);
+        let _ = std::fs::remove_file(&self.etag);
+        None
+    }
+
+    /// Caches `bytes`, whose SHA-256 is `sha256`; each file is replaced whole (written beside
+    /// it, then renamed), so a reader sees the old file or the new one.
+    fn store(&self, sha256: &Sha256, bytes: &[u8]) -> std::io::Result<()> {
+        let folder = self.setup.parent().expect("cache paths have a folder");
+        std::fs::create_dir_all(folder)?;
+        for (path, contents) in [
+            (&self.setup, bytes),
+            (&self.etag, etag_of(sha256).as_bytes()),
+        ] {
+            let temp = tempfile::NamedTempFile::new_in(folder)?;
+            std::fs::write(temp.path(), contents)?;
+            temp.persist(path).map_err(|e| e.error)?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -307,8 +544,8 @@ mod tests {
     fn cache_paths_stay_in_the_cache_folder() {
         let dir = Path::new("/cache");
         for name in ["../../etc/passwd", "a/b", "..", "db"] {
-            let (setup, etag) = cache_paths(dir, "http://127.0.0.1:8080", name);
-            for path in [setup, etag] {
+            let entry = CacheEntry::new(dir, "http://127.0.0.1:8080", name);
+            for path in [entry.setup, entry.etag] {
                 assert_eq!(
                     path.parent().unwrap().parent(),
                     Some(dir),
@@ -317,5 +554,25 @@ mod tests {
                 assert!(!path.to_string_lossy().contains(".."), "{name}: {path:?}");
             }
         }
+    }
+
+    #[test]
+    fn server_messages_are_one_short_printable_line() {
+        assert_eq!(printable(b" busy\n", false), "busy");
+        assert_eq!(printable(b"a\x1b[2Jb\nc", false), "a [2Jb c");
+        let long = vec![b'x'; 5000];
+        let shown = printable(&long, false);
+        assert!(shown.starts_with(&"x".repeat(MAX_ERROR_CHARS)), "{shown}");
+        assert!(shown.ends_with("… (cut; 5000 bytes or more)"), "{shown}");
+        assert!(printable(b"short", true).ends_with("(cut; 5 bytes or more)"));
+    }
+
+    #[test]
+    fn etags_name_sha256_hashes() {
+        let sha256 = setup_sha256(b"setup");
+        assert_eq!(sha256_of_etag(&etag_of(&sha256)), Some(sha256));
+        assert_eq!(sha256_of_etag(&hex::encode(sha256)), Some(sha256));
+        assert_eq!(sha256_of_etag("\"abcd\""), None);
+        assert_eq!(sha256_of_etag("W/\"zz\""), None);
     }
 }

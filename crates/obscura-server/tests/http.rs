@@ -122,6 +122,13 @@ fn retrieves_every_record_over_http_and_caches_the_setup() {
         .find(|p| p.file_name().unwrap() == "square.etag")
         .map(|p| std::fs::read_to_string(p).unwrap())
         .expect("the setup was cached");
+    // The ETag is the SHA-256 of the setup's bytes, as listed.
+    let square_bytes = http.setup_bytes("square").unwrap();
+    assert_eq!(
+        list[1].setup_sha256,
+        hex::encode(obscura_server::catalog::setup_sha256(&square_bytes))
+    );
+    assert_eq!(etag, format!("\"{}\"", list[1].setup_sha256));
     let response = raw()
         .get(&format!("{}/v1/databases/square/setup", server.url))
         .header("If-None-Match", &etag)

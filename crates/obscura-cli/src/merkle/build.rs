@@ -69,9 +69,10 @@ pub fn run(args: BuildArgs) -> Result<()> {
         ),
     };
     println!(
-        "wrote {}: {shape}, root {}, {size} bytes, setup {:.2?}",
+        "wrote {}: {shape}, root {}, {size} bytes, setup sha256 {}, setup {:.2?}",
         args.out.display(),
         hex::encode(setup.root()),
+        hex::encode(obscura_server::catalog::setup_sha256(&setup.to_bytes())),
         started.elapsed()
     );
     Ok(())

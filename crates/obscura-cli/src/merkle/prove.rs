@@ -1,6 +1,6 @@
 //! `obscura merkle prove`: a leaf's audit path, fetched privately and verified against the root.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
@@ -11,7 +11,7 @@ use obscura_pir::lwe::{Answer, Query};
 use obscura_server::client::{ClientError, HttpClient};
 use obscura_server::store::{self, Database};
 
-use crate::get::default_cache_dir;
+use crate::get::{parse_sha256, ServerArgs};
 
 /// Arguments of `obscura merkle prove`.
 #[derive(Args)]
@@ -19,9 +19,8 @@ pub struct ProveArgs {
     /// The tree: a file written by `obscura merkle build`, or with `--server` a database name.
     #[arg(long)]
     db: String,
-    /// Fetch from this server (e.g. http://127.0.0.1:8080) instead of a local file.
-    #[arg(long)]
-    server: Option<String>,
+    #[command(flatten)]
+    remote: ServerArgs,
     /// Index of the leaf (from 0).
     #[arg(long)]
     leaf: u64,
@@ -30,20 +29,11 @@ pub struct ProveArgs {
     #[arg(long, conflicts_with = "leaf_hash")]
     leaf_data: Option<String>,
     /// The leaf's hash, in hex.
-    #[arg(long, value_parser = parse_hash)]
+    #[arg(long, value_parser = parse_sha256)]
     leaf_hash: Option<Hash>,
     /// The root the tree must have, in hex: a tree with another root is refused.
-    #[arg(long, value_parser = parse_hash)]
+    #[arg(long, value_parser = parse_sha256)]
     root: Option<Hash>,
-    /// Where public setups downloaded from servers are cached (default: the user's cache folder).
-    #[arg(long)]
-    cache_dir: Option<PathBuf>,
-}
-
-/// Parses a SHA-256 hash written in hex.
-fn parse_hash(text: &str) -> Result<Hash, String> {
-    let bytes = hex::decode(text).map_err(|e| format!("not hex: {e}"))?;
-    Hash::try_from(bytes).map_err(|bytes| format!("{} bytes, not the 32 of a hash", bytes.len()))
 }
 
 /// Where the answers come from.
@@ -61,7 +51,7 @@ enum Prover {
 impl Prover {
     fn open(args: &ProveArgs) -> Result<Self> {
         let name = &args.db;
-        Ok(match &args.server {
+        Ok(match args.remote.client() {
             None => match store::read_database(Path::new(name))? {
                 Database::TreePir(server) => Self::Local(server),
                 other => bail!(
@@ -69,8 +59,7 @@ impl Prover {
                     other.kind()
                 ),
             },
-            Some(url) => {
-                let http = HttpClient::new(url, args.cache_dir.clone().or_else(default_cache_dir));
+            Some(http) => {
                 let setup = http.treepir_setup(name).map_err(|error| match error {
                     ClientError::Pir(error) => {
                         // Most likely another kind of database: say which.
@@ -173,21 +162,4 @@ pub fn run(args: ProveArgs) -> Result<()> {
     };
     println!("root {} (verified{pinned})", hex::encode(root));
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_hash;
-
-    #[test]
-    fn hashes_parse_from_hex() {
-        let text = "00ff10Ab".repeat(8);
-        let hash = parse_hash(&text).unwrap();
-        assert_eq!(&hash[..4], &[0x00, 0xff, 0x10, 0xab]);
-        assert!(parse_hash(&text[2..]).unwrap_err().contains("31 bytes"));
-        assert!(parse_hash(&text.replace('A', "g"))
-            .unwrap_err()
-            .contains("not hex"));
-        assert!(parse_hash("é".repeat(32).as_str()).is_err());
-    }
 }
