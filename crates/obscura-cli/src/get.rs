@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use clap::Args;
 use obscura_pir::keyword::{KeywordClient, KeywordSetup};
 use obscura_pir::lwe::{Answer, Client, PublicSetup, Query, Server};
@@ -11,6 +11,7 @@ use obscura_pir::wire::{Kind, Reader};
 use obscura_pir::{PirClient, PirServer};
 use obscura_server::client::{ClientOptions, HttpClient, Sha256, DEFAULT_MAX_SETUP_BYTES};
 use obscura_server::store::{self, Database};
+use obscura_server::tls;
 
 /// Arguments of `obscura get`.
 #[derive(Args)]
@@ -55,18 +56,57 @@ pub struct ServerArgs {
     /// before it is read.
     #[arg(long, default_value_t = DEFAULT_MAX_SETUP_BYTES)]
     pub max_setup_bytes: u64,
+    /// Trust these certificates (PEM) as the roots for an https:// server, in place of the
+    /// WebPKI roots (e.g. the server's self-signed certificate).
+    #[arg(long, requires = "server")]
+    pub ca_cert: Option<PathBuf>,
+    /// Read the bearer token for the database from this file (its first line); the
+    /// OBSCURA_TOKEN environment variable gives it too.
+    #[arg(long, requires = "server")]
+    pub token_file: Option<PathBuf>,
 }
 
 impl ServerArgs {
     /// The client of `--server`, if given.
-    pub fn client(&self) -> Option<HttpClient> {
+    pub fn client(&self) -> Result<Option<HttpClient>> {
+        let Some(server) = &self.server else {
+            return Ok(None);
+        };
+        let trusted_roots = match &self.ca_cert {
+            Some(path) => {
+                let pem = std::fs::read(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                let what = path.display().to_string();
+                let roots = tls::certificates_from_pem(&pem, &what)?;
+                Some(roots.iter().map(|c| c.to_vec()).collect())
+            }
+            None => None,
+        };
+        let token = match &self.token_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                let token = text.lines().next().unwrap_or("").trim().to_string();
+                ensure!(
+                    !token.is_empty(),
+                    "{}: no token on its first line",
+                    path.display()
+                );
+                Some(token)
+            }
+            None => std::env::var("OBSCURA_TOKEN")
+                .ok()
+                .filter(|t| !t.is_empty()),
+        };
         let options = ClientOptions {
             cache_dir: self.cache_dir.clone().or_else(default_cache_dir),
             setup_sha256: self.setup_sha256,
             max_setup_bytes: self.max_setup_bytes,
+            token,
+            trusted_roots,
             ..ClientOptions::default()
         };
-        Some(HttpClient::with_options(self.server.as_ref()?, options))
+        Ok(Some(HttpClient::with_options(server, options)))
     }
 }
 
@@ -138,7 +178,7 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 enum Source {
     File(Database),
     Server {
-        http: HttpClient,
+        http: Box<HttpClient>,
         name: String,
         setup: Vec<u8>,
     },
@@ -174,11 +214,11 @@ fn engine(database: &Database) -> Result<&Server> {
 
 /// Runs `obscura get`.
 pub fn run(args: GetArgs) -> Result<()> {
-    let source = match args.remote.client() {
+    let source = match args.remote.client()? {
         Some(http) => {
             let setup = http.setup_bytes(&args.db)?;
             Source::Server {
-                http,
+                http: Box::new(http),
                 name: args.db.clone(),
                 setup,
             }

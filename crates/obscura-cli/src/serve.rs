@@ -1,13 +1,15 @@
 //! `obscura serve`: serve database files over HTTP.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
+use obscura_server::auth::Tokens;
 use obscura_server::catalog::{Catalog, Entry};
 use obscura_server::service::{self, Databases, ServiceConfig};
+use obscura_server::tls;
 
 use crate::threads;
 
@@ -32,6 +34,16 @@ pub struct ServeArgs {
     /// Threads that answer queries (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Serve HTTPS with this certificate chain (PEM); needs --tls-key.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Bearer tokens: a file of `DATABASE TOKEN` lines (`* TOKEN` for every database). A
+    /// database with a token answers only requests that carry one; SIGHUP reads the file again.
+    #[arg(long)]
+    tokens: Option<PathBuf>,
 }
 
 /// Runs `obscura serve` until ctrl-c or SIGTERM; SIGHUP reloads the database files.
@@ -40,10 +52,16 @@ pub fn run(args: ServeArgs) -> Result<()> {
         .num_threads(threads::count(args.threads)?)
         .build_global()
         .context("cannot start the thread pool")?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(tls::read_server_config(cert, key)?),
+        _ => None,
+    };
+    let tokens = read_tokens(args.tokens.as_deref(), &args.databases)?;
     let config = ServiceConfig {
         max_concurrent: args.max_concurrent.max(1),
         batch_window: Duration::from_millis(args.batch_window_ms),
         request_timeout: Duration::from_secs(args.timeout_secs.max(1)),
+        tokens,
         ..ServiceConfig::default()
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
@@ -60,18 +78,44 @@ pub fn run(args: ServeArgs) -> Result<()> {
             describe(entry);
         }
         eprintln!(
-            "serving on http://{} (ctrl-c to stop, SIGHUP to reload the files)",
+            "serving on {}://{} (ctrl-c to stop, SIGHUP to reload the files)",
+            if tls.is_some() { "https" } else { "http" },
             listener.local_addr()?
         );
         let limits = config.connections;
         let (router, databases) = service::router_with_databases(catalog, config);
-        tokio::spawn(reload_on_hangup(databases, args.databases.clone()));
-        service::serve(listener, router, limits, service::shutdown_signal())
+        tokio::spawn(reload_on_hangup(
+            databases,
+            args.databases.clone(),
+            args.tokens.clone(),
+        ));
+        service::serve(listener, router, limits, tls, service::shutdown_signal())
             .await
             .context("the server failed")
     })?;
     eprintln!("stopped");
     Ok(())
+}
+
+/// The grants of the tokens file at `path` (none without one); every database it names must be
+/// one of `databases`.
+fn read_tokens(path: Option<&Path>, databases: &[PathBuf]) -> Result<Tokens> {
+    let Some(path) = path else {
+        return Ok(Tokens::default());
+    };
+    let tokens = Tokens::read(path)?;
+    let served: Vec<&str> = databases
+        .iter()
+        .filter_map(|p| p.file_stem()?.to_str())
+        .collect();
+    if let Some(unknown) = tokens.databases().find(|name| !served.contains(name)) {
+        bail!(
+            "{}: grants a token for {unknown:?}, which is not served (served: {})",
+            path.display(),
+            served.join(", ")
+        );
+    }
+    Ok(tokens)
 }
 
 /// Prints what a served database is and how big its messages are, and warns when nothing
@@ -105,13 +149,17 @@ fn describe(entry: &Entry) {
 /// Reloads the database files on every SIGHUP: files that changed (renamed over, or changed in
 /// place) are loaded again and served from then on; requests in flight finish on the old ones.
 #[cfg(unix)]
-async fn reload_on_hangup(databases: Databases, paths: Vec<PathBuf>) {
+async fn reload_on_hangup(databases: Databases, paths: Vec<PathBuf>, tokens: Option<PathBuf>) {
     use tokio::signal::unix::{signal, SignalKind};
     let Ok(mut hangups) = signal(SignalKind::hangup()) else {
         eprintln!("warning: cannot listen for SIGHUP: the files are not reloaded");
         return;
     };
     while hangups.recv().await.is_some() {
+        match read_tokens(tokens.as_deref(), &paths) {
+            Ok(tokens) => databases.replace_tokens(tokens),
+            Err(error) => eprintln!("error: {error:#}; the previous tokens stay in force"),
+        }
         let (current, paths) = (databases.catalog(), paths.clone());
         let reloaded = tokio::task::spawn_blocking(move || current.reload(&paths)).await;
         match reloaded {
@@ -151,4 +199,4 @@ async fn reload_on_hangup(databases: Databases, paths: Vec<PathBuf>) {
 }
 
 #[cfg(not(unix))]
-async fn reload_on_hangup(_databases: Databases, _paths: Vec<PathBuf>) {}
+async fn reload_on_hangup(_databases: Databases, _paths: Vec<PathBuf>, _tokens: Option<PathBuf>) {}

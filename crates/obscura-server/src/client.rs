@@ -10,6 +10,7 @@ use obscura_pir::batch::treepir::TreePirSetup;
 use obscura_pir::keyword::KeywordSetup;
 use obscura_pir::lwe::{Answer, PublicSetup, Query};
 use obscura_pir::PirError;
+use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
 use ureq::Agent;
 
 use crate::catalog::{setup_sha256, DatabaseInfo};
@@ -104,6 +105,12 @@ pub struct ClientOptions {
     pub max_setup_bytes: u64,
     /// Time limit of each request, from connecting to the last byte of the response.
     pub timeout: Duration,
+    /// The bearer token sent with every request, for databases behind tokens.
+    pub token: Option<String>,
+    /// The certificates (DER) trusted as roots for `https://` servers, in place of the WebPKI
+    /// roots: e.g. a server's self-signed certificate or a private CA
+    /// ([`tls::certificates_from_pem`](crate::tls::certificates_from_pem) reads them from PEM).
+    pub trusted_roots: Option<Vec<Vec<u8>>>,
 }
 
 impl Default for ClientOptions {
@@ -113,6 +120,8 @@ impl Default for ClientOptions {
             setup_sha256: None,
             max_setup_bytes: DEFAULT_MAX_SETUP_BYTES,
             timeout: Duration::from_secs(300),
+            token: None,
+            trusted_roots: None,
         }
     }
 }
@@ -147,9 +156,18 @@ impl HttpClient {
 
     /// A client for the server at `base_url` (see [`HttpClient::new`]) with `options`.
     pub fn with_options(base_url: &str, options: ClientOptions) -> Self {
+        let mut tls = TlsConfig::builder().provider(TlsProvider::Rustls);
+        if let Some(roots) = &options.trusted_roots {
+            let roots: Vec<Certificate<'static>> = roots
+                .iter()
+                .map(|der| Certificate::from_der(der).to_owned())
+                .collect();
+            tls = tls.root_certs(RootCerts::new_with_certs(&roots));
+        }
         let agent: Agent = Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(options.timeout))
+            .tls_config(tls.build())
             .build()
             .into();
         // A bare host:port means plain HTTP.
@@ -168,6 +186,27 @@ impl HttpClient {
 
     fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
+    }
+
+    /// A GET request to `url`, with the token if there is one.
+    fn get(&self, url: &str) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> {
+        let request = self.agent.get(url);
+        match &self.options.token {
+            Some(token) => request.header("authorization", format!("Bearer {token}")),
+            None => request,
+        }
+    }
+
+    /// A POST request of binary messages to `url`, with the token if there is one.
+    fn post(&self, url: &str) -> ureq::RequestBuilder<ureq::typestate::WithBody> {
+        let request = self
+            .agent
+            .post(url)
+            .header("content-type", "application/octet-stream");
+        match &self.options.token {
+            Some(token) => request.header("authorization", format!("Bearer {token}")),
+            None => request,
+        }
     }
 
     /// Reads a response of at most `limit` bytes (`what` says why that is the limit), turning
@@ -221,7 +260,7 @@ impl HttpClient {
         let url = self.url("/v1/databases");
         let reply = self.receive(
             &url,
-            self.agent.get(&url).call(),
+            self.get(&url).call(),
             MAX_LIST_BYTES,
             "the most a database list may take",
         )?;
@@ -263,7 +302,7 @@ impl HttpClient {
             .as_ref()
             .and_then(|entry| entry.load(self.options.max_setup_bytes))
             .filter(|(sha256, _)| self.options.setup_sha256.is_none_or(|pin| pin == *sha256));
-        let mut request = self.agent.get(&url);
+        let mut request = self.get(&url);
         if let Some((sha256, _)) = &cached {
             request = request.header("If-None-Match", etag_of(sha256));
         }
@@ -331,10 +370,7 @@ impl HttpClient {
         query: &Query,
     ) -> Result<Answer, ClientError> {
         let url = self.url(&format!("/v1/databases/{name}/query"));
-        let request = self
-            .agent
-            .post(&url)
-            .header("content-type", "application/octet-stream");
+        let request = self.post(&url);
         let reply = self.receive(
             &url,
             request.send(&query.to_bytes()[..]),
@@ -392,10 +428,7 @@ impl HttpClient {
                 setups.len()
             )));
         }
-        let request = self
-            .agent
-            .post(&url)
-            .header("content-type", "application/octet-stream");
+        let request = self.post(&url);
         let messages: Vec<Vec<u8>> = queries.iter().map(Query::to_bytes).collect();
         let expected = setups.iter().fold(4u64, |total, setup| {
             total.saturating_add(4 + Answer::encoded_len(setup))

@@ -9,6 +9,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod catalog;
 pub mod client;
 pub mod connections;
@@ -17,3 +18,4 @@ pub mod lease;
 pub mod metrics;
 pub mod service;
 pub mod store;
+pub mod tls;

@@ -42,7 +42,7 @@ enum Prover {
     Local(Arc<TreePirServer>),
     /// A database served over HTTP.
     Remote {
-        http: HttpClient,
+        http: Box<HttpClient>,
         name: String,
         setup: Box<TreePirSetup>,
     },
@@ -51,7 +51,7 @@ enum Prover {
 impl Prover {
     fn open(args: &ProveArgs) -> Result<Self> {
         let name = &args.db;
-        Ok(match args.remote.client() {
+        Ok(match args.remote.client()? {
             None => match store::read_database(Path::new(name))? {
                 Database::TreePir(server) => Self::Local(server),
                 other => bail!(
@@ -76,7 +76,7 @@ impl Prover {
                     error => error.into(),
                 })?;
                 Self::Remote {
-                    http,
+                    http: Box::new(http),
                     name: name.clone(),
                     setup: Box::new(setup),
                 }

@@ -8,7 +8,8 @@ use std::time::Duration;
 use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{oneshot, Semaphore};
 use tower::ServiceExt;
 
@@ -16,8 +17,8 @@ use super::{router_with_databases, ConnectionLimits, Databases, ServiceConfig};
 use crate::catalog::Catalog;
 use crate::connections::{Table, Tracked};
 
-/// Serves `router` (HTTP/1.1) on `listener` until `shutdown` completes, then finishes the
-/// requests in flight within [`ConnectionLimits::shutdown_grace`].
+/// Serves `router` (HTTP/1.1, over TLS when `tls` is given) on `listener` until `shutdown`
+/// completes, then finishes the requests in flight within [`ConnectionLimits::shutdown_grace`].
 ///
 /// At most [`ConnectionLimits::max_open`] connections are open at once; when they are and
 /// another client connects, the connection that has moved no byte for the longest time, among
@@ -26,8 +27,10 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
     limits: ConnectionLimits,
+    tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     let graceful = GracefulShutdown::new();
     let open = Arc::new(Semaphore::new(limits.max_open.max(1)));
     let table = Table::new();
@@ -76,16 +79,25 @@ pub async fn serve(
                 }
             })
         };
-        let mut builder = http1::Builder::new();
-        builder
-            .timer(TokioTimer::new())
-            .header_read_timeout(limits.header_timeout);
-        let connection =
-            builder.serve_connection(TokioIo::new(Tracked::new(stream, tracker.clone())), service);
-        let connection = graceful.watch(connection);
+        let tls = tls.clone();
+        let watcher = graceful.watcher();
         tokio::spawn(async move {
+            let stream = Tracked::new(stream, tracker.clone());
+            let run = async {
+                match tls {
+                    None => drive(stream, service, &limits, watcher).await,
+                    // The handshake counts against the header time.
+                    Some(acceptor) => {
+                        let accepted =
+                            tokio::time::timeout(limits.header_timeout, acceptor.accept(stream));
+                        if let Ok(Ok(stream)) = accepted.await {
+                            drive(stream, service, &limits, watcher).await;
+                        }
+                    }
+                }
+            };
             tokio::select! {
-                _ = connection => {}
+                () = run => {}
                 () = tracker.evicted() => {}
             }
             drop((registration, permit));
@@ -94,6 +106,25 @@ pub async fn serve(
     drop(listener);
     let _ = tokio::time::timeout(limits.shutdown_grace, graceful.shutdown()).await;
     Ok(())
+}
+
+/// Serves HTTP/1.1 requests on one connection until it closes or the server shuts down.
+async fn drive<I, S>(io: I, service: S, limits: &ConnectionLimits, watcher: Watcher)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: hyper::service::HttpService<hyper::body::Incoming> + Send + 'static,
+    S::Future: Send + 'static,
+    S::ResBody: Send + 'static,
+    <S::ResBody as hyper::body::Body>::Data: Send,
+    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    let _ = watcher
+        .watch(builder.serve_connection(TokioIo::new(io), service))
+        .await;
 }
 
 /// Completes on ctrl-c or SIGTERM.
@@ -122,18 +153,31 @@ pub async fn shutdown_signal() {
 /// gracefully when dropped.
 pub struct BackgroundService {
     address: std::net::SocketAddr,
+    scheme: &'static str,
     databases: Databases,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
 }
 
 impl BackgroundService {
-    /// Binds `address` (port 0 picks a free one) and serves `catalog` until dropped.
+    /// Binds `address` (port 0 picks a free one) and serves `catalog` over plain HTTP until
+    /// dropped.
     pub fn start(
         catalog: Catalog,
         config: ServiceConfig,
         address: std::net::SocketAddr,
     ) -> std::io::Result<Self> {
+        Self::start_with_tls(catalog, config, address, None)
+    }
+
+    /// As [`start`](Self::start), over TLS when `tls` is given.
+    pub fn start_with_tls(
+        catalog: Catalog,
+        config: ServiceConfig,
+        address: std::net::SocketAddr,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> std::io::Result<Self> {
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let (bound_tx, bound_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
@@ -152,7 +196,7 @@ impl BackgroundService {
                 let limits = config.connections;
                 let (router, databases) = router_with_databases(catalog, config);
                 let _ = bound_tx.send(listener.local_addr().map(|a| (a, databases)));
-                serve(listener, router, limits, async {
+                serve(listener, router, limits, tls, async {
                     let _ = stopped.await;
                 })
                 .await
@@ -163,6 +207,7 @@ impl BackgroundService {
             .map_err(|_| std::io::Error::other("the service thread stopped"))??;
         Ok(Self {
             address,
+            scheme,
             databases,
             stop: Some(stop),
             thread: Some(thread),
@@ -171,7 +216,7 @@ impl BackgroundService {
 
     /// The base URL of the service, e.g. `http://127.0.0.1:41234`.
     pub fn url(&self) -> String {
-        format!("http://{}", self.address)
+        format!("{}://{}", self.scheme, self.address)
     }
 
     /// The databases it serves, which can be replaced while it runs.

@@ -34,6 +34,7 @@ use axum::Router;
 use tokio::sync::{mpsc, Semaphore};
 use tower_http::timeout::TimeoutLayer;
 
+use crate::auth::Tokens;
 use crate::catalog::{Catalog, Entry};
 use crate::metrics::Metrics;
 
@@ -56,6 +57,8 @@ pub struct ServiceConfig {
     pub max_batch: usize,
     /// What a connection may hold: open connections, and the time to send headers and bodies.
     pub connections: ConnectionLimits,
+    /// Bearer tokens of the databases that need one (none by default).
+    pub tokens: Tokens,
 }
 
 /// Limits on connections and on how slowly they may send.
@@ -105,6 +108,7 @@ impl Default for ServiceConfig {
             batch_window: Duration::from_millis(1),
             max_batch: 16,
             connections: ConnectionLimits::default(),
+            tokens: Tokens::default(),
         }
     }
 }
@@ -121,6 +125,7 @@ struct Served {
 struct AppState {
     databases: RwLock<Arc<HashMap<String, Arc<Served>>>>,
     catalog: RwLock<Arc<Catalog>>,
+    tokens: RwLock<Arc<Tokens>>,
     permits: Arc<Semaphore>,
     metrics: Arc<Metrics>,
     config: ServiceConfig,
@@ -131,6 +136,14 @@ impl AppState {
     /// The databases served now.
     fn current(&self) -> Arc<HashMap<String, Arc<Served>>> {
         self.databases
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The tokens in force now.
+    fn tokens(&self) -> Arc<Tokens> {
+        self.tokens
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
@@ -197,6 +210,11 @@ impl Databases {
     pub fn replace(&self, catalog: Catalog) {
         self.0.install(catalog);
     }
+
+    /// Grants `tokens` from now on, in place of the tokens given before.
+    pub fn replace_tokens(&self, tokens: Tokens) {
+        *self.0.tokens.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(tokens);
+    }
 }
 
 /// Builds the service for `catalog`. Must be called inside a tokio runtime (it starts one
@@ -211,6 +229,7 @@ pub fn router_with_databases(catalog: Catalog, config: ServiceConfig) -> (Router
     let state = Arc::new(AppState {
         databases: RwLock::default(),
         catalog: RwLock::default(),
+        tokens: RwLock::new(Arc::new(config.tokens.clone())),
         permits: Arc::new(Semaphore::new(config.max_concurrent.max(1))),
         metrics: Arc::new(Metrics::default()),
         runtime: tokio::runtime::Handle::current(),

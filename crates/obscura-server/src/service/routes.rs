@@ -38,6 +38,12 @@ impl IntoResponse for Failure {
             self.message + "\n",
         )
             .into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"obscura\""),
+            );
+        }
         if self.close {
             response
                 .headers_mut()
@@ -58,6 +64,13 @@ impl Failure {
 
     fn unknown(name: &str) -> Self {
         Self::new(StatusCode::NOT_FOUND, format!("unknown database {name:?}"))
+    }
+
+    fn unauthorized(name: &str) -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            format!("database {name:?} needs a bearer token (Authorization: Bearer TOKEN)"),
+        )
     }
 
     fn busy() -> Self {
@@ -131,10 +144,16 @@ pub(super) async fn no_route(uri: axum::http::Uri) -> Failure {
     )
 }
 
-pub(super) async fn list(State(state): State<Arc<AppState>>) -> impl IntoResponse {
+/// The databases the request's token (if any) opens.
+pub(super) async fn list(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+) -> impl IntoResponse {
+    let (tokens, authorization) = (state.tokens(), authorization(&headers));
     let mut list: Vec<_> = state
         .current()
         .values()
+        .filter(|s| tokens.allows(&s.entry.name, authorization))
         .map(|s| s.entry.info.clone())
         .collect();
     list.sort_by(|a, b| a.name.cmp(&b.name));
@@ -148,13 +167,23 @@ pub(super) async fn render_metrics(State(state): State<Arc<AppState>>) -> impl I
     )
 }
 
-/// The database called `name`, or 404.
-fn lookup(state: &AppState, name: &str) -> Result<Arc<Served>, Failure> {
-    state
+/// The database called `name` (404 if there is none), if the request's headers carry a token
+/// that opens it (401 otherwise).
+fn lookup(state: &AppState, name: &str, headers: &HeaderMap) -> Result<Arc<Served>, Failure> {
+    let served = state
         .current()
         .get(name)
         .cloned()
-        .ok_or_else(|| Failure::unknown(name))
+        .ok_or_else(|| Failure::unknown(name))?;
+    if !state.tokens().allows(name, authorization(headers)) {
+        return Err(Failure::unauthorized(name));
+    }
+    Ok(served)
+}
+
+/// The `Authorization` header's value, if it is text.
+fn authorization(headers: &HeaderMap) -> Option<&str> {
+    headers.get(header::AUTHORIZATION)?.to_str().ok()
 }
 
 pub(super) async fn setup(
@@ -162,7 +191,7 @@ pub(super) async fn setup(
     Path(name): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, Failure> {
-    let served = lookup(&state, &name)?;
+    let served = lookup(&state, &name, &headers)?;
     let entry = &served.entry;
     let cache = [
         (header::ETAG, entry.etag.clone()),
@@ -260,7 +289,7 @@ pub(super) async fn query(
     Path(name): Path<String>,
     request: Request,
 ) -> Result<Response, Failure> {
-    let served = lookup(&state, &name)?;
+    let served = lookup(&state, &name, request.headers())?;
     let setup = single_engine(&served.entry, &name)?.public_setup();
     let body = read_body(&state, &served, request).await?;
     let query = Query::from_bytes(&body, setup).map_err(|e| Failure::from_pir(e, &name))?;
@@ -273,7 +302,7 @@ pub(super) async fn batch(
     Path(name): Path<String>,
     request: Request,
 ) -> Result<Response, Failure> {
-    let served = lookup(&state, &name)?;
+    let served = lookup(&state, &name, request.headers())?;
     let setup = single_engine(&served.entry, &name)?.public_setup();
     let body = read_body(&state, &served, request).await?;
     let messages = framing::decode(&body, state.max_batch()).map_err(Failure::bad_request)?;
@@ -293,7 +322,7 @@ pub(super) async fn proof(
     Path(name): Path<String>,
     request: Request,
 ) -> Result<Response, Failure> {
-    let served = lookup(&state, &name)?;
+    let served = lookup(&state, &name, request.headers())?;
     let Database::TreePir(tree) = &served.entry.database else {
         return Err(Failure::bad_request(format!(
             "{name:?} is not a Merkle tree: send its queries to /v1/databases/{name}/query or /batch"
