@@ -459,7 +459,7 @@ fn build_from_csv_and_jsonl() {
     assert_clean_failure(bad_field, "line 1: no field \"zz\"");
 }
 
-/// A keyword database from CSV: present keys print their value, absent keys exit 2 with
+/// A keyword database from CSV: present keys print their value, absent keys exit 3 with
 /// "not found", locally and through a server.
 #[test]
 fn keyword_database_from_csv() {
@@ -510,7 +510,7 @@ fn keyword_database_from_csv() {
         assert_eq!(value.unwrap(), format!("person {i},{city}").into_bytes());
     }
     let (assert, value) = get(&local, "+15559999");
-    assert.code(2).stderr(predicate::str::contains("not found"));
+    assert.code(3).stderr(predicate::str::contains("not found"));
     assert!(value.is_none());
     let wrong = obscura()
         .args(["get", "--db"])
@@ -533,7 +533,7 @@ fn keyword_database_from_csv() {
     assert.success();
     assert_eq!(value.unwrap(), b"person 13,Springfield");
     let (assert, _) = get(&remote, "nobody");
-    assert.code(2).stderr(predicate::str::contains("not found"));
+    assert.code(3).stderr(predicate::str::contains("not found"));
     let _ = server.kill();
     let _ = server.wait();
 }

@@ -1,0 +1,137 @@
+//! The `obscura` binary at its limits: exit statuses, a closed stdout, inputs that would need
+//! more memory than there is, and input it cannot read.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use assert_cmd::cargo::cargo_bin;
+
+fn obscura(args: &[&str]) -> Command {
+    let mut command = Command::new(cargo_bin("obscura"));
+    command
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+fn run(args: &[&str]) -> Output {
+    obscura(args).output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The path as an argument.
+fn arg(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// Asserts exit status `code` and, on stderr, one line `error: ...` holding `message`.
+fn assert_error(output: &Output, code: i32, message: &str) {
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(code), "{stderr}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("error: "))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].contains(message), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// A keyword database of three keys, `k0` to `k2`, each with the value `v` and its number.
+fn keyword_db(dir: &Path) -> PathBuf {
+    let csv = write(dir, "kv.csv", b"key,value\nk0,v0\nk1,v1\nk2,v2\n");
+    let db = dir.join("kv.obs");
+    let output = run(&[
+        "build",
+        "--input",
+        arg(&csv),
+        "--key-column",
+        "key",
+        "--value-column",
+        "value",
+        "--out",
+        arg(&db),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    db
+}
+
+/// Found is 0, not found 3, an error 1 and a usage error 2; `--help` says so.
+#[test]
+fn exit_statuses_are_distinct() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = keyword_db(dir.path());
+    let found = run(&["get", "--db", arg(&db), "--key", "k1"]);
+    assert_eq!(found.status.code(), Some(0), "{}", text(&found.stderr));
+    assert_eq!(text(&found.stdout), format!("{}\n", hex::encode("v1")));
+    let absent = run(&["get", "--db", arg(&db), "--key", "k9"]);
+    assert_eq!(absent.status.code(), Some(3));
+    assert!(text(&absent.stderr).contains("not found: the key \"k9\" is not in the database"));
+    let missing = dir.path().join("missing.obs");
+    assert_error(
+        &run(&["get", "--db", arg(&missing), "--key", "k1"]),
+        1,
+        "missing.obs",
+    );
+    let usage = run(&["get", "--db", arg(&db), "--key", "k1", "--index", "0"]);
+    assert_eq!(usage.status.code(), Some(2));
+    assert!(text(&usage.stderr).contains("cannot be used with"));
+    for help in [&["--help"][..], &["get", "--help"]] {
+        let stdout = text(&run(help).stdout);
+        assert!(stdout.contains("Exit status:"), "{stdout}");
+        assert!(
+            stdout.contains("3  get --key: the key is not in the database"),
+            "{stdout}"
+        );
+    }
+}
+
+/// A reader that goes away before the output is written ends the program quietly: no "Broken
+/// pipe", no panic, and either success or the end by SIGPIPE that other tools show.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    // One record of 40 KiB prints 80 KiB of hex, more than a pipe holds: the write fails even
+    // if it starts before the reader goes.
+    let input = write(dir.path(), "big.bin", &vec![0xab; 40 << 10]);
+    let db = dir.path().join("big.obs");
+    let built = run(&[
+        "build",
+        "--input",
+        arg(&input),
+        "--record-size",
+        &(40 << 10).to_string(),
+        "--out",
+        arg(&db),
+    ]);
+    assert!(built.status.success(), "{}", text(&built.stderr));
+    let mut child = obscura(&["get", "--db", arg(&db), "--index", "0"])
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = text(&output.stderr);
+    assert!(!stderr.contains("Broken pipe"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        output.status.success() || output.status.signal() == Some(SIGPIPE),
+        "{:?}: {stderr}",
+        output.status
+    );
+}
+
+/// SIGPIPE's number (13 on every Unix).
+#[cfg(unix)]
+const SIGPIPE: i32 = 13;
