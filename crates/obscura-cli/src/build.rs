@@ -172,6 +172,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
             let input = match &args.key_column {
                 Some(key) => {
                     let keys = read(std::slice::from_ref(key))?;
+                    ingest::check_unique_keys(&args.input, format, key, &keys)?;
                     Input::Pairs(keys.into_iter().zip(read(&args.value_columns)?).collect())
                 }
                 None => {

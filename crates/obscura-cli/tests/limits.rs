@@ -135,3 +135,99 @@ fn a_closed_stdout_ends_quietly() {
 /// SIGPIPE's number (13 on every Unix).
 #[cfg(unix)]
 const SIGPIPE: i32 = 13;
+
+/// Binary data given as CSV is not echoed back as a column list: the error says the file does
+/// not look like CSV. A real header row is listed, at most ten names, each cut short.
+#[test]
+fn bad_csv_headers_are_shown_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut garbage: Vec<u8> = (0..4000u32).map(|i| (i * 7919 % 251) as u8).collect();
+    garbage[..4].copy_from_slice(b"\x00\x01,\x02");
+    let binary = write(dir.path(), "garbage.csv", &garbage);
+    let out = dir.path().join("x.obs");
+    let output = run(&[
+        "build",
+        "--input",
+        arg(&binary),
+        "--column",
+        "id",
+        "--out",
+        arg(&out),
+    ]);
+    assert_error(
+        &output,
+        1,
+        "garbage.csv: no column \"id\": the file does not look like CSV (its first line holds binary data, not a header row)",
+    );
+    assert!(text(&output.stderr).len() < 300, "{}", text(&output.stderr));
+    let names: Vec<String> = (0..30)
+        .map(|i| format!("c{i}_{}", "x".repeat(60)))
+        .collect();
+    let wide = write(
+        dir.path(),
+        "wide.csv",
+        format!("{}\n", names.join(",")).as_bytes(),
+    );
+    let output = run(&[
+        "build",
+        "--input",
+        arg(&wide),
+        "--column",
+        "id",
+        "--out",
+        arg(&out),
+    ]);
+    let first = format!("\"c0_{}...\"", "x".repeat(37));
+    assert_error(&output, 1, &format!("(columns: {first}, "));
+    assert_error(&output, 1, "\"c9_xxx");
+    assert_error(&output, 1, ", and 20 more)");
+    assert!(!text(&output.stderr).contains("c10_"));
+}
+
+/// JSON-lines keys `1` and `"1"` become the same key: the error names both spellings and their
+/// lines. Equal spellings and CSV rows are named by their position.
+#[test]
+fn repeated_keys_are_named_with_their_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.obs");
+    let build = |input: &Path| {
+        run(&[
+            "build",
+            "--input",
+            arg(input),
+            "--key-column",
+            "k",
+            "--value-column",
+            "v",
+            "--out",
+            arg(&out),
+        ])
+    };
+    let spellings = write(
+        dir.path(),
+        "keys.jsonl",
+        b"{\"k\":1,\"v\":\"a\"}\n\n{\"k\":2,\"v\":\"b\"}\n{\"k\":\"1\",\"v\":\"c\"}\n",
+    );
+    assert_error(
+        &build(&spellings),
+        1,
+        "keys.jsonl: the keys 1 (line 1) and \"1\" (line 4) encode to the same key \"1\"",
+    );
+    let same = write(
+        dir.path(),
+        "same.jsonl",
+        b"{\"k\":\"z\",\"v\":\"a\"}\n{\"k\":\"y\",\"v\":\"b\"}\n{\"k\":\"z\",\"v\":\"c\"}\n",
+    );
+    assert_error(
+        &build(&same),
+        1,
+        "same.jsonl: lines 1 and 3 hold the same key \"z\"",
+    );
+    let csv = write(dir.path(), "keys.csv", b"k,v\na,1\nb,2\na,3\n");
+    assert_error(
+        &build(&csv),
+        1,
+        "keys.csv: rows 2 and 4 hold the same key \"a\"",
+    );
+    assert!(!out.exists());
+}
