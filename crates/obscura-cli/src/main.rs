@@ -5,6 +5,7 @@ mod build;
 mod demo;
 mod get;
 mod ingest;
+mod memory;
 mod merkle;
 mod progress;
 mod psi;

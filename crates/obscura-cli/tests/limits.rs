@@ -231,3 +231,105 @@ fn repeated_keys_are_named_with_their_lines() {
     );
     assert!(!out.exists());
 }
+
+/// `obscura build` of `input` as records of `record_size` bytes with `options`, into `out`.
+fn build_raw(input: &Path, record_size: &str, options: &[&str], out: &Path) -> Output {
+    let args = [
+        &["build", "--input", arg(input), "--record-size", record_size][..],
+        options,
+        &["--out", arg(out)],
+    ]
+    .concat();
+    run(&args)
+}
+
+/// The two reported inputs are refused at once, with the figures and a layout that fits:
+/// 4,000 records per column over 3 MB (which allocated 22.5 GB) and three 1 MiB records (a
+/// 4 GiB hint).
+#[test]
+fn oversized_setups_are_refused_before_they_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.obs");
+    let three_mb = write(dir.path(), "3mb.bin", &vec![1u8; 3_000_000]);
+    let output = build_raw(
+        &three_mb,
+        "1024",
+        &["--layout", "4000", "--max-memory", "1GiB"],
+        &out,
+    );
+    assert_error(
+        &output,
+        1,
+        "this build needs about 22.9 GiB of memory (hint 11.4 GiB, file 11.4 GiB, for 2.9 MiB of data) but --max-memory allows 1.0 GiB; --layout one-per-column would need",
+    );
+    let three_records = write(dir.path(), "3mib.bin", &vec![1u8; 3 << 20]);
+    let output = build_raw(&three_records, "1048576", &["--max-memory", "1GiB"], &out);
+    assert_error(
+        &output,
+        1,
+        "this build needs about 8.0 GiB of memory (hint 4.0 GiB, file 4.0 GiB, for 3.0 MiB of data) but --max-memory allows 1.0 GiB",
+    );
+    assert!(!out.exists());
+    let output = build_raw(
+        &three_records,
+        "1048576",
+        &["--max-memory", "12parsecs"],
+        &out,
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+}
+
+/// Keyword and Merkle builds are checked too.
+#[test]
+fn keyword_and_tree_builds_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.obs");
+    let csv = write(dir.path(), "kv.csv", b"key,value\nk0,v0\nk1,v1\n");
+    let output = run(&[
+        "build",
+        "--input",
+        arg(&csv),
+        "--key-column",
+        "key",
+        "--value-column",
+        "value",
+        "--max-memory",
+        "100kB",
+        "--out",
+        arg(&out),
+    ]);
+    assert_error(&output, 1, "but --max-memory allows 97.7 KiB");
+    let leaves = write(dir.path(), "leaves.txt", b"a\nb\nc\n");
+    let output = run(&[
+        "merkle",
+        "build",
+        "--leaves",
+        arg(&leaves),
+        "--max-memory",
+        "100kB",
+        "--out",
+        arg(&out),
+    ]);
+    assert_error(&output, 1, "but --max-memory allows 97.7 KiB");
+    assert!(!out.exists());
+}
+
+/// A hint far larger than its data is built, with one warning line that gives the figures.
+#[test]
+fn large_hints_are_built_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "wide.bin", &vec![5u8; 60_000]);
+    let out = dir.path().join("wide.obs");
+    let output = build_raw(&input, "20000", &[], &out);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: "))
+        .collect();
+    assert_eq!(
+        warnings,
+        ["warning: the setup is large against its data (hint 78.1 MiB, file 78.2 MiB, for 58.6 KiB of data)"]
+    );
+    assert!(std::fs::metadata(&out).unwrap().len() > 78 << 20);
+}
