@@ -394,12 +394,14 @@ fn a_server_without_a_client_stops_at_the_timeout() {
     );
 }
 
-/// Runs a server with `server_args` and a client with `client_args` (each besides its role and
-/// address) and returns their outputs.
+/// One party's protocol and arguments besides its role and address.
+type Side<'a> = (&'a str, &'a [&'a str]);
+
+/// Runs a server and a client with their settings and returns their outputs.
 fn run_mismatched(
     dir: &Path,
-    (server_protocol, server_args): (&str, &[&str]),
-    (client_protocol, client_args): (&str, &[&str]),
+    (server_protocol, server_args): Side,
+    (client_protocol, client_args): Side,
 ) -> (Output, Output) {
     let server_input = write(dir, "server.csv", SERVER_CSV);
     let client_input = write(dir, "client.csv", CLIENT_CSV);
@@ -429,7 +431,7 @@ fn run_mismatched(
 fn mismatched_settings_name_the_flag_and_the_side() {
     let dir = tempfile::tempdir().unwrap();
     let bucketed: &[&str] = &["--bucket-items", "5"];
-    let cases: [((&str, &[&str]), (&str, &[&str]), [&str; 2]); 4] = [
+    let cases: [(Side, Side, [&str; 2]); 4] = [
         (
             ("kkrt", &[]),
             ("ecdh", &[]),
