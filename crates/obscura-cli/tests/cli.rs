@@ -442,7 +442,10 @@ fn build_from_csv_and_jsonl() {
         .args(["--column", "email", "--out"])
         .arg(dir.path().join("x.obs"))
         .assert();
-    assert_clean_failure(missing, "no column \"email\" (columns: name, phone, city)");
+    assert_clean_failure(
+        missing,
+        "no column \"email\" (columns: \"name\", \"phone\", \"city\")",
+    );
     let no_column = obscura()
         .args(["build", "--input"])
         .arg(&jsonl)
