@@ -6,13 +6,14 @@ use std::time::Instant;
 use anyhow::{ensure, Context, Result};
 use clap::Args;
 use obscura_pir::keyword::fuse::Arity;
-use obscura_pir::keyword::KeywordOptions;
-use obscura_pir::lwe::{Layout, SetupOptions};
+use obscura_pir::keyword::{KeywordOptions, KeywordServer};
+use obscura_pir::lwe::{Footprint, Layout, Server, SetupOptions};
 use obscura_pir::params::{MatrixKind, ParamSet};
+use obscura_pir::PirError;
 use obscura_server::store::Database;
 
 use crate::ingest::{self, InputFormat};
-use crate::{progress, threads};
+use crate::{memory, progress, threads};
 
 /// Arguments of `obscura build`.
 #[derive(Args)]
@@ -62,6 +63,10 @@ pub struct EngineArgs {
     /// Threads for the setup (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Refuse to build when the setup would need more memory than this (e.g. 8GiB, 512MB or
+    /// bytes; default: the memory the system has available).
+    #[arg(long, value_parser = memory::parse_size)]
+    pub max_memory: Option<u64>,
 }
 
 impl EngineArgs {
@@ -72,6 +77,54 @@ impl EngineArgs {
             layout: self.layout,
             matrix: self.matrix,
         }
+    }
+
+    /// Checks, before anything is allocated, the setup whose footprint `footprint_of(layout)`
+    /// gives for the chosen layout, the other layouts named when they fit better (see
+    /// [`memory::Plan::check`]). The build holds `input_bytes` of input besides; it serves
+    /// `data_bytes` of data.
+    pub fn check_size(
+        &self,
+        input_bytes: u64,
+        data_bytes: u64,
+        footprint_of: impl Fn(Layout) -> Result<Footprint, PirError>,
+    ) -> Result<()> {
+        let mut alternatives: Vec<(String, Footprint)> = [
+            ("square", Layout::Square),
+            ("one-per-column", Layout::OnePerColumn),
+        ]
+        .into_iter()
+        .filter(|&(_, layout)| layout != self.layout)
+        .filter_map(|(name, layout)| {
+            let footprint = footprint_of(layout).ok()?;
+            Some((format!("--layout {name}"), footprint))
+        })
+        .collect();
+        alternatives.sort_by_key(|(_, footprint)| footprint.peak_bytes());
+        self.check_footprint(
+            footprint_of(self.layout)?,
+            input_bytes,
+            data_bytes,
+            alternatives,
+        )
+    }
+
+    /// [`EngineArgs::check_size`] of a setup whose layout is fixed (nothing to suggest).
+    pub fn check_footprint(
+        &self,
+        footprint: Footprint,
+        input_bytes: u64,
+        data_bytes: u64,
+        alternatives: Vec<(String, Footprint)>,
+    ) -> Result<()> {
+        memory::Plan {
+            footprint,
+            input_bytes,
+            data_bytes,
+            max_memory: self.max_memory,
+            alternatives,
+        }
+        .check()
     }
 
     /// The thread pool the setup runs in.
@@ -113,6 +166,9 @@ pub fn parse_params(text: &str) -> Result<ParamSet, String> {
     })
 }
 
+/// Bytes of a `Vec` besides its contents: what each value read from CSV or JSON costs.
+const VEC_BYTES: u64 = std::mem::size_of::<Vec<u8>>() as u64;
+
 /// Records read from the input.
 enum Input {
     /// Fixed-size records laid end to end.
@@ -148,6 +204,18 @@ pub fn run(args: BuildArgs) -> Result<()> {
                 .record_size
                 .context("--record-size is needed for raw input")?;
             ensure!(record_size >= 1, "--record-size must be at least 1 byte");
+            let size = std::fs::metadata(&args.input)
+                .with_context(|| format!("cannot read {}", args.input.display()))?
+                .len();
+            if size > 0 {
+                let options = |layout| SetupOptions {
+                    layout,
+                    ..args.engine.options()
+                };
+                args.engine.check_size(size, size, |layout| {
+                    Server::footprint(size, record_size, options(layout))
+                })?;
+            }
             let data = std::fs::read(&args.input)
                 .with_context(|| format!("cannot read {}", args.input.display()))?;
             ensure!(
@@ -172,6 +240,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
             let input = match &args.key_column {
                 Some(key) => {
                     let keys = read(std::slice::from_ref(key))?;
+                    ingest::check_unique_keys(&args.input, format, key, &keys)?;
                     Input::Pairs(keys.into_iter().zip(read(&args.value_columns)?).collect())
                 }
                 None => {
@@ -191,6 +260,41 @@ pub fn run(args: BuildArgs) -> Result<()> {
         args.arity.is_none() || matches!(input, Input::Pairs(_)),
         "--arity applies to keyword databases (--key-column)"
     );
+    let keyword_options = KeywordOptions {
+        arity: args.arity,
+        params: args.engine.params,
+        matrix: args.engine.matrix,
+    };
+    match &input {
+        Input::Raw { .. } => {}
+        Input::Values(values) => {
+            let data: u64 = values.iter().map(|v| v.len() as u64).sum();
+            let longest = values.iter().map(|v| v.len() as u64).max().unwrap_or(0);
+            let count = values.len() as u64;
+            let options = |layout| SetupOptions {
+                layout,
+                ..args.engine.options()
+            };
+            args.engine
+                .check_size(data + count * VEC_BYTES, data, |layout| {
+                    Server::values_footprint(count, longest, options(layout))
+                })?;
+        }
+        Input::Pairs(pairs) => {
+            let lengths = || pairs.iter().map(|(_, v)| v.len() as u64);
+            let longest = lengths().max().unwrap_or(0);
+            let uniform = lengths().all(|len| len == longest);
+            let data: u64 = pairs.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+            let count = pairs.len() as u64;
+            let footprint = KeywordServer::footprint(count, longest, uniform, keyword_options)?;
+            args.engine.check_footprint(
+                footprint,
+                data + 2 * count * VEC_BYTES,
+                data,
+                Vec::new(),
+            )?;
+        }
+    }
     let options = args.engine.options();
     let pool = args.engine.pool()?;
     let started = Instant::now();
@@ -201,14 +305,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
                 progress::setup_with_bar(data, *record_size, options, message)?.into()
             }
             Input::Values(values) => progress::values_with_bar(values, options, message)?.into(),
-            Input::Pairs(pairs) => {
-                let options = KeywordOptions {
-                    arity: args.arity,
-                    params: args.engine.params,
-                    matrix: args.engine.matrix,
-                };
-                progress::keyword_with_bar(pairs, options)?.into()
-            }
+            Input::Pairs(pairs) => progress::keyword_with_bar(pairs, keyword_options)?.into(),
         })
     })?;
     obscura_server::store::write_database(&args.out, &database)?;

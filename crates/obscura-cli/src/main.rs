@@ -5,6 +5,7 @@ mod build;
 mod demo;
 mod get;
 mod ingest;
+mod memory;
 mod merkle;
 mod progress;
 mod psi;
@@ -15,10 +16,21 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// What the exit status means, as `--help` shows it.
+const EXIT_STATUS: &str = "\
+Exit status:
+  0  success (for get: the record or the key's value was found)
+  1  error (the message starts with \"error:\")
+  2  usage error: unknown or invalid arguments
+  3  get --key: the key is not in the database";
+
+/// Exit status of `obscura get --key` for a key that is not in the database.
+const NOT_FOUND: u8 = 3;
+
 /// Private information retrieval and private set intersection: fetch a record, a value or a
 /// Merkle proof without the server learning which, or intersect two sets and learn nothing else.
 #[derive(Parser)]
-#[command(name = "obscura", version, about)]
+#[command(name = "obscura", version, about, after_help = EXIT_STATUS)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -29,6 +41,7 @@ enum Command {
     /// Build a PIR database file from raw fixed-size records, CSV or JSON lines.
     Build(build::BuildArgs),
     /// Fetch a record (by index) or a value (by key) privately, from a file or from a server.
+    #[command(after_help = EXIT_STATUS)]
     Get(get::GetArgs),
     /// Serve database files over HTTP.
     Serve(serve::ServeArgs),
@@ -44,6 +57,9 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Serve(_)) {
+        end_quietly_when_stdout_closes();
+    }
     let result = match cli.command {
         Command::Build(args) => build::run(args),
         Command::Get(args) => get::run(args),
@@ -57,7 +73,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) if error.is::<get::NotFound>() => {
             eprintln!("{error}");
-            ExitCode::from(2)
+            ExitCode::from(NOT_FOUND)
         }
         Err(error) => {
             eprintln!("error: {error:#}");
@@ -65,3 +81,22 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Lets a closed stdout end the process quietly, as it ends other Unix tools: `obscura get ... |
+/// head -c1` must not fail with "Broken pipe" on the next write. The Rust runtime ignores
+/// SIGPIPE, which turns that write into an error (a panic in `println!`); this restores the
+/// signal's default action. `obscura serve` keeps the runtime's setting, so that nothing it
+/// writes can end it.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn end_quietly_when_stdout_closes() {
+    // SAFETY: `signal` with `SIG_DFL` only resets how the process reacts to SIGPIPE; it touches
+    // no memory of the program, and runs before any thread of ours exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// Other systems have no SIGPIPE whose action could be restored.
+#[cfg(not(unix))]
+fn end_quietly_when_stdout_closes() {}

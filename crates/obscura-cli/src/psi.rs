@@ -8,7 +8,7 @@ use anyhow::{bail, ensure, Context, Result};
 use clap::Args;
 use obscura_psi::bucketed::{run_bucketed, BucketOptions, BucketedOutcome, ItemSource};
 use obscura_psi::transport::tcp::{self, TcpTransport};
-use obscura_psi::{Options, Outcome, Protocol, PsiError, Role, Stage};
+use obscura_psi::{HelloError, Options, Outcome, Protocol, PsiError, Role, Stage};
 
 use crate::{ingest, progress, threads};
 
@@ -44,7 +44,8 @@ pub struct PsiArgs {
     /// Threads for hashing, group operations and OT extension (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
-    /// Seconds to wait for the peer: to connect, and for each read and write.
+    /// Seconds to wait for the peer: for the client to connect (server) or the server to listen
+    /// (client), then for each read and write.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
     /// Stream the input through buckets of about this many items on disk, one bucket in memory
@@ -141,7 +142,7 @@ pub fn run(args: PsiArgs) -> Result<()> {
             };
             let outcome = pool.install(|| obscura_psi::run(&mut link, &items, options, &report));
             bar.finish_and_clear();
-            let outcome = outcome.context("the PSI session failed")?;
+            let outcome = outcome.map_err(|error| session_error(error, role))?;
             print_summary(&outcome, options);
             outcome
                 .intersection
@@ -168,7 +169,7 @@ pub fn run(args: PsiArgs) -> Result<()> {
             let outcome =
                 pool.install(|| run_bucketed(&mut link, &source, bucketed, &folder, &report));
             bar.finish_and_clear();
-            let outcome = outcome.context("the PSI session failed")?;
+            let outcome = outcome.map_err(|error| session_error(error, role))?;
             print_bucketed_summary(&outcome, options);
             outcome.intersection.map(|set| set.iter().collect())
         }
@@ -234,13 +235,58 @@ impl ItemSource for CsvColumn {
     }
 }
 
-/// Listens on `addr` and waits for one client.
+/// Listens on `addr` and waits for one client, at most `timeout`.
 fn accept(addr: &str, timeout: Duration) -> Result<TcpTransport> {
     let listener = TcpListener::bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
-    eprintln!("listening on {}", listener.local_addr()?);
-    let (link, peer) = tcp::accept(&listener, timeout).context("cannot accept the client")?;
+    let local = listener.local_addr()?;
+    eprintln!("listening on {local}");
+    let (link, peer) = tcp::accept(&listener, timeout).map_err(|error| {
+        if error.kind() == std::io::ErrorKind::TimedOut {
+            anyhow::anyhow!(
+                "no client connected to {local} within {}s (--timeout)",
+                timeout.as_secs()
+            )
+        } else {
+            anyhow::Error::new(error).context("cannot accept the client")
+        }
+    })?;
     eprintln!("client connected from {peer}");
     Ok(link)
+}
+
+/// The error of a failed session, for a party of role `role`. Settings that differ between the
+/// two parties are named by their flag and the side that passes it; anything else keeps the
+/// library's message.
+fn session_error(error: PsiError, role: Role) -> anyhow::Error {
+    let PsiError::Hello(mismatch) = &error else {
+        return anyhow::Error::new(error).context("the PSI session failed");
+    };
+    let peer = match role {
+        Role::Client => Role::Server,
+        Role::Server => Role::Client,
+    };
+    let side = |ours: bool| if ours { role } else { peer };
+    let message = match *mismatch {
+        HelloError::ProtocolMismatch { ours, theirs } => format!(
+            "--protocol differs: this {role} runs {ours}, the {peer} runs {theirs}; pass the same --protocol on both sides"
+        ),
+        HelloError::SameRole(both) => format!(
+            "both parties are the {both}: pass --role client on one side and --role server on the other"
+        ),
+        HelloError::BothLearnMismatch { ours } => format!(
+            "--both-learn is given on the {} only: pass it on both sides or on neither",
+            side(ours)
+        ),
+        HelloError::BucketSizeMismatch { ours, theirs } => format!(
+            "--bucket-items differs: this {role} passes {ours}, the {peer} {theirs}; pass the same value on both sides"
+        ),
+        HelloError::BucketingMismatch { ours } => format!(
+            "--bucket-items is given on the {} only: pass the same value on both sides or on neither",
+            side(ours)
+        ),
+        _ => return anyhow::Error::new(error).context("the PSI session failed"),
+    };
+    anyhow::anyhow!(message)
 }
 
 /// Prints what the session did: items, duplicates, intersection, time and traffic.

@@ -442,7 +442,10 @@ fn build_from_csv_and_jsonl() {
         .args(["--column", "email", "--out"])
         .arg(dir.path().join("x.obs"))
         .assert();
-    assert_clean_failure(missing, "no column \"email\" (columns: name, phone, city)");
+    assert_clean_failure(
+        missing,
+        "no column \"email\" (columns: \"name\", \"phone\", \"city\")",
+    );
     let no_column = obscura()
         .args(["build", "--input"])
         .arg(&jsonl)
@@ -459,7 +462,7 @@ fn build_from_csv_and_jsonl() {
     assert_clean_failure(bad_field, "line 1: no field \"zz\"");
 }
 
-/// A keyword database from CSV: present keys print their value, absent keys exit 2 with
+/// A keyword database from CSV: present keys print their value, absent keys exit 3 with
 /// "not found", locally and through a server.
 #[test]
 fn keyword_database_from_csv() {
@@ -510,7 +513,7 @@ fn keyword_database_from_csv() {
         assert_eq!(value.unwrap(), format!("person {i},{city}").into_bytes());
     }
     let (assert, value) = get(&local, "+15559999");
-    assert.code(2).stderr(predicate::str::contains("not found"));
+    assert.code(3).stderr(predicate::str::contains("not found"));
     assert!(value.is_none());
     let wrong = obscura()
         .args(["get", "--db"])
@@ -533,7 +536,7 @@ fn keyword_database_from_csv() {
     assert.success();
     assert_eq!(value.unwrap(), b"person 13,Springfield");
     let (assert, _) = get(&remote, "nobody");
-    assert.code(2).stderr(predicate::str::contains("not found"));
+    assert.code(3).stderr(predicate::str::contains("not found"));
     let _ = server.kill();
     let _ = server.wait();
 }

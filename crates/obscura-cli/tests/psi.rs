@@ -364,3 +364,108 @@ fn bucketed_processes_find_the_overlap() {
         "bucket files left"
     );
 }
+
+/// A server whose client never comes gives up after `--timeout`, with a one-line error, well
+/// before anything else would stop it.
+#[test]
+fn a_server_without_a_client_stops_at_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "server.csv", SERVER_CSV);
+    let address = format!("127.0.0.1:{}", free_port());
+    let mut server = psi(
+        &["--role", "server", "--listen", &address, "--timeout", "1"],
+        &input,
+        None,
+    )
+    .spawn()
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while server.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            server.kill().unwrap();
+            panic!("the server still waits for a client 30 s after a 1 s --timeout");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let output = server.wait_with_output().unwrap();
+    assert_clean_failure(
+        &output,
+        &format!("no client connected to {address} within 1s (--timeout)"),
+    );
+}
+
+/// One party's protocol and arguments besides its role and address.
+type Side<'a> = (&'a str, &'a [&'a str]);
+
+/// Runs a server and a client with their settings and returns their outputs.
+fn run_mismatched(
+    dir: &Path,
+    (server_protocol, server_args): Side,
+    (client_protocol, client_args): Side,
+) -> (Output, Output) {
+    let server_input = write(dir, "server.csv", SERVER_CSV);
+    let client_input = write(dir, "client.csv", CLIENT_CSV);
+    let address = format!("127.0.0.1:{}", free_port());
+    let server = psi_with(
+        server_protocol,
+        &[&["--role", "server", "--listen", &address], server_args].concat(),
+        &server_input,
+        None,
+    )
+    .spawn()
+    .unwrap();
+    let client = psi_with(
+        client_protocol,
+        &[&["--role", "client", "--connect", &address], client_args].concat(),
+        &client_input,
+        None,
+    )
+    .output()
+    .unwrap();
+    (server.wait_with_output().unwrap(), client)
+}
+
+/// Settings that must match on both sides are named once, by flag and by the side that passes
+/// them, on both sides.
+#[test]
+fn mismatched_settings_name_the_flag_and_the_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let bucketed: &[&str] = &["--bucket-items", "5"];
+    let cases: [(Side, Side, [&str; 2]); 4] = [
+        (
+            ("kkrt", &[]),
+            ("ecdh", &[]),
+            [
+                "--protocol differs: this server runs kkrt, the client runs ecdh; pass the same --protocol on both sides",
+                "--protocol differs: this client runs ecdh, the server runs kkrt; pass the same --protocol on both sides",
+            ],
+        ),
+        (
+            ("ecdh", &["--both-learn"]),
+            ("ecdh", &[]),
+            ["--both-learn is given on the server only: pass it on both sides or on neither"; 2],
+        ),
+        (
+            ("ecdh", &[]),
+            ("ecdh", bucketed),
+            ["--bucket-items is given on the client only: pass the same value on both sides or on neither"; 2],
+        ),
+        (
+            ("ecdh", &["--bucket-items", "3"]),
+            ("ecdh", bucketed),
+            [
+                "--bucket-items differs: this server passes 3, the client 5; pass the same value on both sides",
+                "--bucket-items differs: this client passes 5, the server 3; pass the same value on both sides",
+            ],
+        ),
+    ];
+    for (server_side, client_side, [server_message, client_message]) in cases {
+        let (server, client) = run_mismatched(dir.path(), server_side, client_side);
+        for (output, message) in [(server, server_message), (client, client_message)] {
+            assert_clean_failure(&output, message);
+            let stderr = text(&output.stderr);
+            let error = stderr.lines().find(|l| l.starts_with("error: ")).unwrap();
+            assert_eq!(error, format!("error: {message}"));
+        }
+    }
+}

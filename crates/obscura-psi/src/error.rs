@@ -13,11 +13,12 @@ pub enum PsiError {
     #[error(transparent)]
     Transport(#[from] TransportError),
     /// The two parties cannot run a session together (or the peer is not an Obscura PSI peer).
+    /// The message includes the reason, so the reason is not also given as the error's source.
     #[error("handshake failed: {0}")]
-    Hello(#[from] HelloError),
-    /// The peer sent well-framed data that breaks the protocol.
+    Hello(HelloError),
+    /// The peer sent well-framed data that breaks the protocol (the message includes what).
     #[error("the peer broke the protocol: {0}")]
-    Peer(#[from] PeerError),
+    Peer(PeerError),
     /// The OS random number generator failed.
     #[error(transparent)]
     Rng(#[from] RngError),
@@ -66,6 +67,18 @@ pub enum PsiError {
     },
 }
 
+impl From<HelloError> for PsiError {
+    fn from(error: HelloError) -> Self {
+        Self::Hello(error)
+    }
+}
+
+impl From<PeerError> for PsiError {
+    fn from(error: PeerError) -> Self {
+        Self::Peer(error)
+    }
+}
+
 impl PsiError {
     /// An [`PsiError::Io`] for `path`.
     pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
@@ -108,7 +121,7 @@ pub enum HelloError {
     #[error("the peer sets unknown option flags {0:#04x}")]
     UnknownFlags(u8),
     /// The parties chose different protocols.
-    #[error("this party runs {ours} but the peer runs {theirs}")]
+    #[error("the protocols differ: this party runs {ours}, the peer runs {theirs}")]
     ProtocolMismatch {
         /// Our protocol.
         ours: Protocol,
@@ -119,18 +132,32 @@ pub enum HelloError {
     #[error("both parties are the {0}: one must be the client and the other the server")]
     SameRole(Role),
     /// One party asked for both parties to learn the intersection and the other did not.
-    #[error("the parties disagree on whether both learn the intersection (ours: {ours})")]
+    #[error(
+        "{} asks that both parties learn the intersection and {} does not",
+        if *ours { "this party" } else { "the peer" },
+        if *ours { "the peer" } else { "this party" }
+    )]
     BothLearnMismatch {
         /// Our setting.
         ours: bool,
     },
     /// The parties of a bucketed session chose different bucket sizes.
-    #[error("this party uses buckets of {ours} items but the peer uses {theirs}")]
+    #[error("the bucket sizes differ: this party uses buckets of {ours} items, the peer {theirs}")]
     BucketSizeMismatch {
         /// Our bucket size.
         ours: u64,
         /// The peer's bucket size.
         theirs: u64,
+    },
+    /// One party streams its set through buckets and the other runs a plain session.
+    #[error(
+        "{} streams its set through buckets and {} does not",
+        if *ours { "this party" } else { "the peer" },
+        if *ours { "the peer" } else { "this party" }
+    )]
+    BucketingMismatch {
+        /// Whether this party is the one that streams through buckets.
+        ours: bool,
     },
 }
 

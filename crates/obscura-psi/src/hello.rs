@@ -4,7 +4,7 @@
 //! Layout (21 bytes): magic `OBSCPSI\0`, wire version (`u16` LE), protocol id, role (0 client,
 //! 1 server), distinct item count (`u64` LE), option flags (bit 0: both learn).
 
-use crate::transport::{FrameKind, Transport};
+use crate::transport::{FrameKind, KindByte, Transport, TransportError};
 use crate::{HelloError, Protocol, PsiError, Role};
 
 const MAGIC: [u8; 8] = *b"OBSCPSI\0";
@@ -124,9 +124,34 @@ pub(crate) fn exchange<T: Transport + ?Sized>(
     ours: &Hello,
 ) -> Result<Hello, PsiError> {
     transport.send(FrameKind::Hello, &ours.encode())?;
-    let peer = Hello::decode(&transport.recv(FrameKind::Hello, LEN)?)?;
+    let peer = Hello::decode(&recv_opening(transport, FrameKind::Hello, LEN)?)?;
     ours.check_peer(&peer)?;
     Ok(peer)
+}
+
+/// Receives the first frame of a session, `expected` (a plain session opens with a
+/// [`FrameKind::Hello`], a bucketed one with a [`FrameKind::BucketPlan`]). The other opening
+/// means that one party streams through buckets and the other does not, which is said as such.
+pub(crate) fn recv_opening<T: Transport + ?Sized>(
+    transport: &mut T,
+    expected: FrameKind,
+    max_len: usize,
+) -> Result<Vec<u8>, PsiError> {
+    let other = match expected {
+        FrameKind::Hello => FrameKind::BucketPlan,
+        _ => FrameKind::Hello,
+    };
+    transport
+        .recv(expected, max_len)
+        .map_err(|error| match error {
+            TransportError::WrongKind { got, .. } if got == KindByte(other as u8) => {
+                HelloError::BucketingMismatch {
+                    ours: expected == FrameKind::BucketPlan,
+                }
+                .into()
+            }
+            error => error.into(),
+        })
 }
 
 #[cfg(test)]

@@ -141,3 +141,21 @@ fn tcp_connect_waits_for_a_late_listener() {
     assert!(link.is_ok());
     listener.join().unwrap();
 }
+
+/// A server whose client never comes stops waiting after the timeout, with a timed-out error,
+/// and the listener can accept again afterwards.
+#[test]
+fn tcp_accept_times_out() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let started = Instant::now();
+    let Err(error) = tcp::accept(&listener, Duration::from_millis(200)) else {
+        panic!("nobody connected, yet accept succeeded");
+    };
+    assert_eq!(error.kind(), std::io::ErrorKind::TimedOut);
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(200), "{waited:?}");
+    let address = listener.local_addr().unwrap();
+    let client = std::thread::spawn(move || tcp::connect(address, Duration::from_secs(5)));
+    assert!(tcp::accept(&listener, Duration::from_secs(5)).is_ok());
+    assert!(client.join().unwrap().is_ok());
+}

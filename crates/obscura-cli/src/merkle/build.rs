@@ -6,6 +6,8 @@ use std::time::Instant;
 use anyhow::{ensure, Context, Result};
 use clap::Args;
 use obscura_pir::batch::merkle::MerkleTree;
+use obscura_pir::batch::treepir::TreePirServer;
+use obscura_pir::lwe::SetupOptions;
 use obscura_server::store::{self, Database};
 
 use crate::build::EngineArgs;
@@ -46,6 +48,18 @@ pub fn run(args: BuildArgs) -> Result<()> {
         None => lines(&data),
     };
     ensure!(!leaves.is_empty(), "{path} is empty: there are no leaves");
+    let count = leaves.len() as u64;
+    let input_bytes = data.len() as u64 + count * std::mem::size_of::<&[u8]>() as u64;
+    // The data served: the tree's nodes, about two 32-byte hashes per leaf.
+    args.engine.check_size(input_bytes, count * 64, |layout| {
+        TreePirServer::footprint(
+            count,
+            SetupOptions {
+                layout,
+                ..args.engine.options()
+            },
+        )
+    })?;
     let pool = args.engine.pool()?;
     let started = Instant::now();
     let server = pool.install(|| {

@@ -17,12 +17,16 @@ use super::coloring::{self, Coloring};
 use super::merkle::{self, Hash, MerkleTree};
 use super::shards::{ShardClients, ShardServers};
 use super::swapped;
-use crate::lwe::{Answer, PublicSetup, Query, QueryState, Server, SetupOptions};
+use crate::lwe::{Answer, Footprint, PublicSetup, Query, QueryState, Server, SetupOptions};
 use crate::wire::{self, Digest, Kind, Reader};
 use crate::PirError;
 
 /// Bytes of a sub-database entry: one SHA-256 hash.
 const ENTRY_BYTES: u64 = 32;
+
+/// Bytes of an encoded TreePIR setup before its sub-databases' setups: a header, the leaf count
+/// and the root (each sub-database's setup then comes with its length, a `u64`).
+const SETUP_FIELD_BYTES: u64 = (wire::HEADER_BYTES + 8 + 32) as u64;
 
 /// What a client needs: the tree's size and root, and one LWE setup per colour class.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -176,6 +180,36 @@ impl TreePirServer {
         let shards = ShardServers::setup(&contents, ENTRY_BYTES, options, progress)?;
         let setup = TreePirSetup::new(tree.len(), tree.root(), shards.public_setups());
         Ok(Self { setup, shards })
+    }
+
+    /// What [`TreePirServer::setup`] of a tree of `leaves` leaves will hold and produce: the
+    /// tree's nodes, the colour classes' contents and every sub-database, set up side by side
+    /// (see [`Footprint`]). The leaves' own bytes are not counted.
+    pub fn footprint(leaves: u64, options: SetupOptions) -> Result<Footprint, PirError> {
+        let sizes = match merkle::height_for(leaves) {
+            0 => Vec::new(),
+            h if h > coloring::MAX_COLORED_HEIGHT => {
+                return Err(PirError::InvalidParameters(format!(
+                    "a tree of height {h} is higher than the {} supported",
+                    coloring::MAX_COLORED_HEIGHT
+                )))
+            }
+            h => coloring::balanced_sizes(h),
+        };
+        let engines = sizes
+            .iter()
+            .map(|&size| Server::footprint(size * ENTRY_BYTES, ENTRY_BYTES, options))
+            .collect::<Result<Vec<_>, _>>()?;
+        let largest_setup = engines.iter().map(|e| e.setup_bytes()).max().unwrap_or(0);
+        let setups: u64 = engines.iter().map(|e| e.setup_bytes()).sum();
+        // The tree keeps every node (fewer than two per leaf); the classes hold one entry per
+        // node below the root; the server's setup keeps a copy of each sub-database's setup.
+        let nodes = 2 * leaves * ENTRY_BYTES;
+        let contents = coloring::nodes(merkle::height_for(leaves)) * ENTRY_BYTES;
+        let setup_bytes = SETUP_FIELD_BYTES + engines.len() as u64 * 8 + setups;
+        Ok(Footprint::side_by_side(engines)
+            .holding(nodes + contents + setups)
+            .encoded_as(setup_bytes, largest_setup))
     }
 
     /// A server from stored sub-databases, in colour order; checks that each belongs to `setup`.

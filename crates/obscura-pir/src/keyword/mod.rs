@@ -31,7 +31,8 @@ use rayon::prelude::*;
 use sha2::{Digest as _, Sha256};
 
 use crate::lwe::{
-    self, Answer, Geometry, Layout, PublicSetup, Query, QueryState, RecordFormat, SetupOptions,
+    self, Answer, Footprint, Geometry, Layout, PublicSetup, Query, QueryState, RecordFormat,
+    SetupOptions,
 };
 use crate::params::{MatrixKind, ParamSet};
 use crate::wire::{self, Kind, Reader};
@@ -216,14 +217,15 @@ impl KeywordSetup {
 
     /// The encoded setup: the filter parameters, then the LWE setup.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::new();
+        let lwe = self.lwe.to_bytes();
+        let mut out = Vec::with_capacity(SETUP_FIELD_BYTES as usize + lwe.len());
         wire::write_header(&mut out, Kind::KeywordSetup, self.lwe.digest());
         out.push(self.arity().get() as u8);
         out.extend_from_slice(&self.seed);
         out.extend_from_slice(&self.keys.to_le_bytes());
         out.extend_from_slice(&self.max_value.to_le_bytes());
         out.push(self.length_bytes);
-        out.extend_from_slice(&self.lwe.to_bytes());
+        out.extend_from_slice(&lwe);
         out
     }
 
@@ -270,6 +272,53 @@ impl KeywordSetup {
             ));
         }
         Ok(setup)
+    }
+}
+
+/// Bytes of an encoded keyword setup before the LWE setup: a header, the arity, the filter seed,
+/// the key count, the longest value and the length width.
+const SETUP_FIELD_BYTES: u64 = (wire::HEADER_BYTES + 1 + 32 + 8 + 8 + 1) as u64;
+
+/// The shape of a store, from the key count and the values' lengths alone: the filter, the row
+/// and the geometry planned for any data.
+struct StorePlan {
+    shape: FuseShape,
+    length_bytes: u8,
+    row_bytes: u64,
+    planned: Geometry,
+}
+
+impl StorePlan {
+    /// The plan for `keys` keys whose longest value has `max_value` bytes (`uniform`: every
+    /// value that long); 3 slots per key below 10^5 keys and 4 from there unless `options` say.
+    fn new(
+        keys: u64,
+        max_value: u64,
+        uniform: bool,
+        options: &KeywordOptions,
+    ) -> Result<Self, PirError> {
+        let arity = options.arity.unwrap_or(if keys < 100_000 {
+            Arity::Three
+        } else {
+            Arity::Four
+        });
+        let shape = FuseShape::new(keys, arity).ok_or_else(|| {
+            PirError::InvalidParameters(format!(
+                "{keys} keys is more than the {MAX_KEYS} supported"
+            ))
+        })?;
+        let length_bytes = length_bytes(max_value, uniform);
+        let row_bytes = (row_header(length_bytes) as u64).saturating_add(max_value);
+        let data_bytes = shape.size().checked_mul(row_bytes).ok_or_else(|| {
+            PirError::InvalidParameters(format!("{keys} rows of {row_bytes} bytes are too many"))
+        })?;
+        let planned = Geometry::plan(data_bytes, row_bytes, Layout::OnePerColumn, options.params)?;
+        Ok(Self {
+            shape,
+            length_bytes,
+            row_bytes,
+            planned,
+        })
     }
 }
 
@@ -477,20 +526,19 @@ impl KeywordServer {
             return invalid(format!("the key {key:?} appears more than once"));
         }
         let keys = pairs.len() as u64;
-        let arity = options.arity.unwrap_or(if keys < 100_000 {
-            Arity::Three
-        } else {
-            Arity::Four
-        });
-        let shape = FuseShape::new(keys, arity).ok_or_else(|| {
-            PirError::InvalidParameters(format!(
-                "{keys} keys is more than the {MAX_KEYS} supported"
-            ))
-        })?;
         let lengths = || pairs.iter().map(|(_, v)| v.as_ref().len());
         let max_value = lengths().max().unwrap_or(0);
-        let length_bytes = length_bytes(max_value as u64, lengths().all(|l| l == max_value));
-        let row_bytes = (row_header(length_bytes) + max_value) as u64;
+        let StorePlan {
+            shape,
+            length_bytes,
+            row_bytes,
+            planned,
+        } = StorePlan::new(
+            keys,
+            max_value as u64,
+            lengths().all(|l| l == max_value),
+            &options,
+        )?;
         let attempts = std::iter::repeat_with(|| {
             let mut seed = [0u8; 32];
             getrandom::getrandom(&mut seed).map_err(obscura_math::sample::RngError)?;
@@ -503,12 +551,6 @@ impl KeywordServer {
             order,
         } = peel_with_retries(&shape, attempts.take(MAX_ATTEMPTS))?;
         let slots = shape.size();
-        let planned = Geometry::plan(
-            slots * row_bytes,
-            row_bytes,
-            Layout::OnePerColumn,
-            options.params,
-        )?;
         let filled = Filled {
             pairs,
             digests: &digests,
@@ -540,6 +582,30 @@ impl KeywordServer {
             length_bytes,
         };
         Ok(Self { lwe, setup })
+    }
+
+    /// What [`KeywordServer::setup`] of `keys` pairs whose longest value has `max_value` bytes
+    /// (`uniform`: every value that long) will hold and produce (the pairs themselves not
+    /// counted), computed before anything is allocated (see [`Footprint`]).
+    pub fn footprint(
+        keys: u64,
+        max_value: u64,
+        uniform: bool,
+        options: KeywordOptions,
+    ) -> Result<Footprint, PirError> {
+        let plan = StorePlan::new(keys, max_value, uniform, &options)?;
+        let engine = Footprint::engine(&plan.planned, options.params);
+        // Per key: its digest, its filter hash and its place in the peeling order.
+        let per_key = DIGEST_BYTES + std::mem::size_of::<u64>() + std::mem::size_of::<(u32, u8)>();
+        // Finding repeated keys sorts a prefix and an index per key; peeling holds a count, a
+        // key and a position per slot; the fill holds the slots once more, slot-major.
+        let sort = keys.saturating_mul(std::mem::size_of::<(u64, usize)>() as u64);
+        let peel = plan.shape.size().saturating_mul(4 + 4 + 1);
+        let lwe_setup = engine.setup_bytes();
+        Ok(engine
+            .holding(keys.saturating_mul(per_key as u64))
+            .working(sort.max(peel).max(engine.matrix_bytes()))
+            .encoded_as(lwe_setup.saturating_add(SETUP_FIELD_BYTES), lwe_setup))
     }
 
     /// A server from a stored engine and keyword setup; checks that they belong together.

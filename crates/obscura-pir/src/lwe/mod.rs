@@ -16,12 +16,14 @@
 //! column. A prepared query is moved out of the pool when used, and wiped on drop.
 
 mod client;
+mod footprint;
 mod layout;
 mod messages;
 mod server;
 mod setup;
 
 pub use client::{Client, QueryState};
+pub use footprint::Footprint;
 pub use layout::{Geometry, Layout, RecordLocation, MAX_RECORD_BYTES};
 pub use messages::{Answer, Query};
 pub(crate) use server::centered;

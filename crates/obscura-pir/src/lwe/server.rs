@@ -6,6 +6,7 @@ use obscura_math::matrix::{Matrix, PlaintextMatrix};
 use obscura_math::pack;
 use rayon::prelude::*;
 
+use super::footprint::Footprint;
 use super::layout::{Geometry, MAX_RECORD_BYTES};
 use super::messages::{Answer, Query};
 use super::setup::{matrix_a, PublicSetup, RecordFormat, SetupOptions};
@@ -14,7 +15,11 @@ use crate::{PirError, PirServer};
 
 /// Columns of `D` (rows of `A`) processed per step of the hint product (a 256 x 1024 block of
 /// `A` is 1 MiB); the kernel tiles it further for the cache.
-const HINT_BLOCK: usize = 256;
+pub(super) const HINT_BLOCK: usize = 256;
+
+/// Copies of a block of `A` held during a step of the hint product: the block, and the form the
+/// kernel prepares from it.
+pub(super) const PRODUCT_OPERANDS: u64 = 2;
 
 /// Rows of `A` expanded by one parallel task.
 const EXPAND_ROWS: usize = 16;
@@ -51,12 +56,7 @@ impl Server {
             .map(|v| v.as_ref().len())
             .max()
             .ok_or_else(|| PirError::InvalidParameters("the database has no records".into()))?;
-        let slot = 4 + longest;
-        if slot as u64 > MAX_RECORD_BYTES {
-            return Err(PirError::InvalidParameters(format!(
-                "a value of {longest} bytes is larger than the {MAX_RECORD_BYTES}-byte record limit"
-            )));
-        }
+        let slot = value_slot(longest as u64)? as usize;
         let mut data = vec![0u8; values.len() * slot];
         for (value, slot) in values.iter().zip(data.chunks_exact_mut(slot)) {
             let value = value.as_ref();
@@ -70,6 +70,32 @@ impl Server {
             options,
             progress,
         )
+    }
+
+    /// What [`Server::setup`] of `data_bytes` bytes of records of `record_bytes` bytes will
+    /// hold and produce, computed before anything is allocated (see [`Footprint`]).
+    pub fn footprint(
+        data_bytes: u64,
+        record_bytes: u64,
+        options: SetupOptions,
+    ) -> Result<Footprint, PirError> {
+        let planned = Geometry::plan(data_bytes, record_bytes, options.layout, options.params)?;
+        Ok(Footprint::engine(&planned, options.params))
+    }
+
+    /// What [`Server::setup_values`] of `count` values, the longest of `longest` bytes, will
+    /// hold and produce (the values themselves not counted), computed before anything is
+    /// allocated.
+    pub fn values_footprint(
+        count: u64,
+        longest: u64,
+        options: SetupOptions,
+    ) -> Result<Footprint, PirError> {
+        let slot = value_slot(longest)?;
+        let data_bytes = count.checked_mul(slot).ok_or_else(|| {
+            PirError::InvalidParameters(format!("{count} values of {slot} bytes are too many"))
+        })?;
+        Ok(Self::footprint(data_bytes, slot, options)?.holding(data_bytes))
     }
 
     /// Sets up slots of `record_bytes` bytes laid end to end in `data`.
@@ -190,6 +216,17 @@ impl PirServer for Server {
             })
             .collect())
     }
+}
+
+/// The slot of a value of up to `longest` bytes: its length (a `u32`), then the bytes.
+fn value_slot(longest: u64) -> Result<u64, PirError> {
+    let slot = longest.saturating_add(4);
+    if slot > MAX_RECORD_BYTES {
+        return Err(PirError::InvalidParameters(format!(
+            "a value of {longest} bytes is larger than the {MAX_RECORD_BYTES}-byte record limit"
+        )));
+    }
+    Ok(slot)
 }
 
 /// An encoded database: its geometry, its matrix and the largest squared norm of a row.

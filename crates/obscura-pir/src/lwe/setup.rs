@@ -12,6 +12,11 @@ use crate::PirError;
 /// Domain tag of the public matrix `A` under the setup's seed.
 const DOMAIN_A: u64 = 0;
 
+/// Bytes of an encoded setup between its header and its hint: four codes (set, matrix kind,
+/// record format, log p), five `u64` (records, record bytes, data bytes, records per column, row
+/// norm) and the seed.
+const FIELD_BYTES: usize = 4 + 5 * 8 + SEED_BYTES;
+
 /// How a record's bytes are laid out inside its fixed-size slot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum RecordFormat {
@@ -156,10 +161,18 @@ impl PublicSetup {
         matrix_a(&self.params, self.seed, &self.geometry)
     }
 
+    /// Bytes of the encoded setup of a database of `geometry` under `set`: the header, the
+    /// fields before the hint ([`FIELD_BYTES`]) and the hint.
+    pub(crate) fn encoded_len(geometry: &Geometry, set: ParamSet) -> u64 {
+        let hint = geometry.rows().saturating_mul(set.n() as u64 * 4);
+        hint.saturating_add((wire::HEADER_BYTES + FIELD_BYTES) as u64)
+    }
+
     /// The encoded setup.
     pub fn to_bytes(&self) -> Vec<u8> {
         let g = &self.geometry;
-        let mut out = Vec::with_capacity(wire::HEADER_BYTES + 72 + self.hint.as_slice().len() * 4);
+        let len = Self::encoded_len(g, self.params.set) as usize;
+        let mut out = Vec::with_capacity(len);
         wire::write_header(&mut out, Kind::LwePublicSetup, &self.digest);
         out.push(self.params.set.code());
         out.push(self.params.matrix.code());
@@ -178,6 +191,7 @@ impl PublicSetup {
         for value in self.hint.as_slice() {
             out.extend_from_slice(&value.to_le_bytes());
         }
+        debug_assert_eq!(out.len(), len, "encoded_len");
         out
     }
 

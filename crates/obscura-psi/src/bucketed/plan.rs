@@ -4,7 +4,7 @@
 use sha2::{Digest, Sha256};
 
 use crate::transport::{FrameKind, Transport};
-use crate::{HelloError, PsiError, Role};
+use crate::{hello, HelloError, PsiError, Role};
 
 /// The most buckets: each is one open file while partitioning.
 pub const MAX_BUCKETS: u64 = 1024;
@@ -136,7 +136,7 @@ pub(crate) fn agree<T: Transport + ?Sized>(
     ours: &Announcement,
 ) -> Result<(BucketPlan, Announcement), PsiError> {
     transport.send(FrameKind::BucketPlan, &ours.encode())?;
-    let peer = Announcement::decode(&transport.recv(FrameKind::BucketPlan, LEN)?)?;
+    let peer = Announcement::decode(&hello::recv_opening(transport, FrameKind::BucketPlan, LEN)?)?;
     if peer.bucket_items != ours.bucket_items {
         return Err(HelloError::BucketSizeMismatch {
             ours: ours.bucket_items,

@@ -15,6 +15,9 @@ const BUFFER_BYTES: usize = 1 << 16;
 /// Pause between two connection attempts while the peer is not listening yet.
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
 
+/// Pause between two looks for a connecting peer while accepting.
+const ACCEPT_POLL: Duration = Duration::from_millis(20);
+
 /// Sets the socket options every PSI connection uses: every read and every write fails after
 /// `timeout` (which must not be zero) without progress, and small frames are not delayed
 /// (`TCP_NODELAY`). For transports built by hand around a socket (a paced link, say).
@@ -34,11 +37,38 @@ pub fn from_stream(stream: TcpStream, timeout: Duration) -> io::Result<TcpTransp
     ))
 }
 
-/// Waits for one connection on `listener` (as long as it takes) and wraps it with `timeout`;
-/// returns the transport and the peer's address.
+/// Waits at most `timeout` for one connection on `listener` and wraps it with `timeout`;
+/// returns the transport and the peer's address. When no peer connects in time the error is of
+/// kind [`io::ErrorKind::TimedOut`]. The listener is left blocking, as it was made.
 pub fn accept(listener: &TcpListener, timeout: Duration) -> io::Result<(TcpTransport, SocketAddr)> {
-    let (stream, peer) = listener.accept()?;
+    listener.set_nonblocking(true)?;
+    let accepted = accept_until(listener, Instant::now() + timeout);
+    listener.set_nonblocking(false)?;
+    let (stream, peer) = accepted?;
+    // On some systems an accepted socket inherits the listener's non-blocking mode.
+    stream.set_nonblocking(false)?;
     Ok((from_stream(stream, timeout)?, peer))
+}
+
+/// Polls the non-blocking `listener` until a peer connects or `deadline` passes.
+fn accept_until(listener: &TcpListener, deadline: Instant) -> io::Result<(TcpStream, SocketAddr)> {
+    loop {
+        match listener.accept() {
+            Ok(accepted) => return Ok(accepted),
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "no peer connected within the time limit",
+                    ));
+                }
+                std::thread::sleep(ACCEPT_POLL.min(left));
+            }
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
 }
 
 /// Connects to `addr`, trying again until `timeout` has passed (so the peer may start listening

@@ -1,0 +1,207 @@
+//! Size checks before a build: a setup that needs more memory than the machine has (or than
+//! `--max-memory`) is refused before it allocates anything; one whose hint or file dwarfs its
+//! data gets a warning.
+
+use anyhow::{bail, Result};
+use obscura_pir::lwe::Footprint;
+use obscura_pir::wire;
+
+/// Bytes of a database file besides its setup and matrices (the layout of
+/// `obscura_server::store`): the envelope, the payload length, the checksum and the setup
+/// length.
+const FILE_OVERHEAD: u64 = (wire::HEADER_BYTES + 8 + 32 + 8) as u64;
+
+/// Below this a hint or a file draws no warning, however large against the data.
+const WARN_FLOOR: u64 = 64 << 20;
+
+/// A hint or file more than this many times the data draws a warning (above [`WARN_FLOOR`]).
+const WARN_RATIO: u64 = 4;
+
+/// The size of the database file a setup of `footprint` writes.
+pub fn file_bytes(footprint: &Footprint) -> u64 {
+    footprint
+        .setup_bytes()
+        .saturating_add(footprint.matrix_bytes())
+        .saturating_add(FILE_OVERHEAD)
+}
+
+/// Parses a size: plain bytes, or a number with a unit: `kB`, `MB`, `GB`, `TB` (powers of 1000)
+/// or `KiB`, `MiB`, `GiB`, `TiB` (powers of 1024); `B` and a `K`/`M`/`G`/`T` alone are accepted.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = (&text[..split], text[split..].trim());
+    let scale: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1_000,
+        "m" | "mb" => 1_000_000,
+        "g" | "gb" => 1_000_000_000,
+        "t" | "tb" => 1_000_000_000_000,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        "tib" => 1 << 40,
+        _ => {
+            return Err(format!(
+                "unknown unit {unit:?}: use B, kB, MB, GB, KiB, MiB or GiB"
+            ))
+        }
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("expected a size such as 8GiB, 512MB or 1000000, not {text:?}"))?;
+    let bytes = value * scale as f64;
+    if !(bytes >= 1.0 && bytes < u64::MAX as f64) {
+        return Err(format!("{text:?} is not a size of at least 1 byte"));
+    }
+    Ok(bytes as u64)
+}
+
+/// A byte count in binary units, e.g. `12.0 GiB`.
+pub fn human(bytes: u64) -> String {
+    let mut value = bytes as f64;
+    for unit in ["B", "KiB", "MiB", "GiB"] {
+        if value < 1024.0 {
+            return format!("{value:.1} {unit}");
+        }
+        value /= 1024.0;
+    }
+    format!("{value:.1} TiB")
+}
+
+/// The memory a build may use, and a phrase that says so: `--max-memory` when given, else the
+/// memory the system reports available (`MemAvailable`, or `MemTotal`, of /proc/meminfo);
+/// `None` where neither is known (no check then).
+fn limit(max_memory: Option<u64>) -> Option<(u64, String)> {
+    if let Some(max) = max_memory {
+        return Some((max, format!("--max-memory allows {}", human(max))));
+    }
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|rest| rest.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
+            .map(|kib| kib.saturating_mul(1024))
+    };
+    let (bytes, what) = field("MemAvailable")
+        .map(|bytes| (bytes, "available"))
+        .or_else(|| field("MemTotal").map(|bytes| (bytes, "in all")))?;
+    Some((bytes, format!("this machine has {} {what}", human(bytes))))
+}
+
+/// What a build will cost, checked before it starts.
+pub struct Plan {
+    /// The setup's footprint.
+    pub footprint: Footprint,
+    /// Bytes the build holds besides the setup (its input, read into memory).
+    pub input_bytes: u64,
+    /// Bytes of data the database serves (the warning compares the hint and file with it).
+    pub data_bytes: u64,
+    /// `--max-memory`, if given.
+    pub max_memory: Option<u64>,
+    /// Other layouts worth naming (as their option), with their footprints, best first.
+    pub alternatives: Vec<(String, Footprint)>,
+}
+
+impl Plan {
+    /// Refuses a build that needs more memory than the limit, naming the figures and a layout
+    /// that fits; warns (on stderr) when the hint or the file exceeds both
+    /// [`WARN_RATIO`] times the data and [`WARN_FLOOR`].
+    pub fn check(&self) -> Result<()> {
+        let (f, file) = (&self.footprint, file_bytes(&self.footprint));
+        let needed = f.peak_bytes().saturating_add(self.input_bytes);
+        let figures = format!(
+            "hint {}, file {}, for {} of data",
+            human(f.hint_bytes()),
+            human(file),
+            human(self.data_bytes)
+        );
+        if let Some((limit, allowed)) = limit(self.max_memory) {
+            if needed > limit {
+                let fitting = self.alternatives.iter().find(|(_, other)| {
+                    other.peak_bytes().saturating_add(self.input_bytes) <= limit
+                });
+                let advice = match fitting {
+                    Some((layout, other)) => format!(
+                        "; {layout} would need {} (file {})",
+                        human(other.peak_bytes().saturating_add(self.input_bytes)),
+                        human(file_bytes(other))
+                    ),
+                    None => String::new(),
+                };
+                bail!(
+                    "this build needs about {} of memory ({figures}) but {allowed}{advice}",
+                    human(needed)
+                );
+            }
+        }
+        let bound = self.data_bytes.saturating_mul(WARN_RATIO).max(WARN_FLOOR);
+        if f.hint_bytes() > bound || file > bound {
+            let advice = match self.alternatives.first() {
+                Some((layout, other)) if file_bytes(other) < file => format!(
+                    "; {layout} would make the hint {} and the file {}",
+                    human(other.hint_bytes()),
+                    human(file_bytes(other))
+                ),
+                _ => String::new(),
+            };
+            eprintln!("warning: the setup is large against its data ({figures}){advice}");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use obscura_pir::keyword::{KeywordOptions, KeywordServer};
+    use obscura_pir::lwe::{Layout, Server, SetupOptions};
+    use obscura_server::store::{write_database, Database};
+
+    #[test]
+    fn sizes_parse_with_their_units() {
+        for (text, bytes) in [
+            ("1000", 1000),
+            ("8GiB", 8 << 30),
+            ("512MB", 512_000_000),
+            ("1.5 KiB", 1536),
+            ("2g", 2_000_000_000),
+            ("7B", 7),
+        ] {
+            assert_eq!(parse_size(text), Ok(bytes), "{text}");
+        }
+        for bad in ["", "0", "GiB", "12 parsecs", "-5", "1e3"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// The predicted file size is the size of the file written, to the byte.
+    #[test]
+    fn file_size_is_predicted_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = SetupOptions {
+            layout: Layout::Square,
+            ..SetupOptions::default()
+        };
+        let data = vec![7u8; 5000];
+        let index = Server::setup(&data, 33, options, &|_, _| {}).unwrap();
+        let footprint = Server::footprint(5000, 33, options).unwrap();
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..20)
+            .map(|i| (vec![i], vec![i; usize::from(i % 5)]))
+            .collect();
+        let keyword_options = KeywordOptions::default();
+        let keyword = KeywordServer::setup(&pairs, keyword_options, &|_, _| {}).unwrap();
+        let keyword_footprint = KeywordServer::footprint(20, 4, false, keyword_options).unwrap();
+        for (database, footprint) in [
+            (Database::from(index), footprint),
+            (Database::from(keyword), keyword_footprint),
+        ] {
+            let path = dir.path().join("db.obs");
+            write_database(&path, &database).unwrap();
+            let written = std::fs::metadata(&path).unwrap().len();
+            assert_eq!(file_bytes(&footprint), written, "{}", database.kind());
+        }
+    }
+}
