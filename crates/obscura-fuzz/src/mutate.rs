@@ -109,14 +109,14 @@ fn mutate_once(rng: &mut Rng, input: &mut Vec<u8>, other: &[u8]) {
             };
             input.extend(std::iter::repeat_n(byte, extra));
         }
-        5 | 6 | 7 => {
+        5..=7 => {
             // A little-endian field of 2, 4 or 8 bytes set to a boundary value or the length.
             let width = *rng.pick(&[2usize, 4, 8]);
             if len >= width {
                 let at = position(rng, len - width + 1);
                 let value = match rng.below(4) {
                     0 => len as u64,
-                    1 => len as u64 + rng.below(9) as u64 - 4,
+                    1 => (len as u64 + rng.below(9) as u64).wrapping_sub(4),
                     _ => *rng.pick(&WORDS),
                 };
                 input[at..at + width].copy_from_slice(&value.to_le_bytes()[..width]);

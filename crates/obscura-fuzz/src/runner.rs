@@ -117,11 +117,21 @@ pub struct Report {
     pub crashes: Vec<PathBuf>,
 }
 
-/// An outcome with its numbers blanked, so that errors that differ only in a length count once.
+/// An outcome with its numbers and quoted text blanked, so that errors that differ only in a
+/// length or in the bytes they echo count once.
 fn signature(outcome: &str) -> String {
+    let mut quoted = false;
     outcome
         .chars()
-        .map(|c| if c.is_ascii_digit() { '#' } else { c })
+        .filter_map(|c| match c {
+            '"' | '`' => {
+                quoted = !quoted;
+                Some(c)
+            }
+            _ if quoted => None,
+            _ if c.is_ascii_digit() => Some('#'),
+            _ => Some(c),
+        })
         .collect()
 }
 
@@ -188,4 +198,77 @@ pub fn fuzz(
     report.outcomes = outcomes.len();
     report.pool = pool.len();
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::targets::Verdict;
+
+    /// Inputs share the process-wide panic record: the tests that run them take turns.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    fn fragile(input: &[u8]) -> Verdict {
+        match input {
+            [b'b', b'o', b'o', b'm', ..] => panic!("boom at {}", input.len()),
+            b"bad" => Err("bad input".into()),
+            b"worker" => {
+                let _ = std::thread::spawn(|| panic!("a worker died")).join();
+                Ok("the caller went on".into())
+            }
+            _ => Ok(format!("{} bytes", input.len())),
+        }
+    }
+
+    fn target(seeds: fn() -> Vec<Vec<u8>>) -> Target {
+        Target {
+            name: "fragile",
+            about: "panics on boom, refuses bad",
+            run: fragile,
+            seeds,
+        }
+    }
+
+    #[test]
+    fn panics_violations_and_outcomes_are_told_apart() {
+        let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let target = target(Vec::new);
+        assert_eq!(run_one(&target, b"abc"), Ok("3 bytes".into()));
+        assert_eq!(
+            run_one(&target, b"bad"),
+            Err(Failure::Violation("bad input".into()))
+        );
+        match run_one(&target, b"boom!") {
+            Err(Failure::Panic(message)) => assert!(message.contains("boom at 5"), "{message}"),
+            other => panic!("{other:?}"),
+        }
+        match run_one(&target, b"worker") {
+            Err(Failure::Panic(message)) => assert!(message.contains("a worker died"), "{message}"),
+            other => panic!("{other:?}"),
+        }
+        // The next input starts clean.
+        assert_eq!(run_one(&target, b""), Ok("0 bytes".into()));
+    }
+
+    #[test]
+    fn each_distinct_failure_is_saved_once() {
+        let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let target = target(|| vec![b"boom".to_vec(), b"boom!".to_vec(), b"fine".to_vec()]);
+        let report = fuzz(&target, Duration::ZERO, 1, dir.path(), None).unwrap();
+        assert_eq!(report.executions, 3);
+        assert_eq!(report.crashes.len(), 1, "{:?}", report.crashes);
+        assert_eq!(std::fs::read(&report.crashes[0]).unwrap(), b"boom");
+        let name = report.crashes[0].file_name().unwrap().to_string_lossy();
+        assert!(name.starts_with("panic-"), "{name}");
+    }
+
+    #[test]
+    fn signatures_blank_numbers_and_quoted_text() {
+        assert_eq!(
+            signature("unknown database \"abc12\": 17 bytes"),
+            "unknown database \"\": ## bytes"
+        );
+        assert_eq!(signature("`x` at 3"), "`` at #");
+    }
 }

@@ -192,6 +192,10 @@ const FIELD_BYTES: usize = 4 + 5 * 8 + SEED_BYTES;
 /// Most hint entries the fields target builds (a zero hint, 16 MiB).
 const MAX_HINT_ENTRIES: u64 = 1 << 22;
 
+/// Largest query the fields target has a client make (4 MiB): a setup may describe a database
+/// of up to 2^33 columns, whose honest queries take seconds and gigabytes.
+const MAX_QUERY_BYTES: u64 = 1 << 22;
+
 /// A setup assembled from raw fields, as a hostile server could sign it: any that
 /// `PublicSetup::new` accepts must encode, decode and serve a client without a panic.
 fn lwe_setup_fields(input: &[u8]) -> Verdict {
@@ -223,6 +227,9 @@ fn lwe_setup_fields(input: &[u8]) -> Verdict {
             .map_err(|e| format!("an assembled setup does not decode: {e}"))?;
         if &decoded != setup {
             return Err("an assembled setup decodes to another setup".into());
+        }
+        if Query::encoded_len(setup) > MAX_QUERY_BYTES {
+            return Ok("queries too large for the harness".into());
         }
         use_setup(setup)?;
     }
