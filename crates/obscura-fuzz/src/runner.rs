@@ -121,18 +121,23 @@ pub struct Report {
 /// length or in the bytes they echo count once.
 fn signature(outcome: &str) -> String {
     let mut quoted = false;
-    outcome
-        .chars()
-        .filter_map(|c| match c {
+    let mut signature = String::with_capacity(outcome.len());
+    for c in outcome.chars() {
+        match c {
             '"' | '`' => {
                 quoted = !quoted;
-                Some(c)
+                signature.push(c);
             }
-            _ if quoted => None,
-            _ if c.is_ascii_digit() => Some('#'),
-            _ => Some(c),
-        })
-        .collect()
+            _ if quoted => {}
+            _ if c.is_ascii_digit() => {
+                if !signature.ends_with('#') {
+                    signature.push('#');
+                }
+            }
+            _ => signature.push(c),
+        }
+    }
+    signature
 }
 
 /// Fuzzes `target` for `time`, starting the mutations from `seed`; saves crashing inputs under
@@ -266,8 +271,8 @@ mod tests {
     #[test]
     fn signatures_blank_numbers_and_quoted_text() {
         assert_eq!(
-            signature("unknown database \"abc12\": 17 bytes"),
-            "unknown database \"\": ## bytes"
+            signature("unknown database \"abc12\": 17 bytes of 2^8"),
+            "unknown database \"\": # bytes of #^#"
         );
         assert_eq!(signature("`x` at 3"), "`` at #");
     }
