@@ -1,0 +1,358 @@
+//! Targets of the PIR messages: envelopes, setups, queries and answers.
+
+use obscura_math::expand::{MatrixSeed, SEED_BYTES};
+use obscura_math::matrix::Matrix;
+use obscura_pir::batch::treepir::{TreePirClient, TreePirSetup};
+use obscura_pir::keyword::{KeywordClient, KeywordSetup};
+use obscura_pir::lwe::{Answer, Client, Geometry, PublicSetup, Query, RecordFormat};
+use obscura_pir::params::{MatrixKind, ParamSet};
+use obscura_pir::wire::{self, Kind, Reader};
+use obscura_pir::{PirClient, PirServer};
+use obscura_server::framing;
+use obscura_server::store::Database;
+
+use super::{one_line, outcome, round_trip, Target, Verdict, ACCEPTED};
+use crate::fixtures::{self, PAIRS};
+
+/// The PIR targets.
+pub(super) fn targets() -> Vec<Target> {
+    vec![
+        Target {
+            name: "wire_envelope",
+            about: "the full and compact envelopes of every message kind",
+            run: wire_envelope,
+            seeds: || setups().into_iter().chain(queries()).collect(),
+        },
+        Target {
+            name: "lwe_setup",
+            about: "an LWE public setup, then a client built on it",
+            run: lwe_setup,
+            seeds: lwe_setups,
+        },
+        Target {
+            name: "lwe_setup_fields",
+            about: "any setup a server could sign: parameters and geometry fields, then a client's query and decode",
+            run: lwe_setup_fields,
+            seeds: || {
+                lwe_setups()
+                    .iter()
+                    .map(|setup| setup[wire::HEADER_BYTES..wire::HEADER_BYTES + FIELD_BYTES].to_vec())
+                    .collect()
+            },
+        },
+        Target {
+            name: "lwe_query",
+            about: "a query to the index fixture, then the server's answer",
+            run: lwe_query,
+            seeds: queries,
+        },
+        Target {
+            name: "lwe_answer",
+            about: "an answer to a query of the index fixture, then the client's decode",
+            run: lwe_answer,
+            seeds: || vec![honest_answer(index_setup())],
+        },
+        Target {
+            name: "keyword_setup",
+            about: "a keyword setup, then a client's lookup query",
+            run: keyword_setup,
+            seeds: || vec![keyword().to_bytes()],
+        },
+        Target {
+            name: "keyword_answer",
+            about: "an answer to a lookup in the keyword fixture, then the client's decode",
+            run: keyword_answer,
+            seeds: || vec![honest_answer(keyword().lwe())],
+        },
+        Target {
+            name: "treepir_setup",
+            about: "a TreePIR setup, then a client's proof queries",
+            run: treepir_setup,
+            seeds: || vec![tree().to_bytes()],
+        },
+        Target {
+            name: "treepir_answers",
+            about: "framed answers to a proof request of the tree fixture, then the path check",
+            run: treepir_answers,
+            seeds: || {
+                let answers: Vec<Vec<u8>> =
+                    tree().databases().iter().map(honest_answer).collect();
+                vec![framing::encode(&answers)]
+            },
+        },
+    ]
+}
+
+fn index_setup() -> &'static PublicSetup {
+    match &fixtures::get().index {
+        Database::Index(server) => server.public_setup(),
+        _ => unreachable!("the index fixture is an index database"),
+    }
+}
+
+fn keyword() -> &'static KeywordSetup {
+    match &fixtures::get().keyword {
+        Database::Keyword(server) => server.public_setup(),
+        _ => unreachable!("the keyword fixture is a keyword database"),
+    }
+}
+
+fn tree() -> &'static TreePirSetup {
+    match &fixtures::get().tree {
+        Database::TreePir(server) => server.public_setup(),
+        _ => unreachable!("the tree fixture is a TreePIR database"),
+    }
+}
+
+/// The LWE setups of the fixtures.
+fn lwe_setups() -> Vec<Vec<u8>> {
+    let mut setups = vec![index_setup().to_bytes(), keyword().lwe().to_bytes()];
+    setups.extend(tree().databases().iter().map(PublicSetup::to_bytes));
+    setups
+}
+
+/// Every encoded setup of the fixtures.
+fn setups() -> Vec<Vec<u8>> {
+    let mut setups = lwe_setups();
+    setups.extend([keyword().to_bytes(), tree().to_bytes()]);
+    setups
+}
+
+/// Queries to the index fixture.
+fn queries() -> Vec<Vec<u8>> {
+    let mut client = Client::new(index_setup().clone());
+    [0, 15]
+        .into_iter()
+        .filter_map(|index| client.query(index).ok())
+        .map(|(query, _)| query.to_bytes())
+        .collect()
+}
+
+/// The answer of the server behind `setup` to a query of its first record.
+fn honest_answer(setup: &PublicSetup) -> Vec<u8> {
+    let fixtures = fixtures::get();
+    let server = [&fixtures.index, &fixtures.keyword, &fixtures.tree]
+        .into_iter()
+        .flat_map(Database::engines)
+        .find(|server| server.public_setup() == setup)
+        .expect("a fixture setup");
+    let (query, _) = Client::new(setup.clone()).query(0).expect("record 0");
+    server.answer(&query).expect("an honest query").to_bytes()
+}
+
+fn wire_envelope(input: &[u8]) -> Verdict {
+    let kinds = [
+        Kind::LwePublicSetup,
+        Kind::LweQuery,
+        Kind::LweAnswer,
+        Kind::KeywordSetup,
+        Kind::TreePirSetup,
+        Kind::DatabaseFile,
+    ];
+    let mut refusals = Vec::new();
+    let mut accepted = false;
+    for kind in kinds {
+        let opened = Reader::open(input, kind);
+        if let Ok((_, digest)) = &opened {
+            let mut header = Vec::new();
+            wire::write_header(&mut header, kind, digest);
+            round_trip(&input[..wire::HEADER_BYTES], &header)?;
+        }
+        let compact = Reader::open_compact(input, kind);
+        if let Ok((_, tag)) = &compact {
+            if input[3..wire::COMPACT_HEADER_BYTES] != tag[..] {
+                return Err("the compact envelope's tag is not its bytes".into());
+            }
+        }
+        accepted |= opened.is_ok() || compact.is_ok();
+        refusals.push(outcome(&opened)?);
+        refusals.push(outcome(&compact)?);
+    }
+    // Inputs that open as some kind are alike; refusals differ by their reasons.
+    Ok(if accepted {
+        ACCEPTED.into()
+    } else {
+        refusals.join(" | ")
+    })
+}
+
+fn lwe_setup(input: &[u8]) -> Verdict {
+    let setup = PublicSetup::from_bytes(input);
+    if let Ok(setup) = &setup {
+        round_trip(input, &setup.to_bytes())?;
+        use_setup(setup)?;
+    }
+    outcome(&setup)
+}
+
+/// Bytes of the parameter and geometry fields of an LWE setup, after its envelope: four codes,
+/// five `u64`s and the seed.
+const FIELD_BYTES: usize = 4 + 5 * 8 + SEED_BYTES;
+
+/// Most hint entries the fields target builds (a zero hint, 16 MiB).
+const MAX_HINT_ENTRIES: u64 = 1 << 22;
+
+/// Largest query the fields target has a client make (4 MiB): a setup may describe a database
+/// of up to 2^33 columns, whose honest queries take seconds and gigabytes.
+const MAX_QUERY_BYTES: u64 = 1 << 22;
+
+/// A setup assembled from raw fields, as a hostile server could sign it: any that
+/// `PublicSetup::new` accepts must encode, decode and serve a client without a panic.
+fn lwe_setup_fields(input: &[u8]) -> Verdict {
+    let Some(fields) = input.get(..FIELD_BYTES) else {
+        return Ok("short".into());
+    };
+    let u64_at =
+        |i: usize| u64::from_le_bytes(fields[4 + 8 * i..12 + 8 * i].try_into().expect("8 bytes"));
+    let (Some(set), Some(matrix), Some(format)) = (
+        ParamSet::from_code(fields[0]),
+        MatrixKind::from_code(fields[1]),
+        RecordFormat::from_code(fields[2]),
+    ) else {
+        return Ok("unknown code".into());
+    };
+    let geometry = match Geometry::new(u64_at(0), u64_at(1), u64_at(2), u64_at(3), fields[3]) {
+        Ok(geometry) => geometry,
+        Err(error) => return one_line(error.to_string()),
+    };
+    if geometry.rows().saturating_mul(set.n() as u64) > MAX_HINT_ENTRIES {
+        return Ok("hint too large for the harness".into());
+    }
+    let hint = Matrix::zeros(geometry.rows() as usize, set.n());
+    let seed = MatrixSeed(fields[44..].try_into().expect("seed bytes"));
+    let setup = PublicSetup::new(set, matrix, format, geometry, u64_at(4), seed, hint);
+    if let Ok(setup) = &setup {
+        let bytes = setup.to_bytes();
+        let decoded = PublicSetup::from_bytes(&bytes)
+            .map_err(|e| format!("an assembled setup does not decode: {e}"))?;
+        if &decoded != setup {
+            return Err("an assembled setup decodes to another setup".into());
+        }
+        if Query::encoded_len(setup) > MAX_QUERY_BYTES {
+            return Ok("queries too large for the harness".into());
+        }
+        use_setup(setup)?;
+    }
+    outcome(&setup)
+}
+
+/// A client on `setup` queries its first and last records and decodes an all-zero answer.
+fn use_setup(setup: &PublicSetup) -> Result<(), String> {
+    let mut client = Client::new(setup.clone());
+    let last = setup.geometry().records() - 1;
+    for index in [0, last] {
+        let (query, state) = client
+            .query(index)
+            .map_err(|e| format!("record {index} of a valid setup: {e}"))?;
+        if query.to_bytes().len() as u64 != Query::encoded_len(setup) {
+            return Err("a query's length is not the announced one".into());
+        }
+        let mut answer = Vec::new();
+        wire::write_compact_header(&mut answer, Kind::LweAnswer, setup.digest());
+        answer.resize(Answer::encoded_len(setup) as usize, 0);
+        let answer = Answer::from_bytes(&answer, setup)
+            .map_err(|e| format!("an answer of the announced length: {e}"))?;
+        outcome(&client.decode(state, &answer))?;
+    }
+    Ok(())
+}
+
+fn lwe_query(input: &[u8]) -> Verdict {
+    let setup = index_setup();
+    let query = Query::from_bytes(input, setup);
+    if let Ok(query) = &query {
+        round_trip(input, &query.to_bytes())?;
+        let answer = fixtures::get().index.engines()[0]
+            .answer(query)
+            .map_err(|e| format!("a decoded query was not answered: {e}"))?;
+        if answer.to_bytes().len() as u64 != Answer::encoded_len(setup) {
+            return Err("an answer's length is not the announced one".into());
+        }
+    }
+    outcome(&query)
+}
+
+fn lwe_answer(input: &[u8]) -> Verdict {
+    let setup = index_setup();
+    let answer = Answer::from_bytes(input, setup);
+    if let Ok(answer) = &answer {
+        round_trip(input, &answer.to_bytes())?;
+        let mut client = Client::new(setup.clone());
+        let (_, state) = client.query(3).map_err(|e| e.to_string())?;
+        outcome(&client.decode(state, answer))?;
+    }
+    outcome(&answer)
+}
+
+fn keyword_setup(input: &[u8]) -> Verdict {
+    let setup = KeywordSetup::from_bytes(input);
+    if let Ok(setup) = &setup {
+        round_trip(input, &setup.to_bytes())?;
+        let mut client = KeywordClient::new(setup.clone());
+        client
+            .query(PAIRS[0].0.as_bytes())
+            .map_err(|e| format!("a lookup on a valid setup: {e}"))?;
+    }
+    outcome(&setup)
+}
+
+fn keyword_answer(input: &[u8]) -> Verdict {
+    let setup = keyword();
+    let answer = Answer::from_bytes(input, setup.lwe());
+    let Ok(answer) = &answer else {
+        return outcome(&answer);
+    };
+    let mut client = KeywordClient::new(setup.clone());
+    let (_, state) = client
+        .query(PAIRS[1].0.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let value = client.decode(state, answer);
+    if let Ok(Some(value)) = &value {
+        if value.len() as u64 > setup.max_value() {
+            return Err(format!(
+                "a {}-byte value in a setup of at most {}",
+                value.len(),
+                setup.max_value()
+            ));
+        }
+    }
+    outcome(&value)?;
+    Ok(ACCEPTED.into())
+}
+
+fn treepir_setup(input: &[u8]) -> Verdict {
+    let setup = TreePirSetup::from_bytes(input);
+    if let Ok(setup) = &setup {
+        round_trip(input, &setup.to_bytes())?;
+        let mut client = TreePirClient::new(setup.clone());
+        let (queries, _) = client
+            .query(setup.leaves() - 1)
+            .map_err(|e| format!("the last leaf of a valid setup: {e}"))?;
+        if queries.len() != setup.databases().len() {
+            return Err("a proof request without one query per colour class".into());
+        }
+    }
+    outcome(&setup)
+}
+
+fn treepir_answers(input: &[u8]) -> Verdict {
+    let setup = tree();
+    let messages = match framing::decode(input, setup.databases().len()) {
+        Ok(messages) => messages,
+        Err(error) => return one_line(error),
+    };
+    let answers: Result<Vec<Answer>, _> = messages
+        .iter()
+        .zip(setup.databases())
+        .map(|(bytes, setup)| Answer::from_bytes(bytes, setup))
+        .collect();
+    let Ok(answers) = &answers else {
+        return outcome(&answers);
+    };
+    let mut client = TreePirClient::new(setup.clone());
+    let (_, state) = client.query(0).map_err(|e| e.to_string())?;
+    let leaf = obscura_pir::batch::merkle::leaf_hash(fixtures::LEAVES[0].as_bytes());
+    // Answers made for another client's query decode to noise: any result will do but a panic.
+    outcome(&client.decode(state, answers, &leaf))?;
+    Ok(ACCEPTED.into())
+}
