@@ -9,7 +9,9 @@ use obscura_pir::keyword::{KeywordClient, KeywordSetup};
 use obscura_pir::lwe::{Answer, Client, PublicSetup, Query, Server};
 use obscura_pir::wire::{Kind, Reader};
 use obscura_pir::{PirClient, PirServer};
-use obscura_server::client::{ClientOptions, HttpClient, Sha256, DEFAULT_MAX_SETUP_BYTES};
+use obscura_server::client::{
+    ClientOptions, HttpClient, Sha256, DEFAULT_MAX_QUERY_BYTES, DEFAULT_MAX_SETUP_BYTES,
+};
 use obscura_server::store::{self, Database};
 use obscura_server::tls;
 
@@ -56,6 +58,9 @@ pub struct ServerArgs {
     /// before it is read.
     #[arg(long, default_value_t = DEFAULT_MAX_SETUP_BYTES)]
     pub max_setup_bytes: u64,
+    /// The largest query accepted to make, in bytes: a setup that asks for more is refused.
+    #[arg(long, default_value_t = DEFAULT_MAX_QUERY_BYTES)]
+    pub max_query_bytes: u64,
     /// Trust these certificates (PEM) as the roots for an https:// server, in place of the
     /// WebPKI roots (e.g. the server's self-signed certificate).
     #[arg(long, requires = "server")]
@@ -102,6 +107,7 @@ impl ServerArgs {
             cache_dir: self.cache_dir.clone().or_else(default_cache_dir),
             setup_sha256: self.setup_sha256,
             max_setup_bytes: self.max_setup_bytes,
+            max_query_bytes: self.max_query_bytes,
             token,
             trusted_roots,
             ..ClientOptions::default()
@@ -244,7 +250,11 @@ pub fn run(args: GetArgs) -> Result<()> {
             }
             let setup = match &source {
                 Source::File(Database::Keyword(server)) => server.public_setup().clone(),
-                Source::Server { setup, .. } => KeywordSetup::from_bytes(setup)?,
+                Source::Server { http, setup, .. } => {
+                    let setup = KeywordSetup::from_bytes(setup)?;
+                    http.check_queries(&args.db, [setup.lwe()])?;
+                    setup
+                }
                 Source::File(Database::Index(_) | Database::TreePir(_)) => {
                     unreachable!("checked above")
                 }
@@ -265,7 +275,11 @@ pub fn run(args: GetArgs) -> Result<()> {
             }
             let setup = match &source {
                 Source::File(database) => engine(database)?.public_setup().clone(),
-                Source::Server { setup, .. } => PublicSetup::from_bytes(setup)?,
+                Source::Server { http, setup, .. } => {
+                    let setup = PublicSetup::from_bytes(setup)?;
+                    http.check_queries(&args.db, [&setup])?;
+                    setup
+                }
             };
             let mut client = Client::new(setup);
             let (query, state) = client.query(index)?;

@@ -20,6 +20,10 @@ use crate::framing;
 /// database has a 128 MiB setup).
 pub const DEFAULT_MAX_SETUP_BYTES: u64 = 1 << 30;
 
+/// The largest query a client makes unless told otherwise (1 GiB; a keyword store of 2^25 keys
+/// has 144 MB queries, an index database of 2^20 records in the one-per-column layout 4 MiB).
+pub const DEFAULT_MAX_QUERY_BYTES: u64 = 1 << 30;
+
 /// The largest database list read.
 const MAX_LIST_BYTES: u64 = 16 << 20;
 
@@ -103,6 +107,9 @@ pub struct ClientOptions {
     pub setup_sha256: Option<Sha256>,
     /// The largest setup accepted, in bytes; a larger one is refused before it is read.
     pub max_setup_bytes: u64,
+    /// The largest query (or all the queries of a proof request) this client makes, in bytes;
+    /// a setup that asks for more is refused.
+    pub max_query_bytes: u64,
     /// Time limit of each request, from connecting to the last byte of the response.
     pub timeout: Duration,
     /// The bearer token sent with every request, for databases behind tokens.
@@ -119,6 +126,7 @@ impl Default for ClientOptions {
             cache_dir: None,
             setup_sha256: None,
             max_setup_bytes: DEFAULT_MAX_SETUP_BYTES,
+            max_query_bytes: DEFAULT_MAX_QUERY_BYTES,
             timeout: Duration::from_secs(300),
             token: None,
             trusted_roots: None,
@@ -272,18 +280,45 @@ impl HttpClient {
 
     /// The public setup of index database `name` (see [`HttpClient::setup_bytes`]).
     pub fn setup(&self, name: &str) -> Result<PublicSetup, ClientError> {
-        Ok(PublicSetup::from_bytes(&self.setup_bytes(name)?)?)
+        let setup = PublicSetup::from_bytes(&self.setup_bytes(name)?)?;
+        self.check_queries(name, [&setup])?;
+        Ok(setup)
     }
 
     /// The public setup of keyword database `name` (see [`HttpClient::setup_bytes`]).
     pub fn keyword_setup(&self, name: &str) -> Result<KeywordSetup, ClientError> {
-        Ok(KeywordSetup::from_bytes(&self.setup_bytes(name)?)?)
+        let setup = KeywordSetup::from_bytes(&self.setup_bytes(name)?)?;
+        self.check_queries(name, [setup.lwe()])?;
+        Ok(setup)
     }
 
     /// The public setup of Merkle tree (TreePIR) database `name` (see
     /// [`HttpClient::setup_bytes`]).
     pub fn treepir_setup(&self, name: &str) -> Result<TreePirSetup, ClientError> {
-        Ok(TreePirSetup::from_bytes(&self.setup_bytes(name)?)?)
+        let setup = TreePirSetup::from_bytes(&self.setup_bytes(name)?)?;
+        self.check_queries(name, setup.databases())?;
+        Ok(setup)
+    }
+
+    /// Refuses a setup of database `name` whose queries (one per engine in `setups`) would
+    /// together exceed [`ClientOptions::max_query_bytes`]: a setup of a few kilobytes can
+    /// describe a matrix whose query would take gigabytes to make.
+    pub fn check_queries<'a>(
+        &self,
+        name: &str,
+        setups: impl IntoIterator<Item = &'a PublicSetup>,
+    ) -> Result<(), ClientError> {
+        let bytes: u64 = setups.into_iter().map(Query::encoded_len).sum();
+        let limit = self.options.max_query_bytes;
+        if bytes > limit {
+            return Err(ClientError::Unexpected {
+                url: self.url(&format!("/v1/databases/{name}/setup")),
+                message: format!(
+                    "the setup asks for queries of {bytes} bytes, more than the {limit} this client makes (--max-query-bytes)"
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// The encoded public setup of database `name`, verified: its SHA-256 must equal the
@@ -572,6 +607,39 @@ impl CacheEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn setups_asking_for_huge_queries_are_refused() {
+        let data = vec![7u8; 64 * 10];
+        let server = obscura_pir::lwe::Server::setup(
+            &data,
+            10,
+            obscura_pir::lwe::SetupOptions::default(),
+            &|_, _| {},
+        )
+        .unwrap();
+        let setup = server.public_setup();
+        let bytes = Query::encoded_len(setup);
+        let client = |max_query_bytes| {
+            HttpClient::with_options(
+                "http://127.0.0.1:9",
+                ClientOptions {
+                    max_query_bytes,
+                    ..ClientOptions::default()
+                },
+            )
+        };
+        assert!(client(bytes).check_queries("db", [setup]).is_ok());
+        let error = client(bytes - 1)
+            .check_queries("db", [setup, setup])
+            .unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.contains(&format!("queries of {}", 2 * bytes)),
+            "{text}"
+        );
+        assert!(text.contains("--max-query-bytes"), "{text}");
+    }
 
     #[test]
     fn cache_paths_stay_in_the_cache_folder() {
