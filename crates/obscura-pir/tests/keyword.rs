@@ -11,7 +11,10 @@ use obscura_pir::{PirError, PirServer};
 use proptest::prelude::*;
 use rayon::prelude::*;
 
-fn pairs(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+/// Key-value pairs.
+type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn pairs(n: usize) -> Pairs {
     (0..n)
         .map(|i| {
             let key = format!("user-{i}@example.org").into_bytes();
@@ -151,8 +154,8 @@ fn duplicate_keys_are_refused_by_name() {
 }
 
 /// A keyword database with values of many lengths (empty ones included), built once.
-fn corruption_world() -> &'static (Vec<(Vec<u8>, Vec<u8>)>, KeywordServer) {
-    static WORLD: OnceLock<(Vec<(Vec<u8>, Vec<u8>)>, KeywordServer)> = OnceLock::new();
+fn corruption_world() -> &'static (Pairs, KeywordServer) {
+    static WORLD: OnceLock<(Pairs, KeywordServer)> = OnceLock::new();
     WORLD.get_or_init(|| {
         let pairs = pairs(60);
         let server = KeywordServer::setup(&pairs, KeywordOptions::default(), &|_, _| {}).unwrap();

@@ -646,7 +646,8 @@ impl KeywordClient {
         Ok((query, LookupState { lwe, digest, hash }))
     }
 
-    /// The value stored under the key, or `None` when the key is absent.
+    /// The value stored under the key, or `None` when the key is absent. An answer altered on
+    /// the way fails the row's check and also gives `None` (or an error), never a wrong value.
     pub fn decode(&self, state: LookupState, answer: &Answer) -> Result<Option<Vec<u8>>, PirError> {
         let log_p = self.setup.lwe.params().log_p;
         let p_mask = (1u16 << log_p) - 1;
