@@ -1,12 +1,20 @@
-//! Keyword PIR end to end: present keys return their values, absent keys are reported absent.
+//! Keyword PIR end to end: present keys return their values, absent keys are reported absent,
+//! and a corrupted answer never yields a wrong value.
+
+use std::sync::OnceLock;
 
 use obscura_pir::keyword::fuse::Arity;
 use obscura_pir::keyword::{KeywordClient, KeywordOptions, KeywordServer, KeywordSetup};
+use obscura_pir::lwe::Answer;
+use obscura_pir::wire::{self, COMPACT_HEADER_BYTES};
 use obscura_pir::{PirError, PirServer};
 use proptest::prelude::*;
 use rayon::prelude::*;
 
-fn pairs(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+/// Key-value pairs.
+type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn pairs(n: usize) -> Pairs {
     (0..n)
         .map(|i| {
             let key = format!("user-{i}@example.org").into_bytes();
@@ -143,6 +151,105 @@ fn duplicate_keys_are_refused_by_name() {
     }
     let empty: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     assert!(KeywordServer::setup(&empty, KeywordOptions::default(), &|_, _| {}).is_err());
+}
+
+/// A keyword database with values of many lengths (empty ones included), built once.
+fn corruption_world() -> &'static (Pairs, KeywordServer) {
+    static WORLD: OnceLock<(Pairs, KeywordServer)> = OnceLock::new();
+    WORLD.get_or_init(|| {
+        let pairs = pairs(60);
+        let server = KeywordServer::setup(&pairs, KeywordOptions::default(), &|_, _| {}).unwrap();
+        (pairs, server)
+    })
+}
+
+/// Looks `key` up with bit `bit` of the answer's encoding flipped on the way (no flip when
+/// `bit` is `None`).
+fn lookup_with_flip(
+    server: &KeywordServer,
+    key: &[u8],
+    bit: Option<usize>,
+) -> Result<Option<Vec<u8>>, PirError> {
+    let mut client = KeywordClient::new(server.public_setup().clone());
+    let (query, state) = client.query(key).unwrap();
+    let mut bytes = server.answer(&query).unwrap().to_bytes();
+    if let Some(bit) = bit {
+        bytes[bit / 8] ^= 1 << (bit % 8);
+    }
+    Answer::from_bytes(&bytes, client.setup().lwe())
+        .and_then(|answer| client.decode(state, &answer))
+}
+
+/// The answer entries (16 bits each, after the envelope) whose digit lies wholly inside the row:
+/// flipping such an entry's top bit moves the digit by p/2, so the decoded row changes.
+fn entries_inside_the_row(setup: &KeywordSetup) -> usize {
+    let row_bits = 8 * setup.lwe().geometry().record_bytes() as usize;
+    row_bits / usize::from(setup.lwe().params().log_p)
+}
+
+/// Flipping the top bit of any answer entry inside the row (the check's, the length's or the
+/// value's digits) makes the present key read as absent: the check covers the whole row.
+#[test]
+fn a_changed_row_digit_reads_as_absent() {
+    let (pairs, server) = corruption_world();
+    let (key, value) = pairs.iter().max_by_key(|(_, v)| v.len()).unwrap();
+    assert_eq!(
+        lookup_with_flip(server, key, None).unwrap().as_ref(),
+        Some(value)
+    );
+    assert!(value.len() > 32, "{} value bytes", value.len());
+    for entry in 0..entries_inside_the_row(server.public_setup()) {
+        let top_bit = 8 * (COMPACT_HEADER_BYTES + 2 * entry + 1) + 7;
+        let decoded = lookup_with_flip(server, key, Some(top_bit));
+        assert!(matches!(decoded, Ok(None)), "entry {entry}: {decoded:?}");
+    }
+}
+
+/// A keyword setup of another format version is refused by name, not read with the wrong row
+/// check (which would make every key read as absent).
+#[test]
+fn a_setup_of_another_format_version_is_refused() {
+    let (_, server) = corruption_world();
+    let mut bytes = server.public_setup().to_bytes();
+    let old = wire::VERSION - 1;
+    bytes[4..6].copy_from_slice(&old.to_le_bytes());
+    let message = KeywordSetup::from_bytes(&bytes).unwrap_err().to_string();
+    let expected = format!(
+        "format version {old} is not supported (this build reads version {})",
+        wire::VERSION
+    );
+    assert!(message.contains(&expected), "{message}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Any one bit flipped in an answer gives the right value, "absent" or an error, never a
+    /// wrong value, for present and absent keys; a flip in the envelope is an error and a flip
+    /// of an entry's top bit inside the row reads as absent.
+    #[test]
+    fn a_flipped_answer_bit_never_yields_a_wrong_value(key in 0usize..=60, bit in any::<usize>()) {
+        let (pairs, server) = corruption_world();
+        let (key, expected) = pairs
+            .get(key)
+            .map_or((&b"absent"[..], None), |(k, v)| (&k[..], Some(v)));
+        let len = Answer::encoded_len(server.public_setup().lwe()) as usize;
+        let bit = bit % (8 * len);
+        let decoded = lookup_with_flip(server, key, Some(bit));
+        if let Ok(Some(value)) = &decoded {
+            prop_assert_eq!(Some(value), expected, "bit {}", bit);
+        }
+        let byte = bit / 8;
+        if byte < COMPACT_HEADER_BYTES {
+            prop_assert!(decoded.is_err(), "bit {}: {:?}", bit, decoded);
+        } else {
+            let at = byte - COMPACT_HEADER_BYTES;
+            let (entry, top) = (at / 2, at % 2 == 1 && bit % 8 == 7);
+            if top && entry < entries_inside_the_row(server.public_setup()) {
+                prop_assert!(matches!(decoded, Ok(None)), "bit {}: {:?}", bit, decoded);
+            }
+        }
+    }
 }
 
 proptest! {

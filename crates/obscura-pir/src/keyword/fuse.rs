@@ -5,8 +5,7 @@
 //! A filter over n keys has `size` slots cut into segments of `L = 2^e` slots; a key's 64-bit
 //! hash picks one slot in each of `arity` consecutive segments. Such banded hypergraphs peel at
 //! 1.125n (3-wise) or 1.07n (4-wise) slots for large n. The size formulas are those of the
-//! authors' reference code (see `../shared/design/batch-and-keyword.md` §3.1) but for one
-//! constant: the 4-wise floor is 1.07 where the reference has 1.075. Measured at n = 2^20 over
+//! authors' reference code but for one constant: the 4-wise floor is 1.07 where the reference has 1.075. Measured at n = 2^20 over
 //! 40 hash seeds, 4-wise filters peeled 40 times in 40 at 1.0703n and 39 in 40 at 1.0664n,
 //! while 3-wise filters peeled 38 times in 40 at the reference's 1.125n and never at 1.117n,
 //! so the 3-wise formula is kept. The floor only matters above about 7.5 · 10^5 keys; below, the size term decides.

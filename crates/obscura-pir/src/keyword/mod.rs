@@ -2,20 +2,25 @@
 //! query to the LWE engine.
 //!
 //! The store is a binary fuse filter ([`fuse`]) whose slots are whole rows: each key-value pair
-//! becomes the row `check ‖ len ‖ value ‖ zero padding`, cut into plaintext digits, where `check`
-//! is the first 128 bits of the key's digest and `len` is the value's length in the fewest bytes
-//! that hold the longest one (no bytes at all when every value has the same length). The slots are filled (mod p) so that for every stored key the sum of its 3 or 4
-//! slots plus a per-key pseudo-random mask is its row. The database matrix has one slot per
-//! column (the one-per-column layout), so a lookup is an LWE query with Δ at the key's slots: the
-//! answer decodes to the sum of those columns. A decoded row whose 128-bit check differs from the
-//! key's (compared in constant time), or whose length or padding is wrong, means the key is
-//! absent: an absent key is accepted with probability about 2^-128, never as a wrong value.
+//! becomes the row `check ‖ len ‖ value ‖ zero padding`, cut into plaintext digits, where `len`
+//! is the value's length in the fewest bytes that hold the longest one (no bytes at all when
+//! every value has the same length) and `check` authenticates the whole row: the first 128 bits
+//! of SHA-256 over a domain-separation string, the key's digest, the value's length (u64 LE) and
+//! the value ([`row_check`]). The slots are filled (mod p) so that for every stored key the sum of
+//! its 3 or 4 slots plus a per-key pseudo-random mask is its row. The database matrix has one
+//! slot per column (the one-per-column layout), so a lookup is an LWE query with Δ at the key's
+//! slots: the answer decodes to the sum of those columns.
+//!
+//! The client recomputes the check over the key it asked for and the length and value it
+//! decoded, and compares it with the row's in constant time. A mismatch, or a wrong length or
+//! padding, reads as "absent". So an absent key is accepted with probability about 2^-128, and an
+//! answer corrupted on the way (or by the server) makes a present key read as absent, never as a
+//! wrong value, except with the same probability.
 //!
 //! Every row byte is a byte the server streams on each answer, so the row carries no more than
 //! that: 16 check bytes and, for equal-length values, no length (1,040 bytes per 1 KiB value).
 //!
-//! The design and its sources are in `../shared/design/batch-and-keyword.md` §3. The rows here
-//! are shorter than the note's `digest(32) ‖ len (u32 LE)` header: a 128-bit check meets the
+//! The row header is shorter than a full `digest(32) ‖ len (u32 LE)`: a 128-bit check meets the
 //! 2^-128 false-accept bound, and a length is stored only when it carries information.
 
 pub mod fuse;
@@ -42,8 +47,11 @@ use fuse::{Arity, FuseShape, MAX_KEYS};
 /// Bytes of a key digest; the filter hash and the duplicate check use all of them.
 pub const DIGEST_BYTES: usize = 32;
 
-/// Bytes of the digest stored in each row and compared when decoding (128 bits).
+/// Bytes of the check stored in each row and compared when decoding (128 bits).
 pub const CHECK_BYTES: usize = 16;
+
+/// The domain-separation string the row check's hash starts with.
+const ROW_CHECK_DOMAIN: &[u8] = b"obscura/keyword/row/v1";
 
 /// Filter seeds tried before a build gives up (a failure is then astronomically unlikely).
 const MAX_ATTEMPTS: usize = 100;
@@ -69,6 +77,20 @@ pub fn key_digest(key: &[u8]) -> [u8; DIGEST_BYTES] {
     hash.update(b"obscura/keyword/key/v1");
     hash.update(key);
     hash.finalize().into()
+}
+
+/// The check a row stores: the first [`CHECK_BYTES`] of SHA-256 over a domain-separation
+/// string, the key's digest, the value's length (u64 LE) and the value. It binds the value to the
+/// key, so a decoded row whose value was altered fails the check like a row of another key.
+pub fn row_check(digest: &[u8; DIGEST_BYTES], value: &[u8]) -> [u8; CHECK_BYTES] {
+    let mut hash = Sha256::new();
+    hash.update(ROW_CHECK_DOMAIN);
+    hash.update(digest);
+    hash.update((value.len() as u64).to_le_bytes());
+    hash.update(value);
+    hash.finalize()[..CHECK_BYTES]
+        .try_into()
+        .expect("check bytes")
 }
 
 /// MurmurHash3's 64-bit finalizer: a bijective mixer.
@@ -325,7 +347,7 @@ impl StorePlan {
 /// The pairs of a keyword database and their peeled filter, ready to be encoded.
 struct Filled<'a, K, V> {
     pairs: &'a [(K, V)],
-    digests: &'a [[u8; DIGEST_BYTES]],
+    checks: &'a [[u8; CHECK_BYTES]],
     hashes: &'a [u64],
     order: &'a [(u32, u8)],
     shape: &'a FuseShape,
@@ -431,7 +453,7 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
             if let Some(far) = ahead(i, 2 * PREFETCH_KEYS) {
                 prefetch(&self.pairs[far as usize]);
                 prefetch(&self.hashes[far as usize]);
-                prefetch(&self.digests[far as usize]);
+                prefetch(&self.checks[far as usize]);
             }
             if let Some(near) = ahead(i, PREFETCH_KEYS) {
                 for start in &slot_runs(near)[..arity] {
@@ -481,7 +503,7 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
         let length = (value.len() as u64).to_le_bytes();
         let header = row_header(self.length_bytes);
         let parts: [(usize, &[u8]); 3] = [
-            (0, &self.digests[key][..CHECK_BYTES]),
+            (0, &self.checks[key]),
             (CHECK_BYTES, &length[..usize::from(self.length_bytes)]),
             (header, value),
         ];
@@ -525,6 +547,11 @@ impl KeywordServer {
             let key = String::from_utf8_lossy(pairs[repeated].0.as_ref());
             return invalid(format!("the key {key:?} appears more than once"));
         }
+        let checks: Vec<[u8; CHECK_BYTES]> = pairs
+            .par_iter()
+            .zip(&digests)
+            .map(|((_, value), digest)| row_check(digest, value.as_ref()))
+            .collect();
         let keys = pairs.len() as u64;
         let lengths = || pairs.iter().map(|(_, v)| v.as_ref().len());
         let max_value = lengths().max().unwrap_or(0);
@@ -553,7 +580,7 @@ impl KeywordServer {
         let slots = shape.size();
         let filled = Filled {
             pairs,
-            digests: &digests,
+            checks: &checks,
             hashes: &hashes,
             order: &order,
             shape: &shape,
@@ -685,7 +712,8 @@ impl KeywordClient {
         Ok((query, LookupState { lwe, digest, hash }))
     }
 
-    /// The value stored under the key, or `None` when the key is absent.
+    /// The value stored under the key, or `None` when the key is absent. An answer altered on
+    /// the way fails the row's check and also gives `None` (or an error), never a wrong value.
     pub fn decode(&self, state: LookupState, answer: &Answer) -> Result<Option<Vec<u8>>, PirError> {
         let log_p = self.setup.lwe.params().log_p;
         let p_mask = (1u16 << log_p) - 1;
@@ -696,11 +724,6 @@ impl KeywordClient {
         }
         let (header, max_value) = (self.setup.row_header(), self.setup.max_value);
         let row = pack::unpack(&digits, u32::from(log_p), header + max_value as usize);
-        // Constant time in the check: OR of all byte differences.
-        let difference = row[..CHECK_BYTES]
-            .iter()
-            .zip(&state.digest)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
         let len = if header == CHECK_BYTES {
             max_value
         } else {
@@ -708,11 +731,18 @@ impl KeywordClient {
             len[..header - CHECK_BYTES].copy_from_slice(&row[CHECK_BYTES..header]);
             u64::from_le_bytes(len)
         };
-        if std::hint::black_box(difference) != 0 || len > max_value {
-            return Ok(None);
-        }
-        let (value, padding) = row[header..].split_at(len as usize);
-        if padding.iter().any(|&b| b != 0) {
+        // A length past the longest value is checked over the whole value area, then refused.
+        let (value, padding) = row[header..].split_at(len.min(max_value) as usize);
+        let expected = row_check(&state.digest, value);
+        // Constant time in the check: OR of all byte differences.
+        let difference = row[..CHECK_BYTES]
+            .iter()
+            .zip(&expected)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        if std::hint::black_box(difference) != 0
+            || len > max_value
+            || padding.iter().any(|&b| b != 0)
+        {
             return Ok(None);
         }
         Ok(Some(value.to_vec()))
@@ -751,6 +781,11 @@ mod tests {
             })
             .collect();
         let digests: Vec<_> = pairs.iter().map(|(k, _)| key_digest(k)).collect();
+        let checks: Vec<_> = pairs
+            .iter()
+            .zip(&digests)
+            .map(|((_, v), d)| row_check(d, v))
+            .collect();
         let max_value = pairs.iter().map(|(_, v)| v.len()).max().unwrap();
         let length_bytes = length_bytes(max_value as u64, false);
         let row_bytes = row_header(length_bytes) + max_value;
@@ -765,7 +800,7 @@ mod tests {
                 .unwrap();
             let filled = Filled {
                 pairs: &pairs,
-                digests: &digests,
+                checks: &checks,
                 hashes: &hashes,
                 order: &order,
                 shape: &shape,
@@ -787,7 +822,7 @@ mod tests {
                 assert_eq!(reported.into_inner().unwrap(), (keys, keys));
                 let p = 1i16 << log_p;
                 for (key, (_, value)) in pairs.iter().enumerate() {
-                    let mut row = digests[key][..CHECK_BYTES].to_vec();
+                    let mut row = checks[key].to_vec();
                     row.extend(&(value.len() as u64).to_le_bytes()[..usize::from(length_bytes)]);
                     row.extend(value);
                     row.resize(row_bytes, 0);
