@@ -2,6 +2,9 @@
 
 use assert_cmd::Command;
 use predicates::prelude::*;
+
+mod common;
+use common::Served;
 use std::path::Path;
 
 fn obscura() -> Command {
@@ -79,34 +82,6 @@ fn get_prints_hex_without_out() {
         .assert()
         .success()
         .stdout("65666768\n");
-}
-
-/// A running `obscura serve ARGS` on an ephemeral loopback port: the process, the rest of its
-/// standard error, and its URL.
-fn serve(
-    args: &[&std::ffi::OsStr],
-) -> (
-    std::process::Child,
-    std::io::Lines<std::io::BufReader<std::process::ChildStderr>>,
-    String,
-) {
-    use std::io::BufRead;
-    let mut server = std::process::Command::new(assert_cmd::cargo::cargo_bin("obscura"))
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .args(args)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(server.stderr.take().unwrap()).lines();
-    let url = lines
-        .by_ref()
-        .map(|line| line.unwrap())
-        .find_map(|line| {
-            line.strip_prefix("serving on ")
-                .map(|rest| rest.split(' ').next().unwrap().to_string())
-        })
-        .expect("the server announces its address");
-    (server, lines, url)
 }
 
 fn assert_clean_failure(assert: assert_cmd::assert::Assert, message: &str) {
@@ -279,7 +254,8 @@ fn serve_and_get_over_http() {
     let dir = tempfile::tempdir().unwrap();
     let data = sample_data(25 * 9 - 4);
     let db = build(dir.path(), &data, 9, "square");
-    let (mut server, lines, url) = serve(&["--threads".as_ref(), "1".as_ref(), db.as_os_str()]);
+    let server = Served::start(&["--threads".as_ref(), "1".as_ref(), db.as_os_str()]);
+    let url = server.url.clone();
     let name = db.file_stem().unwrap().to_str().unwrap().to_string();
     let cache = dir.path().join("cache");
     for (index, expected) in data.chunks(9).enumerate() {
@@ -331,13 +307,8 @@ fn serve_and_get_over_http() {
         .assert();
     assert_clean_failure(out_of_range, "out of range");
 
-    std::process::Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status()
-        .unwrap();
-    let status = server.wait().unwrap();
-    assert!(status.success(), "{status:?}");
-    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    let (stopped_cleanly, rest) = server.terminate();
+    assert!(stopped_cleanly);
     assert!(rest.iter().any(|l| l == "stopped"), "{rest:?}");
 
     let unreachable = obscura()
@@ -522,7 +493,8 @@ fn keyword_database_from_csv() {
         .assert();
     assert_clean_failure(wrong, "keyword database: fetch with --key");
 
-    let (mut server, _, url) = serve(&[db.as_os_str()]);
+    let server = Served::start(&[db.as_os_str()]);
+    let url = server.url.clone();
     let cache = dir.path().join("cache");
     let remote = [
         "--server",
@@ -537,8 +509,7 @@ fn keyword_database_from_csv() {
     assert_eq!(value.unwrap(), b"person 13,Springfield");
     let (assert, _) = get(&remote, "nobody");
     assert.code(3).stderr(predicate::str::contains("not found"));
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
 }
 
 /// The chalamet preset at a small size: one report per arity, present and absent keys checked.
@@ -815,7 +786,8 @@ fn merkle_build_serve_and_prove() {
         .assert();
     assert_clean_failure(get, "is a Merkle tree");
 
-    let (mut server, _, url) = serve(&[tree.as_os_str()]);
+    let server = Served::start(&[tree.as_os_str()]);
+    let url = server.url.clone();
     let cache = dir.path().join("cache");
     let remote = [
         "--server",
@@ -834,8 +806,7 @@ fn merkle_build_serve_and_prove() {
     assert_clean_failure(pinned, "is not the expected");
     let missing = prove(&remote[..2], &["--db", "nope", "--leaf", "0"]);
     assert_clean_failure(missing, "unknown database");
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
 
     // Fixed-size binary leaves.
     let binary = dir.path().join("leaves.bin");

@@ -1,50 +1,18 @@
 //! `obscura get` and `obscura merkle prove` against damaged caches, pinned setups, hostile
 //! servers and keys that are not UTF-8.
 
-use std::io::{BufRead, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use obscura_server::client::HttpClient;
 use predicates::prelude::*;
 
+mod common;
+use common::Served;
+
 fn obscura() -> Command {
     Command::cargo_bin("obscura").unwrap()
-}
-
-/// A running `obscura serve` of `db` on an ephemeral loopback port, and its URL; killed when
-/// dropped.
-struct Served {
-    process: std::process::Child,
-    url: String,
-}
-
-impl Served {
-    fn start(db: &Path) -> Self {
-        let mut process = std::process::Command::new(assert_cmd::cargo::cargo_bin("obscura"))
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .arg(db)
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = std::io::BufReader::new(process.stderr.take().unwrap());
-        let url = stderr
-            .lines()
-            .map(|line| line.unwrap())
-            .find_map(|line| {
-                line.strip_prefix("serving on ")
-                    .map(|rest| rest.split(' ').next().unwrap().to_string())
-            })
-            .expect("the server announces its address");
-        Self { process, url }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.process.kill();
-        let _ = self.process.wait();
-    }
 }
 
 /// Runs `obscura ARGS` and returns its standard output, which must be a success.
@@ -98,7 +66,7 @@ fn get_verifies_the_setup_against_its_pin_and_repairs_a_damaged_cache() {
         path(&db),
     ]);
     let sha256 = printed_sha256(&summary);
-    let served = Served::start(&db);
+    let served = Served::start(&[db.as_os_str()]);
     let list = HttpClient::new(&served.url, None).list().unwrap();
     assert_eq!(list[0].setup_sha256, sha256);
 
@@ -156,7 +124,7 @@ fn merkle_prove_checks_a_pinned_setup_sha256() {
         path(&db),
     ]);
     let sha256 = printed_sha256(&summary);
-    let served = Served::start(&db);
+    let served = Served::start(&[db.as_os_str()]);
     let cache = dir.path().join("cache");
     let prove = |pin: &str| {
         obscura()
@@ -237,7 +205,7 @@ fn keys_that_are_not_utf8_are_fetched_with_key_hex() {
         "--out",
         path(&db),
     ]);
-    let served = Served::start(&db);
+    let served = Served::start(&[db.as_os_str()]);
     let cache = dir.path().join("cache");
     let local = ["--db", path(&db)];
     let remote = [

@@ -2,12 +2,13 @@
 //! reloaded on SIGHUP, a taken port reported before any file is loaded, and a directory given
 //! where a database file belongs.
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command as Process, Stdio};
 
 use assert_cmd::Command;
 use predicates::prelude::*;
+
+mod common;
+use common::Served;
 
 fn obscura() -> Command {
     Command::cargo_bin("obscura").unwrap()
@@ -29,51 +30,6 @@ fn build(dir: &Path, db: &Path, seed: u8) -> Vec<u8> {
         .success()
         .stdout(predicate::str::contains("setup sha256"));
     data
-}
-
-/// A running `obscura serve` with `args` on an ephemeral port, and its URL.
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Served {
-    fn start(args: &[&std::ffi::OsStr]) -> Self {
-        let mut child = Process::new(assert_cmd::cargo::cargo_bin("obscura"))
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .args(args)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-        let mut lines = stderr.lines();
-        let url = lines
-            .by_ref()
-            .map(|line| line.unwrap())
-            .find_map(|line| {
-                line.strip_prefix("serving on ")
-                    .map(|rest| rest.split(' ').next().unwrap().to_string())
-            })
-            .expect("the server announces its address");
-        // Keep reading its messages so that it never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        Self { child, url }
-    }
-
-    fn signal(&self, name: &str) {
-        let status = Process::new("kill")
-            .args([&format!("-{name}"), &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn get(url: &str, index: u64, extra: &[&std::ffi::OsStr]) -> assert_cmd::assert::Assert {
@@ -189,7 +145,8 @@ fn sighup_serves_a_database_replaced_by_renaming() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db.obs");
     let old = build(dir.path(), &db, 1);
-    let served = Served::start(&[path(&db)]);
+    let mut served = Served::start(&[path(&db)]);
+    served.drain_stderr();
     let cache = dir.path().join("cache");
     let cached = ["--cache-dir".as_ref(), path(&cache)];
     get(&served.url, 7, &cached)
