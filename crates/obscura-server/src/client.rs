@@ -198,19 +198,20 @@ impl HttpClient {
 
     /// A GET request to `url`, with the token if there is one.
     fn get(&self, url: &str) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> {
-        let request = self.agent.get(url);
-        match &self.options.token {
-            Some(token) => request.header("authorization", format!("Bearer {token}")),
-            None => request,
-        }
+        self.authorized(self.agent.get(url))
     }
 
     /// A POST request of binary messages to `url`, with the token if there is one.
     fn post(&self, url: &str) -> ureq::RequestBuilder<ureq::typestate::WithBody> {
-        let request = self
-            .agent
-            .post(url)
-            .header("content-type", "application/octet-stream");
+        self.authorized(
+            self.agent
+                .post(url)
+                .header("content-type", "application/octet-stream"),
+        )
+    }
+
+    /// `request` with the bearer token, if this client has one.
+    fn authorized<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
         match &self.options.token {
             Some(token) => request.header("authorization", format!("Bearer {token}")),
             None => request,
