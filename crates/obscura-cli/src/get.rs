@@ -34,9 +34,13 @@ pub struct GetArgs {
     key_hex: Option<KeyBytes>,
     #[command(flatten)]
     remote: ServerArgs,
-    /// Write the raw record to this file instead of printing it as hex.
-    #[arg(long)]
+    /// Write the raw record to this file instead of printing it.
+    #[arg(long, conflicts_with = "hex")]
     out: Option<PathBuf>,
+    /// Print the record in hex even when it is text (by default a record that is UTF-8 text
+    /// is printed as it is, anything else in hex).
+    #[arg(long)]
+    hex: bool,
 }
 
 /// How `obscura get` and `obscura merkle prove` reach a server and verify what it sends.
@@ -291,17 +295,47 @@ pub fn run(args: GetArgs) -> Result<()> {
     match args.out {
         Some(path) => std::fs::write(&path, &record)
             .with_context(|| format!("cannot write {}", path.display()))?,
-        None => {
-            let hex: String = record.iter().map(|b| format!("{b:02x}")).collect();
-            writeln!(std::io::stdout(), "{hex}")?;
-        }
+        None => writeln!(std::io::stdout(), "{}", printable(&record, args.hex))?,
     }
     Ok(())
+}
+
+/// A record as `obscura get` prints it: as it is when it is UTF-8 text without control
+/// characters (tabs and line breaks allowed) and `hex` is not asked for, in hex otherwise.
+fn printable(record: &[u8], hex: bool) -> String {
+    match std::str::from_utf8(record) {
+        Ok(text)
+            if !hex
+                && !text
+                    .chars()
+                    .any(|c| c.is_control() && !"\t\n\r".contains(c)) =>
+        {
+            text.to_string()
+        }
+        _ => record.iter().map(|b| format!("{b:02x}")).collect(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_stays_text_and_the_rest_is_hex() {
+        assert_eq!(
+            printable(b"Springfield, +1 555 0100", false),
+            "Springfield, +1 555 0100"
+        );
+        assert_eq!(
+            printable("caf\u{e9}\tline\n".as_bytes(), false),
+            "caf\u{e9}\tline\n"
+        );
+        assert_eq!(printable(b"abc", true), "616263");
+        assert_eq!(printable(b"caf\xe9", false), "636166e9");
+        assert_eq!(printable(b"a\0b", false), "610062");
+        assert_eq!(printable(b"\x1b[31m", false), "1b5b33316d");
+        assert_eq!(printable(b"", false), "");
+    }
 
     #[test]
     fn keys_are_echoed_short_and_escaped() {

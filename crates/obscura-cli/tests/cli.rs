@@ -71,17 +71,24 @@ fn get_returns_every_record_exactly() {
     }
 }
 
+/// Without `--out`, a record that is text is printed as text, anything else (or with `--hex`)
+/// in hex.
 #[test]
-fn get_prints_hex_without_out() {
+fn get_prints_text_as_text_and_the_rest_in_hex() {
     let dir = tempfile::tempdir().unwrap();
-    let db = build(dir.path(), b"abcdefgh", 4, "square");
-    obscura()
-        .args(["get", "--db"])
-        .arg(&db)
-        .args(["--index", "1"])
-        .assert()
-        .success()
-        .stdout("65666768\n");
+    let db = build(dir.path(), b"abcdefgh\x00\x01\xff\xfe", 4, "square");
+    let get = |index: &str, extra: &[&str]| {
+        obscura()
+            .args(["get", "--db"])
+            .arg(&db)
+            .args(["--index", index])
+            .args(extra)
+            .assert()
+            .success()
+    };
+    get("1", &[]).stdout("efgh\n");
+    get("1", &["--hex"]).stdout("65666768\n");
+    get("2", &[]).stdout("0001fffe\n");
 }
 
 fn assert_clean_failure(assert: assert_cmd::assert::Assert, message: &str) {
