@@ -357,13 +357,21 @@ mod wide {
     pub(super) fn transform(plan: &NttPlan, a: &[u32]) -> [Vec<u32>; 3] {
         match Backend::detect() {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `detect` returned this backend, so the CPU has the features.
-            Backend::Avx512 => unsafe { transform_avx512(plan, a) },
+            // SAFETY: `detect` returned Avx512 (avx512f, avx512bw and avx512vnni present) and
+            // `has_dq_vl` found avx512dq and avx512vl: every feature the function enables.
+            Backend::Avx512 if has_dq_vl() => unsafe { transform_avx512(plan, a) },
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: as above.
-            Backend::Avx2 => unsafe { transform_avx2(plan, a) },
+            // SAFETY: `detect` returns Avx512 or Avx2 only where avx2 is present.
+            Backend::Avx512 | Backend::Avx2 => unsafe { transform_avx2(plan, a) },
             _ => plan.transform(a),
         }
+    }
+
+    /// Whether the CPU has the AVX-512 extensions the wide functions enable beyond those
+    /// [`Backend::detect`] checks for its Avx512 backend.
+    #[cfg(target_arch = "x86_64")]
+    fn has_dq_vl() -> bool {
+        is_x86_feature_detected!("avx512dq") && is_x86_feature_detected!("avx512vl")
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -381,11 +389,11 @@ mod wide {
     pub(super) fn multiply(m: &FixedMultiplier, a: Operand, out: &mut [u32]) {
         match Backend::detect() {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `detect` returned this backend, so the CPU has the features.
-            Backend::Avx512 => unsafe { avx512(m, a, out) },
+            // SAFETY: as in `transform`: avx512f, avx512bw, avx512dq and avx512vl are present.
+            Backend::Avx512 if has_dq_vl() => unsafe { avx512(m, a, out) },
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: as above.
-            Backend::Avx2 => unsafe { avx2(m, a, out) },
+            // SAFETY: `detect` returns Avx512 or Avx2 only where avx2 is present.
+            Backend::Avx512 | Backend::Avx2 => unsafe { avx2(m, a, out) },
             _ => m.multiply_inline(a, out),
         }
     }

@@ -60,11 +60,13 @@ impl Backend {
         let mut backends = vec![Self::Portable];
         #[cfg(target_arch = "x86_64")]
         {
+            // Every CPU with AVX-512 has AVX2; the AVX-512 backend is offered only beside it, so
+            // code that falls back from AVX-512 to AVX2 may rely on it.
             if is_x86_feature_detected!("avx2") {
                 backends.push(Self::Avx2);
-            }
-            if avx512_vnni() {
-                backends.push(Self::Avx512);
+                if avx512_vnni() {
+                    backends.push(Self::Avx512);
+                }
             }
         }
         backends
