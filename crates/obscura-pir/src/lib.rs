@@ -43,3 +43,8 @@ pub use scheme::{PirClient, PirServer};
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The examples of `docs/library.md`, compiled and run as doctests.
+#[doc = include_str!("../../../docs/library.md")]
+#[cfg(doctest)]
+pub struct LibraryDoctests;
