@@ -1,4 +1,4 @@
-//! The `treepir-setup` and `treepir-e2e` presets (WORKLOADS.md, "Batch PIR of Merkle proofs"):
+//! The `treepir-setup` and `treepir-e2e` presets (`docs/workloads.md`, "Batch PIR of Merkle proofs"):
 //! TreePIR's colouring and table-free client indexing against the batch-code baseline's
 //! placement and indexing, and whole Merkle proofs retrieved with both on the same LWE engine.
 
