@@ -224,7 +224,7 @@ fn bench_json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
-/// Both LWE presets at a small size: the JSON of WORKLOADS.md, with every record checked.
+/// Both LWE presets at a small size: the JSON of `docs/workloads.md`, with every record checked.
 #[test]
 fn bench_presets_print_the_documented_json() {
     for preset in ["frodo", "simple-1g"] {

@@ -1,5 +1,5 @@
-//! `obscura bench`: the standard workloads of WORKLOADS.md, with the machine's memory bandwidth
-//! measured in the same run.
+//! `obscura bench`: the standard workloads of `docs/workloads.md`, with the machine's memory
+//! bandwidth measured in the same run.
 
 mod bandwidth;
 mod chalamet;
@@ -54,7 +54,7 @@ pub enum Preset {
 }
 
 impl Preset {
-    /// The name WORKLOADS.md gives the preset.
+    /// The name `docs/workloads.md` gives the preset.
     pub fn name(self) -> &'static str {
         match self {
             Self::Frodo => "frodo",

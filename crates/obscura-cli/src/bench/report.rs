@@ -1,4 +1,4 @@
-//! The result of a benchmark run: the JSON object of WORKLOADS.md, and its tables.
+//! The result of a benchmark run: the JSON object of `docs/workloads.md`, and its tables.
 
 use obscura_pir::lwe::PublicSetup;
 use obscura_pir::params::LOG_Q;
@@ -377,9 +377,9 @@ pub struct Psi {
     pub runs: Vec<PsiRun>,
 }
 
-/// The JSON object `obscura bench --json` prints for the PSI presets: WORKLOADS.md's keys with
-/// `records` the items per side, `record_bytes` the bytes per item and `threads` the threads per
-/// party; `seconds` and `bytes` are the headline run's (all threads, the first link).
+/// The JSON object `obscura bench --json` prints for the PSI presets: `docs/workloads.md`'s keys
+/// with `records` the items per side, `record_bytes` the bytes per item and `threads` the threads
+/// per party; `seconds` and `bytes` are the headline run's (all threads, the first link).
 #[derive(Clone, Debug, Serialize)]
 pub struct PsiReport {
     /// Preset name.
@@ -658,8 +658,8 @@ pub struct TreePir {
     pub e2e: Vec<TreePirE2eRow>,
 }
 
-/// The JSON object `obscura bench --json` prints for the TreePIR presets: WORKLOADS.md's keys
-/// that apply, and the rows per height under `treepir`.
+/// The JSON object `obscura bench --json` prints for the TreePIR presets: the keys of
+/// `docs/workloads.md` that apply, and the rows per height under `treepir`.
 #[derive(Clone, Debug, Serialize)]
 pub struct TreePirReport {
     /// Preset name.

@@ -1,6 +1,7 @@
-//! The `treepir-setup` and `treepir-e2e` presets (WORKLOADS.md, "Batch PIR of Merkle proofs"):
-//! TreePIR's colouring and table-free client indexing against the batch-code baseline's
-//! placement and indexing, and whole Merkle proofs retrieved with both on the same LWE engine.
+//! The `treepir-setup` and `treepir-e2e` presets (`docs/workloads.md`, "Batch PIR of Merkle
+//! proofs"): TreePIR's colouring and table-free client indexing against the batch-code
+//! baseline's placement and indexing, and whole Merkle proofs retrieved with both on the same
+//! LWE engine.
 
 use anyhow::{ensure, Context, Result};
 use obscura_pir::batch::coloring::{self, Coloring, MAX_COLORED_HEIGHT};

@@ -9,7 +9,7 @@
 //! are ordered left to right (by each node's leftmost leaf), and [`path_positions`] finds the
 //! colour and class position of every node on a leaf's path by replaying the splits along that
 //! path only, with no table. The rules, with the correction to the paper's count update, are in
-//! `../shared/design/batch-and-keyword.md` §1.4–1.6.
+//! `docs/design/batch-and-keyword.md` §1.4–1.6.
 
 use std::collections::hash_map::{Entry, HashMap};
 
@@ -377,7 +377,8 @@ mod tests {
         assert_eq!(path_positions(4, &sizes, 11).unwrap()[3], (P, 6));
     }
 
-    /// The left-to-right positions of the h = 10 path of leaf 496 given in the design note.
+    /// The left-to-right positions of the h = 10 path of leaf 496
+    /// (`docs/design/batch-and-keyword.md` §1.8).
     #[test]
     fn height_10_cross_check() {
         let letters = |s: &str| s.bytes().map(|b| b - b'A').collect::<Vec<u8>>();

@@ -6,7 +6,7 @@
 //! `[i·2^ℓ, (i+1)·2^ℓ)` and holds `MTH(D[i·2^ℓ : min((i+1)·2^ℓ, n)])` when `i·2^ℓ < n`; the other
 //! positions are *empty*. A node whose right child is empty takes its left child's value, so the
 //! top node is the RFC root, and the RFC audit path of leaf `m` is the perfect tree's sibling
-//! path with the empty levels left out (`../shared/design/batch-and-keyword.md` §4.4).
+//! path with the empty levels left out (`docs/design/batch-and-keyword.md` §4.4).
 
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};

@@ -6,7 +6,7 @@
 //!
 //! The client matches items to buckets exactly (augmenting paths), so a batch fails only when
 //! no assignment exists; for small batches that happens with probability about 10^-4
-//! (`../shared/design/batch-and-keyword.md` §2.4). A failure is a typed error before anything is
+//! (`docs/design/batch-and-keyword.md` §2.4). A failure is a typed error before anything is
 //! sent; the number of queries sent is always `B`, so the server never sees it. The client finds
 //! an item's place in its bucket by re-hashing all `n` indices (`3n` evaluations of a fast
 //! public hash), the cost that TreePIR's table-free indexing avoids.
