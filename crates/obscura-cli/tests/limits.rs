@@ -73,7 +73,7 @@ fn exit_statuses_are_distinct() {
     let db = keyword_db(dir.path());
     let found = run(&["get", "--db", arg(&db), "--key", "k1"]);
     assert_eq!(found.status.code(), Some(0), "{}", text(&found.stderr));
-    assert_eq!(text(&found.stdout), format!("{}\n", hex::encode("v1")));
+    assert_eq!(text(&found.stdout), "v1\n");
     let absent = run(&["get", "--db", arg(&db), "--key", "k9"]);
     assert_eq!(absent.status.code(), Some(3));
     assert!(text(&absent.stderr).contains("not found: the key \"k9\" is not in the database"));
