@@ -38,7 +38,7 @@ pub struct BuildArgs {
     #[arg(long = "value-column", requires = "key_column")]
     value_columns: Vec<String>,
     /// With --key-column: filter slots per key, 3 or 4 (default: 3 below 100,000 keys, else 4).
-    #[arg(long, value_parser = parse_arity)]
+    #[arg(long)]
     arity: Option<Arity>,
     /// Database file to write.
     #[arg(long)]
@@ -51,14 +51,14 @@ pub struct BuildArgs {
 #[derive(Args)]
 pub struct EngineArgs {
     /// Records per matrix column: `square` (SimplePIR), `one-per-column` (FrodoPIR), or a count.
-    #[arg(long, default_value = "square", value_parser = parse_layout)]
+    #[arg(long, default_value = "square")]
     pub layout: Layout,
     /// LWE parameter set: ypir-1024, hintless-1408 or frodo-1774.
-    #[arg(long, default_value = "ypir-1024", value_parser = parse_params)]
+    #[arg(long, default_value = "ypir-1024")]
     pub params: ParamSet,
     /// Public matrix: negacyclic (Ring-LWE, fast client; needs ypir-1024) or uniform (plain LWE).
     /// Default: negacyclic where the parameter set allows it.
-    #[arg(long, value_parser = parse_matrix)]
+    #[arg(long)]
     pub matrix: Option<MatrixKind>,
     /// Threads for the setup (default: all cores).
     #[arg(long)]
@@ -131,39 +131,6 @@ impl EngineArgs {
     pub fn pool(&self) -> Result<rayon::ThreadPool> {
         threads::pool(threads::count(self.threads)?)
     }
-}
-
-/// Parses a filter arity.
-pub fn parse_arity(text: &str) -> Result<Arity, String> {
-    text.parse::<usize>()
-        .ok()
-        .and_then(Arity::from_count)
-        .ok_or_else(|| "expected 3 or 4".into())
-}
-
-/// Parses a matrix kind name.
-pub fn parse_matrix(text: &str) -> Result<MatrixKind, String> {
-    MatrixKind::from_name(text).ok_or_else(|| "expected negacyclic or uniform".into())
-}
-
-/// Parses a layout name or a records-per-column count.
-pub fn parse_layout(text: &str) -> Result<Layout, String> {
-    match text {
-        "square" => Ok(Layout::Square),
-        "one-per-column" => Ok(Layout::OnePerColumn),
-        count => match count.parse::<u64>() {
-            Ok(k) if k >= 1 => Ok(Layout::PerColumn(k)),
-            _ => Err("expected square, one-per-column or a count of at least 1".into()),
-        },
-    }
-}
-
-/// Parses a parameter set name.
-pub fn parse_params(text: &str) -> Result<ParamSet, String> {
-    ParamSet::from_name(text).ok_or_else(|| {
-        let names: Vec<_> = ParamSet::ALL.iter().map(|s| s.name()).collect();
-        format!("expected one of {}", names.join(", "))
-    })
 }
 
 /// Bytes of a `Vec` besides its contents: what each value read from CSV or JSON costs.

@@ -5,6 +5,7 @@ use obscura_math::sample::RngError;
 /// What went wrong in a PIR operation. Errors from untrusted bytes are always
 /// [`PirError::Malformed`] or [`PirError::SetupMismatch`], never a panic.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PirError {
     /// The requested record does not exist.
     #[error("record index {index} is out of range: the database has {records} records (0 to {last})", last = records.saturating_sub(1))]
@@ -38,6 +39,27 @@ pub enum PirError {
     /// error's source).
     #[error("the retrieved proof does not verify")]
     InvalidProof(#[from] crate::batch::merkle::ProofError),
+}
+
+/// A name (of a parameter set, a matrix kind, a layout, an arity) that is not one of those
+/// the library knows; the message lists them.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{given:?}: expected {expected}")]
+pub struct ParseError {
+    /// The text given.
+    pub given: String,
+    /// What is accepted.
+    pub expected: String,
+}
+
+impl ParseError {
+    /// The error for `given`, which should have been `expected`.
+    pub fn new(given: &str, expected: impl Into<String>) -> Self {
+        Self {
+            given: given.into(),
+            expected: expected.into(),
+        }
+    }
 }
 
 impl PirError {

@@ -36,7 +36,7 @@ pub mod params;
 pub mod scheme;
 pub mod wire;
 
-pub use error::PirError;
+pub use error::{ParseError, PirError};
 pub use scheme::{PirClient, PirServer};
 
 /// The README's library example, compiled and run as a doctest.

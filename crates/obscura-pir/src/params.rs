@@ -88,6 +88,7 @@
 //! times as many columns: p = 256 up to about 2^20.8 columns with the default set. Keyword
 //! databases always get that spread, since their slots are masked with pseudo-random digits.
 
+use crate::error::ParseError;
 use crate::PirError;
 
 /// The LWE modulus is q = 2^32: arithmetic wraps in `u32`.
@@ -117,6 +118,7 @@ pub enum Distribution {
 
 /// A named LWE parameter set from the security table (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum ParamSet {
     /// n = 1024, uniform secret, Gaussian error σ = 11 (YPIR's LWE parameters). The default.
     #[default]
@@ -138,11 +140,6 @@ impl ParamSet {
             Self::Hintless1408 => "hintless-1408",
             Self::Frodo1774 => "frodo-1774",
         }
-    }
-
-    /// The set with this name.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|set| set.name() == name)
     }
 
     /// The code of the set in binary formats.
@@ -242,6 +239,7 @@ pub fn max_log_p(columns: u64, sigma: f64) -> Option<u8> {
 
 /// How the public matrix `A` is expanded from its seed (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum MatrixKind {
     /// Every entry uniform: plain LWE.
     Uniform,
@@ -259,11 +257,6 @@ impl MatrixKind {
             Self::Uniform => "uniform",
             Self::Negacyclic => "negacyclic",
         }
-    }
-
-    /// The kind with this name.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|kind| kind.name() == name)
     }
 
     /// The code of the kind in binary formats.
@@ -349,6 +342,33 @@ impl LweParams {
     }
 }
 
+/// Parses a set by its [name](ParamSet::name).
+impl std::str::FromStr for ParamSet {
+    type Err = ParseError;
+
+    fn from_str(name: &str) -> Result<Self, ParseError> {
+        Self::ALL
+            .into_iter()
+            .find(|set| set.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<_> = Self::ALL.iter().map(|s| s.name()).collect();
+                ParseError::new(name, format!("one of {}", names.join(", ")))
+            })
+    }
+}
+
+/// Parses a kind by its [name](MatrixKind::name).
+impl std::str::FromStr for MatrixKind {
+    type Err = ParseError;
+
+    fn from_str(name: &str) -> Result<Self, ParseError> {
+        Self::ALL
+            .into_iter()
+            .find(|kind| kind.name() == name)
+            .ok_or_else(|| ParseError::new(name, "negacyclic or uniform"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,12 +439,17 @@ mod tests {
     #[test]
     fn names_and_codes_round_trip() {
         for set in ParamSet::ALL {
-            assert_eq!(ParamSet::from_name(set.name()), Some(set));
+            assert_eq!(set.name().parse::<ParamSet>(), Ok(set));
             assert_eq!(ParamSet::from_code(set.code()), Some(set));
         }
         assert_eq!(ParamSet::from_code(0), None);
+        let error = "ypir".parse::<ParamSet>().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "\"ypir\": expected one of ypir-1024, hintless-1408, frodo-1774"
+        );
         for kind in MatrixKind::ALL {
-            assert_eq!(MatrixKind::from_name(kind.name()), Some(kind));
+            assert_eq!(kind.name().parse::<MatrixKind>(), Ok(kind));
             assert_eq!(MatrixKind::from_code(kind.code()), Some(kind));
         }
     }

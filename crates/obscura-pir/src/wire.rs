@@ -60,6 +60,7 @@ pub type Digest = [u8; 32];
 /// What a message is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u16)]
+#[non_exhaustive]
 pub enum Kind {
     /// The public setup of the LWE engine (parameters, geometry, seed, hint).
     LwePublicSetup = 1,

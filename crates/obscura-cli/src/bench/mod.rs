@@ -114,7 +114,7 @@ pub struct BenchArgs {
     #[arg(long)]
     json: bool,
     /// Filter arity for `chalamet`: 3 or 4 (default: both).
-    #[arg(long, value_parser = crate::build::parse_arity)]
+    #[arg(long)]
     arity: Option<Arity>,
     /// Simulated links for the PSI presets, comma-separated: unlimited, 100mbps, 10mbps (each
     /// way); one run per link.

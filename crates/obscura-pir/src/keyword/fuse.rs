@@ -24,6 +24,18 @@ pub enum Arity {
     Four,
 }
 
+/// Parses `3` or `4`.
+impl std::str::FromStr for Arity {
+    type Err = crate::ParseError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        text.parse::<usize>()
+            .ok()
+            .and_then(Self::from_count)
+            .ok_or_else(|| crate::ParseError::new(text, "3 or 4"))
+    }
+}
+
 impl Arity {
     /// The number of slots per key.
     pub fn get(self) -> usize {

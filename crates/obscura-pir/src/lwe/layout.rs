@@ -25,6 +25,25 @@ pub enum Layout {
     PerColumn(u64),
 }
 
+/// Parses `square`, `one-per-column` or a count of records per column (at least 1).
+impl std::str::FromStr for Layout {
+    type Err = crate::ParseError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "square" => Ok(Self::Square),
+            "one-per-column" => Ok(Self::OnePerColumn),
+            count => match count.parse::<u64>() {
+                Ok(k) if k >= 1 => Ok(Self::PerColumn(k)),
+                _ => Err(crate::ParseError::new(
+                    text,
+                    "square, one-per-column or a count of at least 1",
+                )),
+            },
+        }
+    }
+}
+
 impl Layout {
     /// The number of records per column for `records` records of `record_bytes` bytes stored
     /// as `log_p`-bit digits.

@@ -108,7 +108,7 @@ impl Failure {
             | PirError::IndexOutOfRange { .. }
             | PirError::InvalidParameters(_)
             | PirError::InvalidProof(_) => Self::bad_request(error.to_string()),
-            PirError::Rng(_) => Self::internal(&error.to_string()),
+            _ => Self::internal(&error.to_string()),
         }
     }
 }
