@@ -254,7 +254,15 @@ async fn read_body(state: &AppState, served: &Served, request: Request) -> Resul
     let read = axum::body::to_bytes(request.into_body(), limit);
     let body = match tokio::time::timeout(deadline, read).await {
         Ok(Ok(body)) => body,
-        Ok(Err(_)) => return Err(too_large()),
+        Ok(Err(error)) => {
+            let limit_hit = std::error::Error::source(&error)
+                .is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
+            return Err(if limit_hit {
+                too_large()
+            } else {
+                Failure::bad_request(format!("the request body could not be read: {error}"))
+            });
+        }
         Err(_) => {
             return Err(Failure {
                 close: true,
