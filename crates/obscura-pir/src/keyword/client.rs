@@ -1,0 +1,88 @@
+//! The client: queries a key's filter slots and decodes and checks the row it gets back.
+
+use obscura_math::pack;
+
+use super::row::{filter_hash, key_digest, mask_digit, row_check, CHECK_BYTES, DIGEST_BYTES};
+use super::setup::KeywordSetup;
+use crate::lwe::{self, Answer, Query, QueryState};
+use crate::PirError;
+
+/// The client of a keyword database.
+pub struct KeywordClient {
+    lwe: lwe::Client,
+    setup: KeywordSetup,
+}
+
+/// The secret state of one lookup.
+pub struct LookupState {
+    lwe: QueryState,
+    digest: [u8; DIGEST_BYTES],
+    hash: u64,
+}
+
+impl KeywordClient {
+    /// A client for the database described by `setup`.
+    pub fn new(setup: KeywordSetup) -> Self {
+        Self {
+            lwe: lwe::Client::new(setup.lwe.clone()),
+            setup,
+        }
+    }
+
+    /// The public setup this client queries.
+    pub fn setup(&self) -> &KeywordSetup {
+        &self.setup
+    }
+
+    /// Prepares `count` queries ahead of time (see [`lwe::Client::preprocess`]).
+    pub fn preprocess(&mut self, count: usize) -> Result<(), PirError> {
+        self.lwe.preprocess(count)
+    }
+
+    /// A query for `key`: Δ at its filter slots. The server cannot tell keys apart.
+    pub fn query(&mut self, key: &[u8]) -> Result<(Query, LookupState), PirError> {
+        let digest = key_digest(key);
+        let hash = filter_hash(&self.setup.seed, &digest);
+        let positions = self.setup.shape().positions(hash);
+        let (query, lwe) = self
+            .lwe
+            .query_columns(&positions[..self.setup.arity().get()])?;
+        Ok((query, LookupState { lwe, digest, hash }))
+    }
+
+    /// The value stored under the key, or `None` when the key is absent. An answer altered on
+    /// the way fails the row's check and also gives `None` (or an error), never a wrong value.
+    pub fn decode(&self, state: LookupState, answer: &Answer) -> Result<Option<Vec<u8>>, PirError> {
+        let log_p = self.setup.lwe.params().log_p;
+        let p_mask = (1u16 << log_p) - 1;
+        let mut digits = self.lwe.decode_digits(state.lwe, answer)?;
+        for (j, digit) in digits.iter_mut().enumerate() {
+            *digit =
+                ((u16::from(*digit) + u16::from(mask_digit(state.hash, j, log_p))) & p_mask) as u8;
+        }
+        let (header, max_value) = (self.setup.row_header(), self.setup.max_value);
+        let row = pack::unpack(&digits, u32::from(log_p), header + max_value as usize);
+        let len = if header == CHECK_BYTES {
+            max_value
+        } else {
+            let mut len = [0u8; 8];
+            len[..header - CHECK_BYTES].copy_from_slice(&row[CHECK_BYTES..header]);
+            u64::from_le_bytes(len)
+        };
+        // A length past the longest value is checked over the whole value area, then refused.
+        let (value, padding) = row[header..].split_at(len.min(max_value) as usize);
+        let expected = row_check(&state.digest, value);
+        // Constant time in the check: OR of all byte differences.
+        let difference = row[..CHECK_BYTES]
+            .iter()
+            .zip(&expected)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        if std::hint::black_box(difference) != 0
+            || len > max_value
+            || padding.iter().any(|&b| b != 0)
+        {
+            return Ok(None);
+        }
+        Ok(Some(value.to_vec()))
+    }
+}

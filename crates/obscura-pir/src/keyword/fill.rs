@@ -1,0 +1,269 @@
+//! The parallel fill: the database matrix whose slots, for every stored key, sum with the key's
+//! mask to its row.
+
+use std::ops::Range;
+use std::sync::Mutex;
+
+use obscura_math::layout::GROUP_ROWS;
+use obscura_math::matrix::PlaintextMatrix;
+use obscura_math::memory::{prefetch, LargeBuffer};
+use obscura_math::pack;
+use rayon::prelude::*;
+
+use super::fuse::FuseShape;
+use super::row::{mask_digit, row_header, CHECK_BYTES};
+use crate::lwe::{self, Geometry};
+
+/// The pairs of a keyword database and their peeled filter, ready to be encoded.
+pub(super) struct Filled<'a, K, V> {
+    pub(super) pairs: &'a [(K, V)],
+    pub(super) checks: &'a [[u8; CHECK_BYTES]],
+    pub(super) hashes: &'a [u64],
+    pub(super) order: &'a [(u32, u8)],
+    pub(super) shape: &'a FuseShape,
+    pub(super) length_bytes: u8,
+    pub(super) row_bytes: usize,
+}
+
+/// The most digit rows per block of the fill (see [`Filled::matrix`]), the number a build uses:
+/// each block reads every key's pair again, from anywhere in memory, so fewer and larger blocks
+/// cost less (smaller ones measured slower even where they gave each thread more blocks).
+pub(super) const MAX_FILL_BLOCK_ROWS: usize = 64;
+const _: () = assert!(MAX_FILL_BLOCK_ROWS.is_multiple_of(GROUP_ROWS));
+
+/// How many keys ahead the fill starts loading a key's slots.
+const PREFETCH_KEYS: usize = 16;
+
+/// Keys a fill block goes through between progress reports.
+const PROGRESS_KEYS: usize = 1 << 16;
+
+impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
+    /// The database matrix of `geometry` (one slot per column), filled in reverse
+    /// peeling order so that each key's slots and mask sum to its row.
+    ///
+    /// Digit rows are independent of each other, so they are cut into blocks of `block_rows`
+    /// (whole groups of the matrix's storage order, so that a group is read from one block; at
+    /// most [`MAX_FILL_BLOCK_ROWS`]), each filled by one task as a slot-major array of its rows.
+    ///
+    /// `progress(done, total)` counts the keys filled in every block (`total` is the key count).
+    pub(super) fn matrix(
+        &self,
+        geometry: &Geometry,
+        block_rows: usize,
+        progress: &(dyn Fn(u64, u64) + Sync),
+    ) -> PlaintextMatrix {
+        assert!(
+            block_rows.is_multiple_of(GROUP_ROWS)
+                && (1..=MAX_FILL_BLOCK_ROWS).contains(&block_rows),
+            "fill block"
+        );
+        let width = u32::from(geometry.log_p());
+        let (rows, size) = (geometry.rows() as usize, geometry.cols() as usize);
+        // Progress counts keys (keys times blocks done, over the blocks), the same total at
+        // every digit width; reports are serialized so that they only grow.
+        let (keys, blocks_count) = (self.order.len() as u64, rows.div_ceil(block_rows) as u64);
+        let filled = Mutex::new(0u64);
+        // Large buffers (on huge pages where the system has them): keys write all over them.
+        let mut blocks: Vec<LargeBuffer> = (0..rows)
+            .step_by(block_rows)
+            .map(|first| LargeBuffer::zeroed(size * (rows - first).min(block_rows)))
+            .collect();
+        blocks.par_iter_mut().enumerate().for_each(|(b, slots)| {
+            self.fill_block(b * block_rows, width, slots, &|done_here| {
+                let mut done = filled
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                *done += done_here;
+                progress(*done / blocks_count, keys);
+            });
+        });
+        // The matrix of centered digits.
+        PlaintextMatrix::from_group_fn(rows, size, |r, first, width_cols, digits| {
+            // A group's rows lie in one block, next to each other in each slot's run.
+            let block = &blocks[r / block_rows];
+            let (stride, j) = (block.len() / size, r % block_rows);
+            let group_rows = digits.len() / width_cols;
+            for c in 0..width_cols {
+                let run = &block[(first + c) * stride + j..][..group_rows];
+                for (i, &digit) in run.iter().enumerate() {
+                    digits[i * width_cols + c] = lwe::centered(digit, width);
+                }
+            }
+        })
+    }
+
+    /// Fills digit rows `first ..` of every slot (`slots` is slot-major, one run of the block's
+    /// rows per slot), key by key in reverse peeling order, telling `filled` how many keys it
+    /// has done every [`PROGRESS_KEYS`] keys and at the end.
+    fn fill_block(&self, first: usize, width: u32, slots: &mut [u8], filled: &dyn Fn(u64)) {
+        let count = slots.len() / self.shape.size() as usize;
+        let arity = self.shape.arity().get();
+        // p divides 256, so digits are computed with wrapping byte arithmetic, then reduced.
+        let reduce = ((1u16 << width) - 1) as u8;
+        // The row bytes that hold this block's digits, and the stream's end in those bytes.
+        let bytes = first * width as usize / 8
+            ..((first + count) * width as usize)
+                .div_ceil(8)
+                .min(self.row_bytes);
+        let limit = 8 * (self.row_bytes - bytes.start) as u64;
+        let mut window = vec![0u8; bytes.len()];
+        let mut wanted = [0u8; MAX_FILL_BLOCK_ROWS];
+        let slot_runs = |key: u32| {
+            let positions = self.shape.positions(self.hashes[key as usize]);
+            positions.map(|slot| slot as usize * count)
+        };
+        let header = row_header(self.length_bytes);
+        // Keys come in reverse peeling order, so each one's data lie anywhere in memory and
+        // its own work is too short to wait for them: the pair and hash of the key
+        // 2·PREFETCH_KEYS places ahead start loading, then, PREFETCH_KEYS places ahead, its
+        // slots and value bytes.
+        let ahead = |i: usize, distance: usize| i.checked_sub(distance).map(|k| self.order[k].0);
+        let mut unreported = 0;
+        for i in (0..self.order.len()).rev() {
+            if let Some(far) = ahead(i, 2 * PREFETCH_KEYS) {
+                prefetch(&self.pairs[far as usize]);
+                prefetch(&self.hashes[far as usize]);
+                prefetch(&self.checks[far as usize]);
+            }
+            if let Some(near) = ahead(i, PREFETCH_KEYS) {
+                for start in &slot_runs(near)[..arity] {
+                    prefetch(&slots[*start..*start + count]);
+                }
+                let value = self.pairs[near as usize].1.as_ref();
+                let part = |at: usize| at.saturating_sub(header).min(value.len());
+                prefetch(&value[part(bytes.start)..part(bytes.end)]);
+            }
+            let (key, t) = (self.order[i].0 as usize, usize::from(self.order[i].1));
+            self.row_bytes_into(key, bytes.clone(), &mut window);
+            let hash = self.hashes[key];
+            // What the key's slot must hold: its row's digits minus its mask and its other
+            // slots (filled already, or never).
+            let wanted = &mut wanted[..count];
+            for (j, digit) in wanted.iter_mut().enumerate() {
+                let offset = (first + j) as u64 * u64::from(width) - 8 * bytes.start as u64;
+                let mask = mask_digit(hash, first + j, width as u8);
+                *digit = pack::digit_at(&window, offset, width, limit).wrapping_sub(mask);
+            }
+            let positions = slot_runs(self.order[i].0);
+            for (u, &other) in positions[..arity].iter().enumerate() {
+                if u != t {
+                    for (digit, &x) in wanted.iter_mut().zip(&slots[other..other + count]) {
+                        *digit = digit.wrapping_sub(x);
+                    }
+                }
+            }
+            for (slot, &digit) in slots[positions[t]..positions[t] + count]
+                .iter_mut()
+                .zip(&*wanted)
+            {
+                *slot = digit & reduce;
+            }
+            unreported += 1;
+            if unreported == PROGRESS_KEYS || i == 0 {
+                filled(unreported as u64);
+                unreported = 0;
+            }
+        }
+    }
+
+    /// Bytes `range` of the row of pair `key` (check ‖ length ‖ value ‖ zero padding).
+    fn row_bytes_into(&self, key: usize, range: Range<usize>, out: &mut [u8]) {
+        out.fill(0);
+        let value = self.pairs[key].1.as_ref();
+        let length = (value.len() as u64).to_le_bytes();
+        let header = row_header(self.length_bytes);
+        let parts: [(usize, &[u8]); 3] = [
+            (0, &self.checks[key]),
+            (CHECK_BYTES, &length[..usize::from(self.length_bytes)]),
+            (header, value),
+        ];
+        for (start, part) in parts {
+            let (low, high) = (start.max(range.start), (start + part.len()).min(range.end));
+            if low < high {
+                out[low - range.start..high - range.start]
+                    .copy_from_slice(&part[low - start..high - start]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keyword::fuse::Arity;
+    use crate::keyword::row::{filter_hash, key_digest, length_bytes, row_check};
+    use crate::lwe::Layout;
+
+    /// Every key's slots and mask sum to its row's digits in every matrix row, at every digit
+    /// width and for both arities, with rows (up to 717 bytes) cut into fill blocks of 4, 12 or
+    /// 64 rows (blocks that start inside a byte of the row included).
+    #[test]
+    fn filled_slots_sum_to_every_row_at_every_width() {
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..300usize)
+            .map(|i| {
+                let value = (0..i * 7 % 700).map(|j| (i * 31 + j * 7) as u8).collect();
+                (i.to_le_bytes().to_vec(), value)
+            })
+            .collect();
+        let digests: Vec<_> = pairs.iter().map(|(k, _)| key_digest(k)).collect();
+        let checks: Vec<_> = pairs
+            .iter()
+            .zip(&digests)
+            .map(|((_, v), d)| row_check(d, v))
+            .collect();
+        let max_value = pairs.iter().map(|(_, v)| v.len()).max().unwrap();
+        let length_bytes = length_bytes(max_value as u64, false);
+        let row_bytes = row_header(length_bytes) + max_value;
+        for arity in [Arity::Three, Arity::Four] {
+            let shape = FuseShape::new(pairs.len() as u64, arity).unwrap();
+            let (hashes, order) = (0..=u8::MAX)
+                .find_map(|s| {
+                    let hashes: Vec<u64> =
+                        digests.iter().map(|d| filter_hash(&[s; 32], d)).collect();
+                    shape.peel(&hashes).map(|order| (hashes, order))
+                })
+                .unwrap();
+            let filled = Filled {
+                pairs: &pairs,
+                checks: &checks,
+                hashes: &hashes,
+                order: &order,
+                shape: &shape,
+                length_bytes,
+                row_bytes,
+            };
+            for log_p in 1..=8u8 {
+                let bytes = shape.size() * row_bytes as u64;
+                let geometry =
+                    Geometry::with_log_p(bytes, row_bytes as u64, Layout::OnePerColumn, log_p)
+                        .unwrap();
+                let block_rows = [4, 12, 64][usize::from(log_p) % 3];
+                let reported = std::sync::Mutex::new((0, 0));
+                let matrix = filled.matrix(&geometry, block_rows, &|done, total| {
+                    let mut reported = reported.lock().unwrap();
+                    *reported = (reported.0.max(done), total);
+                });
+                let keys = pairs.len() as u64;
+                assert_eq!(reported.into_inner().unwrap(), (keys, keys));
+                let p = 1i16 << log_p;
+                for (key, (_, value)) in pairs.iter().enumerate() {
+                    let mut row = checks[key].to_vec();
+                    row.extend(&(value.len() as u64).to_le_bytes()[..usize::from(length_bytes)]);
+                    row.extend(value);
+                    row.resize(row_bytes, 0);
+                    let digits = pack::pack(&row, u32::from(log_p));
+                    assert_eq!(digits.len(), matrix.rows());
+                    let slots = &shape.positions(hashes[key])[..arity.get()];
+                    for (j, &digit) in digits.iter().enumerate() {
+                        let sum = slots
+                            .iter()
+                            .map(|&c| i16::from(matrix.get(j, c as usize) as i8))
+                            .sum::<i16>()
+                            + i16::from(mask_digit(hashes[key], j, log_p));
+                        assert_eq!(sum.rem_euclid(p), i16::from(digit), "{arity:?} 2^{log_p}");
+                    }
+                }
+            }
+        }
+    }
+}
