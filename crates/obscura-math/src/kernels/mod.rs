@@ -3,7 +3,9 @@
 //! Following curve25519-dalek's backend pattern, [`portable`] holds the reference
 //! implementation that runs everywhere (wasm included); `avx2` and `avx512` hold the same
 //! kernels for x86-64 vector units, and this module alone decides which one runs
-//! ([`Backend::detect`], once per process). Tests hold every backend to the portable one on
+//! ([`Backend::detect`], once per process). A SIMD backend holds a token ([`Avx2Token`],
+//! [`Avx512Token`]) that only feature detection makes, so every unsafe call into code compiled
+//! for those features rests on holding it. Tests hold every backend to the portable one on
 //! random inputs.
 //!
 //! Plaintext matrices store one centered digit per byte as two's-complement `i8`, so a database
@@ -27,6 +29,7 @@ mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod drivers;
+mod features;
 pub mod portable;
 #[cfg(test)]
 mod tests;
@@ -38,20 +41,22 @@ pub use drivers::{
     mat_vec, plaintext_mat_mul_acc, plaintext_mat_mul_acc_with, plaintext_mat_vecs,
     plaintext_mat_vecs_with,
 };
+pub use features::{Avx2Token, Avx512Token};
 
 #[cfg(target_arch = "x86_64")]
 use crate::layout::STEP_COLS;
 use crate::layout::{Group, GROUP_ROWS};
 
-/// An implementation of the kernels.
+/// An implementation of the kernels. The SIMD ones hold the proof that this CPU can run them,
+/// so only [`Backend::available`] and [`Backend::detect`] make them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
     /// Plain Rust; runs everywhere.
     Portable,
     /// x86-64 AVX2, 8 lanes.
-    Avx2,
-    /// x86-64 AVX-512 with VNNI (F, BW, VNNI), byte dot products in 16 lanes.
-    Avx512,
+    Avx2(Avx2Token),
+    /// x86-64 AVX-512 with VNNI, byte dot products in 16 lanes.
+    Avx512(Avx512Token),
 }
 
 impl Backend {
@@ -62,29 +67,22 @@ impl Backend {
     }
 
     /// Every backend this CPU supports, slowest first.
-    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     pub fn available() -> Vec<Self> {
-        let mut backends = vec![Self::Portable];
-        #[cfg(target_arch = "x86_64")]
-        {
-            // Every CPU with AVX-512 has AVX2; the AVX-512 backend is offered only beside it, so
-            // code that falls back from AVX-512 to AVX2 may rely on it.
-            if is_x86_feature_detected!("avx2") {
-                backends.push(Self::Avx2);
-                if avx512_vnni() {
-                    backends.push(Self::Avx512);
-                }
-            }
-        }
-        backends
+        let simd = [
+            Avx2Token::detect().map(Self::Avx2),
+            Avx512Token::detect().map(Self::Avx512),
+        ];
+        std::iter::once(Self::Portable)
+            .chain(simd.into_iter().flatten())
+            .collect()
     }
 
     /// The backend's name.
     pub fn name(self) -> &'static str {
         match self {
             Self::Portable => "portable",
-            Self::Avx2 => "avx2",
-            Self::Avx512 => "avx512",
+            Self::Avx2(_) => "avx2",
+            Self::Avx512(_) => "avx512",
         }
     }
 
@@ -93,17 +91,11 @@ impl Backend {
     pub fn prepare_vector(self, v: &[u32]) -> VectorOperand<'_> {
         let planes = match self {
             #[cfg(target_arch = "x86_64")]
-            Self::Avx2 => {
-                assert!(is_x86_feature_detected!("avx2"), "operand");
-                // SAFETY: the feature is present.
-                unsafe { avx2::vector_planes(v) }
-            }
+            // SAFETY: the token proves avx2, the one feature `vector_planes` enables.
+            Self::Avx2(_) => unsafe { avx2::vector_planes(v) },
             #[cfg(target_arch = "x86_64")]
-            Self::Avx512 => {
-                assert!(avx512_vnni(), "operand");
-                // SAFETY: the features are present.
-                unsafe { avx512::vector_planes(v) }
-            }
+            // SAFETY: the token proves avx512f, the one feature `vector_planes` enables.
+            Self::Avx512(_) => unsafe { avx512::vector_planes(v) },
             _ => Vec::new(),
         };
         VectorOperand {
@@ -133,9 +125,9 @@ impl Backend {
         );
         let planes = match self {
             #[cfg(target_arch = "x86_64")]
-            Self::Avx2 => avx2::matrix_planes(b, stride, rows, width),
+            Self::Avx2(_) => avx2::matrix_planes(b, stride, rows, width),
             #[cfg(target_arch = "x86_64")]
-            Self::Avx512 => avx512::matrix_planes(b, stride, rows, width),
+            Self::Avx512(_) => avx512::matrix_planes(b, stride, rows, width),
             _ => Vec::new(),
         };
         MatrixOperand {
@@ -169,19 +161,16 @@ impl Backend {
         match self {
             Self::Portable => portable::gemv_group(group, v.words, out),
             #[cfg(target_arch = "x86_64")]
-            Self::Avx2 => {
-                assert!(is_x86_feature_detected!("avx2"), "operand");
-                // SAFETY: the feature is present and the shapes were checked above.
-                unsafe { gemv_in_steps(avx2::gemv_group, group, v, out) }
-            }
+            // SAFETY: the token proves avx2, the one feature `gemv_group` enables; the shapes
+            // were checked above and `v` was prepared for this backend.
+            Self::Avx2(_) => unsafe { gemv_in_steps(avx2::gemv_group, group, v, out) },
             #[cfg(target_arch = "x86_64")]
-            Self::Avx512 => {
-                assert!(avx512_vnni(), "operand");
-                // SAFETY: the features are present and the shapes were checked above.
-                unsafe { gemv_in_steps(avx512::gemv_group, group, v, out) }
-            }
+            // SAFETY: the token proves avx512f, avx512bw and avx512vnni, the features
+            // `gemv_group` enables; the shapes were checked above and `v` was prepared for this
+            // backend.
+            Self::Avx512(_) => unsafe { gemv_in_steps(avx512::gemv_group, group, v, out) },
             #[cfg(not(target_arch = "x86_64"))]
-            _ => unreachable!("only the portable backend exists here"),
+            _ => unreachable!("no SIMD token exists off x86-64"),
         }
     }
 
@@ -239,16 +228,15 @@ impl Backend {
         match self {
             Self::Portable => portable(cols, out),
             #[cfg(target_arch = "x86_64")]
-            Self::Avx2 => {
-                assert!(is_x86_feature_detected!("avx2"), "operand");
+            Self::Avx2(_) => {
                 // Columns outside whole pairs go through the portable kernel.
                 let p_start = cols.start.next_multiple_of(2).min(cols.end);
                 let p_end = (cols.end / 2 * 2).max(p_start);
                 portable(cols.start..p_start, out);
                 portable(p_end..cols.end, out);
                 if p_end > p_start {
-                    // SAFETY: the feature is present; the bounds were checked above and the
-                    // pairs lie inside `cols`.
+                    // SAFETY: the token proves avx2, the one feature `gemm_acc` enables; the
+                    // bounds were checked above and the pairs lie inside `cols`.
                     unsafe {
                         avx2::gemm_acc(
                             d,
@@ -266,8 +254,7 @@ impl Backend {
                 }
             }
             #[cfg(target_arch = "x86_64")]
-            Self::Avx512 => {
-                assert!(avx512_vnni(), "operand");
+            Self::Avx512(_) => {
                 // Columns outside whole groups of four go through the portable kernel.
                 let q_start = cols.start.next_multiple_of(4).min(cols.end);
                 let q_end = (cols.end / 4 * 4).max(q_start);
@@ -275,8 +262,9 @@ impl Backend {
                 portable(q_end..cols.end, out);
                 let quads = q_start..q_end;
                 if !quads.is_empty() {
-                    // SAFETY: the features are present; the bounds were checked above and the
-                    // quad range lies inside `cols`.
+                    // SAFETY: the token proves avx512f, avx512bw and avx512vnni, the features
+                    // `gemm_acc` enables; the bounds were checked above and the quad range lies
+                    // inside `cols`.
                     unsafe {
                         avx512::gemm_acc(
                             d, d_stride, rows, b.words, b.stride, width, &b.planes, quads, out,
@@ -286,7 +274,7 @@ impl Backend {
                 }
             }
             #[cfg(not(target_arch = "x86_64"))]
-            _ => unreachable!("only the portable backend exists here"),
+            _ => unreachable!("no SIMD token exists off x86-64"),
         }
     }
 }
@@ -343,12 +331,4 @@ pub struct MatrixOperand<'a> {
     /// The SIMD backends' form of the matrix (empty for the portable one).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     planes: Vec<u32>,
-}
-
-/// Whether the CPU has the AVX-512 features the `avx512` backend needs.
-#[cfg(target_arch = "x86_64")]
-fn avx512_vnni() -> bool {
-    is_x86_feature_detected!("avx512f")
-        && is_x86_feature_detected!("avx512bw")
-        && is_x86_feature_detected!("avx512vnni")
 }
