@@ -477,6 +477,33 @@ mod tests {
             FixedMultiplier::new(&plan, &s).multiply(&a, &mut out);
             prop_assert_eq!(out, negacyclic_schoolbook(&a, &s));
         }
+
+        /// Every backend's transform and both products equal the portable code's, up to the
+        /// largest degree.
+        #[test]
+        fn backends_agree_with_portable(log_n in 1u32..=12, seed in any::<u64>()) {
+            let n = 1usize << log_n;
+            let mut x = seed | 1;
+            let mut next = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u32 };
+            let a: Vec<u32> = (0..n).map(|_| next()).collect();
+            let s: Vec<u32> = (0..n).map(|_| next()).collect();
+            let plan = NttPlan::new(n).unwrap();
+            let multiplier = FixedMultiplier::new(&plan, &s);
+            let transformed = plan.transform(&a);
+            let mut expected = vec![0u32; n];
+            multiplier.multiply_inline(Operand::Coefficients(&a), &mut expected);
+            for backend in Backend::available() {
+                let name = backend.name();
+                let forward = Transformed(wide::transform(backend, &plan, &a));
+                prop_assert_eq!(&forward.0, &transformed, "{}", name);
+                let mut out = vec![0u32; n];
+                wide::multiply(backend, &multiplier, Operand::Coefficients(&a), &mut out);
+                prop_assert_eq!(&out, &expected, "{}", name);
+                let mut out = vec![0u32; n];
+                wide::multiply(backend, &multiplier, Operand::Transformed(&forward), &mut out);
+                prop_assert_eq!(&out, &expected, "{}", name);
+            }
+        }
     }
 
     #[test]
