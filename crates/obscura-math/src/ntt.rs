@@ -350,7 +350,7 @@ enum Operand<'a> {
 }
 
 /// [`NttPlan::transform`] and [`FixedMultiplier::multiply`] compiled for the vector units of a
-/// kernel [`Backend`](crate::kernels::Backend): the same code, auto-vectorized for each.
+/// kernel [`Backend`]: the same code, auto-vectorized for each.
 #[allow(unsafe_code)]
 mod wide {
     use super::{Backend, FixedMultiplier, NttPlan, Operand};
