@@ -10,6 +10,8 @@
 //! butterflies with bit-reversed powers of ψ (a primitive 2n-th root), so no separate twisting
 //! pass is needed; twiddles use Shoup's precomputed quotients.
 
+use crate::kernels::Backend;
+
 /// The three NTT primes: each below 2^31 and ≡ 1 modulo 2^13.
 pub const PRIMES: [u32; 3] = [2_147_377_153, 2_147_352_577, 2_147_295_233];
 
@@ -189,7 +191,7 @@ impl NttPlan {
     /// The forward transforms of `a` (length n), to multiply it later by
     /// [`FixedMultiplier::multiply_transformed`] without transforming it again.
     pub fn forward(&self, a: &[u32]) -> Transformed {
-        Transformed(wide::transform(self, a))
+        Transformed(wide::transform(Backend::detect(), self, a))
     }
 
     /// The three residue transforms of the centered lift of `a` (length n).
@@ -302,7 +304,7 @@ impl<'a> FixedMultiplier<'a> {
     pub fn multiply(&self, a: &[u32], out: &mut [u32]) {
         assert_eq!(a.len(), self.plan.n, "polynomial degree");
         assert_eq!(out.len(), self.plan.n, "polynomial degree");
-        wide::multiply(self, Operand::Coefficients(a), out)
+        wide::multiply(Backend::detect(), self, Operand::Coefficients(a), out)
     }
 
     /// [`multiply`](Self::multiply) for an `a` already transformed by the same plan: about half
@@ -313,7 +315,7 @@ impl<'a> FixedMultiplier<'a> {
             "polynomial degree"
         );
         assert_eq!(out.len(), self.plan.n, "polynomial degree");
-        wide::multiply(self, Operand::Transformed(a), out)
+        wide::multiply(Backend::detect(), self, Operand::Transformed(a), out)
     }
 
     #[inline(always)]
@@ -347,31 +349,24 @@ enum Operand<'a> {
     Transformed(&'a Transformed),
 }
 
-/// [`FixedMultiplier::multiply`] compiled for the vector units this CPU has.
+/// [`NttPlan::transform`] and [`FixedMultiplier::multiply`] compiled for the vector units of a
+/// kernel [`Backend`]: the same code, auto-vectorized for each.
 #[allow(unsafe_code)]
 mod wide {
-    use super::{FixedMultiplier, NttPlan, Operand};
-    use crate::kernels::Backend;
+    use super::{Backend, FixedMultiplier, NttPlan, Operand};
 
-    /// [`NttPlan::transform`] compiled for the vector units this CPU has.
-    pub(super) fn transform(plan: &NttPlan, a: &[u32]) -> [Vec<u32>; 3] {
-        match Backend::detect() {
+    /// [`NttPlan::transform`] on `backend`'s vector units.
+    pub(super) fn transform(backend: Backend, plan: &NttPlan, a: &[u32]) -> [Vec<u32>; 3] {
+        match backend {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `detect` returned Avx512 (avx512f, avx512bw and avx512vnni present) and
-            // `has_dq_vl` found avx512dq and avx512vl: every feature the function enables.
-            Backend::Avx512 if has_dq_vl() => unsafe { transform_avx512(plan, a) },
+            // SAFETY: the token proves avx512f, avx512bw, avx512dq, avx512vl and avx512vnni,
+            // which include every feature `transform_avx512` enables.
+            Backend::Avx512(_) => unsafe { transform_avx512(plan, a) },
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `detect` returns Avx512 or Avx2 only where avx2 is present.
-            Backend::Avx512 | Backend::Avx2 => unsafe { transform_avx2(plan, a) },
+            // SAFETY: the token proves avx2, the one feature `transform_avx2` enables.
+            Backend::Avx2(_) => unsafe { transform_avx2(plan, a) },
             _ => plan.transform(a),
         }
-    }
-
-    /// Whether the CPU has the AVX-512 extensions the wide functions enable beyond those
-    /// [`Backend::detect`] checks for its Avx512 backend.
-    #[cfg(target_arch = "x86_64")]
-    fn has_dq_vl() -> bool {
-        is_x86_feature_detected!("avx512dq") && is_x86_feature_detected!("avx512vl")
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -386,27 +381,29 @@ mod wide {
         plan.transform(a)
     }
 
-    pub(super) fn multiply(m: &FixedMultiplier, a: Operand, out: &mut [u32]) {
-        match Backend::detect() {
+    /// [`FixedMultiplier::multiply`] on `backend`'s vector units.
+    pub(super) fn multiply(backend: Backend, m: &FixedMultiplier, a: Operand, out: &mut [u32]) {
+        match backend {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: as in `transform`: avx512f, avx512bw, avx512dq and avx512vl are present.
-            Backend::Avx512 if has_dq_vl() => unsafe { avx512(m, a, out) },
+            // SAFETY: the token proves avx512f, avx512bw, avx512dq, avx512vl and avx512vnni,
+            // which include every feature `multiply_avx512` enables.
+            Backend::Avx512(_) => unsafe { multiply_avx512(m, a, out) },
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `detect` returns Avx512 or Avx2 only where avx2 is present.
-            Backend::Avx512 | Backend::Avx2 => unsafe { avx2(m, a, out) },
+            // SAFETY: the token proves avx2, the one feature `multiply_avx2` enables.
+            Backend::Avx2(_) => unsafe { multiply_avx2(m, a, out) },
             _ => m.multiply_inline(a, out),
         }
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-    unsafe fn avx512(m: &FixedMultiplier, a: Operand, out: &mut [u32]) {
+    unsafe fn multiply_avx512(m: &FixedMultiplier, a: Operand, out: &mut [u32]) {
         m.multiply_inline(a, out)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn avx2(m: &FixedMultiplier, a: Operand, out: &mut [u32]) {
+    unsafe fn multiply_avx2(m: &FixedMultiplier, a: Operand, out: &mut [u32]) {
         m.multiply_inline(a, out)
     }
 }
@@ -479,6 +476,33 @@ mod tests {
             let mut out = vec![0u32; n];
             FixedMultiplier::new(&plan, &s).multiply(&a, &mut out);
             prop_assert_eq!(out, negacyclic_schoolbook(&a, &s));
+        }
+
+        /// Every backend's transform and both products equal the portable code's, up to the
+        /// largest degree.
+        #[test]
+        fn backends_agree_with_portable(log_n in 1u32..=12, seed in any::<u64>()) {
+            let n = 1usize << log_n;
+            let mut x = seed | 1;
+            let mut next = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u32 };
+            let a: Vec<u32> = (0..n).map(|_| next()).collect();
+            let s: Vec<u32> = (0..n).map(|_| next()).collect();
+            let plan = NttPlan::new(n).unwrap();
+            let multiplier = FixedMultiplier::new(&plan, &s);
+            let transformed = plan.transform(&a);
+            let mut expected = vec![0u32; n];
+            multiplier.multiply_inline(Operand::Coefficients(&a), &mut expected);
+            for backend in Backend::available() {
+                let name = backend.name();
+                let forward = Transformed(wide::transform(backend, &plan, &a));
+                prop_assert_eq!(&forward.0, &transformed, "{}", name);
+                let mut out = vec![0u32; n];
+                wide::multiply(backend, &multiplier, Operand::Coefficients(&a), &mut out);
+                prop_assert_eq!(&out, &expected, "{}", name);
+                let mut out = vec![0u32; n];
+                wide::multiply(backend, &multiplier, Operand::Transformed(&forward), &mut out);
+                prop_assert_eq!(&out, &expected, "{}", name);
+            }
         }
     }
 

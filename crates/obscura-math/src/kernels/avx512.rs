@@ -9,7 +9,7 @@
 //!
 //! Operands are split into planes once ([`vector_planes`] per panel, [`matrix_planes`] per
 //! block) and shared by all rows. Same contracts as [`super::portable`]; the safe wrappers in
-//! [`super`] check the CPU features and the bounds.
+//! [`super`] run them only for a [`super::Avx512Token`] and check the bounds.
 
 use std::arch::x86_64::*;
 use std::ops::Range;

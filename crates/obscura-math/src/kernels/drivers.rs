@@ -1,0 +1,315 @@
+//! The parallel drivers: products of a whole [`PlaintextMatrix`] with a batch of vectors or a
+//! block of rows, walked panel by panel and group by group, each group handed to one
+//! [`Backend`]'s kernel.
+//!
+//! The drivers run on the caller's rayon pool (it decides the thread count) and walk the matrix
+//! panel by panel, so the slice of the vector operand in use stays in cache while the matrix
+//! streams from memory.
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use super::{portable, Backend, MatrixOperand, VectorOperand};
+use crate::layout::{Group, Panel, GROUP_ROWS};
+use crate::matrix::PlaintextMatrix;
+
+/// Rows of a panel that all queries of a batch go over while they are in cache (and rows per
+/// parallel task of a `u32` matrix-vector product).
+const ROWS_PER_BLOCK: usize = 16;
+
+/// Runs per thread of a matrix-vector product: long sequential streams, but enough of them to
+/// rebalance when one thread falls behind.
+const RUNS_PER_THREAD: usize = 8;
+
+/// Bytes of matrix operand per column tile of a batch product.
+const MATRIX_TILE_BYTES: usize = 256 << 10;
+
+/// Batches at least this large use the matrix-matrix kernel, padded to whole vectors of this
+/// many lanes; smaller ones run one matrix-vector kernel per query over each cache-resident
+/// block, which costs about the same per query and wastes no lanes.
+const GEMM_MIN_BATCH: usize = 16;
+
+/// `D · v_j` over Z_{2^32} for every vector of a batch, in one pass over the plaintext matrix `D`
+/// (every vector has `D.cols()` entries).
+pub fn plaintext_mat_vecs(d: &PlaintextMatrix, vectors: &[&[u32]]) -> Vec<Vec<u32>> {
+    plaintext_mat_vecs_with(Backend::detect(), d, vectors)
+}
+
+/// [`plaintext_mat_vecs`] on a chosen backend.
+///
+/// The matrix is read as one sequential stream (see [`PlaintextMatrix`]), cut into a few runs
+/// per thread of the rayon pool (so a thread that falls behind has its work taken over): runs of
+/// whole panels when there are at least two panels per thread, otherwise runs of rows inside
+/// each panel. Each run sums into its own accumulator over the rows it touches.
+///
+/// # Panics
+/// If a vector's length is not `D.cols()`.
+pub fn plaintext_mat_vecs_with(
+    backend: Backend,
+    d: &PlaintextMatrix,
+    vectors: &[&[u32]],
+) -> Vec<Vec<u32>> {
+    let (rows, k) = (d.rows(), vectors.len());
+    assert!(
+        vectors.iter().all(|v| v.len() == d.cols()),
+        "vector lengths"
+    );
+    if rows == 0 || d.cols() == 0 || k == 0 {
+        return vec![vec![0; rows]; k];
+    }
+    // Accumulators hold the batch padded to whole vectors of lanes when the matrix-matrix
+    // kernel runs.
+    let width = if k < GEMM_MIN_BATCH {
+        k
+    } else {
+        k.next_multiple_of(GEMM_MIN_BATCH)
+    };
+    let panels: Vec<Panel> = d.panels().collect();
+    let threads = rayon::current_num_threads();
+    let runs = RUNS_PER_THREAD * threads;
+    let mut sums = vec![0u32; rows * width];
+    let add = |total: &mut [u32], partial: Vec<u32>| {
+        total
+            .iter_mut()
+            .zip(partial)
+            .for_each(|(a, b)| *a = a.wrapping_add(b));
+    };
+    if panels.len() >= 2 * threads {
+        // Runs of whole panels, each preparing its panels' slices of the vectors.
+        let runs = runs.min(panels.len());
+        let partial: Vec<Vec<u32>> = (0..runs)
+            .into_par_iter()
+            .map(|t| {
+                let mut sums = vec![0u32; rows * width];
+                let count = panels.len();
+                for panel in &panels[t * count / runs..(t + 1) * count / runs] {
+                    let prepared = Prepared::new(panel, vectors, width);
+                    let operands = prepared.operands(backend);
+                    panel_mat_vecs(backend, panel, 0..rows, &operands, width, &mut sums);
+                }
+                sums
+            })
+            .collect();
+        for partial in partial {
+            add(&mut sums, partial);
+        }
+    } else {
+        // Few panels: each is cut into runs of whole groups of rows that share its operands,
+        // prepared once.
+        let groups = rows.div_ceil(GROUP_ROWS);
+        let per_panel = runs.div_ceil(panels.len()).min(groups);
+        let run_start = move |i: usize| (i * groups / per_panel * GROUP_ROWS).min(rows);
+        let tasks: Vec<(usize, Range<usize>)> = (0..panels.len())
+            .flat_map(|p| (0..per_panel).map(move |i| (p, run_start(i)..run_start(i + 1))))
+            .collect();
+        let prepared: Vec<Prepared> = panels
+            .iter()
+            .map(|panel| Prepared::new(panel, vectors, width))
+            .collect();
+        let operands: Vec<Operands> = prepared.iter().map(|p| p.operands(backend)).collect();
+        let partial: Vec<Vec<u32>> = tasks
+            .par_iter()
+            .map(|(p, here)| {
+                let mut sums = vec![0u32; here.len() * width];
+                panel_mat_vecs(
+                    backend,
+                    &panels[*p],
+                    here.clone(),
+                    &operands[*p],
+                    width,
+                    &mut sums,
+                );
+                sums
+            })
+            .collect();
+        for ((_, here), partial) in tasks.iter().zip(partial) {
+            add(&mut sums[here.start * width..here.end * width], partial);
+        }
+    }
+    (0..k)
+        .map(|j| (0..rows).map(|r| sums[r * width + j]).collect())
+        .collect()
+}
+
+/// A panel's slices of a batch of vectors, in the form its kernel takes before the backend
+/// prepares them: the slices themselves for the matrix-vector kernel, or the batch interleaved
+/// and padded to whole vectors of lanes for the matrix-matrix kernel.
+enum Prepared<'a> {
+    Slices(Vec<&'a [u32]>),
+    Interleaved {
+        words: Vec<u32>,
+        cols: usize,
+        width: usize,
+    },
+}
+
+/// A panel's vectors prepared for one backend.
+enum Operands<'a> {
+    Vectors(Vec<VectorOperand<'a>>),
+    Matrix(MatrixOperand<'a>),
+}
+
+impl<'a> Prepared<'a> {
+    fn new(panel: &Panel, vectors: &[&'a [u32]], width: usize) -> Self {
+        let columns = panel.first..panel.first + panel.width;
+        if vectors.len() < GEMM_MIN_BATCH {
+            return Self::Slices(vectors.iter().map(|v| &v[columns.clone()]).collect());
+        }
+        let mut words = vec![0u32; panel.width * width];
+        for (j, v) in vectors.iter().enumerate() {
+            for (c, &x) in v[columns.clone()].iter().enumerate() {
+                words[c * width + j] = x;
+            }
+        }
+        Self::Interleaved {
+            words,
+            cols: panel.width,
+            width,
+        }
+    }
+
+    fn operands(&self, backend: Backend) -> Operands<'_> {
+        match self {
+            Self::Slices(slices) => {
+                Operands::Vectors(slices.iter().map(|v| backend.prepare_vector(v)).collect())
+            }
+            Self::Interleaved { words, cols, width } => {
+                Operands::Matrix(backend.prepare_matrix(words, *width, *cols, *width))
+            }
+        }
+    }
+}
+
+/// Adds `panel[rows.start + r] · v_j[panel columns]` to `sums[r·width + j]` for every vector of
+/// the batch (`operands`, prepared for this panel), on the calling thread. `rows` starts on a
+/// group boundary.
+fn panel_mat_vecs(
+    backend: Backend,
+    panel: &Panel,
+    rows: Range<usize>,
+    operands: &Operands,
+    width: usize,
+    sums: &mut [u32],
+) {
+    let cols = panel.width;
+    let groups: Vec<(usize, Group)> = panel.groups(rows.clone()).collect();
+    let mut row_major = match operands {
+        Operands::Vectors(_) => Vec::new(),
+        Operands::Matrix(_) => vec![0u8; ROWS_PER_BLOCK * cols],
+    };
+    // Blocks of groups that every vector of the batch goes over while they are in cache.
+    for block in groups.chunks(ROWS_PER_BLOCK / GROUP_ROWS) {
+        let first = block[0].0 - rows.start;
+        let block_rows: usize = block.iter().map(|(_, g)| g.rows).sum();
+        let sums = &mut sums[first * width..(first + block_rows) * width];
+        match operands {
+            Operands::Vectors(operands) => {
+                for (j, operand) in operands.iter().enumerate() {
+                    for (start, group) in block {
+                        let mut group_sums = [0u32; GROUP_ROWS];
+                        backend.gemv_group(group, operand, &mut group_sums);
+                        let at = start - rows.start - first;
+                        for (i, &sum) in group_sums[..group.rows].iter().enumerate() {
+                            let entry = &mut sums[(at + i) * width + j];
+                            *entry = entry.wrapping_add(sum);
+                        }
+                    }
+                }
+            }
+            Operands::Matrix(operand) => {
+                // The matrix-matrix kernel takes the block row-major.
+                let digits = &mut row_major[..block_rows * cols];
+                for (start, group) in block {
+                    let at = start - rows.start - first;
+                    group.untile(0..cols, &mut digits[at * cols..]);
+                }
+                let tile = (MATRIX_TILE_BYTES / (4 * width))
+                    .next_multiple_of(4)
+                    .max(4)
+                    .min(cols);
+                for first in (0..cols).step_by(tile) {
+                    let cols_tile = first..(first + tile).min(cols);
+                    backend.gemm_acc(digits, cols, block_rows, operand, cols_tile, sums, width);
+                }
+            }
+        }
+    }
+}
+
+/// `out = M · v` over Z_{2^32}, where `M` is row-major with `out.len()` rows and `v.len()` columns.
+pub fn mat_vec(m: &[u32], v: &[u32], out: &mut [u32]) {
+    let cols = v.len();
+    assert_eq!(m.len(), out.len() * cols, "matrix shape");
+    if cols == 0 {
+        out.fill(0);
+        return;
+    }
+    out.par_chunks_mut(ROWS_PER_BLOCK)
+        .zip(m.par_chunks(ROWS_PER_BLOCK * cols))
+        .for_each(|(out, m)| {
+            for (o, row) in out.iter_mut().zip(m.chunks_exact(cols)) {
+                *o = portable::dot_u32(row, v);
+            }
+        });
+}
+
+/// `H += D[:, first .. first + b] · B` over Z_{2^32}, where `D` is a plaintext matrix, `B` is a
+/// row-major `b x n` block and `H` is row-major `D.rows() x n`.
+///
+/// This is one step of the blocked hint product `H = D · A`, with `B` a block of rows of `A`.
+///
+/// # Panics
+/// If the shapes do not fit.
+pub fn plaintext_mat_mul_acc(
+    d: &PlaintextMatrix,
+    first: usize,
+    block: &[u32],
+    n: usize,
+    h: &mut [u32],
+) {
+    plaintext_mat_mul_acc_with(Backend::detect(), d, first, block, n, h)
+}
+
+/// [`plaintext_mat_mul_acc`] on a chosen backend.
+pub fn plaintext_mat_mul_acc_with(
+    backend: Backend,
+    d: &PlaintextMatrix,
+    first: usize,
+    block: &[u32],
+    n: usize,
+    h: &mut [u32],
+) {
+    assert!(n > 0 && block.len().is_multiple_of(n), "block shape");
+    let b = block.len() / n;
+    assert_eq!(h.len(), d.rows() * n, "hint shape");
+    assert!(first + b <= d.cols(), "column block out of range");
+    // The block cut at panel boundaries.
+    for panel in d.panels() {
+        let start = first.max(panel.first);
+        let end = (first + b).min(panel.first + panel.width);
+        if start >= end {
+            continue;
+        }
+        let rows_of_b = &block[(start - first) * n..(end - first) * n];
+        let operand = backend.prepare_matrix(rows_of_b, n, end - start, n);
+        let cols = start - panel.first..end - panel.first;
+        let groups: Vec<(usize, Group)> = panel.groups(0..d.rows()).collect();
+        h.par_chunks_mut(GROUP_ROWS * n)
+            .zip(&groups)
+            .for_each(|(h, (_, group))| {
+                // The matrix-matrix kernel takes the group's columns row-major.
+                let mut digits = vec![0u8; group.rows * cols.len()];
+                group.untile(cols.clone(), &mut digits);
+                backend.gemm_acc(
+                    &digits,
+                    cols.len(),
+                    group.rows,
+                    &operand,
+                    0..cols.len(),
+                    h,
+                    n,
+                );
+            });
+    }
+}
