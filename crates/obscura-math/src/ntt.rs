@@ -464,14 +464,25 @@ mod tests {
         assert_eq!(a, b);
     }
 
+    /// Two pseudo-random polynomials of degree `n` from `seed` (xorshift).
+    fn random_pair(n: usize, seed: u64) -> (Vec<u32>, Vec<u32>) {
+        let mut x = seed | 1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u32
+        };
+        let a = (0..n).map(|_| next()).collect();
+        let s = (0..n).map(|_| next()).collect();
+        (a, s)
+    }
+
     proptest! {
         #[test]
         fn products_match_schoolbook(log_n in 1u32..8, seed in any::<u64>()) {
             let n = 1usize << log_n;
-            let mut x = seed | 1;
-            let mut next = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u32 };
-            let a: Vec<u32> = (0..n).map(|_| next()).collect();
-            let s: Vec<u32> = (0..n).map(|_| next()).collect();
+            let (a, s) = random_pair(n, seed);
             let plan = NttPlan::new(n).unwrap();
             let mut out = vec![0u32; n];
             FixedMultiplier::new(&plan, &s).multiply(&a, &mut out);
@@ -483,10 +494,7 @@ mod tests {
         #[test]
         fn backends_agree_with_portable(log_n in 1u32..=12, seed in any::<u64>()) {
             let n = 1usize << log_n;
-            let mut x = seed | 1;
-            let mut next = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u32 };
-            let a: Vec<u32> = (0..n).map(|_| next()).collect();
-            let s: Vec<u32> = (0..n).map(|_| next()).collect();
+            let (a, s) = random_pair(n, seed);
             let plan = NttPlan::new(n).unwrap();
             let multiplier = FixedMultiplier::new(&plan, &s);
             let transformed = plan.transform(&a);
