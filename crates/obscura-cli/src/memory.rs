@@ -4,12 +4,7 @@
 
 use anyhow::{bail, Result};
 use obscura_pir::lwe::Footprint;
-use obscura_pir::wire;
-
-/// Bytes of a database file besides its setup and matrices (the layout of
-/// `obscura_server::store`): the envelope, the payload length, the checksum and the setup
-/// length.
-const FILE_OVERHEAD: u64 = (wire::HEADER_BYTES + 8 + 32 + 8) as u64;
+use obscura_server::store;
 
 /// Below this a hint or a file draws no warning, however large against the data.
 const WARN_FLOOR: u64 = 64 << 20;
@@ -19,10 +14,7 @@ const WARN_RATIO: u64 = 4;
 
 /// The size of the database file a setup of `footprint` writes.
 pub fn file_bytes(footprint: &Footprint) -> u64 {
-    footprint
-        .setup_bytes()
-        .saturating_add(footprint.matrix_bytes())
-        .saturating_add(FILE_OVERHEAD)
+    store::file_len(footprint.setup_bytes(), footprint.matrix_bytes())
 }
 
 /// Parses a size: plain bytes, or a number with a unit: `kB`, `MB`, `GB`, `TB` (powers of 1000)

@@ -203,6 +203,15 @@ impl StoredSetup {
     }
 }
 
+/// The length of the database file that holds a public setup of `setup_bytes` bytes and
+/// matrices of `matrix_bytes` bytes in all: the preamble, the setup's length, the setup and the
+/// matrices.
+pub fn file_len(setup_bytes: u64, matrix_bytes: u64) -> u64 {
+    (PREAMBLE_BYTES as u64 + 8)
+        .saturating_add(setup_bytes)
+        .saturating_add(matrix_bytes)
+}
+
 /// Writes a database and its public setup to `path`, atomically.
 pub fn write_database(path: &Path, database: &Database) -> Result<(), StoreError> {
     let io = |source| StoreError::Io {
@@ -564,6 +573,11 @@ mod tests {
         let (server, data) = server();
         let database = Database::from(server);
         write_database(&path, &database).unwrap();
+        let matrix_bytes = database.engines()[0].database().as_bytes().len() as u64;
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            file_len(database.setup_bytes().len() as u64, matrix_bytes)
+        );
         let Database::Index(loaded) = read_database(&path).unwrap() else {
             panic!("an index database");
         };
