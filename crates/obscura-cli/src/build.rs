@@ -275,7 +275,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
             Input::Pairs(pairs) => progress::keyword_with_bar(pairs, keyword_options)?.into(),
         })
     })?;
-    obscura_server::store::write_database(&args.out, &database)?;
+    let written = obscura_server::store::write_database(&args.out, &database)?;
     let setup = database
         .engine()
         .context("an index or keyword database has one engine")?
@@ -285,7 +285,6 @@ pub fn run(args: BuildArgs) -> Result<()> {
         Database::Keyword(_) => format!("{} keys in {} slots", database.items(), g.records()),
         _ => format!("{} records", g.records()),
     };
-    let setup_bytes = database.setup_bytes();
     println!(
         "wrote {}: {} database, {items} of {} bytes, {} x {} matrix, p = 2^{}, {} with a {} A, public setup {} bytes, setup sha256 {}, setup {:.2?}",
         args.out.display(),
@@ -296,8 +295,8 @@ pub fn run(args: BuildArgs) -> Result<()> {
         g.log_p(),
         setup.params().set.name(),
         setup.params().matrix.name(),
-        setup_bytes.len(),
-        hex::encode(obscura_server::catalog::setup_sha256(&setup_bytes)),
+        written.bytes,
+        hex::encode(written.sha256),
         started.elapsed()
     );
     Ok(())

@@ -6,9 +6,8 @@ use std::sync::{Arc, RwLockReadGuard};
 
 use obscura_pir::lwe::{Answer, PublicSetup, Query};
 use serde::Serialize;
-use sha2::{Digest as _, Sha256};
 
-use crate::store::{self, Database, FileChanged, ServedFile, StoreError};
+use crate::store::{self, setup_sha256, Database, FileChanged, ServedFile, StoreError};
 
 /// One served database.
 pub struct Entry {
@@ -18,7 +17,7 @@ pub struct Entry {
     pub database: Database,
     /// The encoded public setup, served as is.
     pub setup_bytes: Arc<[u8]>,
-    /// The entity tag of the setup: its SHA-256 ([`setup_sha256`]) in hex, quoted.
+    /// The entity tag of the setup: its SHA-256 ([`store::setup_sha256`]) in hex, quoted.
     pub etag: String,
     /// What `GET /v1/databases` says about it.
     pub info: DatabaseInfo,
@@ -139,13 +138,6 @@ impl Entry {
     pub fn reader(&self) -> Result<Option<RwLockReadGuard<'_, bool>>, FileChanged> {
         self.file.as_deref().map(ServedFile::reader).transpose()
     }
-}
-
-/// The SHA-256 over every byte of an encoded public setup (hint included): what
-/// `obscura build` prints, `GET /v1/databases` lists as `setup_sha256` and the service sends as
-/// the setup's ETag, and what clients check a downloaded or cached setup against.
-pub fn setup_sha256(setup_bytes: &[u8]) -> [u8; 32] {
-    Sha256::digest(setup_bytes).into()
 }
 
 /// The served databases by name.

@@ -13,8 +13,9 @@ use obscura_pir::PirError;
 use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
 use ureq::Agent;
 
-use crate::catalog::{setup_sha256, DatabaseInfo};
+use crate::catalog::DatabaseInfo;
 use crate::framing;
+use crate::store::setup_sha256;
 
 /// The largest public setup a client accepts unless told otherwise (1 GiB; a 1 GiB square
 /// database has a 128 MiB setup).

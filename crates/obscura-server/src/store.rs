@@ -203,6 +203,22 @@ impl StoredSetup {
     }
 }
 
+/// The SHA-256 over every byte of an encoded public setup (hint included): what
+/// `obscura build` prints, `GET /v1/databases` lists as `setup_sha256` and the service sends as
+/// the setup's ETag, and what clients check a downloaded or cached setup against.
+pub fn setup_sha256(setup_bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(setup_bytes).into()
+}
+
+/// What [`write_database`] wrote of the public setup: its size and its [`setup_sha256`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WrittenSetup {
+    /// Bytes of the encoded public setup.
+    pub bytes: u64,
+    /// Its SHA-256.
+    pub sha256: [u8; 32],
+}
+
 /// The length of the database file that holds a public setup of `setup_bytes` bytes and
 /// matrices of `matrix_bytes` bytes in all: the preamble, the setup's length, the setup and the
 /// matrices.
@@ -212,8 +228,8 @@ pub fn file_len(setup_bytes: u64, matrix_bytes: u64) -> u64 {
         .saturating_add(matrix_bytes)
 }
 
-/// Writes a database and its public setup to `path`, atomically.
-pub fn write_database(path: &Path, database: &Database) -> Result<(), StoreError> {
+/// Writes a database and its public setup to `path`, atomically, and says what setup it wrote.
+pub fn write_database(path: &Path, database: &Database) -> Result<WrittenSetup, StoreError> {
     let io = |source| StoreError::Io {
         path: path.to_path_buf(),
         source,
@@ -257,7 +273,10 @@ pub fn write_database(path: &Path, database: &Database) -> Result<(), StoreError
     }
     temp.as_file().sync_all().map_err(io)?;
     temp.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
+    Ok(WrittenSetup {
+        bytes: setup.len() as u64,
+        sha256: setup_sha256(&setup),
+    })
 }
 
 /// Loads and verifies the database file at `path`. The file is memory-mapped and the matrices

@@ -20,9 +20,10 @@ use obscura_pir::batch::treepir::{TreePirClient, TreePirServer};
 use obscura_pir::keyword::{KeywordClient, KeywordOptions, KeywordServer};
 use obscura_pir::lwe::{Answer, Client, PublicSetup, Server, SetupOptions};
 use obscura_pir::{PirClient, PirServer};
-use obscura_server::catalog::{setup_sha256, Catalog};
+use obscura_server::catalog::Catalog;
 use obscura_server::client::{ClientError, ClientOptions, HttpClient};
 use obscura_server::service::{BackgroundService, ServiceConfig};
+use obscura_server::store::setup_sha256;
 
 const RECORD_BYTES: usize = 24;
 

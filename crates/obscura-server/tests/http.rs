@@ -126,7 +126,7 @@ fn retrieves_every_record_over_http_and_caches_the_setup() {
     let square_bytes = http.setup_bytes("square").unwrap();
     assert_eq!(
         list[1].setup_sha256,
-        hex::encode(obscura_server::catalog::setup_sha256(&square_bytes))
+        hex::encode(obscura_server::store::setup_sha256(&square_bytes))
     );
     assert_eq!(etag, format!("\"{}\"", list[1].setup_sha256));
     let response = raw()

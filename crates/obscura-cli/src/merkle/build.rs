@@ -71,7 +71,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
         )
     })?;
     let setup = server.public_setup().clone();
-    store::write_database(&args.out, &Database::from(server))?;
+    let written = store::write_database(&args.out, &Database::from(server))?;
     let size = std::fs::metadata(&args.out)
         .with_context(|| format!("cannot read {}", args.out.display()))?
         .len();
@@ -86,7 +86,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
         "wrote {}: {shape}, root {}, {size} bytes, setup sha256 {}, setup {:.2?}",
         args.out.display(),
         hex::encode(setup.root()),
-        hex::encode(obscura_server::catalog::setup_sha256(&setup.to_bytes())),
+        hex::encode(written.sha256),
         started.elapsed()
     );
     Ok(())
