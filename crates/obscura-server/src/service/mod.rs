@@ -121,10 +121,16 @@ struct Served {
     max_body: usize,
 }
 
+/// The databases served at one time: the catalog, and each entry with its batching worker.
+#[derive(Default)]
+struct Installed {
+    catalog: Arc<Catalog>,
+    served: HashMap<String, Arc<Served>>,
+}
+
 /// What the handlers share.
 struct AppState {
-    databases: RwLock<Arc<HashMap<String, Arc<Served>>>>,
-    catalog: RwLock<Arc<Catalog>>,
+    installed: RwLock<Arc<Installed>>,
     tokens: RwLock<Arc<Tokens>>,
     permits: Arc<Semaphore>,
     metrics: Arc<Metrics>,
@@ -134,8 +140,8 @@ struct AppState {
 
 impl AppState {
     /// The databases served now.
-    fn current(&self) -> Arc<HashMap<String, Arc<Served>>> {
-        self.databases
+    fn current(&self) -> Arc<Installed> {
+        self.installed
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
@@ -186,8 +192,10 @@ impl AppState {
                 }),
             );
         }
-        *self.databases.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(served);
-        *self.catalog.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(catalog);
+        *self.installed.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(Installed {
+            catalog: Arc::new(catalog),
+            served,
+        });
     }
 }
 
@@ -198,11 +206,7 @@ pub struct Databases(Arc<AppState>);
 impl Databases {
     /// The catalog served now.
     pub fn catalog(&self) -> Arc<Catalog> {
-        self.0
-            .catalog
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.0.current().catalog.clone()
     }
 
     /// Serves `catalog` from now on: new requests see it (and the new setups' ETags), while
@@ -227,8 +231,7 @@ pub fn router(catalog: Catalog, config: ServiceConfig) -> Router {
 /// called inside a tokio runtime.
 pub fn router_with_databases(catalog: Catalog, config: ServiceConfig) -> (Router, Databases) {
     let state = Arc::new(AppState {
-        databases: RwLock::default(),
-        catalog: RwLock::default(),
+        installed: RwLock::default(),
         tokens: RwLock::new(Arc::new(config.tokens.clone())),
         permits: Arc::new(Semaphore::new(config.max_concurrent.max(1))),
         metrics: Arc::new(Metrics::default()),

@@ -152,6 +152,7 @@ pub(super) async fn list(
     let (tokens, authorization) = (state.tokens(), authorization(&headers));
     let mut list: Vec<_> = state
         .current()
+        .served
         .values()
         .filter(|s| tokens.allows(&s.entry.name, authorization))
         .map(|s| s.entry.info.clone())
@@ -172,6 +173,7 @@ pub(super) async fn render_metrics(State(state): State<Arc<AppState>>) -> impl I
 fn lookup(state: &AppState, name: &str, headers: &HeaderMap) -> Result<Arc<Served>, Failure> {
     let served = state
         .current()
+        .served
         .get(name)
         .cloned()
         .ok_or_else(|| Failure::unknown(name))?;
