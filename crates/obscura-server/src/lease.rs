@@ -38,10 +38,10 @@ impl Lease {
     pub fn take(file: &File, watched: Weak<dyn Revocable>) -> io::Result<Self> {
         start_watcher()?;
         os::set_read_lease(file)?;
-        WATCHED
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(watched);
+        let mut all = WATCHED.lock().unwrap_or_else(|e| e.into_inner());
+        // Files served no more (replaced by a reload) are forgotten here as well as on SIGIO.
+        all.retain(|w| w.strong_count() > 0);
+        all.push(watched);
         Ok(Self(()))
     }
 
