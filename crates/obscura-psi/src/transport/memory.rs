@@ -1,6 +1,8 @@
 //! In-process links: byte pipes over channels, and a connected pair of transports on them.
 //!
-//! A pipe behaves like one direction of a socket: writes never block, a read waits at most the
+//! A pipe behaves like one direction of a buffered socket: writes never block, the bytes written
+//! are delivered together at each flush (so a frame, flushed once, arrives whole, and a peer that
+//! hangs up after reading it cannot fail the writer half way through), a read waits at most the
 //! pipe's timeout for data, and the stream ends when the writer is dropped. Tests use the raw
 //! pipe ends to play a peer that sends arbitrary bytes.
 
@@ -13,9 +15,11 @@ use super::StreamTransport;
 /// A [`StreamTransport`] over two in-process pipes.
 pub type MemoryTransport = StreamTransport<PipeReader, PipeWriter>;
 
-/// The writing end of a pipe: each write is delivered whole and at once.
+/// The writing end of a pipe: the bytes written are delivered at the next flush, or when the
+/// writer is dropped.
 pub struct PipeWriter {
     sender: Sender<Vec<u8>>,
+    unflushed: Vec<u8>,
 }
 
 /// The reading end of a pipe: reads wait at most the pipe's timeout for data and return end of
@@ -31,7 +35,10 @@ pub struct PipeReader {
 pub fn pipe(timeout: Duration) -> (PipeWriter, PipeReader) {
     let (sender, receiver) = channel();
     (
-        PipeWriter { sender },
+        PipeWriter {
+            sender,
+            unflushed: Vec::new(),
+        },
         PipeReader {
             receiver,
             timeout,
@@ -53,14 +60,24 @@ pub fn pair(timeout: Duration) -> (MemoryTransport, MemoryTransport) {
 
 impl Write for PipeWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.sender
-            .send(buf.to_vec())
-            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the pipe's reader is gone"))?;
+        self.unflushed.extend_from_slice(buf);
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        if self.unflushed.is_empty() {
+            return Ok(());
+        }
+        self.sender
+            .send(std::mem::take(&mut self.unflushed))
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the pipe's reader is gone"))
+    }
+}
+
+impl Drop for PipeWriter {
+    fn drop(&mut self) {
+        // A reader that is already gone has nothing left to receive.
+        let _ = self.flush();
     }
 }
 

@@ -36,6 +36,7 @@ impl FakePeer {
     /// Sends raw bytes.
     pub fn raw(&mut self, bytes: &[u8]) -> &mut Self {
         self.to_party.write_all(bytes).unwrap();
+        self.to_party.flush().unwrap();
         self
     }
 
