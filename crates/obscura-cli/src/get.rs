@@ -199,9 +199,9 @@ impl Source {
     fn is(&self, kind: Kind) -> bool {
         match self {
             Self::File(database) => match database {
-                Database::Index(_) => kind == Kind::LwePublicSetup,
-                Database::Keyword(_) => kind == Kind::KeywordSetup,
-                Database::TreePir(_) => kind == Kind::TreePirSetup,
+                Database::Index(_) => kind == Kind::LWE_PUBLIC_SETUP,
+                Database::Keyword(_) => kind == Kind::KEYWORD_SETUP,
+                Database::TreePir(_) => kind == Kind::TREEPIR_SETUP,
             },
             Self::Server { setup, .. } => Reader::open(setup, kind).is_ok(),
         }
@@ -235,13 +235,13 @@ pub fn run(args: GetArgs) -> Result<()> {
         }
         None => Source::File(store::read_database(args.db.as_ref())?),
     };
-    if source.is(Kind::TreePirSetup) {
+    if source.is(Kind::TREEPIR_SETUP) {
         bail!(
             "{} is a Merkle tree: fetch audit paths with `obscura merkle prove`",
             args.db
         );
     }
-    let is_keyword = source.is(Kind::KeywordSetup);
+    let is_keyword = source.is(Kind::KEYWORD_SETUP);
     let key = match (&args.key, &args.key_hex) {
         (Some(text), _) => Some(text.as_bytes()),
         (None, Some(KeyBytes(bytes))) => Some(bytes.as_slice()),

@@ -29,6 +29,7 @@
 #![warn(missing_docs)]
 
 pub mod batch;
+pub mod framing;
 mod error;
 pub mod keyword;
 pub mod lwe;
@@ -37,7 +38,7 @@ pub mod scheme;
 pub mod wire;
 
 pub use error::{ParseError, PirError};
-pub use scheme::{PirClient, PirServer};
+pub use scheme::{Message, PirClient, PirServer, Scheme, SetupMessage};
 
 /// The README's library example, compiled and run as a doctest.
 #[doc = include_str!("../../../README.md")]

@@ -1,37 +1,184 @@
-//! The trait family that every PIR scheme implements.
+//! The trait family every PIR scheme implements.
 //!
-//! Setup is scheme-specific (each scheme has its own options); after it, every scheme has the
-//! same life cycle: the client turns an index into a query and a secret state, the server turns a
-//! query into an answer, and the client decodes the answer with its state.
+//! A [`Scheme`] names the types of one scheme: its public setup, its query and answer (each a
+//! message with one binary codec and a wire [`Kind`]), its server and its client. The life
+//! cycle is the same for all:
+//!
+//! 1. [`PirServer::build`] sets the database up from its data and options, reporting progress,
+//!    and publishes a [`PirServer::public_setup`];
+//! 2. [`PirClient::query`] turns what the client wants (an index, a key, a leaf) into a query
+//!    and a secret state;
+//! 3. [`PirServer::answer`] (or [`PirServer::answer_batch`], one pass for several queries) turns
+//!    queries the server cannot read into answers;
+//! 4. [`PirClient::decode`] recovers the result from the answer and the state.
+//!
+//! A server is its public setup plus the plaintext matrices it streams
+//! ([`PirServer::matrices`]), which is what a database file stores and
+//! [`PirServer::from_parts`] takes back; the shapes of those matrices follow from the setup
+//! ([`SetupMessage::matrix_shapes`]), so a file is checked before it is mapped.
+//!
+//! ```
+//! use obscura_pir::lwe::{Lwe, Records, SetupOptions};
+//! use obscura_pir::{PirClient, PirServer, Scheme};
+//!
+//! /// Fetches record `index` with any scheme whose target is an index and output the record.
+//! fn fetch<S: Scheme>(server: &S::Server, index: u64) -> Result<Vec<u8>, obscura_pir::PirError>
+//! where
+//!     for<'a> S::Client: PirClient<Target<'a> = u64, Output = Vec<u8>>,
+//! {
+//!     let mut client = S::Client::new(server.public_setup().clone());
+//!     let (query, state) = client.query(index)?;
+//!     client.decode(state, &server.answer(&query)?)
+//! }
+//!
+//! let data: Vec<u8> = (0..640u32).map(|i| i as u8).collect();
+//! let records = Records { bytes: &data, record_bytes: 64 };
+//! let server = <Lwe as Scheme>::Server::build(records, SetupOptions::default(), &|_, _| {})?;
+//! assert_eq!(fetch::<Lwe>(&server, 3)?, &data[192..256]);
+//! # Ok::<(), obscura_pir::PirError>(())
+//! ```
 
+use obscura_math::matrix::PlaintextMatrix;
+
+use crate::lwe;
+use crate::wire::{Digest, Kind};
 use crate::PirError;
 
-/// The server side of a scheme: answers queries it cannot read.
-pub trait PirServer {
-    /// A client's query.
-    type Query;
-    /// The server's answer to one query.
-    type Answer;
+/// A progress report: `(done, total)` of the step under way.
+pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
+
+/// The public setup of a scheme of type `S`.
+pub type SetupOf<S> = <S as Scheme>::Setup;
+/// The query of a scheme of type `S`.
+pub type QueryOf<S> = <S as Scheme>::Query;
+/// The answer of a scheme of type `S`.
+pub type AnswerOf<S> = <S as Scheme>::Answer;
+
+/// One PIR scheme: the types of its setup, messages, server and client.
+///
+/// Implemented by a marker type (no data), so it derives the common traits for the generic types
+/// that carry it.
+pub trait Scheme: Copy + std::fmt::Debug + PartialEq + Send + Sync + 'static {
+    /// The wire kind of its public setup, which names the scheme in files and listings.
+    const KIND: Kind;
+    /// What users call its databases (`index`, `keyword`, `treepir`, `pbc`).
+    const NAME: &'static str;
+    /// The public setup: all a client needs.
+    type Setup: SetupMessage;
+    /// A query, encoded for the setup it belongs to.
+    type Query: Message<Self::Setup>;
+    /// An answer, encoded for the setup it belongs to.
+    type Answer: Message<Self::Setup>;
+    /// The server.
+    type Server: PirServer<Scheme = Self>;
+    /// The client.
+    type Client: PirClient<Scheme = Self>;
+}
+
+/// A public setup, with its codec and what a server, a store and a listing need to know of it.
+pub trait SetupMessage: Clone + std::fmt::Debug + PartialEq + Send + Sync + Sized + 'static {
+    /// The encoded setup (full envelope).
+    fn to_bytes(&self) -> Vec<u8>;
+    /// Decodes a setup, checking every length before allocating and its digest.
+    fn from_bytes(bytes: &[u8]) -> Result<Self, PirError>;
+    /// The digest that names this setup; queries and answers carry its first bytes.
+    fn digest(&self) -> &Digest;
+    /// Bytes of one encoded query.
+    fn query_bytes(&self) -> u64;
+    /// Bytes of one encoded answer.
+    fn answer_bytes(&self) -> u64;
+    /// The `(rows, cols)` of each plaintext matrix the server streams, in file order.
+    fn matrix_shapes(&self) -> Vec<(usize, usize)>;
+    /// What the database holds, for listings.
+    fn summary(&self) -> Summary<'_>;
+}
+
+/// What a public setup says about its database, for listings.
+#[derive(Clone, Copy, Debug)]
+pub struct Summary<'a> {
+    /// What a user counts: records, keys or leaves.
+    pub items: u64,
+    /// Bytes per item (the longest value of a keyword database, 32 for a tree's hashes).
+    pub item_bytes: u64,
+    /// The largest LWE engine's setup (parameters and geometry), if the scheme runs on one.
+    pub engine: Option<&'a lwe::PublicSetup>,
+    /// Queries per request, when a request holds one per sub-database (a tree's height).
+    pub sub_queries: Option<u32>,
+}
+
+/// A query or an answer: one binary codec, checked against the setup `S` it belongs to.
+pub trait Message<S>: Sized + Send + 'static {
+    /// Its wire kind.
+    const KIND: Kind;
+    /// The encoded message.
+    fn to_bytes(&self) -> Vec<u8>;
+    /// Decodes a message that must belong to `setup`: tags and lengths are checked before
+    /// anything is allocated.
+    fn from_bytes(bytes: &[u8], setup: &S) -> Result<Self, PirError>;
+}
+
+/// The server side of a scheme: sets a database up and answers queries it cannot read.
+pub trait PirServer: Sized + Send + Sync + 'static {
+    /// The scheme it serves.
+    type Scheme: Scheme<Server = Self>;
+    /// What a database is made of (records, key-value pairs, a Merkle tree).
+    type Data<'a>;
+    /// The choices made at setup.
+    type Options;
+
+    /// Sets the database up from `data`; `progress(done, total)` follows the long steps.
+    fn build(
+        data: Self::Data<'_>,
+        options: Self::Options,
+        progress: Progress<'_>,
+    ) -> Result<Self, PirError>;
+
+    /// The public setup to hand to clients.
+    fn public_setup(&self) -> &SetupOf<Self::Scheme>;
 
     /// Answers one query.
-    fn answer(&self, query: &Self::Query) -> Result<Self::Answer, PirError>;
+    fn answer(&self, query: &QueryOf<Self::Scheme>) -> Result<AnswerOf<Self::Scheme>, PirError>;
 
     /// Answers several queries in one pass over the database, in order.
-    fn answer_batch(&self, queries: &[Self::Query]) -> Result<Vec<Self::Answer>, PirError>;
+    fn answer_batch(
+        &self,
+        queries: &[QueryOf<Self::Scheme>],
+    ) -> Result<Vec<AnswerOf<Self::Scheme>>, PirError>;
+
+    /// The plaintext matrices it streams, in the order of [`SetupMessage::matrix_shapes`].
+    fn matrices(&self) -> Vec<&PlaintextMatrix>;
+
+    /// A server from its public setup and its matrices (as stored), checked to belong together.
+    fn from_parts(
+        setup: SetupOf<Self::Scheme>,
+        matrices: Vec<PlaintextMatrix>,
+    ) -> Result<Self, PirError>;
 }
 
 /// The client side of a scheme: builds queries and decodes answers.
-pub trait PirClient {
-    /// A query to send.
-    type Query;
-    /// The server's answer.
-    type Answer;
+pub trait PirClient: Sized + Send {
+    /// The scheme it queries.
+    type Scheme: Scheme<Client = Self>;
+    /// What a query asks for (an index, a key, a leaf and its hash, a set of indices).
+    type Target<'a>;
     /// The secret state that decodes the answer to one query; use it once.
     type State;
+    /// What an answer decodes to.
+    type Output;
 
-    /// A query for record `index` and the state that decodes its answer.
-    fn query(&mut self, index: u64) -> Result<(Self::Query, Self::State), PirError>;
+    /// A client of the database with public setup `setup`.
+    fn new(setup: SetupOf<Self::Scheme>) -> Self;
 
-    /// The record that `answer` carries.
-    fn decode(&self, state: Self::State, answer: &Self::Answer) -> Result<Vec<u8>, PirError>;
+    /// A query for `target` and the state that decodes its answer.
+    fn query(
+        &mut self,
+        target: Self::Target<'_>,
+    ) -> Result<(QueryOf<Self::Scheme>, Self::State), PirError>;
+
+    /// What `answer` carries.
+    fn decode(
+        &self,
+        state: Self::State,
+        answer: &AnswerOf<Self::Scheme>,
+    ) -> Result<Self::Output, PirError>;
 }

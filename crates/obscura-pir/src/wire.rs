@@ -57,35 +57,67 @@ pub fn tag_of(digest: &Digest) -> Tag {
 /// A SHA-256 digest naming a setup.
 pub type Digest = [u8; 32];
 
-/// What a message is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u16)]
-#[non_exhaustive]
-pub enum Kind {
-    /// The public setup of the LWE engine (parameters, geometry, seed, hint).
-    LwePublicSetup = 1,
-    /// A query of the LWE engine.
-    LweQuery = 2,
-    /// An answer of the LWE engine.
-    LweAnswer = 3,
-    /// The public setup of a keyword database (filter parameters and the LWE setup).
-    KeywordSetup = 4,
-    /// The public setup of a TreePIR database (tree size, root and one LWE setup per colour).
-    TreePirSetup = 5,
-    /// A stored database file.
-    DatabaseFile = 16,
-}
+/// What a message is: the kind field of its envelope. Every scheme names its public setup,
+/// queries and answers with kinds of its own, and a setup's kind names its scheme (see
+/// [`crate::scheme::Scheme::KIND`]).
+///
+/// The kinds of this crate are the associated constants; codes from 0xE0 to 0xFF are left for
+/// schemes defined outside it (tests, experiments), through [`Kind::external`]. Every code fits
+/// the one byte of the compact envelope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Kind(u8);
 
 impl Kind {
+    /// The public setup of the LWE engine (parameters, geometry, seed, hint).
+    pub const LWE_PUBLIC_SETUP: Self = Self(1);
+    /// A query of the LWE engine.
+    pub const LWE_QUERY: Self = Self(2);
+    /// An answer of the LWE engine.
+    pub const LWE_ANSWER: Self = Self(3);
+    /// The public setup of a keyword database (filter parameters and the LWE setup).
+    pub const KEYWORD_SETUP: Self = Self(4);
+    /// The public setup of a TreePIR database (tree size, root and one LWE setup per colour).
+    pub const TREEPIR_SETUP: Self = Self(5);
+    /// The public setup of a batch-code (PBC) database (placement and one LWE setup per bucket).
+    pub const PBC_SETUP: Self = Self(6);
+    /// One LWE query per sub-database (TreePIR colour classes, PBC buckets), framed.
+    pub const SHARD_QUERIES: Self = Self(7);
+    /// One LWE answer per sub-database, framed.
+    pub const SHARD_ANSWERS: Self = Self(8);
+    /// A stored database file.
+    pub const DATABASE_FILE: Self = Self(16);
+
+    /// The first code left for schemes defined outside this crate.
+    pub const FIRST_EXTERNAL: u8 = 0xE0;
+
+    /// The kind with `code`, for a scheme defined outside this crate: `None` below
+    /// [`Kind::FIRST_EXTERNAL`], whose codes belong to this crate.
+    pub const fn external(code: u8) -> Option<Self> {
+        if code >= Self::FIRST_EXTERNAL {
+            Some(Self(code))
+        } else {
+            None
+        }
+    }
+
+    /// The code the envelope carries.
+    pub const fn code(self) -> u8 {
+        self.0
+    }
+
     /// The name used in error messages.
     pub fn describe(self) -> &'static str {
         match self {
-            Self::LwePublicSetup => "public setup",
-            Self::LweQuery => "query",
-            Self::LweAnswer => "answer",
-            Self::KeywordSetup => "keyword setup",
-            Self::TreePirSetup => "TreePIR setup",
-            Self::DatabaseFile => "database file",
+            Self::LWE_PUBLIC_SETUP => "public setup",
+            Self::LWE_QUERY => "query",
+            Self::LWE_ANSWER => "answer",
+            Self::KEYWORD_SETUP => "keyword setup",
+            Self::TREEPIR_SETUP => "TreePIR setup",
+            Self::PBC_SETUP => "batch-code setup",
+            Self::SHARD_QUERIES => "request of one query per sub-database",
+            Self::SHARD_ANSWERS => "reply of one answer per sub-database",
+            Self::DATABASE_FILE => "database file",
+            _ => "message",
         }
     }
 }
@@ -94,13 +126,13 @@ impl Kind {
 pub fn write_header(out: &mut Vec<u8>, kind: Kind, digest: &Digest) {
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
-    out.extend_from_slice(&(kind as u16).to_le_bytes());
+    out.extend_from_slice(&u16::from(kind.0).to_le_bytes());
     out.extend_from_slice(digest);
 }
 
 /// Appends the compact envelope for `kind` and the setup with `digest` to `out`.
 pub fn write_compact_header(out: &mut Vec<u8>, kind: Kind, digest: &Digest) {
-    out.extend_from_slice(&[COMPACT_MAGIC, VERSION as u8, kind as u8]);
+    out.extend_from_slice(&[COMPACT_MAGIC, VERSION as u8, kind.0]);
     out.extend_from_slice(&tag_of(digest));
 }
 
@@ -197,7 +229,7 @@ impl<'a> Reader<'a> {
                 "format version {version} is not supported (this build reads version {VERSION})"
             )));
         }
-        if found != kind as u16 {
+        if found != u16::from(kind.0) {
             return Err(self.error(format!("message kind {found} is not a {}", kind.describe())));
         }
         Ok(())
@@ -271,57 +303,57 @@ mod tests {
     #[test]
     fn header_round_trip_and_checks() {
         let mut out = Vec::new();
-        write_header(&mut out, Kind::LweQuery, &[7; 32]);
+        write_header(&mut out, Kind::LWE_QUERY, &[7; 32]);
         for value in [1u32, 2, 3] {
             value.put(&mut out);
         }
         for value in [4u16, 5] {
             value.put(&mut out);
         }
-        let (mut reader, digest) = Reader::open(&out, Kind::LweQuery).unwrap();
+        let (mut reader, digest) = Reader::open(&out, Kind::LWE_QUERY).unwrap();
         assert_eq!(digest, [7; 32]);
         assert_eq!(reader.words_raw::<u32>(3).unwrap(), vec![1, 2, 3]);
         assert_eq!(reader.words_raw::<u16>(2).unwrap(), vec![4, 5]);
         reader.finish().unwrap();
 
-        assert!(Reader::open(&out, Kind::LweAnswer).is_err());
-        let (mut reader, _) = Reader::open(&out, Kind::LweQuery).unwrap();
+        assert!(Reader::open(&out, Kind::LWE_ANSWER).is_err());
+        let (mut reader, _) = Reader::open(&out, Kind::LWE_QUERY).unwrap();
         assert!(reader.words_raw::<u32>(6).is_err());
         let mut bad = out.clone();
         bad[4] = 9;
-        assert!(Reader::open(&bad, Kind::LweQuery).is_err());
+        assert!(Reader::open(&bad, Kind::LWE_QUERY).is_err());
         bad[0] = b'X';
-        assert!(Reader::open(&bad, Kind::LweQuery).is_err());
-        assert!(Reader::open(&out[..10], Kind::LweQuery).is_err());
+        assert!(Reader::open(&bad, Kind::LWE_QUERY).is_err());
+        assert!(Reader::open(&out[..10], Kind::LWE_QUERY).is_err());
     }
 
     #[test]
     fn compact_header_round_trip_and_checks() {
         let digest: Digest = std::array::from_fn(|i| i as u8);
         let mut out = Vec::new();
-        write_compact_header(&mut out, Kind::LweAnswer, &digest);
+        write_compact_header(&mut out, Kind::LWE_ANSWER, &digest);
         assert_eq!(out.len(), COMPACT_HEADER_BYTES);
         out.extend_from_slice(&[9, 0, 8, 0]);
-        let (mut reader, tag) = Reader::open_compact(&out, Kind::LweAnswer).unwrap();
+        let (mut reader, tag) = Reader::open_compact(&out, Kind::LWE_ANSWER).unwrap();
         assert_eq!(tag, tag_of(&digest));
         assert_eq!(reader.words_raw::<u16>(2).unwrap(), vec![9, 8]);
         reader.finish().unwrap();
 
-        assert!(Reader::open_compact(&out, Kind::LweQuery).is_err());
+        assert!(Reader::open_compact(&out, Kind::LWE_QUERY).is_err());
         for (at, byte) in [(0, b'X'), (1, 1)] {
             let mut bad = out.clone();
             bad[at] = byte;
-            assert!(Reader::open_compact(&bad, Kind::LweAnswer).is_err());
+            assert!(Reader::open_compact(&bad, Kind::LWE_ANSWER).is_err());
         }
-        assert!(Reader::open_compact(&out[..7], Kind::LweAnswer).is_err());
+        assert!(Reader::open_compact(&out[..7], Kind::LWE_ANSWER).is_err());
     }
 
     #[test]
     fn huge_expected_length_is_refused_without_allocating() {
         let mut out = Vec::new();
-        write_compact_header(&mut out, Kind::LweAnswer, &[0; 32]);
+        write_compact_header(&mut out, Kind::LWE_ANSWER, &[0; 32]);
         out.extend_from_slice(&[0; 16]);
-        let (mut reader, _) = Reader::open_compact(&out, Kind::LweAnswer).unwrap();
+        let (mut reader, _) = Reader::open_compact(&out, Kind::LWE_ANSWER).unwrap();
         assert!(reader.words_raw::<u32>(usize::MAX / 2).is_err());
         assert!(reader.words_raw::<u32>(usize::MAX / 4 + 1).is_err());
     }

@@ -233,7 +233,7 @@ fn a_setup_of_no_leaves_is_refused() {
     hash.update(root);
     let digest: [u8; 32] = hash.finalize().into();
     let mut bytes = Vec::new();
-    obscura_pir::wire::write_header(&mut bytes, obscura_pir::wire::Kind::TreePirSetup, &digest);
+    obscura_pir::wire::write_header(&mut bytes, obscura_pir::wire::Kind::TREEPIR_SETUP, &digest);
     bytes.extend_from_slice(&0u64.to_le_bytes());
     bytes.extend_from_slice(&root);
     let refused = obscura_pir::batch::treepir::TreePirSetup::from_bytes(&bytes);

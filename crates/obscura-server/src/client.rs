@@ -14,7 +14,7 @@ use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
 use ureq::Agent;
 
 use crate::catalog::DatabaseInfo;
-use crate::framing;
+use obscura_pir::framing;
 use crate::store::setup_sha256;
 
 /// The largest public setup a client accepts unless told otherwise (1 GiB; a 1 GiB square

@@ -13,7 +13,6 @@ pub mod auth;
 pub mod catalog;
 pub mod client;
 pub mod connections;
-pub mod framing;
 pub mod lease;
 pub mod metrics;
 pub mod service;

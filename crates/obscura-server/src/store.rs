@@ -160,9 +160,9 @@ impl StoredSetup {
     /// Decodes a setup of any kind (the envelope names it).
     fn decode(bytes: &[u8]) -> Result<Self, PirError> {
         let is = |kind| Reader::open(bytes, kind).is_ok();
-        Ok(if is(Kind::KeywordSetup) {
+        Ok(if is(Kind::KEYWORD_SETUP) {
             Self::Keyword(KeywordSetup::from_bytes(bytes)?)
-        } else if is(Kind::TreePirSetup) {
+        } else if is(Kind::TREEPIR_SETUP) {
             Self::TreePir(TreePirSetup::from_bytes(bytes)?)
         } else {
             Self::Index(PublicSetup::from_bytes(bytes)?)
@@ -251,7 +251,7 @@ pub fn write_database(path: &Path, database: &Database) -> Result<WrittenSetup, 
     let checksum: [u8; 32] = hash.finalize().into();
 
     let mut preamble = Vec::with_capacity(PREAMBLE_BYTES);
-    wire::write_header(&mut preamble, Kind::DatabaseFile, database.digest());
+    wire::write_header(&mut preamble, Kind::DATABASE_FILE, database.digest());
     preamble.extend_from_slice(&payload_len.to_le_bytes());
     preamble.extend_from_slice(&checksum);
 
@@ -342,7 +342,7 @@ fn load(path: &Path, file: &File) -> Result<Database, StoreError> {
     let map = Arc::new(map_read_only(file).map_err(io)?);
     let bytes: &[u8] = &map[..];
 
-    let (mut reader, digest) = Reader::open(&bytes[..PREAMBLE_BYTES], Kind::DatabaseFile)
+    let (mut reader, digest) = Reader::open(&bytes[..PREAMBLE_BYTES], Kind::DATABASE_FILE)
         .map_err(|e| invalid(e.to_string()))?;
     let payload_len = reader.u64().map_err(|e| invalid(e.to_string()))?;
     let checksum = reader.take(32).map_err(|e| invalid(e.to_string()))?;
@@ -705,7 +705,7 @@ mod tests {
     /// behind the checksum are reached.
     fn sealed(digest: &Digest, payload: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
-        wire::write_header(&mut out, Kind::DatabaseFile, digest);
+        wire::write_header(&mut out, Kind::DATABASE_FILE, digest);
         out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
         out.extend_from_slice(&Sha256::digest(payload));
         out.extend_from_slice(payload);

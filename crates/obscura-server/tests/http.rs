@@ -10,7 +10,7 @@ use obscura_pir::lwe::{Client, Layout, Query, Server, SetupOptions};
 use obscura_pir::PirClient;
 use obscura_server::catalog::Catalog;
 use obscura_server::client::{ClientError, HttpClient};
-use obscura_server::framing;
+use obscura_pir::framing;
 use obscura_server::service::{BackgroundService, ConnectionLimits, ServiceConfig};
 use ureq::Agent;
 

@@ -9,7 +9,7 @@ use axum::Router;
 use obscura_pir::lwe::{Answer, Client};
 use obscura_pir::PirClient;
 use obscura_server::catalog::Catalog;
-use obscura_server::framing;
+use obscura_pir::framing;
 use obscura_server::service::{self, ServiceConfig};
 use obscura_server::store::Database;
 use tokio::runtime::Runtime;

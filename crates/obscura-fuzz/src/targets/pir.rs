@@ -8,7 +8,7 @@ use obscura_pir::lwe::{Answer, Client, Geometry, PublicSetup, Query, RecordForma
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_pir::wire::{self, Kind, Reader};
 use obscura_pir::{PirClient, PirServer};
-use obscura_server::framing;
+use obscura_pir::framing;
 use obscura_server::store::Database;
 
 use super::{one_line, outcome, round_trip, Target, Verdict, ACCEPTED};
@@ -142,12 +142,12 @@ fn honest_answer(setup: &PublicSetup) -> Vec<u8> {
 
 fn wire_envelope(input: &[u8]) -> Verdict {
     let kinds = [
-        Kind::LwePublicSetup,
-        Kind::LweQuery,
-        Kind::LweAnswer,
-        Kind::KeywordSetup,
-        Kind::TreePirSetup,
-        Kind::DatabaseFile,
+        Kind::LWE_PUBLIC_SETUP,
+        Kind::LWE_QUERY,
+        Kind::LWE_ANSWER,
+        Kind::KEYWORD_SETUP,
+        Kind::TREEPIR_SETUP,
+        Kind::DATABASE_FILE,
     ];
     let mut refusals = Vec::new();
     let mut accepted = false;
@@ -248,7 +248,7 @@ fn use_setup(setup: &PublicSetup) -> Result<(), String> {
             return Err("a query's length is not the announced one".into());
         }
         let mut answer = Vec::new();
-        wire::write_compact_header(&mut answer, Kind::LweAnswer, setup.digest());
+        wire::write_compact_header(&mut answer, Kind::LWE_ANSWER, setup.digest());
         answer.resize(Answer::encoded_len(setup) as usize, 0);
         let answer = Answer::from_bytes(&answer, setup)
             .map_err(|e| format!("an answer of the announced length: {e}"))?;

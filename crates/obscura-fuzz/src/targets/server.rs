@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use obscura_pir::wire;
 use obscura_server::catalog::DatabaseInfo;
-use obscura_server::framing;
+use obscura_pir::framing;
 use obscura_server::store;
 use sha2::{Digest as _, Sha256};
 
@@ -102,7 +102,7 @@ fn file_around(payload: &[u8]) -> Vec<u8> {
         .and_then(|d| d.try_into().ok())
         .unwrap_or([0; 32]);
     let mut file = Vec::with_capacity(PREAMBLE_BYTES + payload.len());
-    wire::write_header(&mut file, wire::Kind::DatabaseFile, &digest);
+    wire::write_header(&mut file, wire::Kind::DATABASE_FILE, &digest);
     file.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     file.extend_from_slice(&Sha256::digest(payload));
     file.extend_from_slice(payload);

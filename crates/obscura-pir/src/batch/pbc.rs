@@ -13,9 +13,39 @@
 
 use rayon::prelude::*;
 
-use super::shards::{ShardClients, ShardServers};
-use crate::lwe::{Answer, PublicSetup, Query, QueryState, Server, SetupOptions};
-use crate::PirError;
+use obscura_math::matrix::PlaintextMatrix;
+use sha2::{Digest as _, Sha256};
+
+use super::shards::{self, ShardClients, ShardServers, Sharded, Shards};
+use crate::lwe::{Answer, PublicSetup, Query, QueryState, Records, Server, SetupOptions};
+use crate::scheme::{Progress, Scheme, SetupMessage, Summary};
+use crate::wire::{self, Digest, Kind, Reader};
+use crate::{PirClient, PirError, PirServer};
+
+/// The batch-code baseline: batches of records fetched by index, one query per bucket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pbc;
+
+impl Scheme for Pbc {
+    const KIND: Kind = Kind::PBC_SETUP;
+    const NAME: &'static str = "pbc";
+    type Setup = PbcSetup;
+    type Query = Shards<Query>;
+    type Answer = Shards<Answer>;
+    type Server = PbcServer;
+    type Client = PbcClient;
+}
+
+/// Choices made when building a batch-code database.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PbcOptions {
+    /// The most items a batch fetches (the buckets are [`bucket_count`] of it).
+    pub batch: usize,
+    /// The public seed of the placement's hash functions.
+    pub seed: u64,
+    /// The options of every bucket's LWE database.
+    pub engine: SetupOptions,
+}
 
 /// Hash functions per item.
 pub const CHOICES: usize = 3;
@@ -145,9 +175,87 @@ pub struct PbcSetup {
     placement: Placement,
     record_bytes: u64,
     databases: Vec<PublicSetup>,
+    digest: Digest,
 }
 
+/// The most buckets a setup may announce (batches of up to about 2^20 items).
+const MAX_BUCKETS: u64 = 1 << 21;
+
 impl PbcSetup {
+    fn new(placement: Placement, record_bytes: u64, databases: Vec<PublicSetup>) -> Self {
+        let mut hash = Sha256::new();
+        hash.update(b"obscura/pbc/setup/v1");
+        hash.update(placement.items.to_le_bytes());
+        hash.update((placement.buckets as u64).to_le_bytes());
+        hash.update(placement.seed.to_le_bytes());
+        hash.update(record_bytes.to_le_bytes());
+        for database in &databases {
+            hash.update(database.digest());
+        }
+        Self {
+            placement,
+            record_bytes,
+            databases,
+            digest: hash.finalize().into(),
+        }
+    }
+
+    /// The encoded setup:
+    ///
+    /// ```text
+    /// envelope (kind = PBC setup, digest) | items: u64 LE | buckets: u64 LE | seed: u64 LE
+    /// record bytes: u64 LE | per bucket: length: u64 LE | the bucket's encoded LWE setup
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        wire::write_header(&mut out, Kind::PBC_SETUP, &self.digest);
+        for field in [
+            self.placement.items,
+            self.placement.buckets as u64,
+            self.placement.seed,
+            self.record_bytes,
+        ] {
+            out.extend_from_slice(&field.to_le_bytes());
+        }
+        shards::write_setups(&mut out, &self.databases);
+        out
+    }
+
+    /// Decodes and checks a setup: one database per bucket, each holding records of the
+    /// setup's size, and the digest must match.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, PirError> {
+        let (mut reader, digest) = Reader::open(bytes, Kind::PBC_SETUP)?;
+        let (items, buckets, seed, record_bytes) =
+            (reader.u64()?, reader.u64()?, reader.u64()?, reader.u64()?);
+        if items == 0 || !(CHOICES as u64..=MAX_BUCKETS).contains(&buckets) {
+            return Err(reader.error(format!(
+                "{items} items in {buckets} buckets (1 item and {CHOICES} to {MAX_BUCKETS} buckets at least)"
+            )));
+        }
+        let databases = shards::read_setups(&mut reader, buckets as usize, |b, database| {
+            if database.geometry().record_bytes() != record_bytes {
+                return Err(format!(
+                    "bucket {b} holds records of {} bytes, not {record_bytes}",
+                    database.geometry().record_bytes()
+                ));
+            }
+            Ok(())
+        })?;
+        reader.finish()?;
+        let setup = Self::new(
+            Placement::new(items, buckets as usize, seed),
+            record_bytes,
+            databases,
+        );
+        if setup.digest != digest {
+            return Err(PirError::malformed(
+                Kind::PBC_SETUP.describe(),
+                "the digest does not match the contents",
+            ));
+        }
+        Ok(setup)
+    }
+
     /// The placement of items into buckets.
     pub fn placement(&self) -> &Placement {
         &self.placement
@@ -196,11 +304,7 @@ impl PbcServer {
             })
             .collect();
         let shards = ShardServers::setup(&contents, record_bytes, options, &|_, _| {})?;
-        let setup = PbcSetup {
-            placement,
-            record_bytes,
-            databases: shards.public_setups(),
-        };
+        let setup = PbcSetup::new(placement, record_bytes, shards.public_setups());
         Ok(Self { setup, shards })
     }
 
@@ -217,6 +321,109 @@ impl PbcServer {
     /// Answers a batch request: one query per bucket, in bucket order.
     pub fn answer(&self, queries: &[Query]) -> Result<Vec<Answer>, PirError> {
         self.shards.answer(queries, "PBC request")
+    }
+}
+
+impl Sharded for PbcSetup {
+    fn shards(&self) -> &[PublicSetup] {
+        &self.databases
+    }
+}
+
+impl SetupMessage for PbcSetup {
+    fn to_bytes(&self) -> Vec<u8> {
+        PbcSetup::to_bytes(self)
+    }
+
+    fn from_bytes(bytes: &[u8]) -> Result<Self, PirError> {
+        PbcSetup::from_bytes(bytes)
+    }
+
+    fn digest(&self) -> &Digest {
+        &self.digest
+    }
+
+    fn query_bytes(&self) -> u64 {
+        shards::framed_bytes(self.databases.iter().map(|s| s.query_bytes()))
+    }
+
+    fn answer_bytes(&self) -> u64 {
+        shards::framed_bytes(self.databases.iter().map(|s| s.answer_bytes()))
+    }
+
+    fn matrix_shapes(&self) -> Vec<(usize, usize)> {
+        self.databases.iter().flat_map(|s| s.matrix_shapes()).collect()
+    }
+
+    fn summary(&self) -> Summary<'_> {
+        Summary {
+            items: self.placement.items,
+            item_bytes: self.record_bytes,
+            engine: self.databases.iter().max_by_key(|s| s.geometry().records()),
+            sub_queries: Some(self.databases.len() as u32),
+        }
+    }
+}
+
+impl PirServer for PbcServer {
+    type Scheme = Pbc;
+    type Data<'a> = Records<'a>;
+    type Options = PbcOptions;
+
+    /// Sets the buckets up (`progress` is not called: the buckets are set up in parallel).
+    fn build(
+        records: Records<'_>,
+        options: PbcOptions,
+        _progress: Progress<'_>,
+    ) -> Result<Self, PirError> {
+        Self::setup(
+            records.bytes,
+            records.record_bytes,
+            options.batch,
+            options.seed,
+            options.engine,
+        )
+    }
+
+    fn public_setup(&self) -> &PbcSetup {
+        &self.setup
+    }
+
+    fn answer(&self, request: &Shards<Query>) -> Result<Shards<Answer>, PirError> {
+        self.shards.answer(&request.0, "PBC request").map(Shards)
+    }
+
+    fn answer_batch(&self, requests: &[Shards<Query>]) -> Result<Vec<Shards<Answer>>, PirError> {
+        self.shards.answer_batch(requests, "PBC request")
+    }
+
+    fn matrices(&self) -> Vec<&PlaintextMatrix> {
+        self.shards.matrices()
+    }
+
+    fn from_parts(setup: PbcSetup, matrices: Vec<PlaintextMatrix>) -> Result<Self, PirError> {
+        let shards = ShardServers::from_parts(&setup.databases, matrices, "PBC database")?;
+        Ok(Self { setup, shards })
+    }
+}
+
+impl PirClient for PbcClient {
+    type Scheme = Pbc;
+    type Target<'a> = &'a [u64];
+    type State = BatchState;
+    /// The records, in the order they were asked for.
+    type Output = Vec<Vec<u8>>;
+
+    fn new(setup: PbcSetup) -> Self {
+        PbcClient::new(setup)
+    }
+
+    fn query(&mut self, items: &[u64]) -> Result<(Shards<Query>, BatchState), PirError> {
+        PbcClient::query(self, items).map(|(queries, state)| (Shards(queries), state))
+    }
+
+    fn decode(&self, state: BatchState, answer: &Shards<Answer>) -> Result<Vec<Vec<u8>>, PirError> {
+        PbcClient::decode(self, state, &answer.0)
     }
 }
 

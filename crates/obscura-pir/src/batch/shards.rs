@@ -6,8 +6,81 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
+use crate::framing;
 use crate::lwe::{Answer, Client, PublicSetup, Query, QueryState, Server, SetupOptions};
+use crate::scheme::Message;
+use crate::wire::{Kind, Reader};
 use crate::{PirClient, PirError, PirServer};
+
+/// One LWE message per sub-database, in order: a request of one query each (`Shards<Query>`)
+/// or its reply (`Shards<Answer>`). Encoded framed ([`crate::framing`]), each part in its own
+/// compact envelope.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shards<M>(pub Vec<M>);
+
+/// A setup made of one LWE setup per sub-database.
+pub trait Sharded {
+    /// The sub-databases' setups, in order.
+    fn shards(&self) -> &[PublicSetup];
+}
+
+impl<S, M> Message<S> for Shards<M>
+where
+    S: Sharded,
+    M: Message<PublicSetup>,
+{
+    /// The kind of each part (the request or reply itself is framed).
+    const KIND: Kind = M::KIND;
+
+    fn to_bytes(&self) -> Vec<u8> {
+        framing::encode(&self.0.iter().map(M::to_bytes).collect::<Vec<_>>())
+    }
+
+    fn from_bytes(bytes: &[u8], setup: &S) -> Result<Self, PirError> {
+        let shards = setup.shards();
+        let parts = framing::decode_exact(bytes, shards.len())
+            .map_err(|e| PirError::malformed(M::KIND.describe(), e))?;
+        parts
+            .into_iter()
+            .zip(shards)
+            .map(|(part, shard)| M::from_bytes(part, shard))
+            .collect::<Result<_, _>>()
+            .map(Shards)
+    }
+}
+
+/// Bytes of a framed request or reply whose parts have the given sizes.
+pub(crate) fn framed_bytes(parts: impl Iterator<Item = u64>) -> u64 {
+    parts.fold(4, |total, part| total.saturating_add(4 + part))
+}
+
+/// Appends each sub-database's encoded setup, with its length (`u64` LE) before it.
+pub(crate) fn write_setups(out: &mut Vec<u8>, setups: &[PublicSetup]) {
+    for setup in setups {
+        let bytes = setup.to_bytes();
+        out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        out.extend_from_slice(&bytes);
+    }
+}
+
+/// Reads `count` setups written by [`write_setups`], each checked by `check(index, setup)`;
+/// every length is checked against the bytes present before anything is allocated.
+pub(crate) fn read_setups(
+    reader: &mut Reader<'_>,
+    count: usize,
+    check: impl Fn(usize, &PublicSetup) -> Result<(), String>,
+) -> Result<Vec<PublicSetup>, PirError> {
+    let mut setups = Vec::with_capacity(count.min(reader.rest().len() / 8));
+    for i in 0..count {
+        let len = reader.u64()?;
+        let len = usize::try_from(len)
+            .map_err(|_| reader.error(format!("sub-database {i} is {len} bytes long")))?;
+        let setup = PublicSetup::from_bytes(reader.take(len)?)?;
+        check(i, &setup).map_err(|reason| reader.error(reason))?;
+        setups.push(setup);
+    }
+    Ok(setups)
+}
 
 /// The server side: one LWE database per shard.
 pub(crate) struct ShardServers {
@@ -51,6 +124,57 @@ impl ShardServers {
             .iter()
             .map(|s| s.public_setup().clone())
             .collect()
+    }
+
+    /// The shards' matrices, in shard order.
+    pub(crate) fn matrices(&self) -> Vec<&obscura_math::matrix::PlaintextMatrix> {
+        self.servers.iter().map(Server::database).collect()
+    }
+
+    /// Shards from their setups and stored matrices, in shard order.
+    pub(crate) fn from_parts(
+        setups: &[PublicSetup],
+        matrices: Vec<obscura_math::matrix::PlaintextMatrix>,
+        what: &'static str,
+    ) -> Result<Self, PirError> {
+        check_count(what, matrices.len(), setups.len())?;
+        let servers = setups
+            .iter()
+            .zip(matrices)
+            .map(|(setup, matrix)| Server::from_parts(setup.clone(), matrix))
+            .collect::<Result<_, _>>()?;
+        Ok(Self { servers })
+    }
+
+    /// Answers several requests of one query per shard: each shard answers its queries of all
+    /// requests in one pass, the shards in parallel.
+    pub(crate) fn answer_batch(
+        &self,
+        requests: &[Shards<Query>],
+        what: &'static str,
+    ) -> Result<Vec<Shards<Answer>>, PirError> {
+        for request in requests {
+            check_count(what, request.0.len(), self.servers.len())?;
+        }
+        let by_shard = self
+            .servers
+            .par_iter()
+            .enumerate()
+            .map(|(shard, server)| {
+                let queries: Vec<Query> =
+                    requests.iter().map(|r| r.0[shard].clone()).collect();
+                server.answer_batch(&queries)
+            })
+            .collect::<Result<Vec<_>, PirError>>()?;
+        let mut replies: Vec<Vec<Answer>> = (0..requests.len())
+            .map(|_| Vec::with_capacity(self.servers.len()))
+            .collect();
+        for answers in by_shard {
+            for (reply, answer) in replies.iter_mut().zip(answers) {
+                reply.push(answer);
+            }
+        }
+        Ok(replies.into_iter().map(Shards).collect())
     }
 
     /// Answers one query per shard, in parallel; `what` names the request in errors.

@@ -15,11 +15,28 @@ use sha2::{Digest as _, Sha256};
 
 use super::coloring::{self, Coloring};
 use super::merkle::{self, Hash, MerkleTree};
-use super::shards::{ShardClients, ShardServers};
+use super::shards::{self, ShardClients, ShardServers, Sharded, Shards};
 use super::swapped;
 use crate::lwe::{Answer, Footprint, PublicSetup, Query, QueryState, Server, SetupOptions};
+use crate::scheme::{Progress, Scheme, SetupMessage, Summary};
+use crate::{PirClient, PirServer};
+use obscura_math::matrix::PlaintextMatrix;
 use crate::wire::{self, Digest, Kind, Reader};
 use crate::PirError;
+
+/// TreePIR: the audit paths of a Merkle tree, fetched by leaf.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TreePir;
+
+impl Scheme for TreePir {
+    const KIND: Kind = Kind::TREEPIR_SETUP;
+    const NAME: &'static str = "treepir";
+    type Setup = TreePirSetup;
+    type Query = Shards<Query>;
+    type Answer = Shards<Answer>;
+    type Server = TreePirServer;
+    type Client = TreePirClient;
+}
 
 /// Bytes of a sub-database entry: one SHA-256 hash.
 const ENTRY_BYTES: u64 = 32;
@@ -88,14 +105,10 @@ impl TreePirSetup {
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        wire::write_header(&mut out, Kind::TreePirSetup, &self.digest);
+        wire::write_header(&mut out, Kind::TREEPIR_SETUP, &self.digest);
         out.extend_from_slice(&self.leaves.to_le_bytes());
         out.extend_from_slice(&self.root);
-        for database in &self.databases {
-            let bytes = database.to_bytes();
-            out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
-            out.extend_from_slice(&bytes);
-        }
+        shards::write_setups(&mut out, &self.databases);
         out
     }
 
@@ -103,7 +116,7 @@ impl TreePirSetup {
     /// holding its colour class (32-byte entries, as many as the balanced colouring gives that
     /// colour), and the digest must match. Lengths are checked before anything is allocated.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, PirError> {
-        let (mut reader, digest) = Reader::open(bytes, Kind::TreePirSetup)?;
+        let (mut reader, digest) = Reader::open(bytes, Kind::TREEPIR_SETUP)?;
         let leaves = reader.u64()?;
         let root: Hash = reader.take(32)?.try_into().expect("32 bytes");
         if leaves == 0 {
@@ -120,27 +133,22 @@ impl TreePirSetup {
             0 => Vec::new(),
             h => coloring::balanced_sizes(h),
         };
-        let mut databases = Vec::with_capacity(sizes.len());
-        for (color, &size) in sizes.iter().enumerate() {
-            let len = reader.u64()?;
-            let len = usize::try_from(len)
-                .map_err(|_| reader.error(format!("sub-database {color} is {len} bytes long")))?;
-            let database = PublicSetup::from_bytes(reader.take(len)?)?;
-            let g = database.geometry();
+        let databases = shards::read_setups(&mut reader, sizes.len(), |color, database| {
+            let (g, size) = (database.geometry(), sizes[color]);
             if g.records() != size || g.record_bytes() != ENTRY_BYTES {
-                return Err(reader.error(format!(
+                return Err(format!(
                     "sub-database {color} holds {} records of {} bytes where its colour class has {size} of {ENTRY_BYTES}",
                     g.records(),
                     g.record_bytes()
-                )));
+                ));
             }
-            databases.push(database);
-        }
+            Ok(())
+        })?;
         reader.finish()?;
         let setup = Self::new(leaves, root, databases);
         if setup.digest != digest {
             return Err(PirError::malformed(
-                Kind::TreePirSetup.describe(),
+                Kind::TREEPIR_SETUP.describe(),
                 "the digest does not match the contents",
             ));
         }
@@ -221,7 +229,7 @@ impl TreePirServer {
                 .any(|(server, public)| server.public_setup() != public)
         {
             return Err(PirError::SetupMismatch {
-                what: Kind::TreePirSetup.describe(),
+                what: Kind::TREEPIR_SETUP.describe(),
             });
         }
         Ok(Self {
@@ -243,6 +251,117 @@ impl TreePirServer {
     /// Answers a proof request: one query per sub-database, in colour order.
     pub fn answer(&self, queries: &[Query]) -> Result<Vec<Answer>, PirError> {
         self.shards.answer(queries, "TreePIR request")
+    }
+}
+
+impl Sharded for TreePirSetup {
+    fn shards(&self) -> &[PublicSetup] {
+        &self.databases
+    }
+}
+
+impl SetupMessage for TreePirSetup {
+    fn to_bytes(&self) -> Vec<u8> {
+        TreePirSetup::to_bytes(self)
+    }
+
+    fn from_bytes(bytes: &[u8]) -> Result<Self, PirError> {
+        TreePirSetup::from_bytes(bytes)
+    }
+
+    fn digest(&self) -> &Digest {
+        &self.digest
+    }
+
+    fn query_bytes(&self) -> u64 {
+        shards::framed_bytes(self.databases.iter().map(|s| s.query_bytes()))
+    }
+
+    fn answer_bytes(&self) -> u64 {
+        shards::framed_bytes(self.databases.iter().map(|s| s.answer_bytes()))
+    }
+
+    fn matrix_shapes(&self) -> Vec<(usize, usize)> {
+        self.databases.iter().flat_map(|s| s.matrix_shapes()).collect()
+    }
+
+    fn summary(&self) -> Summary<'_> {
+        Summary {
+            items: self.leaves,
+            item_bytes: ENTRY_BYTES,
+            engine: self.databases.iter().max_by_key(|s| s.geometry().records()),
+            sub_queries: Some(self.height()),
+        }
+    }
+}
+
+impl PirServer for TreePirServer {
+    type Scheme = TreePir;
+    type Data<'a> = &'a MerkleTree;
+    type Options = SetupOptions;
+
+    fn build(
+        tree: &MerkleTree,
+        options: SetupOptions,
+        progress: Progress<'_>,
+    ) -> Result<Self, PirError> {
+        Self::setup(tree, options, progress)
+    }
+
+    fn public_setup(&self) -> &TreePirSetup {
+        &self.setup
+    }
+
+    fn answer(&self, request: &Shards<Query>) -> Result<Shards<Answer>, PirError> {
+        self.shards.answer(&request.0, "TreePIR request").map(Shards)
+    }
+
+    fn answer_batch(&self, requests: &[Shards<Query>]) -> Result<Vec<Shards<Answer>>, PirError> {
+        self.shards.answer_batch(requests, "TreePIR request")
+    }
+
+    fn matrices(&self) -> Vec<&PlaintextMatrix> {
+        self.shards.matrices()
+    }
+
+    fn from_parts(setup: TreePirSetup, matrices: Vec<PlaintextMatrix>) -> Result<Self, PirError> {
+        let shards = ShardServers::from_parts(&setup.databases, matrices, "TreePIR database")?;
+        Ok(Self { setup, shards })
+    }
+}
+
+/// A leaf whose audit path a client asks for: its index and its hash, which the path is
+/// verified with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Leaf {
+    /// The leaf's index, from 0.
+    pub index: u64,
+    /// Its hash, `SHA-256(0x00 ‖ data)`.
+    pub hash: Hash,
+}
+
+impl PirClient for TreePirClient {
+    type Scheme = TreePir;
+    type Target<'a> = Leaf;
+    type State = (ProofState, Hash);
+    /// The verified audit path, leaf to root.
+    type Output = Vec<Hash>;
+
+    fn new(setup: TreePirSetup) -> Self {
+        TreePirClient::new(setup)
+    }
+
+    fn query(&mut self, leaf: Leaf) -> Result<(Shards<Query>, (ProofState, Hash)), PirError> {
+        let (queries, state) = TreePirClient::query(self, leaf.index)?;
+        Ok((Shards(queries), (state, leaf.hash)))
+    }
+
+    fn decode(
+        &self,
+        (state, hash): (ProofState, Hash),
+        answer: &Shards<Answer>,
+    ) -> Result<Vec<Hash>, PirError> {
+        TreePirClient::decode(self, state, &answer.0, &hash)
     }
 }
 

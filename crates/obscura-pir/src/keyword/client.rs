@@ -3,59 +3,76 @@
 use obscura_math::pack;
 
 use super::row::{filter_hash, key_digest, mask_digit, row_check, CHECK_BYTES, DIGEST_BYTES};
+use super::index::{IndexState, KeywordIndex};
 use super::setup::KeywordSetup;
-use crate::lwe::{self, Answer, Query, QueryState};
-use crate::PirError;
+use super::Keyword;
+use crate::lwe::Lwe;
+use crate::scheme::{AnswerOf, QueryOf};
+use crate::{PirClient, PirError};
 
-/// The client of a keyword database.
-pub struct KeywordClient {
-    lwe: lwe::Client,
-    setup: KeywordSetup,
+/// The client of a keyword database on index scheme `I`.
+pub struct KeywordClient<I: KeywordIndex = Lwe> {
+    index: I::Client,
+    setup: KeywordSetup<I>,
 }
 
 /// The secret state of one lookup.
-pub struct LookupState {
-    lwe: QueryState,
+pub struct LookupState<I: KeywordIndex = Lwe> {
+    index: IndexState<I>,
     digest: [u8; DIGEST_BYTES],
     hash: u64,
 }
 
-impl KeywordClient {
-    /// A client for the database described by `setup`.
-    pub fn new(setup: KeywordSetup) -> Self {
+impl<I: KeywordIndex> KeywordClient<I> {
+    /// The public setup this client queries.
+    pub fn setup(&self) -> &KeywordSetup<I> {
+        &self.setup
+    }
+
+    /// Prepares `count` queries ahead of time (see [`crate::lwe::Client::preprocess`]).
+    pub fn preprocess(&mut self, count: usize) -> Result<(), PirError> {
+        I::preprocess(&mut self.index, count)
+    }
+}
+
+impl<I: KeywordIndex> PirClient for KeywordClient<I> {
+    type Scheme = Keyword<I>;
+    type Target<'a> = &'a [u8];
+    type State = LookupState<I>;
+    /// The value stored under the key, or `None` when the key is absent.
+    type Output = Option<Vec<u8>>;
+
+    fn new(setup: KeywordSetup<I>) -> Self {
         Self {
-            lwe: lwe::Client::new(setup.lwe.clone()),
+            index: I::Client::new(setup.index.clone()),
             setup,
         }
     }
 
-    /// The public setup this client queries.
-    pub fn setup(&self) -> &KeywordSetup {
-        &self.setup
-    }
-
-    /// Prepares `count` queries ahead of time (see [`lwe::Client::preprocess`]).
-    pub fn preprocess(&mut self, count: usize) -> Result<(), PirError> {
-        self.lwe.preprocess(count)
-    }
-
     /// A query for `key`: Δ at its filter slots. The server cannot tell keys apart.
-    pub fn query(&mut self, key: &[u8]) -> Result<(Query, LookupState), PirError> {
+    fn query(&mut self, key: &[u8]) -> Result<(QueryOf<I>, LookupState<I>), PirError> {
         let digest = key_digest(key);
         let hash = filter_hash(&self.setup.seed, &digest);
         let positions = self.setup.shape().positions(hash);
-        let (query, lwe) = self
-            .lwe
-            .query_columns(&positions[..self.setup.arity().get()])?;
-        Ok((query, LookupState { lwe, digest, hash }))
+        let (query, index) =
+            I::query_slots(&mut self.index, &positions[..self.setup.arity().get()])?;
+        Ok((query, LookupState {
+            index,
+            digest,
+            hash,
+        }))
     }
 
     /// The value stored under the key, or `None` when the key is absent. An answer altered on
     /// the way fails the row's check and also gives `None` (or an error), never a wrong value.
-    pub fn decode(&self, state: LookupState, answer: &Answer) -> Result<Option<Vec<u8>>, PirError> {
-        let log_p = self.setup.lwe.params().log_p;
+    fn decode(
+        &self,
+        state: LookupState<I>,
+        answer: &AnswerOf<I>,
+    ) -> Result<Option<Vec<u8>>, PirError> {
+        let log_p = I::engine(&self.setup.index).params().log_p;
         let p_mask = (1u16 << log_p) - 1;
-        let mut digits = self.lwe.decode_digits(state.lwe, answer)?;
+        let mut digits = I::decode_slots(&self.index, state.index, answer)?;
         for (j, digit) in digits.iter_mut().enumerate() {
             *digit =
                 ((u16::from(*digit) + u16::from(mask_digit(state.hash, j, log_p))) & p_mask) as u8;

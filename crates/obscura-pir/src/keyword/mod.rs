@@ -1,5 +1,5 @@
 //! Keyword PIR: fetch the value stored under a key, or learn that the key is absent, with one
-//! query to the LWE engine.
+//! query to an index scheme ([`KeywordIndex`]; the LWE engine by default).
 //!
 //! The store is a binary fuse filter ([`fuse`]) whose slots are whole rows: each key-value pair
 //! becomes the row `check ‖ len ‖ value ‖ zero padding`, cut into plaintext digits, where `len`
@@ -31,18 +31,86 @@
 mod client;
 mod fill;
 pub mod fuse;
+mod index;
 mod plan;
 mod row;
 mod server;
 mod setup;
 
 pub use client::{KeywordClient, LookupState};
+pub use index::{IndexState, KeywordIndex};
 pub use row::{filter_hash, key_digest, row_check, CHECK_BYTES, DIGEST_BYTES};
 pub use server::KeywordServer;
 pub use setup::KeywordSetup;
 
+use crate::lwe::Lwe;
 use crate::params::{MatrixKind, ParamSet};
+use crate::scheme::{Message, Scheme, SetupMessage, Summary};
+use crate::wire::{Digest, Kind};
+use crate::PirError;
 use fuse::Arity;
+
+/// Keyword PIR on index scheme `I`: values fetched by key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Keyword<I: KeywordIndex = Lwe>(std::marker::PhantomData<I>);
+
+impl<I: KeywordIndex> Scheme for Keyword<I> {
+    const KIND: Kind = Kind::KEYWORD_SETUP;
+    const NAME: &'static str = "keyword";
+    type Setup = KeywordSetup<I>;
+    type Query = I::Query;
+    type Answer = I::Answer;
+    type Server = KeywordServer<I>;
+    type Client = KeywordClient<I>;
+}
+
+impl<I: KeywordIndex> SetupMessage for KeywordSetup<I> {
+    fn to_bytes(&self) -> Vec<u8> {
+        KeywordSetup::to_bytes(self)
+    }
+
+    fn from_bytes(bytes: &[u8]) -> Result<Self, PirError> {
+        KeywordSetup::from_bytes(bytes)
+    }
+
+    fn digest(&self) -> &Digest {
+        self.index.digest()
+    }
+
+    fn query_bytes(&self) -> u64 {
+        self.index.query_bytes()
+    }
+
+    fn answer_bytes(&self) -> u64 {
+        self.index.answer_bytes()
+    }
+
+    fn matrix_shapes(&self) -> Vec<(usize, usize)> {
+        self.index.matrix_shapes()
+    }
+
+    fn summary(&self) -> Summary<'_> {
+        Summary {
+            items: self.keys,
+            item_bytes: self.max_value,
+            ..self.index.summary()
+        }
+    }
+}
+
+/// A keyword database's queries and answers are its index scheme's, checked against the index
+/// setup inside the keyword setup.
+impl<I: KeywordIndex, M: Message<I::Setup>> Message<KeywordSetup<I>> for M {
+    const KIND: Kind = M::KIND;
+
+    fn to_bytes(&self) -> Vec<u8> {
+        Message::<I::Setup>::to_bytes(self)
+    }
+
+    fn from_bytes(bytes: &[u8], setup: &KeywordSetup<I>) -> Result<Self, PirError> {
+        M::from_bytes(bytes, &setup.index)
+    }
+}
 
 /// Choices made when building a keyword database.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

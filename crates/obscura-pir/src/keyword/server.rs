@@ -1,4 +1,5 @@
-//! The server: builds a keyword database from its pairs and answers queries with the LWE engine.
+//! The server: builds a keyword database from its pairs and answers queries with its index
+//! scheme.
 
 use rayon::prelude::*;
 
@@ -7,9 +8,12 @@ use super::fuse::FuseShape;
 use super::plan::{likely_log_p, StorePlan};
 use super::row::{filter_hash, key_digest, row_check, CHECK_BYTES, DIGEST_BYTES};
 use super::setup::{KeywordSetup, SETUP_FIELD_BYTES};
-use super::KeywordOptions;
-use crate::lwe::{self, Answer, Footprint, Geometry, Layout, Query, RecordFormat, SetupOptions};
+use super::index::KeywordIndex;
+use super::{Keyword, KeywordOptions};
+use crate::lwe::{Footprint, Geometry, Layout, Lwe};
+use crate::scheme::{AnswerOf, Progress, QueryOf, SetupMessage};
 use crate::{PirError, PirServer};
+use obscura_math::matrix::PlaintextMatrix;
 
 /// Filter seeds tried before a build gives up (a failure is then astronomically unlikely).
 const MAX_ATTEMPTS: usize = 100;
@@ -59,13 +63,13 @@ fn peel_with_retries(
     )))
 }
 
-/// The server side of a keyword database.
-pub struct KeywordServer {
-    lwe: lwe::Server,
-    setup: KeywordSetup,
+/// The server side of a keyword database, on index scheme `I`.
+pub struct KeywordServer<I: KeywordIndex = Lwe> {
+    index: I::Server,
+    setup: KeywordSetup<I>,
 }
 
-impl KeywordServer {
+impl<I: KeywordIndex> KeywordServer<I> {
     /// Builds the database of `pairs` (keys of any length, values of any length, empty ones
     /// included). Duplicate keys are refused, naming the key.
     ///
@@ -130,27 +134,22 @@ impl KeywordServer {
             row_bytes: row_bytes as usize,
         };
         let largest = likely_log_p(options.params, keys, planned.log_p());
-        let encoded = lwe::encode_with_largest_p(options.params, planned, largest, |log_p| {
+        let encode = |log_p| {
             let geometry =
                 Geometry::with_log_p(slots * row_bytes, row_bytes, Layout::OnePerColumn, log_p)?;
             let database = filled.matrix(&geometry, MAX_FILL_BLOCK_ROWS, progress);
             Ok((geometry, database))
-        })?;
-        let lwe_options = SetupOptions {
-            params: options.params,
-            layout: Layout::OnePerColumn,
-            matrix: options.matrix,
         };
-        let lwe = lwe::Server::with_database(encoded, RecordFormat::Raw, lwe_options, progress)?;
+        let index = I::build_slots(planned, largest, &encode, &options, progress)?;
         let setup = KeywordSetup {
-            lwe: lwe.public_setup().clone(),
+            index: index.public_setup().clone(),
             shape,
             seed,
             keys,
             max_value: max_value as u64,
             length_bytes,
         };
-        Ok(Self { lwe, setup })
+        Ok(Self { index, setup })
     }
 
     /// What [`KeywordServer::setup`] of `keys` pairs whose longest value has `max_value` bytes
@@ -163,7 +162,7 @@ impl KeywordServer {
         options: KeywordOptions,
     ) -> Result<Footprint, PirError> {
         let plan = StorePlan::new(keys, max_value, uniform, &options)?;
-        let engine = Footprint::engine(&plan.planned, options.params);
+        let engine = I::footprint(&plan.planned, &options);
         // Per key: its digest, its filter hash and its place in the peeling order.
         let per_key = DIGEST_BYTES + std::mem::size_of::<u64>() + std::mem::size_of::<(u32, u8)>();
         // Finding repeated keys sorts a prefix and an index per key; peeling holds a count, a
@@ -177,37 +176,54 @@ impl KeywordServer {
             .encoded_as(lwe_setup.saturating_add(SETUP_FIELD_BYTES), lwe_setup))
     }
 
-    /// A server from a stored engine and keyword setup; checks that they belong together.
-    pub fn from_parts(lwe: lwe::Server, setup: KeywordSetup) -> Result<Self, PirError> {
-        if lwe.public_setup() != setup.lwe() {
+    /// The public setup to hand to clients.
+    pub fn public_setup(&self) -> &KeywordSetup<I> {
+        &self.setup
+    }
+
+    /// The index scheme's server that answers the queries.
+    pub fn engine(&self) -> &I::Server {
+        &self.index
+    }
+}
+
+impl<I: KeywordIndex> PirServer for KeywordServer<I> {
+    type Scheme = Keyword<I>;
+    type Data<'a> = &'a [(Vec<u8>, Vec<u8>)];
+    type Options = KeywordOptions;
+
+    fn build(
+        pairs: &[(Vec<u8>, Vec<u8>)],
+        options: KeywordOptions,
+        progress: Progress<'_>,
+    ) -> Result<Self, PirError> {
+        Self::setup(pairs, options, progress)
+    }
+
+    fn public_setup(&self) -> &KeywordSetup<I> {
+        &self.setup
+    }
+
+    fn answer(&self, query: &QueryOf<I>) -> Result<AnswerOf<I>, PirError> {
+        self.index.answer(query)
+    }
+
+    fn answer_batch(&self, queries: &[QueryOf<I>]) -> Result<Vec<AnswerOf<I>>, PirError> {
+        self.index.answer_batch(queries)
+    }
+
+    fn matrices(&self) -> Vec<&PlaintextMatrix> {
+        self.index.matrices()
+    }
+
+    fn from_parts(setup: KeywordSetup<I>, matrices: Vec<PlaintextMatrix>) -> Result<Self, PirError> {
+        let index = I::Server::from_parts(setup.index.clone(), matrices)?;
+        if index.public_setup().digest() != setup.index.digest() {
             return Err(PirError::SetupMismatch {
                 what: "keyword setup",
             });
         }
-        Ok(Self { lwe, setup })
-    }
-
-    /// The public setup to hand to clients.
-    pub fn public_setup(&self) -> &KeywordSetup {
-        &self.setup
-    }
-
-    /// The LWE engine that answers the queries.
-    pub fn engine(&self) -> &lwe::Server {
-        &self.lwe
-    }
-}
-
-impl PirServer for KeywordServer {
-    type Query = Query;
-    type Answer = Answer;
-
-    fn answer(&self, query: &Query) -> Result<Answer, PirError> {
-        self.lwe.answer(query)
-    }
-
-    fn answer_batch(&self, queries: &[Query]) -> Result<Vec<Answer>, PirError> {
-        self.lwe.answer_batch(queries)
+        Ok(Self { index, setup })
     }
 }
 

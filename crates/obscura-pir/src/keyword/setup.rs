@@ -1,16 +1,18 @@
-//! The keyword setup: the filter and row shape a client needs besides the LWE setup, and its
-//! wire codec.
+//! The keyword setup: the filter and row shape a client needs besides the index scheme's
+//! setup, and its wire codec.
 
 use super::fuse::{Arity, FuseShape, MAX_KEYS};
 use super::row::{length_bytes, row_header};
-use crate::lwe::PublicSetup;
+use super::index::KeywordIndex;
+use crate::lwe::Lwe;
+use crate::scheme::SetupMessage;
 use crate::wire::{self, Kind, Reader};
 use crate::PirError;
 
-/// What a client needs besides the LWE setup: the filter and the row shape.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KeywordSetup {
-    pub(super) lwe: PublicSetup,
+/// What a client needs besides the index scheme's setup: the filter and the row shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeywordSetup<I: KeywordIndex = Lwe> {
+    pub(super) index: I::Setup,
     pub(super) shape: FuseShape,
     pub(super) seed: [u8; 32],
     pub(super) keys: u64,
@@ -18,10 +20,10 @@ pub struct KeywordSetup {
     pub(super) length_bytes: u8,
 }
 
-impl KeywordSetup {
-    /// The LWE engine's public setup (queries and answers are the engine's).
-    pub fn lwe(&self) -> &PublicSetup {
-        &self.lwe
+impl<I: KeywordIndex> KeywordSetup<I> {
+    /// The index scheme's public setup (queries and answers are the index scheme's).
+    pub fn index(&self) -> &I::Setup {
+        &self.index
     }
 
     /// The number of stored keys.
@@ -48,23 +50,23 @@ impl KeywordSetup {
         row_header(self.length_bytes)
     }
 
-    /// The encoded setup: the filter parameters, then the LWE setup.
+    /// The encoded setup: the filter parameters, then the index scheme's setup.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let lwe = self.lwe.to_bytes();
-        let mut out = Vec::with_capacity(SETUP_FIELD_BYTES as usize + lwe.len());
-        wire::write_header(&mut out, Kind::KeywordSetup, self.lwe.digest());
+        let index = self.index.to_bytes();
+        let mut out = Vec::with_capacity(SETUP_FIELD_BYTES as usize + index.len());
+        wire::write_header(&mut out, Kind::KEYWORD_SETUP, self.index.digest());
         out.push(self.arity().get() as u8);
         out.extend_from_slice(&self.seed);
         out.extend_from_slice(&self.keys.to_le_bytes());
         out.extend_from_slice(&self.max_value.to_le_bytes());
         out.push(self.length_bytes);
-        out.extend_from_slice(&lwe);
+        out.extend_from_slice(&index);
         out
     }
 
-    /// Decodes and checks a setup: the filter's shape must match the LWE geometry.
+    /// Decodes and checks a setup: the filter's shape must match the index geometry.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, PirError> {
-        let (mut reader, digest) = Reader::open(bytes, Kind::KeywordSetup)?;
+        let (mut reader, digest) = Reader::open(bytes, Kind::KEYWORD_SETUP)?;
         let count = reader.u8()?;
         let arity = Arity::from_count(usize::from(count))
             .ok_or_else(|| reader.error(format!("arity {count} is not 3 or 4")))?;
@@ -77,22 +79,22 @@ impl KeywordSetup {
         }
         let shape = FuseShape::new(keys, arity)
             .ok_or_else(|| reader.error(format!("{keys} keys is more than {MAX_KEYS}")))?;
-        let lwe = PublicSetup::from_bytes(reader.rest())?;
-        if lwe.digest() != &digest {
+        let index = I::Setup::from_bytes(reader.rest())?;
+        if index.digest() != &digest {
             return Err(PirError::malformed(
                 "keyword setup",
-                "the digest does not match the LWE setup",
+                "the digest does not match the index setup",
             ));
         }
         let setup = Self {
-            lwe,
+            index,
             shape,
             seed,
             keys,
             max_value,
             length_bytes,
         };
-        let g = setup.lwe.geometry();
+        let g = I::engine(&setup.index).geometry();
         let row_bytes = (setup.row_header() as u64).checked_add(max_value);
         if keys == 0
             || g.records() != setup.shape().size()
@@ -108,6 +110,6 @@ impl KeywordSetup {
     }
 }
 
-/// Bytes of an encoded keyword setup before the LWE setup: a header, the arity, the filter seed,
+/// Bytes of an encoded keyword setup before the index setup: a header, the arity, the filter seed,
 /// the key count, the longest value and the length width.
 pub(super) const SETUP_FIELD_BYTES: u64 = (wire::HEADER_BYTES + 1 + 32 + 8 + 8 + 1) as u64;

@@ -7,6 +7,7 @@ use obscura_math::sample::{DiscreteGaussian, OsSampler};
 use rayon::prelude::*;
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
+use super::scheme::Lwe;
 use super::messages::{Answer, Query};
 use super::setup::PublicSetup;
 use crate::params::{Distribution, ANSWER_BITS};
@@ -217,9 +218,14 @@ impl Client {
 }
 
 impl PirClient for Client {
-    type Query = Query;
-    type Answer = Answer;
+    type Scheme = Lwe;
+    type Target<'a> = u64;
     type State = QueryState;
+    type Output = Vec<u8>;
+
+    fn new(setup: PublicSetup) -> Self {
+        Client::new(setup)
+    }
 
     fn query(&mut self, index: u64) -> Result<(Query, QueryState), PirError> {
         let location = self.setup.geometry().locate(index)?;

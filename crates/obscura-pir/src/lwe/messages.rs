@@ -92,9 +92,9 @@ macro_rules! vector_message {
     };
 }
 
-vector_message!(Query, u32, Kind::LweQuery, |s: &PublicSetup| s
+vector_message!(Query, u32, Kind::LWE_QUERY, |s: &PublicSetup| s
     .geometry()
     .cols());
-vector_message!(Answer, u16, Kind::LweAnswer, |s: &PublicSetup| s
+vector_message!(Answer, u16, Kind::LWE_ANSWER, |s: &PublicSetup| s
     .geometry()
     .rows());

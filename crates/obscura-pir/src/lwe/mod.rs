@@ -19,6 +19,7 @@ mod client;
 mod footprint;
 mod layout;
 mod messages;
+mod scheme;
 mod server;
 mod setup;
 
@@ -26,6 +27,7 @@ pub use client::{Client, QueryState};
 pub use footprint::Footprint;
 pub use layout::{Geometry, Layout, RecordLocation, MAX_RECORD_BYTES};
 pub use messages::{Answer, Query};
+pub use scheme::{Lwe, Records};
 pub(crate) use server::centered;
 pub(crate) use server::encode_with_largest_p;
 pub use server::Server;

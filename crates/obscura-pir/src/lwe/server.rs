@@ -9,7 +9,9 @@ use rayon::prelude::*;
 use super::footprint::Footprint;
 use super::layout::{Geometry, MAX_RECORD_BYTES};
 use super::messages::{Answer, Query};
+use super::scheme::{Lwe, Records};
 use super::setup::{matrix_a, PublicSetup, RecordFormat, SetupOptions};
+use crate::scheme::Progress;
 use crate::params::{worst_row_norm, LweParams, MatrixKind, ParamSet, ANSWER_BITS, MAX_LOG_P};
 use crate::{PirError, PirServer};
 
@@ -186,8 +188,32 @@ impl Server {
 }
 
 impl PirServer for Server {
-    type Query = Query;
-    type Answer = Answer;
+    type Scheme = Lwe;
+    type Data<'a> = Records<'a>;
+    type Options = SetupOptions;
+
+    fn build(
+        records: Records<'_>,
+        options: SetupOptions,
+        progress: Progress<'_>,
+    ) -> Result<Self, PirError> {
+        Self::setup(records.bytes, records.record_bytes, options, progress)
+    }
+
+    fn public_setup(&self) -> &PublicSetup {
+        &self.setup
+    }
+
+    fn matrices(&self) -> Vec<&PlaintextMatrix> {
+        vec![&self.database]
+    }
+
+    fn from_parts(setup: PublicSetup, matrices: Vec<PlaintextMatrix>) -> Result<Self, PirError> {
+        let [database] = <[PlaintextMatrix; 1]>::try_from(matrices).map_err(|matrices| {
+            PirError::malformed("database", format!("{} matrices for one engine", matrices.len()))
+        })?;
+        Server::from_parts(setup, database)
+    }
 
     fn answer(&self, query: &Query) -> Result<Answer, PirError> {
         query.check(&self.setup)?;

@@ -173,7 +173,7 @@ impl PublicSetup {
         let g = &self.geometry;
         let len = Self::encoded_len(g, self.params.set) as usize;
         let mut out = Vec::with_capacity(len);
-        wire::write_header(&mut out, Kind::LwePublicSetup, &self.digest);
+        wire::write_header(&mut out, Kind::LWE_PUBLIC_SETUP, &self.digest);
         out.push(self.params.set.code());
         out.push(self.params.matrix.code());
         out.push(self.format.code());
@@ -197,7 +197,7 @@ impl PublicSetup {
 
     /// Decodes a setup; every length is checked before allocating and the digest is recomputed.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, PirError> {
-        let (mut reader, digest) = Reader::open(bytes, Kind::LwePublicSetup)?;
+        let (mut reader, digest) = Reader::open(bytes, Kind::LWE_PUBLIC_SETUP)?;
         let code = reader.u8()?;
         let set = ParamSet::from_code(code)
             .ok_or_else(|| reader.error(format!("unknown parameter set {code}")))?;

@@ -17,7 +17,7 @@ use super::batcher::Job;
 use super::{AppState, Served};
 use crate::catalog::Entry;
 use crate::connections::Tracker;
-use crate::framing;
+use obscura_pir::framing;
 use crate::metrics::ENDPOINTS;
 use crate::store::{Database, FileChanged};
 
