@@ -276,19 +276,19 @@ pub fn run(args: BuildArgs) -> Result<()> {
         })
     })?;
     let written = obscura_server::store::write_database(&args.out, &database)?;
-    let setup = database
-        .engine()
-        .context("an index or keyword database has one engine")?
-        .public_setup();
+    let listing = database.listing();
+    let setup = listing
+        .engine
+        .context("an index or keyword database runs on one LWE engine")?;
     let g = setup.geometry();
-    let items = match &database {
-        Database::Keyword(_) => format!("{} keys in {} slots", database.items(), g.records()),
+    let items = match listing.kind {
+        "keyword" => format!("{} keys in {} slots", listing.items, g.records()),
         _ => format!("{} records", g.records()),
     };
     println!(
         "wrote {}: {} database, {items} of {} bytes, {} x {} matrix, p = 2^{}, {} with a {} A, public setup {} bytes, setup sha256 {}, setup {:.2?}",
         args.out.display(),
-        database.kind(),
+        listing.kind,
         g.record_bytes(),
         g.rows(),
         g.cols(),

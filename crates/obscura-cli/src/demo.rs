@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
 use clap::Args;
-use obscura_pir::lwe::{Client, Layout, SetupOptions};
+use obscura_pir::lwe::{Client, Layout, Lwe, SetupOptions};
 use obscura_pir::PirClient;
 use obscura_server::catalog::Catalog;
 use obscura_server::client::HttpClient;
@@ -76,7 +76,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
         let started = Instant::now();
         let server = progress::setup_with_bar(&data, args.record_size, options, "server setup")?;
         println!("server setup of {name:?}: {}", ms(started.elapsed()));
-        catalog.insert(name.into(), server)?;
+        catalog.insert(name.into(), server.into())?;
     }
     let service =
         BackgroundService::start(catalog, ServiceConfig::default(), "127.0.0.1:0".parse()?)?;
@@ -88,7 +88,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
     for (name, title, _) in LAYOUTS {
         println!("== {title}: GET /v1/databases/{name}/setup, then POST .../query");
         let started = Instant::now();
-        let setup = http.setup(name)?;
+        let setup = http.setup::<Lwe>(name)?;
         let download = started.elapsed();
         let g = setup.geometry();
         println!(
@@ -114,7 +114,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
             let (query, state) = client.query(index)?;
             let query_time = started.elapsed();
             let started = Instant::now();
-            let answer = http.query(name, &setup, &query)?;
+            let answer = http.query::<Lwe>(name, &setup, &query)?;
             let round_trip = started.elapsed();
             let started = Instant::now();
             let record = client.decode(state, &answer)?;

@@ -5,14 +5,13 @@ use std::path::PathBuf;
 
 use anyhow::{bail, ensure, Context, Result};
 use clap::Args;
-use obscura_pir::keyword::{KeywordClient, KeywordSetup};
-use obscura_pir::lwe::{Answer, Client, PublicSetup, Query, Server};
-use obscura_pir::wire::{Kind, Reader};
-use obscura_pir::{PirClient, PirServer};
+use obscura_pir::keyword::Keyword;
+use obscura_pir::lwe::Lwe;
+use obscura_pir::wire::Kind;
+use obscura_server::answerer::Answerer;
 use obscura_server::client::{
     ClientOptions, HttpClient, Sha256, DEFAULT_MAX_QUERY_BYTES, DEFAULT_MAX_SETUP_BYTES,
 };
-use obscura_server::store::{self, Database};
 use obscura_server::tls;
 
 /// Arguments of `obscura get`.
@@ -184,113 +183,46 @@ pub fn default_cache_dir() -> Option<PathBuf> {
     Some(base.join("obscura"))
 }
 
-/// Where the answers come from.
-enum Source {
-    File(Database),
-    Server {
-        http: Box<HttpClient>,
-        name: String,
-        setup: Vec<u8>,
-    },
-}
-
-impl Source {
-    /// Whether the source serves a setup of `kind`.
-    fn is(&self, kind: Kind) -> bool {
-        match self {
-            Self::File(database) => match database {
-                Database::Index(_) => kind == Kind::LWE_PUBLIC_SETUP,
-                Database::Keyword(_) => kind == Kind::KEYWORD_SETUP,
-                Database::TreePir(_) => kind == Kind::TREEPIR_SETUP,
-            },
-            Self::Server { setup, .. } => Reader::open(setup, kind).is_ok(),
-        }
-    }
-
-    fn answer(&self, setup: &PublicSetup, query: &Query) -> Result<Answer> {
-        Ok(match self {
-            Self::File(database) => engine(database)?.answer(query)?,
-            Self::Server { http, name, .. } => http.query(name, setup, query)?,
+impl ServerArgs {
+    /// Where the queries for database `db` are answered: the server of `--server`, or else the
+    /// database file `db`.
+    pub fn answerer(&self, db: &str) -> Result<Answerer> {
+        Ok(match self.client()? {
+            Some(http) => Answerer::remote(http, db)?,
+            None => Answerer::open(db.as_ref())?,
         })
     }
 }
 
-/// The engine of an index or keyword database.
-fn engine(database: &Database) -> Result<&Server> {
-    database
-        .engine()
-        .context("a Merkle tree has no single engine")
-}
-
 /// Runs `obscura get`.
 pub fn run(args: GetArgs) -> Result<()> {
-    let source = match args.remote.client()? {
-        Some(http) => {
-            let setup = http.setup_bytes(&args.db)?;
-            Source::Server {
-                http: Box::new(http),
-                name: args.db.clone(),
-                setup,
-            }
-        }
-        None => Source::File(store::read_database(args.db.as_ref())?),
-    };
-    if source.is(Kind::TREEPIR_SETUP) {
-        bail!(
-            "{} is a Merkle tree: fetch audit paths with `obscura merkle prove`",
-            args.db
-        );
-    }
-    let is_keyword = source.is(Kind::KEYWORD_SETUP);
+    let answerer = args.remote.answerer(&args.db)?;
     let key = match (&args.key, &args.key_hex) {
         (Some(text), _) => Some(text.as_bytes()),
         (None, Some(KeyBytes(bytes))) => Some(bytes.as_slice()),
         (None, None) => None,
     };
-    let record = match (key, args.index) {
-        (Some(key), _) => {
-            if !is_keyword {
-                bail!("{} is an index database: fetch with --index", args.db);
-            }
-            let setup = match &source {
-                Source::File(Database::Keyword(server)) => server.public_setup().clone(),
-                Source::Server { http, setup, .. } => {
-                    let setup = KeywordSetup::from_bytes(setup)?;
-                    http.check_queries(&args.db, [setup.lwe()])?;
-                    setup
-                }
-                Source::File(Database::Index(_) | Database::TreePir(_)) => {
-                    unreachable!("checked above")
-                }
-            };
-            let mut client = KeywordClient::new(setup);
-            let (query, state) = client.query(key)?;
-            let answer = source.answer(client.setup().lwe(), &query)?;
-            client
-                .decode(state, &answer)?
-                .ok_or_else(|| NotFound(key.to_vec()))?
+    let record = match (answerer.kind()?, key, args.index) {
+        (Kind::KEYWORD_SETUP, Some(key), _) => answerer
+            .retrieve::<Keyword>(key)?
+            .ok_or_else(|| NotFound(key.to_vec()))?,
+        (Kind::LWE_PUBLIC_SETUP, None, Some(index)) => answerer.retrieve::<Lwe>(index)?,
+        (Kind::KEYWORD_SETUP, None, _) => bail!(
+            "{} is a keyword database: fetch with --key or --key-hex",
+            args.db
+        ),
+        (Kind::LWE_PUBLIC_SETUP, Some(_), _) => {
+            bail!("{} is an index database: fetch with --index", args.db)
         }
-        (None, Some(index)) => {
-            if is_keyword {
-                bail!(
-                    "{} is a keyword database: fetch with --key or --key-hex",
-                    args.db
-                );
-            }
-            let setup = match &source {
-                Source::File(database) => engine(database)?.public_setup().clone(),
-                Source::Server { http, setup, .. } => {
-                    let setup = PublicSetup::from_bytes(setup)?;
-                    http.check_queries(&args.db, [&setup])?;
-                    setup
-                }
-            };
-            let mut client = Client::new(setup);
-            let (query, state) = client.query(index)?;
-            let answer = source.answer(client.setup(), &query)?;
-            client.decode(state, &answer)?
-        }
-        (None, None) => unreachable!("clap requires --index, --key or --key-hex"),
+        (Kind::TREEPIR_SETUP, ..) => bail!(
+            "{} is a Merkle tree: fetch audit paths with `obscura merkle prove`",
+            args.db
+        ),
+        (kind, ..) => bail!(
+            "{} holds a {}, which `obscura get` does not read",
+            args.db,
+            kind.describe()
+        ),
     };
     match args.out {
         Some(path) => std::fs::write(&path, &record)

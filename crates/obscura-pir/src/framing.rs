@@ -68,7 +68,10 @@ fn split(mut rest: &[u8], count: usize) -> Result<Vec<&[u8]>, String> {
         rest = tail;
     }
     if !rest.is_empty() {
-        return Err(format!("{} trailing bytes after the last message", rest.len()));
+        return Err(format!(
+            "{} trailing bytes after the last message",
+            rest.len()
+        ));
     }
     Ok(messages)
 }

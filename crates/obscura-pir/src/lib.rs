@@ -29,8 +29,8 @@
 #![warn(missing_docs)]
 
 pub mod batch;
-pub mod framing;
 mod error;
+pub mod framing;
 pub mod keyword;
 pub mod lwe;
 pub mod params;

@@ -76,7 +76,9 @@ pub trait Scheme: Copy + std::fmt::Debug + PartialEq + Send + Sync + 'static {
 }
 
 /// A public setup, with its codec and what a server, a store and a listing need to know of it.
-pub trait SetupMessage: Clone + std::fmt::Debug + PartialEq + Send + Sync + Sized + 'static {
+pub trait SetupMessage:
+    Clone + std::fmt::Debug + PartialEq + Send + Sync + Sized + 'static
+{
     /// The encoded setup (full envelope).
     fn to_bytes(&self) -> Vec<u8>;
     /// Decodes a setup, checking every length before allocating and its digest.

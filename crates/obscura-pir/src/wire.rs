@@ -193,6 +193,28 @@ impl<'a> Reader<'a> {
         Ok((reader, digest))
     }
 
+    /// The kind a message in the full envelope says it is, once its magic and version are
+    /// checked: what picks the decoder of a message whose kind is not known in advance.
+    pub fn envelope_kind(bytes: &'a [u8]) -> Result<Kind, PirError> {
+        let mut reader = Self {
+            bytes,
+            what: "message",
+        };
+        if bytes.len() < HEADER_BYTES {
+            return Err(reader.error(format!(
+                "{} bytes is shorter than the {HEADER_BYTES}-byte header",
+                bytes.len()
+            )));
+        }
+        let magic = reader.take(4)? == MAGIC;
+        let (version, found) = (reader.u16()?, reader.u16()?);
+        let kind = u8::try_from(found)
+            .map(Kind)
+            .map_err(|_| reader.error(format!("message kind {found} does not exist")))?;
+        reader.check_envelope(magic, version, found, kind)?;
+        Ok(kind)
+    }
+
     /// Opens a message of `kind` in the compact envelope: checks magic, version and kind and
     /// returns the reader positioned at the entries together with the setup tag.
     pub fn open_compact(bytes: &'a [u8], kind: Kind) -> Result<(Self, Tag), PirError> {

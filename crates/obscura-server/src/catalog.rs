@@ -4,16 +4,17 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, RwLockReadGuard};
 
-use obscura_pir::lwe::{Answer, PublicSetup, Query};
+use obscura_pir::lwe::PublicSetup;
 use serde::Serialize;
 
+use crate::registry::Registry;
 use crate::store::{self, setup_sha256, Database, FileChanged, ServedFile, StoreError};
 
 /// One served database.
 pub struct Entry {
     /// The name clients use in URLs.
     pub name: String,
-    /// The database (its engine answers the queries).
+    /// The database, of any scheme.
     pub database: Database,
     /// The encoded public setup, served as is.
     pub setup_bytes: Arc<[u8]>,
@@ -31,10 +32,9 @@ pub struct Entry {
 pub struct DatabaseInfo {
     /// Name used in URLs.
     pub name: String,
-    /// Kind of database: `index`, `keyword` or `treepir` (a Merkle tree, see `height`).
+    /// Kind of database, named after its scheme: `index` (the LWE engine), `keyword`,
+    /// `treepir` (a Merkle tree, see `height`) or `pbc` (the batch-code baseline).
     pub kind: String,
-    /// The PIR scheme.
-    pub scheme: String,
     /// Number of records (of keys, for a keyword database; of leaves, for a Merkle tree).
     pub records: u64,
     /// Bytes per record (32, a hash, for a Merkle tree).
@@ -43,15 +43,16 @@ pub struct DatabaseInfo {
     /// for a Merkle tree); absent for a tree of one leaf, which has no sub-database.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<ParamsInfo>,
-    /// For a Merkle tree: its height `h`, the number of queries of a proof request (one per
-    /// colour class).
+    /// For a Merkle tree, its height `h`; for a batch-code database, its bucket count: the
+    /// number of LWE queries a request holds (one per sub-database).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub height: Option<u32>,
     /// Size of the public setup (hint) in bytes.
     pub hint_bytes: u64,
-    /// Size of one query in bytes (of the `h` queries of a proof request, for a Merkle tree).
+    /// Size of one query in bytes (a request of one query per sub-database, framed, for a
+    /// Merkle tree or a batch-code database).
     pub query_bytes: u64,
-    /// Size of one answer in bytes (of the `h` answers to a proof request, for a Merkle tree).
+    /// Size of one answer in bytes (framed, likewise).
     pub answer_bytes: u64,
     /// The setup digest in hex (names the parameters, geometry and seed; queries and answers
     /// carry its first bytes).
@@ -98,28 +99,19 @@ impl ParamsInfo {
 impl Entry {
     /// An entry for `database` under `name`.
     pub fn new(name: String, database: Database) -> Self {
-        let setups: Vec<&PublicSetup> = database
-            .engines()
-            .iter()
-            .map(|engine| engine.public_setup())
-            .collect();
-        let largest = setups.iter().max_by_key(|setup| setup.geometry().records());
+        let listing = database.listing();
         let setup_bytes: Arc<[u8]> = database.setup_bytes().into();
         let sha256 = hex::encode(setup_sha256(&setup_bytes));
         let info = DatabaseInfo {
             name: name.clone(),
-            kind: database.kind().into(),
-            scheme: "lwe".into(),
-            records: database.items(),
-            record_bytes: largest.map_or(0, |setup| setup.geometry().record_bytes()),
-            params: largest.map(|setup| ParamsInfo::of(setup)),
-            height: match &database {
-                Database::TreePir(server) => Some(server.public_setup().height()),
-                Database::Index(_) | Database::Keyword(_) => None,
-            },
+            kind: listing.kind.into(),
+            records: listing.items,
+            record_bytes: listing.item_bytes,
+            params: listing.engine.as_ref().map(ParamsInfo::of),
+            height: listing.sub_queries,
             hint_bytes: setup_bytes.len() as u64,
-            query_bytes: setups.iter().map(|s| Query::encoded_len(s)).sum(),
-            answer_bytes: setups.iter().map(|s| Answer::encoded_len(s)).sum(),
+            query_bytes: listing.query_bytes,
+            answer_bytes: listing.answer_bytes,
             digest: hex::encode(database.digest()),
             setup_sha256: sha256.clone(),
         };
@@ -140,10 +132,11 @@ impl Entry {
     }
 }
 
-/// The served databases by name.
+/// The served databases by name, and the schemes their files may hold.
 #[derive(Default)]
 pub struct Catalog {
     entries: BTreeMap<String, Arc<Entry>>,
+    registry: Registry,
 }
 
 /// Why a catalog could not be assembled.
@@ -163,14 +156,22 @@ pub enum CatalogError {
 }
 
 impl Catalog {
-    /// Loads and verifies each database file for serving ([`store::open_served`]); a database
-    /// is named after its file stem.
+    /// Loads and verifies each database file, of a built-in scheme, for serving
+    /// ([`store::open_served`]); a database is named after its file stem.
     pub fn open(paths: &[impl AsRef<Path>]) -> Result<Self, CatalogError> {
-        let mut catalog = Self::default();
+        Self::open_with(paths, Registry::default())
+    }
+
+    /// Loads and verifies each database file, of any scheme of `registry`, for serving.
+    pub fn open_with(paths: &[impl AsRef<Path>], registry: Registry) -> Result<Self, CatalogError> {
+        let mut catalog = Self {
+            registry,
+            ..Self::default()
+        };
         for path in paths {
             let path = path.as_ref();
             let name = name_of(path)?;
-            let (database, file) = store::open_served(path)?;
+            let (database, file) = store::open_served(path, &catalog.registry)?;
             catalog.insert_entry(Entry {
                 file: Some(file),
                 ..Entry::new(name, database)
@@ -187,7 +188,10 @@ impl Catalog {
         &self,
         paths: &[impl AsRef<Path>],
     ) -> Result<(Self, Vec<CatalogError>), CatalogError> {
-        let mut catalog = Self::default();
+        let mut catalog = Self {
+            registry: self.registry.clone(),
+            ..Self::default()
+        };
         let mut failures = Vec::new();
         for path in paths {
             let path = path.as_ref();
@@ -196,7 +200,7 @@ impl Catalog {
             let keep = current.filter(|e| e.file.as_ref().is_some_and(|f| f.is_current(path)));
             let entry = match keep {
                 Some(entry) => entry.clone(),
-                None => match store::open_served(path) {
+                None => match store::open_served(path, &self.registry) {
                     Ok((database, file)) => Arc::new(Entry {
                         file: Some(file),
                         ..Entry::new(name.clone(), database)
@@ -218,12 +222,8 @@ impl Catalog {
     }
 
     /// Adds a database under `name`.
-    pub fn insert(
-        &mut self,
-        name: String,
-        database: impl Into<Database>,
-    ) -> Result<(), CatalogError> {
-        self.insert_entry(Entry::new(name, database.into()))
+    pub fn insert(&mut self, name: String, database: Database) -> Result<(), CatalogError> {
+        self.insert_entry(Entry::new(name, database))
     }
 
     fn insert_entry(&mut self, entry: Entry) -> Result<(), CatalogError> {

@@ -6,16 +6,14 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use obscura_pir::batch::treepir::TreePirSetup;
-use obscura_pir::keyword::KeywordSetup;
-use obscura_pir::lwe::{Answer, PublicSetup, Query};
-use obscura_pir::PirError;
+use obscura_pir::scheme::{AnswerOf, QueryOf, SetupOf};
+use obscura_pir::{Message, PirError, Scheme, SetupMessage};
 use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
 use ureq::Agent;
 
 use crate::catalog::DatabaseInfo;
-use obscura_pir::framing;
 use crate::store::setup_sha256;
+use obscura_pir::framing;
 
 /// The largest public setup a client accepts unless told otherwise (1 GiB; a 1 GiB square
 /// database has a 128 MiB setup).
@@ -280,38 +278,22 @@ impl HttpClient {
         })
     }
 
-    /// The public setup of index database `name` (see [`HttpClient::setup_bytes`]).
-    pub fn setup(&self, name: &str) -> Result<PublicSetup, ClientError> {
-        let setup = PublicSetup::from_bytes(&self.setup_bytes(name)?)?;
-        self.check_queries(name, [&setup])?;
-        Ok(setup)
+    /// The public setup of database `name`, of scheme `S` (see [`HttpClient::setup_bytes`]).
+    /// A setup whose queries would exceed [`ClientOptions::max_query_bytes`] is refused: a
+    /// setup of a few kilobytes can describe a matrix whose query would take gigabytes to make.
+    pub fn setup<S: Scheme>(&self, name: &str) -> Result<SetupOf<S>, ClientError> {
+        self.decode_setup::<S>(name, &self.setup_bytes(name)?)
     }
 
-    /// The public setup of keyword database `name` (see [`HttpClient::setup_bytes`]).
-    pub fn keyword_setup(&self, name: &str) -> Result<KeywordSetup, ClientError> {
-        let setup = KeywordSetup::from_bytes(&self.setup_bytes(name)?)?;
-        self.check_queries(name, [setup.lwe()])?;
-        Ok(setup)
-    }
-
-    /// The public setup of Merkle tree (TreePIR) database `name` (see
-    /// [`HttpClient::setup_bytes`]).
-    pub fn treepir_setup(&self, name: &str) -> Result<TreePirSetup, ClientError> {
-        let setup = TreePirSetup::from_bytes(&self.setup_bytes(name)?)?;
-        self.check_queries(name, setup.databases())?;
-        Ok(setup)
-    }
-
-    /// Refuses a setup of database `name` whose queries (one per engine in `setups`) would
-    /// together exceed [`ClientOptions::max_query_bytes`]: a setup of a few kilobytes can
-    /// describe a matrix whose query would take gigabytes to make.
-    pub fn check_queries<'a>(
+    /// Decodes `bytes`, the setup of database `name` from [`HttpClient::setup_bytes`], as a
+    /// setup of scheme `S`, refused as [`HttpClient::setup`] says.
+    pub fn decode_setup<S: Scheme>(
         &self,
         name: &str,
-        setups: impl IntoIterator<Item = &'a PublicSetup>,
-    ) -> Result<(), ClientError> {
-        let bytes: u64 = setups.into_iter().map(Query::encoded_len).sum();
-        let limit = self.options.max_query_bytes;
+        bytes: &[u8],
+    ) -> Result<SetupOf<S>, ClientError> {
+        let setup = <SetupOf<S> as SetupMessage>::from_bytes(bytes)?;
+        let (bytes, limit) = (setup.query_bytes(), self.options.max_query_bytes);
         if bytes > limit {
             return Err(ClientError::Unexpected {
                 url: self.url(&format!("/v1/databases/{name}/setup")),
@@ -320,7 +302,7 @@ impl HttpClient {
                 ),
             });
         }
-        Ok(())
+        Ok(setup)
     }
 
     /// The encoded public setup of database `name`, verified: its SHA-256 must equal the
@@ -399,95 +381,53 @@ impl HttpClient {
         }
     }
 
-    /// Sends one query for database `name` and decodes the answer against `setup`.
-    pub fn query(
+    /// Sends one query for database `name`, of scheme `S`, and decodes the answer against
+    /// `setup`.
+    pub fn query<S: Scheme>(
         &self,
         name: &str,
-        setup: &PublicSetup,
-        query: &Query,
-    ) -> Result<Answer, ClientError> {
+        setup: &SetupOf<S>,
+        query: &QueryOf<S>,
+    ) -> Result<AnswerOf<S>, ClientError> {
         let url = self.url(&format!("/v1/databases/{name}/query"));
         let request = self.post(&url);
         let reply = self.receive(
             &url,
-            request.send(&query.to_bytes()[..]),
-            Answer::encoded_len(setup),
+            request.send(&Message::to_bytes(query)[..]),
+            setup.answer_bytes(),
             "the size of an answer",
         )?;
-        Ok(Answer::from_bytes(&reply.body, setup)?)
+        Ok(AnswerOf::<S>::from_bytes(&reply.body, setup)?)
     }
 
-    /// Sends several queries in one request; the answers come back in order.
-    pub fn batch(
+    /// Sends several queries for database `name` in one request; the answers come back in
+    /// order, from one pass over the database.
+    pub fn batch<S: Scheme>(
         &self,
         name: &str,
-        setup: &PublicSetup,
-        queries: &[Query],
-    ) -> Result<Vec<Answer>, ClientError> {
-        let setups = vec![setup; queries.len()];
-        self.framed(&format!("/v1/databases/{name}/batch"), &setups, queries)
-    }
-
-    /// Asks Merkle tree database `name` for an audit path: `queries` holds one query per
-    /// colour class of `setup` (from [`TreePirClient`](obscura_pir::batch::treepir::TreePirClient)),
-    /// and the answers come back in the same order. A tree of one leaf needs no request: its
-    /// audit path is empty.
-    pub fn proof(
-        &self,
-        name: &str,
-        setup: &TreePirSetup,
-        queries: &[Query],
-    ) -> Result<Vec<Answer>, ClientError> {
-        if queries.is_empty() && setup.databases().is_empty() {
-            return Ok(Vec::new());
-        }
-        let setups: Vec<&PublicSetup> = setup.databases().iter().collect();
-        self.framed(&format!("/v1/databases/{name}/proof"), &setups, queries)
-    }
-
-    /// Posts `queries` framed to `path` and decodes the framed answers, answer `i` against
-    /// `setups[i]`.
-    fn framed(
-        &self,
-        path: &str,
-        setups: &[&PublicSetup],
-        queries: &[Query],
-    ) -> Result<Vec<Answer>, ClientError> {
-        let url = self.url(path);
+        setup: &SetupOf<S>,
+        queries: &[QueryOf<S>],
+    ) -> Result<Vec<AnswerOf<S>>, ClientError> {
+        let url = self.url(&format!("/v1/databases/{name}/batch"));
         let unexpected = |message: String| ClientError::Unexpected {
             url: url.clone(),
             message,
         };
-        if setups.len() != queries.len() {
-            return Err(unexpected(format!(
-                "{} queries for {} databases",
-                queries.len(),
-                setups.len()
-            )));
-        }
         let request = self.post(&url);
-        let messages: Vec<Vec<u8>> = queries.iter().map(Query::to_bytes).collect();
-        let expected = setups.iter().fold(4u64, |total, setup| {
-            total.saturating_add(4 + Answer::encoded_len(setup))
-        });
+        let messages: Vec<Vec<u8>> = queries.iter().map(Message::to_bytes).collect();
+        let expected = (queries.len() as u64)
+            .saturating_mul(setup.answer_bytes().saturating_add(4))
+            .saturating_add(4);
         let reply = self.receive(
             &url,
             request.send(&framing::encode(&messages)[..]),
             expected,
             "the size of the framed answers",
         )?;
-        let answers = framing::decode(&reply.body, queries.len()).map_err(unexpected)?;
-        if answers.len() != queries.len() {
-            return Err(unexpected(format!(
-                "{} answers for {} queries",
-                answers.len(),
-                queries.len()
-            )));
-        }
+        let answers = framing::decode_exact(&reply.body, queries.len()).map_err(unexpected)?;
         Ok(answers
             .into_iter()
-            .zip(setups)
-            .map(|(answer, setup)| Answer::from_bytes(answer, setup))
+            .map(|answer| AnswerOf::<S>::from_bytes(answer, setup))
             .collect::<Result<_, _>>()?)
     }
 }

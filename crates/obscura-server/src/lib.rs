@@ -9,12 +9,14 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod answerer;
 pub mod auth;
 pub mod catalog;
 pub mod client;
 pub mod connections;
 pub mod lease;
 pub mod metrics;
+pub mod registry;
 pub mod service;
 pub mod store;
 pub mod tls;

@@ -5,13 +5,12 @@
 //! payload length: u64 LE
 //! SHA-256 of the payload: 32 bytes
 //! payload:
-//!   public setup length: u64 LE, then the encoded public setup: an LWE public setup (index
-//!     database), a keyword setup (filter parameters and the LWE setup) or a TreePIR setup
-//!     (leaf count, root and the LWE setup of each colour class)
-//!   the matrix of each LWE engine of that setup, in its order (one, or one per colour class),
-//!     rows x cols bytes each, in `PlaintextMatrix` storage order (`obscura_math::layout`:
-//!     panels of 2,048 columns, each of groups of four rows, each of 64-column steps stored
-//!     row-major)
+//!   public setup length: u64 LE, then the encoded public setup of the database's scheme
+//!     (its envelope's kind names the scheme, see [`crate::registry`])
+//!   the plaintext matrices that setup announces, in its order (one per LWE engine: one, or
+//!     one per colour class or bucket), rows x cols bytes each, in `PlaintextMatrix` storage
+//!     order (`obscura_math::layout`: panels of 2,048 columns, each of groups of four rows,
+//!     each of 64-column steps stored row-major)
 //! ```
 //!
 //! Files are written to a temporary name in the target directory and renamed into place, so a
@@ -26,14 +25,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use obscura_math::matrix::{PlaintextMatrix, SharedBytes};
-use obscura_pir::batch::treepir::{TreePirServer, TreePirSetup};
-use obscura_pir::keyword::{KeywordServer, KeywordSetup};
-use obscura_pir::lwe::{PublicSetup, Server};
-use obscura_pir::wire::{self, Digest, Kind, Reader};
-use obscura_pir::PirError;
+use obscura_pir::wire::{self, Kind, Reader};
 use sha2::{Digest as _, Sha256};
 
 use crate::lease::{Lease, Revocable};
+pub use crate::registry::Database;
+use crate::registry::Registry;
 
 /// Bytes before the payload: envelope, payload length, checksum.
 const PREAMBLE_BYTES: usize = wire::HEADER_BYTES + 8 + 32;
@@ -57,150 +54,6 @@ pub enum StoreError {
         /// What is wrong.
         reason: String,
     },
-}
-
-/// A stored database: index PIR over records, keyword PIR over key-value pairs, or TreePIR over
-/// the nodes of a Merkle tree.
-pub enum Database {
-    /// Records fetched by index.
-    Index(Box<Server>),
-    /// Values fetched by key.
-    Keyword(Box<KeywordServer>),
-    /// Audit paths fetched by leaf index, one query per colour class (shared with the tasks
-    /// that answer proof requests).
-    TreePir(Arc<TreePirServer>),
-}
-
-impl Database {
-    /// The one LWE engine that answers the queries of an index or keyword database; `None` for
-    /// a TreePIR database, whose requests go to all of its [`engines`](Self::engines) at once.
-    pub fn engine(&self) -> Option<&Server> {
-        match self {
-            Self::Index(server) => Some(server),
-            Self::Keyword(server) => Some(server.engine()),
-            Self::TreePir(_) => None,
-        }
-    }
-
-    /// Every LWE engine, in the order the file stores their matrices: the one engine, or one
-    /// per colour class of a TreePIR database.
-    pub fn engines(&self) -> &[Server] {
-        match self {
-            Self::Index(server) => std::slice::from_ref(server),
-            Self::Keyword(server) => std::slice::from_ref(server.engine()),
-            Self::TreePir(server) => server.databases(),
-        }
-    }
-
-    /// The encoded public setup clients download (the keyword and TreePIR setups wrap the
-    /// engines' setups).
-    pub fn setup_bytes(&self) -> Vec<u8> {
-        match self {
-            Self::Index(server) => server.public_setup().to_bytes(),
-            Self::Keyword(server) => server.public_setup().to_bytes(),
-            Self::TreePir(server) => server.public_setup().to_bytes(),
-        }
-    }
-
-    /// The digest that names the public setup (the engine's for index and keyword databases).
-    pub fn digest(&self) -> &Digest {
-        match self {
-            Self::Index(server) => server.public_setup().digest(),
-            Self::Keyword(server) => server.engine().public_setup().digest(),
-            Self::TreePir(server) => server.public_setup().digest(),
-        }
-    }
-
-    /// What a user counts: records of an index database, keys of a keyword database (whose
-    /// matrix has more columns, the filter's slots), leaves of a Merkle tree.
-    pub fn items(&self) -> u64 {
-        match self {
-            Self::Index(server) => server.public_setup().geometry().records(),
-            Self::Keyword(server) => server.public_setup().keys(),
-            Self::TreePir(server) => server.public_setup().leaves(),
-        }
-    }
-
-    /// `index`, `keyword` or `treepir`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Self::Index(_) => "index",
-            Self::Keyword(_) => "keyword",
-            Self::TreePir(_) => "treepir",
-        }
-    }
-}
-
-impl From<Server> for Database {
-    fn from(server: Server) -> Self {
-        Self::Index(Box::new(server))
-    }
-}
-
-impl From<KeywordServer> for Database {
-    fn from(server: KeywordServer) -> Self {
-        Self::Keyword(Box::new(server))
-    }
-}
-
-impl From<TreePirServer> for Database {
-    fn from(server: TreePirServer) -> Self {
-        Self::TreePir(Arc::new(server))
-    }
-}
-
-/// A public setup read from a file, by the kind of database it belongs to.
-enum StoredSetup {
-    Index(PublicSetup),
-    Keyword(KeywordSetup),
-    TreePir(TreePirSetup),
-}
-
-impl StoredSetup {
-    /// Decodes a setup of any kind (the envelope names it).
-    fn decode(bytes: &[u8]) -> Result<Self, PirError> {
-        let is = |kind| Reader::open(bytes, kind).is_ok();
-        Ok(if is(Kind::KEYWORD_SETUP) {
-            Self::Keyword(KeywordSetup::from_bytes(bytes)?)
-        } else if is(Kind::TREEPIR_SETUP) {
-            Self::TreePir(TreePirSetup::from_bytes(bytes)?)
-        } else {
-            Self::Index(PublicSetup::from_bytes(bytes)?)
-        })
-    }
-
-    /// The digest the file's envelope must carry (see [`Database::digest`]).
-    fn digest(&self) -> &Digest {
-        match self {
-            Self::Index(setup) => setup.digest(),
-            Self::Keyword(setup) => setup.lwe().digest(),
-            Self::TreePir(setup) => setup.digest(),
-        }
-    }
-
-    /// The setups of the engines whose matrices follow, in file order.
-    fn engines(&self) -> &[PublicSetup] {
-        match self {
-            Self::Index(setup) => std::slice::from_ref(setup),
-            Self::Keyword(setup) => std::slice::from_ref(setup.lwe()),
-            Self::TreePir(setup) => setup.databases(),
-        }
-    }
-
-    /// The database served by `engines` (one per entry of [`Self::engines`], in order).
-    fn into_database(self, engines: Vec<Server>) -> Result<Database, PirError> {
-        let single = |engines: Vec<Server>| {
-            let count = engines.len();
-            <[Server; 1]>::try_from(engines)
-                .map(|[engine]| engine)
-                .map_err(|_| PirError::malformed("database file", format!("{count} engines")))
-        };
-        Ok(match self {
-            Self::Index(_) => Database::Index(Box::new(single(engines)?)),
-            Self::Keyword(setup) => KeywordServer::from_parts(single(engines)?, setup)?.into(),
-            Self::TreePir(setup) => TreePirServer::from_parts(setup, engines)?.into(),
-        })
-    }
 }
 
 /// The SHA-256 over every byte of an encoded public setup (hint included): what
@@ -236,9 +89,9 @@ pub fn write_database(path: &Path, database: &Database) -> Result<WrittenSetup, 
     };
     let setup = database.setup_bytes();
     let matrices: Vec<&[u8]> = database
-        .engines()
-        .iter()
-        .map(|engine| engine.database().as_bytes())
+        .matrices()
+        .into_iter()
+        .map(PlaintextMatrix::as_bytes)
         .collect();
     let matrix_bytes: u64 = matrices.iter().map(|m| m.len() as u64).sum();
     let payload_len = 8 + setup.len() as u64 + matrix_bytes;
@@ -251,7 +104,7 @@ pub fn write_database(path: &Path, database: &Database) -> Result<WrittenSetup, 
     let checksum: [u8; 32] = hash.finalize().into();
 
     let mut preamble = Vec::with_capacity(PREAMBLE_BYTES);
-    wire::write_header(&mut preamble, Kind::DATABASE_FILE, database.digest());
+    wire::write_header(&mut preamble, Kind::DATABASE_FILE, &database.digest());
     preamble.extend_from_slice(&payload_len.to_le_bytes());
     preamble.extend_from_slice(&checksum);
 
@@ -279,24 +132,32 @@ pub fn write_database(path: &Path, database: &Database) -> Result<WrittenSetup, 
     })
 }
 
-/// Loads and verifies the database file at `path`. The file is memory-mapped and the matrices
-/// are served from the mapping without a copy; the caller must not let the file be changed in
-/// place while the database is in use (see [`open_served`] for a server, which guards against
-/// that).
+/// Loads and verifies the database file at `path`, of any built-in scheme. The file is
+/// memory-mapped and the matrices are served from the mapping without a copy; the caller must
+/// not let the file be changed in place while the database is in use (see [`open_served`] for
+/// a server, which guards against that).
 pub fn read_database(path: &Path) -> Result<Database, StoreError> {
-    load(path, &open_regular(path)?)
+    read_database_with(path, &Registry::default())
+}
+
+/// Loads and verifies the database file at `path`, of any scheme of `registry`.
+pub fn read_database_with(path: &Path, registry: &Registry) -> Result<Database, StoreError> {
+    load(path, &open_regular(path)?, registry)
 }
 
 /// Loads and verifies the database file at `path` for serving: under a read lease where the
 /// system offers one (see [`crate::lease`]), taken before the checksum is verified, so that the
 /// bytes served are the bytes verified. Every answer must hold [`ServedFile::reader`] while it
 /// reads the matrices.
-pub fn open_served(path: &Path) -> Result<(Database, Arc<ServedFile>), StoreError> {
+pub fn open_served(
+    path: &Path,
+    registry: &Registry,
+) -> Result<(Database, Arc<ServedFile>), StoreError> {
     let file = open_regular(path)?;
     let served = ServedFile::watch(path, file)?;
     let database = {
         let _reading = served.reader().map_err(|e| served.invalid(e))?;
-        load(path, &served.file)?
+        load(path, &served.file, registry)?
     };
     // A writer that arrived while the file was being verified has made it stale already.
     served.reader().map(drop).map_err(|e| served.invalid(e))?;
@@ -326,7 +187,7 @@ fn open_regular(path: &Path) -> Result<File, StoreError> {
 }
 
 /// Maps, verifies and decodes the open database file `file`, read from `path`.
-fn load(path: &Path, file: &File) -> Result<Database, StoreError> {
+fn load(path: &Path, file: &File, registry: &Registry) -> Result<Database, StoreError> {
     let io = |source| StoreError::Io {
         path: path.to_path_buf(),
         source,
@@ -368,43 +229,41 @@ fn load(path: &Path, file: &File) -> Result<Database, StoreError> {
         )));
     }
     let setup_end = 8 + setup_len as usize;
-    let setup = StoredSetup::decode(&payload[8..setup_end]).map_err(|e| invalid(e.to_string()))?;
-    if setup.digest() != &digest {
+    let owner: SharedBytes = map.clone();
+    let mut matrices = |shapes: &[(usize, usize)]| {
+        let mut start = setup_end;
+        let mut matrices = Vec::with_capacity(shapes.len());
+        for (i, &(rows, cols)) in shapes.iter().enumerate() {
+            let left = payload.len() - start;
+            let len = rows
+                .checked_mul(cols)
+                .filter(|&len| len <= left)
+                .ok_or_else(|| {
+                    format!("matrix {i} ({rows} x {cols}) is larger than the {left} bytes left")
+                })?;
+            let matrix =
+                PlaintextMatrix::from_shared(rows, cols, owner.clone(), PREAMBLE_BYTES + start)
+                    .ok_or_else(|| format!("matrix {i} ({rows} x {cols}) cannot be mapped"))?;
+            matrices.push(matrix);
+            start += len;
+        }
+        if start != payload.len() {
+            return Err(format!(
+                "{} bytes follow the last matrix",
+                payload.len() - start
+            ));
+        }
+        Ok(matrices)
+    };
+    let database = registry
+        .load(&payload[8..setup_end], &mut matrices)
+        .map_err(|e| invalid(e.to_string()))?;
+    if database.digest() != digest {
         return Err(invalid(
             "the header digest does not match the public setup".into(),
         ));
     }
-    let owner: SharedBytes = map.clone();
-    let mut start = setup_end;
-    let mut engines = Vec::with_capacity(setup.engines().len());
-    for (i, public) in setup.engines().iter().enumerate() {
-        let geometry = public.geometry();
-        let (rows, cols) = (geometry.rows() as usize, geometry.cols() as usize);
-        let left = payload.len() - start;
-        let len = rows
-            .checked_mul(cols)
-            .filter(|&len| len <= left)
-            .ok_or_else(|| {
-                invalid(format!(
-                    "matrix {i} ({rows} x {cols}) is larger than the {left} bytes left"
-                ))
-            })?;
-        let matrix =
-            PlaintextMatrix::from_shared(rows, cols, owner.clone(), PREAMBLE_BYTES + start)
-                .expect("length checked above");
-        engines
-            .push(Server::from_parts(public.clone(), matrix).map_err(|e| invalid(e.to_string()))?);
-        start += len;
-    }
-    if start != payload.len() {
-        return Err(invalid(format!(
-            "{} bytes follow the last matrix",
-            payload.len() - start
-        )));
-    }
-    setup
-        .into_database(engines)
-        .map_err(|e| invalid(e.to_string()))
+    Ok(database)
 }
 
 /// Maps `file` read-only.

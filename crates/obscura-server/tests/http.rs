@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 
 use obscura_pir::batch::merkle::{leaf_hash, MerkleTree};
 use obscura_pir::batch::treepir::{TreePirClient, TreePirServer};
+use obscura_pir::framing;
 use obscura_pir::lwe::{Client, Layout, Query, Server, SetupOptions};
 use obscura_pir::PirClient;
 use obscura_server::catalog::Catalog;
 use obscura_server::client::{ClientError, HttpClient};
-use obscura_pir::framing;
 use obscura_server::service::{BackgroundService, ConnectionLimits, ServiceConfig};
 use ureq::Agent;
 

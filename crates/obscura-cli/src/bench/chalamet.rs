@@ -5,6 +5,7 @@ use anyhow::{Context as _, Result};
 use obscura_pir::keyword::fuse::{Arity, FuseShape};
 use obscura_pir::keyword::{filter_hash, key_digest, KeywordClient, KeywordOptions, KeywordSetup};
 use obscura_pir::lwe::Layout;
+use obscura_pir::PirClient;
 use rayon::prelude::*;
 
 use super::lwe::{describe, measure_answers, timed};
@@ -75,7 +76,7 @@ pub fn run(
         let mut client = client?;
         describe(
             &mut report,
-            client.setup().lwe(),
+            client.setup().index(),
             Layout::OnePerColumn,
             keys,
             value_bytes,

@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use obscura_pir::lwe::{Answer, Client, Layout, PublicSetup, Query, QueryState, SetupOptions};
-use obscura_pir::{PirClient, PirServer};
+use obscura_pir::{PirClient, PirServer, Scheme};
 use rayon::prelude::*;
 
 use super::report::{Batch, Bytes, Pair, Params, Report, Retrieval};
@@ -56,7 +56,7 @@ pub(super) fn median(mut values: Vec<f64>) -> f64 {
 /// The report's bandwidth is measured in turns with the answers: a streaming read before every
 /// third answer, on the same pool, the best of them per pool ([`bandwidth::PASSES`] reads), so
 /// each ratio compares figures taken within the same second or two.
-pub(super) fn measure_answers<S: PirServer<Query = Query, Answer = Answer> + Sync>(
+pub(super) fn measure_answers<S: PirServer<Scheme: Scheme<Query = Query, Answer = Answer>>>(
     server: &S,
     query: &Query,
     pools: &Pools,

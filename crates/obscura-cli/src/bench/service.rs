@@ -5,7 +5,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use obscura_pir::lwe::{Client, Layout, SetupOptions};
+use obscura_pir::lwe::{Client, Layout, Lwe, SetupOptions};
 use obscura_pir::PirClient;
 use obscura_server::catalog::Catalog;
 use obscura_server::client::HttpClient;
@@ -32,7 +32,7 @@ pub fn run(records: u64, record_bytes: u64, pools: &Pools, report: &mut Report) 
     let setup = server.public_setup().clone();
     describe(report, &setup, Layout::Square, records, record_bytes);
     let mut catalog = Catalog::default();
-    catalog.insert("bench".into(), server)?;
+    catalog.insert("bench".into(), server.into())?;
     let service =
         BackgroundService::start(catalog, ServiceConfig::default(), "127.0.0.1:0".parse()?)
             .context("cannot start the service")?;
@@ -58,7 +58,7 @@ pub fn run(records: u64, record_bytes: u64, pools: &Pools, report: &mut Report) 
                         let index = ((worker * 7919 + i * 104_729) as u64) % records;
                         let (query, state) = client.query(index)?;
                         let sent = Instant::now();
-                        let answer = http.query("bench", &setup, &query)?;
+                        let answer = http.query::<Lwe>("bench", &setup, &query)?;
                         latencies.push(sent.elapsed());
                         let start = (index * record_bytes) as usize;
                         correct &= client.decode(state, &answer)?

@@ -1,15 +1,11 @@
 //! `obscura merkle prove`: a leaf's audit path, fetched privately and verified against the root.
 
-use std::path::Path;
-use std::sync::Arc;
-
-use anyhow::{anyhow, bail, ensure, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use clap::Args;
 use obscura_pir::batch::merkle::{self, Hash};
-use obscura_pir::batch::treepir::{TreePirClient, TreePirServer, TreePirSetup};
-use obscura_pir::lwe::{Answer, Query};
-use obscura_server::client::{ClientError, HttpClient};
-use obscura_server::store::{self, Database};
+use obscura_pir::batch::shards::Shards;
+use obscura_pir::batch::treepir::{TreePir, TreePirClient};
+use obscura_server::answerer::AnswerError;
 
 use crate::get::{parse_sha256, ServerArgs};
 
@@ -36,73 +32,16 @@ pub struct ProveArgs {
     root: Option<Hash>,
 }
 
-/// Where the answers come from.
-enum Prover {
-    /// A database file, answered in this process.
-    Local(Arc<TreePirServer>),
-    /// A database served over HTTP.
-    Remote {
-        http: Box<HttpClient>,
-        name: String,
-        setup: Box<TreePirSetup>,
-    },
-}
-
-impl Prover {
-    fn open(args: &ProveArgs) -> Result<Self> {
-        let name = &args.db;
-        Ok(match args.remote.client()? {
-            None => match store::read_database(Path::new(name))? {
-                Database::TreePir(server) => Self::Local(server),
-                other => bail!(
-                    "{name} is not a Merkle tree (it is a database of kind {}): build one with `obscura merkle build`",
-                    other.kind()
-                ),
-            },
-            Some(http) => {
-                let setup = http.treepir_setup(name).map_err(|error| match error {
-                    ClientError::Pir(error) => {
-                        // Most likely another kind of database: say which.
-                        let kind = http.list().ok().and_then(|list| {
-                            list.into_iter().find(|info| &info.name == name).map(|info| info.kind)
-                        });
-                        match kind {
-                            Some(kind) if kind != "treepir" => anyhow!(
-                                "{name} is not a Merkle tree (it is a database of kind {kind}): build one with `obscura merkle build`"
-                            ),
-                            _ => anyhow!("{name} has no usable Merkle tree setup: {error}"),
-                        }
-                    }
-                    error => error.into(),
-                })?;
-                Self::Remote {
-                    http: Box::new(http),
-                    name: name.clone(),
-                    setup: Box::new(setup),
-                }
-            }
-        })
-    }
-
-    fn setup(&self) -> &TreePirSetup {
-        match self {
-            Self::Local(server) => server.public_setup(),
-            Self::Remote { setup, .. } => setup,
-        }
-    }
-
-    fn answer(&self, queries: &[Query]) -> Result<Vec<Answer>> {
-        Ok(match self {
-            Self::Local(server) => server.answer(queries)?,
-            Self::Remote { http, name, setup } => http.proof(name, setup, queries)?,
-        })
-    }
-}
-
 /// Runs `obscura merkle prove`.
 pub fn run(args: ProveArgs) -> Result<()> {
-    let prover = Prover::open(&args)?;
-    let setup = prover.setup();
+    let answerer = args.remote.answerer(&args.db)?;
+    let setup = match answerer.setup::<TreePir>() {
+        Err(AnswerError::WrongScheme { found, .. }) => bail!(
+            "{} is not a Merkle tree (it is a database of kind {found}): build one with `obscura merkle build`",
+            args.db
+        ),
+        setup => setup?,
+    };
     let (m, root) = (args.leaf, *setup.root());
     let n = setup.leaves();
     ensure!(
@@ -127,18 +66,20 @@ pub fn run(args: ProveArgs) -> Result<()> {
         (None, Some(hash)) => (hash, "given with --leaf-hash".into()),
         (None, None) => {
             let (queries, state) = client.query_leaf_hash(m)?;
-            let answers = prover.answer(&queries)?;
-            let origin = match queries.len() {
+            let count = queries.len();
+            let answers = answerer.answer::<TreePir>(&setup, &Shards(queries))?;
+            let origin = match count {
                 0 => "the root: the tree has one leaf".into(),
                 count => format!("fetched privately, in a request of {count} queries"),
             };
-            (client.decode_leaf_hash(state, &answers)?, origin)
+            (client.decode_leaf_hash(state, &answers.0)?, origin)
         }
     };
     let (queries, state) = client.query(m)?;
-    let answers = prover.answer(&queries)?;
+    let count = queries.len();
+    let answers = answerer.answer::<TreePir>(&setup, &Shards(queries))?;
     let path = client
-        .decode(state, &answers, &leaf_hash)
+        .decode(state, &answers.0, &leaf_hash)
         .with_context(|| {
             format!(
                 "leaf {m} with hash {} under root {}",
@@ -148,10 +89,7 @@ pub fn run(args: ProveArgs) -> Result<()> {
         })?;
     println!("leaf {m} of {n}");
     println!("leaf hash {} ({origin})", hex::encode(leaf_hash));
-    println!(
-        "audit path, leaf to root (fetched with {} queries):",
-        queries.len()
-    );
+    println!("audit path, leaf to root (fetched with {count} queries):");
     for hash in &path {
         println!("{}", hex::encode(hash));
     }

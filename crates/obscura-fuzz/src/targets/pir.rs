@@ -3,12 +3,12 @@
 use obscura_math::expand::{MatrixSeed, SEED_BYTES};
 use obscura_math::matrix::Matrix;
 use obscura_pir::batch::treepir::{TreePirClient, TreePirSetup};
+use obscura_pir::framing;
 use obscura_pir::keyword::{KeywordClient, KeywordSetup};
 use obscura_pir::lwe::{Answer, Client, Geometry, PublicSetup, Query, RecordFormat};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_pir::wire::{self, Kind, Reader};
 use obscura_pir::{PirClient, PirServer};
-use obscura_pir::framing;
 use obscura_server::store::Database;
 
 use super::{one_line, outcome, round_trip, Target, Verdict, ACCEPTED};

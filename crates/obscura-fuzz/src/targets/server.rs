@@ -3,9 +3,9 @@
 use std::cell::RefCell;
 use std::path::PathBuf;
 
+use obscura_pir::framing;
 use obscura_pir::wire;
 use obscura_server::catalog::DatabaseInfo;
-use obscura_pir::framing;
 use obscura_server::store;
 use sha2::{Digest as _, Sha256};
 

@@ -7,6 +7,6 @@
 pub mod coloring;
 pub mod merkle;
 pub mod pbc;
-mod shards;
+pub mod shards;
 pub mod swapped;
 pub mod treepir;

@@ -352,7 +352,10 @@ impl SetupMessage for PbcSetup {
     }
 
     fn matrix_shapes(&self) -> Vec<(usize, usize)> {
-        self.databases.iter().flat_map(|s| s.matrix_shapes()).collect()
+        self.databases
+            .iter()
+            .flat_map(|s| s.matrix_shapes())
+            .collect()
     }
 
     fn summary(&self) -> Summary<'_> {

@@ -161,8 +161,7 @@ impl ShardServers {
             .par_iter()
             .enumerate()
             .map(|(shard, server)| {
-                let queries: Vec<Query> =
-                    requests.iter().map(|r| r.0[shard].clone()).collect();
+                let queries: Vec<Query> = requests.iter().map(|r| r.0[shard].clone()).collect();
                 server.answer_batch(&queries)
             })
             .collect::<Result<Vec<_>, PirError>>()?;

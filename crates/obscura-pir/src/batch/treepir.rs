@@ -19,10 +19,10 @@ use super::shards::{self, ShardClients, ShardServers, Sharded, Shards};
 use super::swapped;
 use crate::lwe::{Answer, Footprint, PublicSetup, Query, QueryState, Server, SetupOptions};
 use crate::scheme::{Progress, Scheme, SetupMessage, Summary};
-use crate::{PirClient, PirServer};
-use obscura_math::matrix::PlaintextMatrix;
 use crate::wire::{self, Digest, Kind, Reader};
 use crate::PirError;
+use crate::{PirClient, PirServer};
+use obscura_math::matrix::PlaintextMatrix;
 
 /// TreePIR: the audit paths of a Merkle tree, fetched by leaf.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -282,7 +282,10 @@ impl SetupMessage for TreePirSetup {
     }
 
     fn matrix_shapes(&self) -> Vec<(usize, usize)> {
-        self.databases.iter().flat_map(|s| s.matrix_shapes()).collect()
+        self.databases
+            .iter()
+            .flat_map(|s| s.matrix_shapes())
+            .collect()
     }
 
     fn summary(&self) -> Summary<'_> {
@@ -313,7 +316,9 @@ impl PirServer for TreePirServer {
     }
 
     fn answer(&self, request: &Shards<Query>) -> Result<Shards<Answer>, PirError> {
-        self.shards.answer(&request.0, "TreePIR request").map(Shards)
+        self.shards
+            .answer(&request.0, "TreePIR request")
+            .map(Shards)
     }
 
     fn answer_batch(&self, requests: &[Shards<Query>]) -> Result<Vec<Shards<Answer>>, PirError> {

@@ -2,30 +2,29 @@
 
 use obscura_math::pack;
 
-use super::row::{filter_hash, key_digest, mask_digit, row_check, CHECK_BYTES, DIGEST_BYTES};
 use super::index::{IndexState, KeywordIndex};
-use super::setup::KeywordSetup;
+use super::row::{filter_hash, key_digest, mask_digit, row_check, CHECK_BYTES, DIGEST_BYTES};
+use super::setup::Setup;
 use super::Keyword;
-use crate::lwe::Lwe;
 use crate::scheme::{AnswerOf, QueryOf};
 use crate::{PirClient, PirError};
 
 /// The client of a keyword database on index scheme `I`.
-pub struct KeywordClient<I: KeywordIndex = Lwe> {
+pub struct Client<I: KeywordIndex> {
     index: I::Client,
-    setup: KeywordSetup<I>,
+    setup: Setup<I>,
 }
 
 /// The secret state of one lookup.
-pub struct LookupState<I: KeywordIndex = Lwe> {
+pub struct Lookup<I: KeywordIndex> {
     index: IndexState<I>,
     digest: [u8; DIGEST_BYTES],
     hash: u64,
 }
 
-impl<I: KeywordIndex> KeywordClient<I> {
+impl<I: KeywordIndex> Client<I> {
     /// The public setup this client queries.
-    pub fn setup(&self) -> &KeywordSetup<I> {
+    pub fn setup(&self) -> &Setup<I> {
         &self.setup
     }
 
@@ -35,14 +34,14 @@ impl<I: KeywordIndex> KeywordClient<I> {
     }
 }
 
-impl<I: KeywordIndex> PirClient for KeywordClient<I> {
+impl<I: KeywordIndex> PirClient for Client<I> {
     type Scheme = Keyword<I>;
     type Target<'a> = &'a [u8];
-    type State = LookupState<I>;
+    type State = Lookup<I>;
     /// The value stored under the key, or `None` when the key is absent.
     type Output = Option<Vec<u8>>;
 
-    fn new(setup: KeywordSetup<I>) -> Self {
+    fn new(setup: Setup<I>) -> Self {
         Self {
             index: I::Client::new(setup.index.clone()),
             setup,
@@ -50,26 +49,25 @@ impl<I: KeywordIndex> PirClient for KeywordClient<I> {
     }
 
     /// A query for `key`: Δ at its filter slots. The server cannot tell keys apart.
-    fn query(&mut self, key: &[u8]) -> Result<(QueryOf<I>, LookupState<I>), PirError> {
+    fn query(&mut self, key: &[u8]) -> Result<(QueryOf<I>, Lookup<I>), PirError> {
         let digest = key_digest(key);
         let hash = filter_hash(&self.setup.seed, &digest);
         let positions = self.setup.shape().positions(hash);
         let (query, index) =
             I::query_slots(&mut self.index, &positions[..self.setup.arity().get()])?;
-        Ok((query, LookupState {
-            index,
-            digest,
-            hash,
-        }))
+        Ok((
+            query,
+            Lookup {
+                index,
+                digest,
+                hash,
+            },
+        ))
     }
 
     /// The value stored under the key, or `None` when the key is absent. An answer altered on
     /// the way fails the row's check and also gives `None` (or an error), never a wrong value.
-    fn decode(
-        &self,
-        state: LookupState<I>,
-        answer: &AnswerOf<I>,
-    ) -> Result<Option<Vec<u8>>, PirError> {
+    fn decode(&self, state: Lookup<I>, answer: &AnswerOf<I>) -> Result<Option<Vec<u8>>, PirError> {
         let log_p = I::engine(&self.setup.index).params().log_p;
         let p_mask = (1u16 << log_p) - 1;
         let mut digits = I::decode_slots(&self.index, state.index, answer)?;

@@ -24,9 +24,10 @@
 //! 2^-128 false-accept bound, and a length is stored only when it carries information.
 //!
 //! The files: [`fuse`] holds the filter, `row` the row layout (digests, check, filter hash and
-//! mask digits), `setup` the [`KeywordSetup`] and its codec, `plan` the store's shape before any
-//! data, `fill` the parallel slot fill, `server` the [`KeywordServer`] and `client` the
-//! [`KeywordClient`].
+//! mask digits), `setup` the [`Setup`] and its codec, `plan` the store's shape before any
+//! data, `fill` the parallel slot fill, `server` the [`Server`] and `client` the [`Client`].
+//! Each is generic over the index scheme; [`KeywordServer`], [`KeywordClient`],
+//! [`KeywordSetup`] and [`LookupState`] name them on the LWE engine.
 
 mod client;
 mod fill;
@@ -37,11 +38,20 @@ mod row;
 mod server;
 mod setup;
 
-pub use client::{KeywordClient, LookupState};
+pub use client::{Client, Lookup};
 pub use index::{IndexState, KeywordIndex};
 pub use row::{filter_hash, key_digest, row_check, CHECK_BYTES, DIGEST_BYTES};
-pub use server::KeywordServer;
-pub use setup::KeywordSetup;
+pub use server::Server;
+pub use setup::Setup;
+
+/// The server of a keyword database on the LWE engine.
+pub type KeywordServer = Server<Lwe>;
+/// The client of a keyword database on the LWE engine.
+pub type KeywordClient = Client<Lwe>;
+/// The public setup of a keyword database on the LWE engine.
+pub type KeywordSetup = Setup<Lwe>;
+/// The secret state of one lookup in a keyword database on the LWE engine.
+pub type LookupState = Lookup<Lwe>;
 
 use crate::lwe::Lwe;
 use crate::params::{MatrixKind, ParamSet};
@@ -57,20 +67,20 @@ pub struct Keyword<I: KeywordIndex = Lwe>(std::marker::PhantomData<I>);
 impl<I: KeywordIndex> Scheme for Keyword<I> {
     const KIND: Kind = Kind::KEYWORD_SETUP;
     const NAME: &'static str = "keyword";
-    type Setup = KeywordSetup<I>;
+    type Setup = Setup<I>;
     type Query = I::Query;
     type Answer = I::Answer;
-    type Server = KeywordServer<I>;
-    type Client = KeywordClient<I>;
+    type Server = Server<I>;
+    type Client = Client<I>;
 }
 
-impl<I: KeywordIndex> SetupMessage for KeywordSetup<I> {
+impl<I: KeywordIndex> SetupMessage for Setup<I> {
     fn to_bytes(&self) -> Vec<u8> {
-        KeywordSetup::to_bytes(self)
+        Setup::to_bytes(self)
     }
 
     fn from_bytes(bytes: &[u8]) -> Result<Self, PirError> {
-        KeywordSetup::from_bytes(bytes)
+        Setup::from_bytes(bytes)
     }
 
     fn digest(&self) -> &Digest {
@@ -100,14 +110,14 @@ impl<I: KeywordIndex> SetupMessage for KeywordSetup<I> {
 
 /// A keyword database's queries and answers are its index scheme's, checked against the index
 /// setup inside the keyword setup.
-impl<I: KeywordIndex, M: Message<I::Setup>> Message<KeywordSetup<I>> for M {
+impl<I: KeywordIndex, M: Message<I::Setup>> Message<Setup<I>> for M {
     const KIND: Kind = M::KIND;
 
     fn to_bytes(&self) -> Vec<u8> {
         Message::<I::Setup>::to_bytes(self)
     }
 
-    fn from_bytes(bytes: &[u8], setup: &KeywordSetup<I>) -> Result<Self, PirError> {
+    fn from_bytes(bytes: &[u8], setup: &Setup<I>) -> Result<Self, PirError> {
         M::from_bytes(bytes, &setup.index)
     }
 }

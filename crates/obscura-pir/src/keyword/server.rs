@@ -5,12 +5,12 @@ use rayon::prelude::*;
 
 use super::fill::{Filled, MAX_FILL_BLOCK_ROWS};
 use super::fuse::FuseShape;
+use super::index::KeywordIndex;
 use super::plan::{likely_log_p, StorePlan};
 use super::row::{filter_hash, key_digest, row_check, CHECK_BYTES, DIGEST_BYTES};
-use super::setup::{KeywordSetup, SETUP_FIELD_BYTES};
-use super::index::KeywordIndex;
+use super::setup::{Setup, SETUP_FIELD_BYTES};
 use super::{Keyword, KeywordOptions};
-use crate::lwe::{Footprint, Geometry, Layout, Lwe};
+use crate::lwe::{Footprint, Geometry, Layout};
 use crate::scheme::{AnswerOf, Progress, QueryOf, SetupMessage};
 use crate::{PirError, PirServer};
 use obscura_math::matrix::PlaintextMatrix;
@@ -64,12 +64,12 @@ fn peel_with_retries(
 }
 
 /// The server side of a keyword database, on index scheme `I`.
-pub struct KeywordServer<I: KeywordIndex = Lwe> {
+pub struct Server<I: KeywordIndex> {
     index: I::Server,
-    setup: KeywordSetup<I>,
+    setup: Setup<I>,
 }
 
-impl<I: KeywordIndex> KeywordServer<I> {
+impl<I: KeywordIndex> Server<I> {
     /// Builds the database of `pairs` (keys of any length, values of any length, empty ones
     /// included). Duplicate keys are refused, naming the key.
     ///
@@ -141,7 +141,7 @@ impl<I: KeywordIndex> KeywordServer<I> {
             Ok((geometry, database))
         };
         let index = I::build_slots(planned, largest, &encode, &options, progress)?;
-        let setup = KeywordSetup {
+        let setup = Setup {
             index: index.public_setup().clone(),
             shape,
             seed,
@@ -152,7 +152,7 @@ impl<I: KeywordIndex> KeywordServer<I> {
         Ok(Self { index, setup })
     }
 
-    /// What [`KeywordServer::setup`] of `keys` pairs whose longest value has `max_value` bytes
+    /// What [`Server::setup`] of `keys` pairs whose longest value has `max_value` bytes
     /// (`uniform`: every value that long) will hold and produce (the pairs themselves not
     /// counted), computed before anything is allocated (see [`Footprint`]).
     pub fn footprint(
@@ -177,7 +177,7 @@ impl<I: KeywordIndex> KeywordServer<I> {
     }
 
     /// The public setup to hand to clients.
-    pub fn public_setup(&self) -> &KeywordSetup<I> {
+    pub fn public_setup(&self) -> &Setup<I> {
         &self.setup
     }
 
@@ -187,7 +187,7 @@ impl<I: KeywordIndex> KeywordServer<I> {
     }
 }
 
-impl<I: KeywordIndex> PirServer for KeywordServer<I> {
+impl<I: KeywordIndex> PirServer for Server<I> {
     type Scheme = Keyword<I>;
     type Data<'a> = &'a [(Vec<u8>, Vec<u8>)];
     type Options = KeywordOptions;
@@ -200,7 +200,7 @@ impl<I: KeywordIndex> PirServer for KeywordServer<I> {
         Self::setup(pairs, options, progress)
     }
 
-    fn public_setup(&self) -> &KeywordSetup<I> {
+    fn public_setup(&self) -> &Setup<I> {
         &self.setup
     }
 
@@ -216,7 +216,7 @@ impl<I: KeywordIndex> PirServer for KeywordServer<I> {
         self.index.matrices()
     }
 
-    fn from_parts(setup: KeywordSetup<I>, matrices: Vec<PlaintextMatrix>) -> Result<Self, PirError> {
+    fn from_parts(setup: Setup<I>, matrices: Vec<PlaintextMatrix>) -> Result<Self, PirError> {
         let index = I::Server::from_parts(setup.index.clone(), matrices)?;
         if index.public_setup().digest() != setup.index.digest() {
             return Err(PirError::SetupMismatch {

@@ -2,16 +2,15 @@
 //! setup, and its wire codec.
 
 use super::fuse::{Arity, FuseShape, MAX_KEYS};
-use super::row::{length_bytes, row_header};
 use super::index::KeywordIndex;
-use crate::lwe::Lwe;
+use super::row::{length_bytes, row_header};
 use crate::scheme::SetupMessage;
 use crate::wire::{self, Kind, Reader};
 use crate::PirError;
 
 /// What a client needs besides the index scheme's setup: the filter and the row shape.
 #[derive(Clone, Debug, PartialEq)]
-pub struct KeywordSetup<I: KeywordIndex = Lwe> {
+pub struct Setup<I: KeywordIndex> {
     pub(super) index: I::Setup,
     pub(super) shape: FuseShape,
     pub(super) seed: [u8; 32],
@@ -20,7 +19,7 @@ pub struct KeywordSetup<I: KeywordIndex = Lwe> {
     pub(super) length_bytes: u8,
 }
 
-impl<I: KeywordIndex> KeywordSetup<I> {
+impl<I: KeywordIndex> Setup<I> {
     /// The index scheme's public setup (queries and answers are the index scheme's).
     pub fn index(&self) -> &I::Setup {
         &self.index

@@ -7,8 +7,8 @@ use obscura_math::sample::{DiscreteGaussian, OsSampler};
 use rayon::prelude::*;
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
-use super::scheme::Lwe;
 use super::messages::{Answer, Query};
+use super::scheme::Lwe;
 use super::setup::PublicSetup;
 use crate::params::{Distribution, ANSWER_BITS};
 use crate::wire::Digest;

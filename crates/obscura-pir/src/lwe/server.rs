@@ -11,8 +11,8 @@ use super::layout::{Geometry, MAX_RECORD_BYTES};
 use super::messages::{Answer, Query};
 use super::scheme::{Lwe, Records};
 use super::setup::{matrix_a, PublicSetup, RecordFormat, SetupOptions};
-use crate::scheme::Progress;
 use crate::params::{worst_row_norm, LweParams, MatrixKind, ParamSet, ANSWER_BITS, MAX_LOG_P};
+use crate::scheme::Progress;
 use crate::{PirError, PirServer};
 
 /// Columns of `D` (rows of `A`) processed per step of the hint product (a 256 x 1024 block of
@@ -210,7 +210,10 @@ impl PirServer for Server {
 
     fn from_parts(setup: PublicSetup, matrices: Vec<PlaintextMatrix>) -> Result<Self, PirError> {
         let [database] = <[PlaintextMatrix; 1]>::try_from(matrices).map_err(|matrices| {
-            PirError::malformed("database", format!("{} matrices for one engine", matrices.len()))
+            PirError::malformed(
+                "database",
+                format!("{} matrices for one engine", matrices.len()),
+            )
         })?;
         Server::from_parts(setup, database)
     }

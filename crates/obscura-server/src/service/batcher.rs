@@ -3,18 +3,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use obscura_pir::lwe::{Answer, Query};
-use obscura_pir::PirServer;
 use tokio::sync::{mpsc, oneshot};
 
 use super::routes::Failure;
 use crate::catalog::Entry;
 use crate::metrics::Metrics;
+use crate::registry::DecodedQuery;
 
-/// A query waiting for its answer.
+/// A query waiting for its encoded answer.
 pub(super) struct Job {
-    pub(super) query: Query,
-    pub(super) reply: oneshot::Sender<Result<Answer, Failure>>,
+    pub(super) query: DecodedQuery,
+    pub(super) reply: oneshot::Sender<Result<Vec<u8>, Failure>>,
 }
 
 /// How a batching worker groups queries.
@@ -24,8 +23,8 @@ pub(super) struct Batching {
     pub(super) metrics: Arc<Metrics>,
 }
 
-/// Answers the queries of `entry` (a database with a single engine), as many per pass as are
-/// waiting, until every sender of `receiver` is gone.
+/// Answers the queries of `entry`, as many per pass as are waiting, until every sender of
+/// `receiver` is gone.
 pub(super) async fn run(entry: Arc<Entry>, mut receiver: mpsc::Receiver<Job>, batching: Batching) {
     while let Some(first) = receiver.recv().await {
         let mut jobs = vec![first];
@@ -40,10 +39,10 @@ pub(super) async fn run(entry: Arc<Entry>, mut receiver: mpsc::Receiver<Job>, ba
             }
         }
         batching.metrics.add_batch(jobs.len());
-        let (queries, replies): (Vec<Query>, Vec<_>) =
+        let (queries, replies): (Vec<DecodedQuery>, Vec<_>) =
             jobs.into_iter().map(|j| (j.query, j.reply)).unzip();
         let entry = entry.clone();
-        let result = tokio::task::spawn_blocking(move || answer(&entry, &queries)).await;
+        let result = tokio::task::spawn_blocking(move || answer(&entry, queries)).await;
         match result {
             Ok(Ok(answers)) => {
                 for (reply, answer) in replies.into_iter().zip(answers) {
@@ -60,16 +59,13 @@ pub(super) async fn run(entry: Arc<Entry>, mut receiver: mpsc::Receiver<Job>, ba
     }
 }
 
-/// One pass of `entry`'s engine over `queries`, while its file may be read.
-fn answer(entry: &Entry, queries: &[Query]) -> Result<Vec<Answer>, Failure> {
-    let engine = entry
-        .database
-        .engine()
-        .ok_or_else(|| Failure::internal("a Merkle tree takes proof requests only"))?;
+/// One pass of `entry`'s database over `queries`, while its file may be read.
+fn answer(entry: &Entry, queries: Vec<DecodedQuery>) -> Result<Vec<Vec<u8>>, Failure> {
     let _reading = entry
         .reader()
         .map_err(|e| Failure::changed(e, &entry.name))?;
-    engine
-        .answer_batch(queries)
+    entry
+        .database
+        .answer(queries)
         .map_err(|e| Failure::from_pir(e, &entry.name))
 }

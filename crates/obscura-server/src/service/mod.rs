@@ -4,16 +4,16 @@
 //! |---|---|
 //! | `GET /v1/databases` | JSON list of the databases ([`DatabaseInfo`](crate::catalog::DatabaseInfo)) |
 //! | `GET /v1/databases/{name}/setup` | the binary public setup, with `ETag`; `If-None-Match` gets 304 |
-//! | `POST /v1/databases/{name}/query` | binary query in, binary answer out |
-//! | `POST /v1/databases/{name}/batch` | several queries ([`framing`](crate::framing)) in, answers out |
-//! | `POST /v1/databases/{name}/proof` | Merkle tree (TreePIR) databases only: one query per colour class, framed, in; the answers, framed, out |
+//! | `POST /v1/databases/{name}/query` | binary query in, binary answer out (for a Merkle tree or a batch-code database, one LWE query per sub-database, framed, in, the answers, framed, out) |
+//! | `POST /v1/databases/{name}/batch` | several queries ([`framing`](obscura_pir::framing)) in, answers out |
+//! | `POST /v1/databases/{name}/proof` | Merkle tree (TreePIR) databases only: the query route under the name of what it returns, an audit path |
 //! | `GET /healthz` | `ok` |
 //! | `GET /metrics` | Prometheus text |
 //!
 //! Queries that arrive together are answered in one pass over the database: each database has
 //! one worker that takes every query waiting (up to [`ServiceConfig::max_batch`], waiting at most
-//! [`ServiceConfig::batch_window`] for more) and runs the batch kernel; a proof request is one
-//! pass over a Merkle tree's colour classes, one query each. Bodies are bounded in size (by what
+//! [`ServiceConfig::batch_window`] for more) and runs the scheme's batched answer; the
+//! database's scheme decodes and answers the queries ([`crate::registry`]). Bodies are bounded in size (by what
 //! the database can take) and in time, concurrent queries are bounded (503 beyond), every
 //! request has a time limit (408), open connections are bounded, must send their headers in
 //! time, and give way to new clients when the server is full ([`ConnectionLimits`]), and query
@@ -116,8 +116,7 @@ impl Default for ServiceConfig {
 /// One served database: its entry, its batching worker and its largest request.
 struct Served {
     entry: Arc<Entry>,
-    /// `None` for a Merkle tree, whose proof requests are answered directly.
-    batcher: Option<mpsc::Sender<batcher::Job>>,
+    batcher: mpsc::Sender<batcher::Job>,
     max_body: usize,
 }
 
@@ -162,22 +161,18 @@ impl AppState {
             .clamp(1, self.config.max_concurrent.max(1))
     }
 
-    /// Starts serving `catalog`, with a batching worker for each database that takes queries.
+    /// Starts serving `catalog`, with a batching worker for each database.
     fn install(&self, catalog: Catalog) {
         let mut served = HashMap::new();
         for entry in catalog.entries() {
-            // Merkle trees answer proof requests directly: one query per colour class.
-            let batcher = entry.database.engine().map(|_| {
-                let (sender, receiver) = mpsc::channel(self.config.max_concurrent.max(1));
-                let batching = batcher::Batching {
-                    window: self.config.batch_window,
-                    max_batch: self.config.max_batch.max(1),
-                    metrics: self.metrics.clone(),
-                };
-                self.runtime
-                    .spawn(batcher::run(entry.clone(), receiver, batching));
-                sender
-            });
+            let (batcher, receiver) = mpsc::channel(self.config.max_concurrent.max(1));
+            let batching = batcher::Batching {
+                window: self.config.batch_window,
+                max_batch: self.config.max_batch.max(1),
+                metrics: self.metrics.clone(),
+            };
+            self.runtime
+                .spawn(batcher::run(entry.clone(), receiver, batching));
             let max_body = self
                 .config
                 .max_body_bytes
@@ -222,7 +217,7 @@ impl Databases {
 }
 
 /// Builds the service for `catalog`. Must be called inside a tokio runtime (it starts one
-/// batching worker per index or keyword database).
+/// batching worker per database).
 pub fn router(catalog: Catalog, config: ServiceConfig) -> Router {
     router_with_databases(catalog, config).0
 }
@@ -260,13 +255,8 @@ pub fn router_with_databases(catalog: Catalog, config: ServiceConfig) -> (Router
     (router, Databases(state))
 }
 
-/// The largest framed body `entry` takes: a full batch of `max_batch` queries, or for a Merkle
-/// tree one proof request (a query per colour class).
+/// The largest body `entry` takes: a full batch of `max_batch` queries, framed.
 fn largest_request(entry: &Entry, max_batch: usize) -> usize {
-    let info = &entry.info;
-    let framed = match info.height {
-        Some(h) => info.query_bytes + 4 * u64::from(h),
-        None => max_batch as u64 * (info.query_bytes + 4),
-    };
-    usize::try_from(framed + 4).unwrap_or(usize::MAX)
+    let framed = (max_batch as u64).saturating_mul(entry.info.query_bytes.saturating_add(4));
+    usize::try_from(framed.saturating_add(4)).unwrap_or(usize::MAX)
 }

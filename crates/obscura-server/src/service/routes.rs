@@ -9,17 +9,17 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use obscura_pir::lwe::{Answer, Query, Server};
+use obscura_pir::wire::Kind;
 use obscura_pir::PirError;
 use tokio::sync::oneshot;
 
 use super::batcher::Job;
 use super::{AppState, Served};
-use crate::catalog::Entry;
 use crate::connections::Tracker;
-use obscura_pir::framing;
 use crate::metrics::ENDPOINTS;
-use crate::store::{Database, FileChanged};
+use crate::registry::DecodedQuery;
+use crate::store::FileChanged;
+use obscura_pir::framing;
 
 /// An error response: a status and a one-line message, and whether the connection must close
 /// after it (a client too slow to send its body).
@@ -285,26 +285,20 @@ async fn read_body(state: &AppState, served: &Served, request: Request) -> Resul
     Ok(body)
 }
 
-/// The engine that answers the queries of `entry`, or 400 for a Merkle tree (proofs only).
-fn single_engine<'a>(entry: &'a Entry, name: &str) -> Result<&'a Server, Failure> {
-    entry.database.engine().ok_or_else(|| {
-        Failure::bad_request(format!(
-            "{name:?} is a Merkle tree (TreePIR) database: send proof requests to /v1/databases/{name}/proof"
-        ))
-    })
-}
-
 pub(super) async fn query(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
     request: Request,
 ) -> Result<Response, Failure> {
     let served = lookup(&state, &name, request.headers())?;
-    let setup = single_engine(&served.entry, &name)?.public_setup();
     let body = read_body(&state, &served, request).await?;
-    let query = Query::from_bytes(&body, setup).map_err(|e| Failure::from_pir(e, &name))?;
-    let answers = answer_all(&state, &served, vec![query]).await?;
-    Ok(octets(answers[0].to_bytes()))
+    let query = served
+        .entry
+        .database
+        .decode_query(&body)
+        .map_err(|e| Failure::from_pir(e, &name))?;
+    let mut answers = answer_all(&state, &served, vec![query]).await?;
+    Ok(octets(answers.pop().unwrap_or_default()))
 }
 
 pub(super) async fn batch(
@@ -313,76 +307,31 @@ pub(super) async fn batch(
     request: Request,
 ) -> Result<Response, Failure> {
     let served = lookup(&state, &name, request.headers())?;
-    let setup = single_engine(&served.entry, &name)?.public_setup();
     let body = read_body(&state, &served, request).await?;
     let messages = framing::decode(&body, state.max_batch()).map_err(Failure::bad_request)?;
     let queries = messages
         .into_iter()
-        .map(|m| Query::from_bytes(m, setup))
+        .map(|m| served.entry.database.decode_query(m))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Failure::from_pir(e, &name))?;
     let answers = answer_all(&state, &served, queries).await?;
-    Ok(framed_answers(&answers))
+    Ok(octets(framing::encode(&answers)))
 }
 
-/// A Merkle audit path: one query per colour class of the tree, answered in one pass (a proof
-/// takes one concurrency permit, the work of one query over a database of the tree's size).
+/// A Merkle audit path: the query route of a Merkle tree, one LWE query per colour class of the
+/// tree in one framed request, answered in one pass.
 pub(super) async fn proof(
-    State(state): State<Arc<AppState>>,
+    state: State<Arc<AppState>>,
     Path(name): Path<String>,
     request: Request,
 ) -> Result<Response, Failure> {
     let served = lookup(&state, &name, request.headers())?;
-    let Database::TreePir(tree) = &served.entry.database else {
+    if served.entry.database.kind() != Kind::TREEPIR_SETUP {
         return Err(Failure::bad_request(format!(
             "{name:?} is not a Merkle tree: send its queries to /v1/databases/{name}/query or /batch"
         )));
-    };
-    let classes = tree.databases();
-    if classes.is_empty() {
-        return Err(Failure::bad_request(format!(
-            "{name:?} is a tree of one leaf: its audit path is empty and its root is the leaf hash"
-        )));
     }
-    let body = read_body(&state, &served, request).await?;
-    let count = framing::count(&body);
-    if count != Some(classes.len()) {
-        return Err(Failure::bad_request(format!(
-            "a proof request of {name:?} holds {} queries, one per colour class, not {}",
-            classes.len(),
-            count.map_or("a count".to_string(), |c| c.to_string())
-        )));
-    }
-    let messages = framing::decode(&body, classes.len()).map_err(Failure::bad_request)?;
-    let queries = messages
-        .into_iter()
-        .zip(classes)
-        .map(|(m, class)| Query::from_bytes(m, class.public_setup()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| Failure::from_pir(e, &name))?;
-    let _permit = state
-        .permits
-        .clone()
-        .try_acquire_owned()
-        .map_err(|_| Failure::busy())?;
-    let entry = served.entry.clone();
-    let tree = tree.clone();
-    let answers = tokio::task::spawn_blocking(move || {
-        let _reading = entry
-            .reader()
-            .map_err(|e| Failure::changed(e, &entry.name))?;
-        tree.answer(&queries)
-            .map_err(|e| Failure::from_pir(e, &entry.name))
-    })
-    .await
-    .map_err(|_| Failure::internal("the answering task stopped"))??;
-    Ok(framed_answers(&answers))
-}
-
-fn framed_answers(answers: &[Answer]) -> Response {
-    octets(framing::encode(
-        &answers.iter().map(Answer::to_bytes).collect::<Vec<_>>(),
-    ))
+    query(state, Path(name), request).await
 }
 
 fn octets(body: Vec<u8>) -> Response {
@@ -398,17 +347,14 @@ fn octets(body: Vec<u8>) -> Response {
 async fn answer_all(
     state: &AppState,
     served: &Served,
-    queries: Vec<Query>,
-) -> Result<Vec<Answer>, Failure> {
+    queries: Vec<DecodedQuery>,
+) -> Result<Vec<Vec<u8>>, Failure> {
     let _permits = state
         .permits
         .clone()
         .try_acquire_many_owned(queries.len() as u32)
         .map_err(|_| Failure::busy())?;
-    let sender = served
-        .batcher
-        .as_ref()
-        .ok_or_else(|| Failure::internal("this database has no batching worker"))?;
+    let sender = &served.batcher;
     let mut replies = Vec::with_capacity(queries.len());
     for query in queries {
         let (reply, receiver) = oneshot::channel();
