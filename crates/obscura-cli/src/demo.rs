@@ -76,7 +76,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
         let started = Instant::now();
         let server = progress::setup_with_bar(&data, args.record_size, options, "server setup")?;
         println!("server setup of {name:?}: {}", ms(started.elapsed()));
-        catalog.insert(name.into(), server.into())?;
+        catalog.insert(name.into(), server)?;
     }
     let service =
         BackgroundService::start(catalog, ServiceConfig::default(), "127.0.0.1:0".parse()?)?;

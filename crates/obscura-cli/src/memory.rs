@@ -193,7 +193,7 @@ mod tests {
             let path = dir.path().join("db.obs");
             write_database(&path, &database).unwrap();
             let written = std::fs::metadata(&path).unwrap().len();
-            assert_eq!(file_bytes(&footprint), written, "{}", database.kind());
+            assert_eq!(file_bytes(&footprint), written, "{:?}", database.kind());
         }
     }
 }

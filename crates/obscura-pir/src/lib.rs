@@ -38,7 +38,7 @@ pub mod scheme;
 pub mod wire;
 
 pub use error::{ParseError, PirError};
-pub use scheme::{Message, PirClient, PirServer, Scheme, SetupMessage};
+pub use scheme::{Encode, Message, PirClient, PirServer, Scheme, SetupMessage};
 
 /// The README's library example, compiled and run as a doctest.
 #[doc = include_str!("../../../README.md")]

@@ -108,12 +108,16 @@ pub struct Summary<'a> {
     pub sub_queries: Option<u32>,
 }
 
-/// A query or an answer: one binary codec, checked against the setup `S` it belongs to.
-pub trait Message<S>: Sized + Send + 'static {
+/// A message's encoding and wire kind.
+pub trait Encode {
     /// Its wire kind.
     const KIND: Kind;
     /// The encoded message.
     fn to_bytes(&self) -> Vec<u8>;
+}
+
+/// A query or an answer: one binary codec, decoded against the setup `S` it belongs to.
+pub trait Message<S>: Encode + Sized + Send + 'static {
     /// Decodes a message that must belong to `setup`: tags and lengths are checked before
     /// anything is allocated.
     fn from_bytes(bytes: &[u8], setup: &S) -> Result<Self, PirError>;

@@ -7,7 +7,7 @@ use obscura_pir::keyword::fuse::Arity;
 use obscura_pir::keyword::{KeywordClient, KeywordOptions, KeywordServer, KeywordSetup};
 use obscura_pir::lwe::Answer;
 use obscura_pir::wire::{self, COMPACT_HEADER_BYTES};
-use obscura_pir::{PirError, PirServer};
+use obscura_pir::{PirClient, PirError, PirServer};
 use proptest::prelude::*;
 use rayon::prelude::*;
 
@@ -74,7 +74,7 @@ fn rows_carry_a_length_only_when_values_differ() {
     ] {
         let server = KeywordServer::setup(&pairs, KeywordOptions::default(), &|_, _| {}).unwrap();
         let setup = KeywordSetup::from_bytes(&server.public_setup().to_bytes()).unwrap();
-        assert_eq!(setup.lwe().geometry().record_bytes(), row_bytes);
+        assert_eq!(setup.index().geometry().record_bytes(), row_bytes);
         let mut client = KeywordClient::new(setup);
         for (key, value) in &pairs {
             assert_eq!(lookup(&server, &mut client, key).as_ref(), Some(value));
@@ -176,15 +176,15 @@ fn lookup_with_flip(
     if let Some(bit) = bit {
         bytes[bit / 8] ^= 1 << (bit % 8);
     }
-    Answer::from_bytes(&bytes, client.setup().lwe())
+    Answer::from_bytes(&bytes, client.setup().index())
         .and_then(|answer| client.decode(state, &answer))
 }
 
 /// The answer entries (16 bits each, after the envelope) whose digit lies wholly inside the row:
 /// flipping such an entry's top bit moves the digit by p/2, so the decoded row changes.
 fn entries_inside_the_row(setup: &KeywordSetup) -> usize {
-    let row_bits = 8 * setup.lwe().geometry().record_bytes() as usize;
-    row_bits / usize::from(setup.lwe().params().log_p)
+    let row_bits = 8 * setup.index().geometry().record_bytes() as usize;
+    row_bits / usize::from(setup.index().params().log_p)
 }
 
 /// Flipping the top bit of any answer entry inside the row (the check's, the length's or the
@@ -233,7 +233,7 @@ proptest! {
         let (key, expected) = pairs
             .get(key)
             .map_or((&b"absent"[..], None), |(k, v)| (&k[..], Some(v)));
-        let len = Answer::encoded_len(server.public_setup().lwe()) as usize;
+        let len = Answer::encoded_len(server.public_setup().index()) as usize;
         let bit = bit % (8 * len);
         let decoded = lookup_with_flip(server, key, Some(bit));
         if let Ok(Some(value)) = &decoded {

@@ -222,8 +222,12 @@ impl Catalog {
     }
 
     /// Adds a database under `name`.
-    pub fn insert(&mut self, name: String, database: Database) -> Result<(), CatalogError> {
-        self.insert_entry(Entry::new(name, database))
+    pub fn insert(
+        &mut self,
+        name: String,
+        database: impl Into<Database>,
+    ) -> Result<(), CatalogError> {
+        self.insert_entry(Entry::new(name, database.into()))
     }
 
     fn insert_entry(&mut self, entry: Entry) -> Result<(), CatalogError> {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use obscura_pir::scheme::{AnswerOf, QueryOf, SetupOf};
-use obscura_pir::{Message, PirError, Scheme, SetupMessage};
+use obscura_pir::{Encode, Message, PirError, Scheme, SetupMessage};
 use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
 use ureq::Agent;
 
@@ -393,7 +393,7 @@ impl HttpClient {
         let request = self.post(&url);
         let reply = self.receive(
             &url,
-            request.send(&Message::to_bytes(query)[..]),
+            request.send(&Encode::to_bytes(query)[..]),
             setup.answer_bytes(),
             "the size of an answer",
         )?;
@@ -414,7 +414,7 @@ impl HttpClient {
             message,
         };
         let request = self.post(&url);
-        let messages: Vec<Vec<u8>> = queries.iter().map(Message::to_bytes).collect();
+        let messages: Vec<Vec<u8>> = queries.iter().map(Encode::to_bytes).collect();
         let expected = (queries.len() as u64)
             .saturating_mul(setup.answer_bytes().saturating_add(4))
             .saturating_add(4);
@@ -549,6 +549,7 @@ impl CacheEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use obscura_pir::lwe::{Lwe, Query};
 
     #[test]
     fn setups_asking_for_huge_queries_are_refused() {
@@ -571,15 +572,13 @@ mod tests {
                 },
             )
         };
-        assert!(client(bytes).check_queries("db", [setup]).is_ok());
+        let encoded = setup.to_bytes();
+        assert!(client(bytes).decode_setup::<Lwe>("db", &encoded).is_ok());
         let error = client(bytes - 1)
-            .check_queries("db", [setup, setup])
+            .decode_setup::<Lwe>("db", &encoded)
             .unwrap_err();
         let text = error.to_string();
-        assert!(
-            text.contains(&format!("queries of {}", 2 * bytes)),
-            "{text}"
-        );
+        assert!(text.contains(&format!("queries of {bytes}")), "{text}");
         assert!(text.contains("--max-query-bytes"), "{text}");
     }
 

@@ -18,7 +18,7 @@ use obscura_pir::keyword::Keyword;
 use obscura_pir::lwe::{self, Lwe};
 use obscura_pir::scheme::{QueryOf, SetupOf};
 use obscura_pir::wire::{Digest, Kind, Reader};
-use obscura_pir::{Message, PirError, PirServer, Scheme, SetupMessage};
+use obscura_pir::{Encode, Message, PirError, PirServer, Scheme, SetupMessage};
 
 /// A query decoded for a [`Database`], waiting to be answered (its type is the scheme's).
 pub struct DecodedQuery(Box<dyn Any + Send>);
@@ -106,7 +106,7 @@ impl<S: Scheme> Hosted for Server<S> {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let answers = self.0.answer_batch(&queries)?;
-        Ok(answers.iter().map(Message::to_bytes).collect())
+        Ok(answers.iter().map(Encode::to_bytes).collect())
     }
 
     fn as_any(&self) -> &dyn Any {

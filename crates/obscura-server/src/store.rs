@@ -434,8 +434,10 @@ impl Revocable for ServedFile {
 mod tests {
     use super::*;
     use obscura_pir::batch::merkle::{leaf_hash, MerkleTree};
-    use obscura_pir::batch::treepir::TreePirClient;
-    use obscura_pir::lwe::{Client, SetupOptions};
+    use obscura_pir::batch::treepir::{TreePir, TreePirClient, TreePirServer};
+    use obscura_pir::keyword::{Keyword, KeywordServer};
+    use obscura_pir::lwe::{Client, Lwe, Server, SetupOptions};
+    use obscura_pir::wire::Digest;
     use obscura_pir::{PirClient, PirServer};
 
     fn server() -> (Server, Vec<u8>) {
@@ -451,15 +453,15 @@ mod tests {
         let (server, data) = server();
         let database = Database::from(server);
         write_database(&path, &database).unwrap();
-        let matrix_bytes = database.engines()[0].database().as_bytes().len() as u64;
+        let matrix_bytes = database.matrices()[0].as_bytes().len() as u64;
         assert_eq!(
             std::fs::metadata(&path).unwrap().len(),
             file_len(database.setup_bytes().len() as u64, matrix_bytes)
         );
-        let Database::Index(loaded) = read_database(&path).unwrap() else {
-            panic!("an index database");
-        };
-        assert_eq!(loaded.public_setup(), database.engines()[0].public_setup());
+        let loaded = read_database(&path).unwrap();
+        let loaded = loaded.server::<Lwe>().expect("an index database");
+        let original = database.server::<Lwe>().unwrap();
+        assert_eq!(loaded.public_setup(), original.public_setup());
         let mut client = Client::new(loaded.public_setup().clone());
         for index in [0u64, 17, 41] {
             let (query, state) = client.query(index).unwrap();
@@ -484,9 +486,8 @@ mod tests {
         ];
         let server = KeywordServer::setup(&pairs, KeywordOptions::default(), &|_, _| {}).unwrap();
         write_database(&path, &server.into()).unwrap();
-        let Database::Keyword(loaded) = read_database(&path).unwrap() else {
-            panic!("a keyword database");
-        };
+        let loaded = read_database(&path).unwrap();
+        let loaded = loaded.server::<Keyword>().expect("a keyword database");
         let mut client = KeywordClient::new(loaded.public_setup().clone());
         for (key, value) in &pairs {
             let (query, state) = client.query(key).unwrap();
@@ -541,13 +542,11 @@ mod tests {
             let (database, tree, leaves) = tree_database(n);
             write_database(&path, &database).unwrap();
             let loaded = read_database(&path).unwrap();
-            assert_eq!((loaded.kind(), loaded.items()), ("treepir", n as u64));
+            let listing = loaded.listing();
+            assert_eq!((listing.kind, listing.items), ("treepir", n as u64));
             assert_eq!(loaded.digest(), database.digest());
             assert_eq!(loaded.setup_bytes(), database.setup_bytes());
-            assert!(loaded.engine().is_none());
-            let Database::TreePir(server) = loaded else {
-                panic!("a TreePIR database");
-            };
+            let server = loaded.server::<TreePir>().expect("a TreePIR database");
             assert_eq!(server.databases().len(), tree.height() as usize);
             let mut client = TreePirClient::new(server.public_setup().clone());
             for m in [0, n as u64 / 2, n as u64 - 1] {
@@ -586,7 +585,7 @@ mod tests {
         let (database, _, _) = tree_database(37);
         write_database(&path, &database).unwrap();
         let bytes = std::fs::read(&path).unwrap();
-        let digest = *database.digest();
+        let digest = database.digest();
         let payload = &bytes[PREAMBLE_BYTES..];
         let setup_len = u64::from_le_bytes(payload[..8].try_into().unwrap()) as usize;
         // Cuts through the setup's fields, its hints and the matrices.
@@ -637,7 +636,7 @@ mod tests {
         let index = Database::from(server().0);
         assert!(refused(
             dir.path(),
-            &sealed(index.digest(), &payload[..8 + setup_len])
+            &sealed(&index.digest(), &payload[..8 + setup_len])
         ));
     }
 
@@ -655,7 +654,7 @@ mod tests {
             payload.extend_from_slice(&setup[..keep]);
             payload.extend_from_slice(&tail);
             let dir = tempfile::tempdir().unwrap();
-            proptest::prop_assert!(refused(dir.path(), &sealed(database.digest(), &payload)));
+            proptest::prop_assert!(refused(dir.path(), &sealed(&database.digest(), &payload)));
         }
     }
 }

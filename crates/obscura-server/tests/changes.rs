@@ -7,7 +7,7 @@ use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use obscura_pir::lwe::{Client, Layout, Server, SetupOptions};
+use obscura_pir::lwe::{Client, Layout, Lwe, Server, SetupOptions};
 use obscura_pir::PirClient;
 use obscura_server::catalog::Catalog;
 use obscura_server::client::{ClientError, HttpClient};
@@ -72,9 +72,9 @@ fn serve() -> Fixture {
 /// Fetches record `index` with a fresh client (no cache), returning it or the error.
 fn fetch(url: &str, index: u64) -> Result<Vec<u8>, ClientError> {
     let http = HttpClient::new(url, None);
-    let mut client = Client::new(http.setup("db")?);
+    let mut client = Client::new(http.setup::<Lwe>("db")?);
     let (query, state) = client.query(index).unwrap();
-    let answer = http.query("db", client.setup(), &query)?;
+    let answer = http.query::<Lwe>("db", client.setup(), &query)?;
     Ok(client.decode(state, &answer)?)
 }
 
@@ -209,10 +209,10 @@ fn requests_in_flight_finish_across_a_reload() {
     .unwrap();
     let url = service.url();
     let http = HttpClient::new(&url, None);
-    let mut client = Client::new(http.setup("db").unwrap());
+    let mut client = Client::new(http.setup::<Lwe>("db").unwrap());
     let (query, state) = client.query(11).unwrap();
     std::thread::scope(|scope| {
-        let waiting = scope.spawn(|| http.query("db", client.setup(), &query));
+        let waiting = scope.spawn(|| http.query::<Lwe>("db", client.setup(), &query));
         std::thread::sleep(Duration::from_millis(100));
         build(&path, 5);
         let databases = service.databases();

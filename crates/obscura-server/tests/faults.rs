@@ -16,9 +16,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use obscura_pir::batch::merkle::{leaf_hash, MerkleTree};
-use obscura_pir::batch::treepir::{TreePirClient, TreePirServer};
-use obscura_pir::keyword::{KeywordClient, KeywordOptions, KeywordServer};
-use obscura_pir::lwe::{Answer, Client, PublicSetup, Server, SetupOptions};
+use obscura_pir::batch::shards::Shards;
+use obscura_pir::batch::treepir::{TreePir, TreePirClient, TreePirServer};
+use obscura_pir::keyword::{Keyword, KeywordClient, KeywordOptions, KeywordServer};
+use obscura_pir::lwe::{Answer, Client, Lwe, PublicSetup, Server, SetupOptions};
 use obscura_pir::{PirClient, PirServer};
 use obscura_server::catalog::Catalog;
 use obscura_server::client::{ClientError, ClientOptions, HttpClient};
@@ -364,9 +365,10 @@ fn fetch_record(
     let (query, state) = client.query(index).unwrap();
     let answer = if batch {
         let (other, _) = client.query(0).unwrap();
-        http.batch("index", setup, &[query, other])?.remove(0)
+        http.batch::<Lwe>("index", setup, &[query, other])?
+            .remove(0)
     } else {
-        http.query("index", setup, &query)?
+        http.query::<Lwe>("index", setup, &query)?
     };
     Ok(client.decode(state, &answer)?)
 }
@@ -376,7 +378,7 @@ fn corrupted_index_answers_are_refused_in_the_envelope_and_measured_in_the_entri
     let world = world();
     let proxy = Proxy::start(&world.service.url());
     let setup = HttpClient::new(&world.service.url(), None)
-        .setup("index")
+        .setup::<Lwe>("index")
         .unwrap();
     let index = 17u64;
     let start = index as usize * RECORD_BYTES;
@@ -415,7 +417,7 @@ fn corrupted_keyword_answers_never_give_a_wrong_value() {
     let world = world();
     let proxy = Proxy::start(&world.service.url());
     let setup = HttpClient::new(&world.service.url(), None)
-        .keyword_setup("kv")
+        .setup::<Keyword>("kv")
         .unwrap();
     for (key, expected) in [
         (world.pairs[5].0.clone(), Some(world.pairs[5].1.clone())),
@@ -425,11 +427,11 @@ fn corrupted_keyword_answers_never_give_a_wrong_value() {
             let attempt = |http: &HttpClient| {
                 let mut client = KeywordClient::new(setup.clone());
                 let (query, state) = client.query(&key).unwrap();
-                let lwe = client.setup().lwe();
                 let answer = if batch {
-                    http.batch("kv", lwe, &[query]).map(|mut a| a.remove(0))
+                    http.batch::<Keyword>("kv", &setup, &[query])
+                        .map(|mut a| a.remove(0))
                 } else {
-                    http.query("kv", lwe, &query)
+                    http.query::<Keyword>("kv", &setup, &query)
                 };
                 match answer.and_then(|a| Ok(client.decode(state, &a)?)) {
                     // A present key reported absent is an error, not a wrong value.
@@ -457,7 +459,7 @@ fn corrupted_proofs_never_give_a_wrong_path() {
     let world = world();
     let proxy = Proxy::start(&world.service.url());
     let setup = HttpClient::new(&world.service.url(), None)
-        .treepir_setup("tree")
+        .setup::<TreePir>("tree")
         .unwrap();
     let m = 6u64;
     let hash = leaf_hash(format!("leaf {m}").as_bytes());
@@ -466,8 +468,8 @@ fn corrupted_proofs_never_give_a_wrong_path() {
         let mut client = TreePirClient::new(setup.clone());
         let (queries, state) = client.query(m).unwrap();
         let path = http
-            .proof("tree", &setup, &queries)
-            .and_then(|answers| Ok(client.decode(state, &answers, &hash)?));
+            .query::<TreePir>("tree", &setup, &Shards(queries))
+            .and_then(|answers| Ok(client.decode(state, &answers.0, &hash)?));
         judge(path, &expected)
     };
     let [request, response] = clean_run(&proxy, attempt);
@@ -615,7 +617,7 @@ fn a_hostile_server_cannot_exhaust_memory() {
             }
         });
         let error = HttpClient::with_options(&url, options())
-            .query("db", &setup, &query)
+            .query::<Lwe>("db", &setup, &query)
             .unwrap_err();
         assert!(error.to_string().contains(expected), "{error}");
     }
@@ -626,7 +628,7 @@ fn a_hostile_server_cannot_exhaust_memory() {
     ] {
         let url = hostile(move |_, stream| reply(stream, "200 OK", "", &body));
         let error = HttpClient::with_options(&url, options())
-            .batch("db", &setup, std::slice::from_ref(&query))
+            .batch::<Lwe>("db", &setup, std::slice::from_ref(&query))
             .unwrap_err();
         assert!(matches!(error, ClientError::Unexpected { .. }), "{error}");
     }
@@ -666,7 +668,7 @@ fn a_hostile_server_cannot_pass_off_a_bad_setup() {
     let served = kv.clone();
     let url = hostile(move |_, stream| reply(stream, "200 OK", &etag(&served), &served));
     let error = HttpClient::with_options(&url, options())
-        .setup("db")
+        .setup::<Lwe>("db")
         .unwrap_err();
     assert!(
         error
@@ -684,8 +686,8 @@ fn a_hostile_server_cannot_pass_off_a_bad_setup() {
             let url = hostile(move |_, stream| reply(stream, "200 OK", &etag(&served), &served));
             let http = HttpClient::with_options(&url, options());
             let result = match what {
-                "index" => http.setup("db").map(|s| s.to_bytes()),
-                _ => http.keyword_setup("db").map(|s| s.to_bytes()),
+                "index" => http.setup::<Lwe>("db").map(|s| s.to_bytes()),
+                _ => http.setup::<Keyword>("db").map(|s| s.to_bytes()),
             };
             match result {
                 // A field the decoder does not check (e.g. a norm bound) is read as sent.

@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use obscura_pir::batch::merkle::{leaf_hash, MerkleTree};
-use obscura_pir::batch::treepir::{TreePirClient, TreePirServer};
+use obscura_pir::batch::shards::Shards;
+use obscura_pir::batch::treepir::{TreePir, TreePirClient, TreePirServer};
 use obscura_pir::framing;
-use obscura_pir::lwe::{Client, Layout, Query, Server, SetupOptions};
-use obscura_pir::PirClient;
+use obscura_pir::lwe::{Answer, Client, Layout, Lwe, Query, Server, SetupOptions};
+use obscura_pir::{Encode, Message, PirClient};
 use obscura_server::catalog::Catalog;
 use obscura_server::client::{ClientError, HttpClient};
 use obscura_server::service::{BackgroundService, ConnectionLimits, ServiceConfig};
@@ -86,14 +87,14 @@ fn retrieves_every_record_over_http_and_caches_the_setup() {
     assert_eq!(list[1].record_bytes, 24);
 
     for (name, data, record_bytes) in [("square", &square, 24usize), ("frodo", &frodo, 10)] {
-        let setup = http.setup(name).unwrap();
+        let setup = http.setup::<Lwe>(name).unwrap();
         let info = list.iter().find(|d| d.name == name).unwrap();
         assert_eq!(info.digest, hex::encode(setup.digest()));
         let mut client = Client::new(setup.clone());
         for (index, expected) in data.chunks(record_bytes).enumerate() {
             let (query, state) = client.query(index as u64).unwrap();
             assert_eq!(info.query_bytes, query.to_bytes().len() as u64);
-            let answer = http.query(name, &setup, &query).unwrap();
+            let answer = http.query::<Lwe>(name, &setup, &query).unwrap();
             assert_eq!(
                 client.decode(state, &answer).unwrap(),
                 expected,
@@ -104,7 +105,7 @@ fn retrieves_every_record_over_http_and_caches_the_setup() {
         let indices = [3u64, 0, 7, 3];
         let (queries, states): (Vec<_>, Vec<_>) =
             indices.iter().map(|&i| client.query(i).unwrap()).unzip();
-        let answers = http.batch(name, &setup, &queries).unwrap();
+        let answers = http.batch::<Lwe>(name, &setup, &queries).unwrap();
         for ((state, answer), &index) in states.into_iter().zip(&answers).zip(&indices) {
             let start = index as usize * record_bytes;
             assert_eq!(
@@ -135,7 +136,7 @@ fn retrieves_every_record_over_http_and_caches_the_setup() {
         .call()
         .unwrap();
     assert_eq!(response.status().as_u16(), 304);
-    let again = http.setup("square").unwrap();
+    let again = http.setup::<Lwe>("square").unwrap();
     assert_eq!(hex::encode(again.digest()), list[1].digest);
 
     let (status, metrics) = status_and_text(raw().get(&format!("{}/metrics", server.url)).call());
@@ -165,8 +166,8 @@ fn malformed_requests_get_clear_client_errors_and_the_server_keeps_answering() {
     };
     let server = TestServer::start(catalog, config);
     let http = HttpClient::new(&server.url, None);
-    let setup = http.setup("db").unwrap();
-    let other_setup = http.setup("other").unwrap();
+    let setup = http.setup::<Lwe>("db").unwrap();
+    let other_setup = http.setup::<Lwe>("other").unwrap();
     let mut client = Client::new(setup.clone());
     let (query, _) = client.query(1).unwrap();
     let good = query.to_bytes();
@@ -241,14 +242,14 @@ fn malformed_requests_get_clear_client_errors_and_the_server_keeps_answering() {
     );
     assert_eq!((status, text.trim()), (404, "unknown database \"nope\""));
     assert!(matches!(
-        http.setup("nope"),
+        http.setup::<Lwe>("nope"),
         Err(ClientError::Status { status: 404, .. })
     ));
 
     // Still answering correctly.
     for index in [0u64, 29] {
         let (query, state) = client.query(index).unwrap();
-        let answer = http.query("db", &setup, &query).unwrap();
+        let answer = http.query::<Lwe>("db", &setup, &query).unwrap();
         let start = index as usize * 16;
         assert_eq!(
             client.decode(state, &answer).unwrap(),
@@ -268,7 +269,9 @@ fn bounded_load_test() {
         .insert("load".into(), database(&data, 32, Layout::Square))
         .unwrap();
     let server = TestServer::start(catalog, ServiceConfig::default());
-    let setup = HttpClient::new(&server.url, None).setup("load").unwrap();
+    let setup = HttpClient::new(&server.url, None)
+        .setup::<Lwe>("load")
+        .unwrap();
     let started = Instant::now();
     let workers: Vec<_> = (0..CLIENTS)
         .map(|worker| {
@@ -282,7 +285,7 @@ fn bounded_load_test() {
                     let index = ((worker * 7919 + i * 104_729) % 1000) as u64;
                     let (query, state) = client.query(index).unwrap();
                     let sent = Instant::now();
-                    let answer = http.query("load", &setup, &query).unwrap();
+                    let answer = http.query::<Lwe>("load", &setup, &query).unwrap();
                     latencies.push(sent.elapsed());
                     let start = index as usize * 32;
                     assert_eq!(
@@ -326,7 +329,7 @@ fn slow_requests_time_out() {
     };
     let server = TestServer::start(catalog, config);
     let http = HttpClient::new(&server.url, None);
-    let setup = http.setup("db").unwrap();
+    let setup = http.setup::<Lwe>("db").unwrap();
     let (query, _) = Client::new(setup.clone()).query(0).unwrap();
     let (status, _) = status_and_text(
         raw()
@@ -353,7 +356,7 @@ fn concurrent_queries_share_one_pass_and_overload_gets_503() {
     };
     let server = TestServer::start(catalog, config);
     let http = HttpClient::new(&server.url, None);
-    let setup = http.setup("db").unwrap();
+    let setup = http.setup::<Lwe>("db").unwrap();
     let start = std::sync::Barrier::new(5);
     std::thread::scope(|scope| {
         for index in [3u64, 17, 40, 63] {
@@ -362,7 +365,7 @@ fn concurrent_queries_share_one_pass_and_overload_gets_503() {
                 let mut client = Client::new(setup.clone());
                 let (query, state) = client.query(index).unwrap();
                 start.wait();
-                let answer = http.query("db", setup, &query).unwrap();
+                let answer = http.query::<Lwe>("db", setup, &query).unwrap();
                 let record = client.decode(state, &answer).unwrap();
                 assert_eq!(record, &records[index as usize * 16..][..16]);
             });
@@ -451,24 +454,26 @@ fn treepir_proofs_over_http() {
         (index_info.kind.as_str(), index_info.height),
         ("index", None)
     );
-    let setup = http.treepir_setup("tree").unwrap();
+    let setup = http.setup::<TreePir>("tree").unwrap();
     assert_eq!(info.digest, hex::encode(setup.digest()));
     assert_eq!(setup.root(), &tree.root());
     let mut client = TreePirClient::new(setup.clone());
     for m in [0u64, 1, 17, 31, 32, 35, 36] {
         let (queries, state) = client.query_leaf_hash(m).unwrap();
-        let sent: u64 = queries.iter().map(|q| q.to_bytes().len() as u64).sum();
-        assert_eq!(info.query_bytes, sent);
-        let answers = http.proof("tree", &setup, &queries).unwrap();
-        let hash = client.decode_leaf_hash(state, &answers).unwrap();
+        let request = Shards(queries);
+        assert_eq!(info.query_bytes, Encode::to_bytes(&request).len() as u64);
+        let answers = http.query::<TreePir>("tree", &setup, &request).unwrap();
+        let hash = client.decode_leaf_hash(state, &answers.0).unwrap();
         assert_eq!(hash, leaf_hash(&leaves[m as usize]), "leaf {m}");
         let (queries, state) = client.query(m).unwrap();
-        let answers = http.proof("tree", &setup, &queries).unwrap();
-        let path = client.decode(state, &answers, &hash).unwrap();
+        let answers = http
+            .query::<TreePir>("tree", &setup, &Shards(queries))
+            .unwrap();
+        let path = client.decode(state, &answers.0, &hash).unwrap();
         assert_eq!(Some(path), tree.audit_path(m), "leaf {m}");
     }
     // The second download is the cached copy, revalidated.
-    assert_eq!(http.treepir_setup("tree").unwrap(), setup);
+    assert_eq!(http.setup::<TreePir>("tree").unwrap(), setup);
 
     let (queries, _) = client.query(3).unwrap();
     let encoded: Vec<Vec<u8>> = queries.iter().map(Query::to_bytes).collect();
@@ -477,27 +482,20 @@ fn treepir_proofs_over_http() {
     let post = |path: &str, body: &[u8]| {
         status_and_text(raw().post(&format!("{}{path}", server.url)).send(body))
     };
-    // Bodies are bounded by the largest request: a batch of 16 index queries or a proof request.
-    let limit = [
-        16 * (index_info.query_bytes + 4) + 4,
-        info.query_bytes + 6 * 4 + 4,
-        1024,
-    ]
-    .into_iter()
-    .max()
-    .unwrap() as usize;
+    // Bodies are bounded by the largest request: a batch of 16 of the database's queries.
+    let limit = (16 * (info.query_bytes + 4) + 4).max(1024) as usize;
     let cases: Vec<(&str, Vec<u8>, u16, &str)> = vec![
         (
             "/v1/databases/tree/query",
             encoded[0].clone(),
             400,
-            "/v1/databases/tree/proof",
+            "where 6 are expected",
         ),
         (
             "/v1/databases/tree/batch",
             framing::encode(&encoded),
             400,
-            "proof requests",
+            "where 6 are expected",
         ),
         (
             "/v1/databases/db/proof",
@@ -509,13 +507,13 @@ fn treepir_proofs_over_http() {
             "/v1/databases/tree/proof",
             framing::encode(&encoded[..5]),
             400,
-            "holds 6 queries",
+            "5 messages where 6 are expected",
         ),
         (
             "/v1/databases/tree/proof",
             framing::encode(&[&encoded[..], &encoded[..1]].concat()),
             400,
-            "holds 6 queries, one per colour class, not 7",
+            "7 messages where 6 are expected",
         ),
         (
             "/v1/databases/tree/proof",
@@ -527,7 +525,7 @@ fn treepir_proofs_over_http() {
             "/v1/databases/tree/proof",
             b"junk".to_vec(),
             400,
-            "holds 6 queries",
+            "where 6 are expected",
         ),
         (
             "/v1/databases/nope/proof",
@@ -544,14 +542,21 @@ fn treepir_proofs_over_http() {
     }
     // Still answering.
     let (queries, state) = client.query(36).unwrap();
-    let answers = http.proof("tree", &setup, &queries).unwrap();
+    // The proof route is the query route of a Merkle tree.
+    let mut response = raw()
+        .post(&format!("{}/v1/databases/tree/proof", server.url))
+        .send(&Encode::to_bytes(&Shards(queries))[..])
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let body = response.body_mut().read_to_vec().unwrap();
+    let answers: Shards<Answer> = Message::from_bytes(&body, &setup).unwrap();
     let path = client
-        .decode(state, &answers, &leaf_hash(&leaves[36]))
+        .decode(state, &answers.0, &leaf_hash(&leaves[36]))
         .unwrap();
     assert_eq!(Some(path), tree.audit_path(36));
     let (_, metrics) = status_and_text(raw().get(&format!("{}/metrics", server.url)).call());
     for line in [
-        "obscura_requests_total{endpoint=\"proof\"} 22",
+        "obscura_requests_total{endpoint=\"proof\"} 8",
         "obscura_errors_total{endpoint=\"proof\"} 7",
     ] {
         assert!(metrics.contains(line), "{metrics}");

@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use obscura_pir::lwe::{Client, Layout, Server, SetupOptions};
+use obscura_pir::lwe::{Client, Layout, Lwe, Server, SetupOptions};
 use obscura_pir::PirClient;
 use obscura_server::catalog::Catalog;
 use obscura_server::client::HttpClient;
@@ -79,10 +79,10 @@ fn a_full_server_makes_room_for_a_new_client() {
 
     let http = HttpClient::new(&url, None);
     let started = std::time::Instant::now();
-    let mut client = Client::new(http.setup("db").unwrap());
+    let mut client = Client::new(http.setup::<Lwe>("db").unwrap());
     for index in [0u64, 20, 47] {
         let (query, state) = client.query(index).unwrap();
-        let answer = http.query("db", client.setup(), &query).unwrap();
+        let answer = http.query::<Lwe>("db", client.setup(), &query).unwrap();
         assert_eq!(
             client.decode(state, &answer).unwrap(),
             &data[index as usize * 16..][..16]

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use obscura_pir::lwe::{Client, Layout, Server, SetupOptions};
+use obscura_pir::lwe::{Client, Layout, Lwe, Server, SetupOptions};
 use obscura_pir::PirClient;
 use obscura_server::catalog::Catalog;
 use obscura_server::client::HttpClient;
@@ -79,7 +79,7 @@ fn honest_run(url: &str, length: Duration) -> Run {
                 let failures = &failures;
                 scope.spawn(move || {
                     let http = HttpClient::new(url, None);
-                    let mut client = Client::new(http.setup("db").expect("setup"));
+                    let mut client = Client::new(http.setup::<Lwe>("db").expect("setup"));
                     let mut latencies = Vec::new();
                     let started = Instant::now();
                     let mut index = worker * 7919;
@@ -87,7 +87,7 @@ fn honest_run(url: &str, length: Duration) -> Run {
                         index = (index * 48_271 + 11) % RECORDS;
                         let (query, state) = client.query(index).expect("query");
                         let sent = Instant::now();
-                        let answer = http.query("db", client.setup(), &query);
+                        let answer = http.query::<Lwe>("db", client.setup(), &query);
                         let latency = sent.elapsed();
                         match answer.map(|a| client.decode(state, &a)) {
                             Ok(Ok(got)) if got == record(index) => latencies.push(latency),

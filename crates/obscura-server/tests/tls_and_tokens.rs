@@ -1,6 +1,6 @@
 //! The service over TLS, and databases behind bearer tokens.
 
-use obscura_pir::lwe::{Client, Layout, Server, SetupOptions};
+use obscura_pir::lwe::{Client, Layout, Lwe, Server, SetupOptions};
 use obscura_pir::PirClient;
 use obscura_server::auth::Tokens;
 use obscura_server::catalog::Catalog;
@@ -24,9 +24,9 @@ fn catalog() -> (Catalog, Vec<u8>) {
 
 /// Fetches record `index` of `name`, or the error.
 fn fetch(http: &HttpClient, name: &str, index: u64) -> Result<Vec<u8>, ClientError> {
-    let mut client = Client::new(http.setup(name)?);
+    let mut client = Client::new(http.setup::<Lwe>(name)?);
     let (query, state) = client.query(index).unwrap();
-    let answer = http.query(name, client.setup(), &query)?;
+    let answer = http.query::<Lwe>(name, client.setup(), &query)?;
     Ok(client.decode(state, &answer)?)
 }
 
@@ -131,10 +131,10 @@ fn databases_behind_tokens() {
     }
     // A query without the token is refused too, not only the setup.
     let authorized = client(&url, Some("s3cret-token-of-16+chars"), None);
-    let mut secret_client = Client::new(authorized.setup("secret").unwrap());
+    let mut secret_client = Client::new(authorized.setup::<Lwe>("secret").unwrap());
     let (query, _) = secret_client.query(5).unwrap();
     assert!(matches!(
-        anonymous.query("secret", secret_client.setup(), &query),
+        anonymous.query::<Lwe>("secret", secret_client.setup(), &query),
         Err(ClientError::Status { status: 401, .. })
     ));
 

@@ -32,7 +32,7 @@ pub fn run(records: u64, record_bytes: u64, pools: &Pools, report: &mut Report) 
     let setup = server.public_setup().clone();
     describe(report, &setup, Layout::Square, records, record_bytes);
     let mut catalog = Catalog::default();
-    catalog.insert("bench".into(), server.into())?;
+    catalog.insert("bench".into(), server)?;
     let service =
         BackgroundService::start(catalog, ServiceConfig::default(), "127.0.0.1:0".parse()?)
             .context("cannot start the service")?;

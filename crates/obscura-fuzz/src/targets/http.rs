@@ -6,8 +6,9 @@ use std::sync::OnceLock;
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
+use obscura_pir::batch::treepir::TreePir;
 use obscura_pir::framing;
-use obscura_pir::lwe::{Answer, Client};
+use obscura_pir::lwe::Client;
 use obscura_pir::PirClient;
 use obscura_server::catalog::Catalog;
 use obscura_server::service::{self, ServiceConfig};
@@ -46,9 +47,9 @@ pub(super) fn targets() -> Vec<Target> {
             about: "POST /v1/databases/{name}/proof bodies",
             run: |input| post("proof", input),
             seeds: || {
-                let tree = &fixtures::get().tree;
+                let tree = fixtures::get().tree.server::<TreePir>().expect("a tree");
                 let queries: Vec<Vec<u8>> = tree
-                    .engines()
+                    .databases()
                     .iter()
                     .map(|engine| query_of(engine.public_setup()))
                     .collect();
@@ -99,9 +100,9 @@ fn query_of(setup: &obscura_pir::lwe::PublicSetup) -> Vec<u8> {
     query.to_bytes()
 }
 
-/// An honest query to the single engine of `database`.
+/// An honest query to `database`, an index or keyword database on one LWE engine.
 fn query_to(database: &Database) -> Vec<u8> {
-    query_of(database.engines()[0].public_setup())
+    query_of(database.listing().engine.as_ref().expect("one engine"))
 }
 
 /// Sends `request` and checks the response: its status and body.
@@ -153,12 +154,8 @@ fn post(route: &str, input: &[u8]) -> Verdict {
     let database = fixtures::get()
         .by_name(name)
         .ok_or("200 for a missing database")?;
-    let answer_bytes: Vec<u64> = database
-        .engines()
-        .iter()
-        .map(|engine| Answer::encoded_len(engine.public_setup()))
-        .collect();
-    let lengths: Vec<u64> = if route == "query" {
+    let answer_bytes = database.listing().answer_bytes;
+    let lengths: Vec<u64> = if route != "batch" {
         vec![body.len() as u64]
     } else {
         framing::decode(&body, usize::MAX)
@@ -167,10 +164,7 @@ fn post(route: &str, input: &[u8]) -> Verdict {
             .map(|answer| answer.len() as u64)
             .collect()
     };
-    let expected = match route {
-        "proof" => answer_bytes.clone(),
-        _ => vec![answer_bytes[0]; lengths.len()],
-    };
+    let expected = vec![answer_bytes; lengths.len()];
     if lengths != expected {
         return Err(format!(
             "200 with answers of {lengths:?} bytes where {expected:?} are due"

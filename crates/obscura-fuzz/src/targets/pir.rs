@@ -2,14 +2,13 @@
 
 use obscura_math::expand::{MatrixSeed, SEED_BYTES};
 use obscura_math::matrix::Matrix;
-use obscura_pir::batch::treepir::{TreePirClient, TreePirSetup};
+use obscura_pir::batch::treepir::{TreePir, TreePirClient, TreePirServer, TreePirSetup};
 use obscura_pir::framing;
-use obscura_pir::keyword::{KeywordClient, KeywordSetup};
-use obscura_pir::lwe::{Answer, Client, Geometry, PublicSetup, Query, RecordFormat};
+use obscura_pir::keyword::{Keyword, KeywordClient, KeywordServer, KeywordSetup};
+use obscura_pir::lwe::{Answer, Client, Geometry, Lwe, PublicSetup, Query, RecordFormat, Server};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_pir::wire::{self, Kind, Reader};
 use obscura_pir::{PirClient, PirServer};
-use obscura_server::store::Database;
 
 use super::{one_line, outcome, round_trip, Target, Verdict, ACCEPTED};
 use crate::fixtures::{self, PAIRS};
@@ -62,7 +61,7 @@ pub(super) fn targets() -> Vec<Target> {
             name: "keyword_answer",
             about: "an answer to a lookup in the keyword fixture, then the client's decode",
             run: keyword_answer,
-            seeds: || vec![honest_answer(keyword().lwe())],
+            seeds: || vec![honest_answer(keyword().index())],
         },
         Target {
             name: "treepir_setup",
@@ -83,30 +82,42 @@ pub(super) fn targets() -> Vec<Target> {
     ]
 }
 
+fn index_server() -> &'static Server {
+    fixtures::get()
+        .index
+        .server::<Lwe>()
+        .expect("the index fixture is an index database")
+}
+
 fn index_setup() -> &'static PublicSetup {
-    match &fixtures::get().index {
-        Database::Index(server) => server.public_setup(),
-        _ => unreachable!("the index fixture is an index database"),
-    }
+    index_server().public_setup()
+}
+
+fn keyword_server() -> &'static KeywordServer {
+    fixtures::get()
+        .keyword
+        .server::<Keyword>()
+        .expect("the keyword fixture is a keyword database")
 }
 
 fn keyword() -> &'static KeywordSetup {
-    match &fixtures::get().keyword {
-        Database::Keyword(server) => server.public_setup(),
-        _ => unreachable!("the keyword fixture is a keyword database"),
-    }
+    keyword_server().public_setup()
+}
+
+fn tree_server() -> &'static TreePirServer {
+    fixtures::get()
+        .tree
+        .server::<TreePir>()
+        .expect("the tree fixture is a TreePIR database")
 }
 
 fn tree() -> &'static TreePirSetup {
-    match &fixtures::get().tree {
-        Database::TreePir(server) => server.public_setup(),
-        _ => unreachable!("the tree fixture is a TreePIR database"),
-    }
+    tree_server().public_setup()
 }
 
 /// The LWE setups of the fixtures.
 fn lwe_setups() -> Vec<Vec<u8>> {
-    let mut setups = vec![index_setup().to_bytes(), keyword().lwe().to_bytes()];
+    let mut setups = vec![index_setup().to_bytes(), keyword().index().to_bytes()];
     setups.extend(tree().databases().iter().map(PublicSetup::to_bytes));
     setups
 }
@@ -130,10 +141,9 @@ fn queries() -> Vec<Vec<u8>> {
 
 /// The answer of the server behind `setup` to a query of its first record.
 fn honest_answer(setup: &PublicSetup) -> Vec<u8> {
-    let fixtures = fixtures::get();
-    let server = [&fixtures.index, &fixtures.keyword, &fixtures.tree]
+    let server = [index_server(), keyword_server().engine()]
         .into_iter()
-        .flat_map(Database::engines)
+        .chain(tree_server().databases())
         .find(|server| server.public_setup() == setup)
         .expect("a fixture setup");
     let (query, _) = Client::new(setup.clone()).query(0).expect("record 0");
@@ -262,7 +272,7 @@ fn lwe_query(input: &[u8]) -> Verdict {
     let query = Query::from_bytes(input, setup);
     if let Ok(query) = &query {
         round_trip(input, &query.to_bytes())?;
-        let answer = fixtures::get().index.engines()[0]
+        let answer = index_server()
             .answer(query)
             .map_err(|e| format!("a decoded query was not answered: {e}"))?;
         if answer.to_bytes().len() as u64 != Answer::encoded_len(setup) {
@@ -298,7 +308,7 @@ fn keyword_setup(input: &[u8]) -> Verdict {
 
 fn keyword_answer(input: &[u8]) -> Verdict {
     let setup = keyword();
-    let answer = Answer::from_bytes(input, setup.lwe());
+    let answer = Answer::from_bytes(input, setup.index());
     let Ok(answer) = &answer else {
         return outcome(&answer);
     };

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use crate::framing;
 use crate::lwe::{Answer, Client, PublicSetup, Query, QueryState, Server, SetupOptions};
-use crate::scheme::Message;
+use crate::scheme::{Encode, Message};
 use crate::wire::{Kind, Reader};
 use crate::{PirClient, PirError, PirServer};
 
@@ -24,18 +24,20 @@ pub trait Sharded {
     fn shards(&self) -> &[PublicSetup];
 }
 
-impl<S, M> Message<S> for Shards<M>
-where
-    S: Sharded,
-    M: Message<PublicSetup>,
-{
+impl<M: Encode> Encode for Shards<M> {
     /// The kind of each part (the request or reply itself is framed).
     const KIND: Kind = M::KIND;
 
     fn to_bytes(&self) -> Vec<u8> {
         framing::encode(&self.0.iter().map(M::to_bytes).collect::<Vec<_>>())
     }
+}
 
+impl<S, M> Message<S> for Shards<M>
+where
+    S: Sharded,
+    M: Message<PublicSetup>,
+{
     fn from_bytes(bytes: &[u8], setup: &S) -> Result<Self, PirError> {
         let shards = setup.shards();
         let parts = framing::decode_exact(bytes, shards.len())

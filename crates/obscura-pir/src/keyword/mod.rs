@@ -111,12 +111,6 @@ impl<I: KeywordIndex> SetupMessage for Setup<I> {
 /// A keyword database's queries and answers are its index scheme's, checked against the index
 /// setup inside the keyword setup.
 impl<I: KeywordIndex, M: Message<I::Setup>> Message<Setup<I>> for M {
-    const KIND: Kind = M::KIND;
-
-    fn to_bytes(&self) -> Vec<u8> {
-        Message::<I::Setup>::to_bytes(self)
-    }
-
     fn from_bytes(bytes: &[u8], setup: &Setup<I>) -> Result<Self, PirError> {
         M::from_bytes(bytes, &setup.index)
     }

@@ -1,7 +1,7 @@
 //! The LWE engine as a [`Scheme`]: its public setup, query and answer codecs.
 
 use super::{Answer, Client, PublicSetup, Query, Server};
-use crate::scheme::{Message, Scheme, SetupMessage, Summary};
+use crate::scheme::{Encode, Message, Scheme, SetupMessage, Summary};
 use crate::wire::{Digest, Kind};
 use crate::PirError;
 
@@ -65,25 +65,29 @@ impl SetupMessage for PublicSetup {
     }
 }
 
-impl Message<PublicSetup> for Query {
+impl Encode for Query {
     const KIND: Kind = Kind::LWE_QUERY;
 
     fn to_bytes(&self) -> Vec<u8> {
         Query::to_bytes(self)
     }
+}
 
+impl Message<PublicSetup> for Query {
     fn from_bytes(bytes: &[u8], setup: &PublicSetup) -> Result<Self, PirError> {
         Query::from_bytes(bytes, setup)
     }
 }
 
-impl Message<PublicSetup> for Answer {
+impl Encode for Answer {
     const KIND: Kind = Kind::LWE_ANSWER;
 
     fn to_bytes(&self) -> Vec<u8> {
         Answer::to_bytes(self)
     }
+}
 
+impl Message<PublicSetup> for Answer {
     fn from_bytes(bytes: &[u8], setup: &PublicSetup) -> Result<Self, PirError> {
         Answer::from_bytes(bytes, setup)
     }
