@@ -1,0 +1,135 @@
+//! The `chalamet` preset: keyword PIR over 2^20 pairs of 32-byte keys and 1 KiB values, with
+//! 3-wise and 4-wise filters (ChalametPIR's workload).
+
+use anyhow::{Context as _, Result};
+use obscura_pir::keyword::fuse::{Arity, FuseShape};
+use obscura_pir::keyword::{filter_hash, key_digest, KeywordClient, KeywordOptions, KeywordSetup};
+use obscura_pir::lwe::Layout;
+use rayon::prelude::*;
+
+use super::lwe::{describe, measure_answers, timed};
+use super::report::{Bytes, Report, Retrieval};
+use super::Pools;
+use crate::progress;
+
+/// Bytes per key, as in ChalametPIR's benchmark.
+const KEY_BYTES: usize = 32;
+
+/// Deterministic pseudo-random key-value pairs (SplitMix64 stream).
+fn pairs(count: u64, value_bytes: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
+    (0..count)
+        .into_par_iter()
+        .map(|i| {
+            let word = |j: u64| {
+                let mut z = (i << 20 | j)
+                    .wrapping_add(1)
+                    .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                (z ^ (z >> 31)).to_le_bytes()
+            };
+            let key: Vec<u8> = (0..KEY_BYTES as u64 / 8).flat_map(word).collect();
+            let value: Vec<u8> = (0..value_bytes.div_ceil(8))
+                .flat_map(|j| word(1000 + j))
+                .take(value_bytes as usize)
+                .collect();
+            (key, value)
+        })
+        .collect()
+}
+
+/// Runs the preset for each arity asked for (both by default), one report each.
+pub fn run(
+    keys: u64,
+    value_bytes: u64,
+    arities: &[Arity],
+    pools: &Pools,
+    base: &Report,
+) -> Result<Vec<Report>> {
+    let pairs = pools.all.install(|| pairs(keys, value_bytes));
+    let mut reports = Vec::new();
+    for &arity in arities {
+        let mut report = base.clone();
+        // The filter alone (hashing and peeling), timed apart from the whole setup.
+        let shape = FuseShape::new(keys, arity).context("too many keys for one filter")?;
+        let ((), filter_seconds) = timed(|| {
+            let digests: Vec<_> = pools
+                .all
+                .install(|| pairs.par_iter().map(|(k, _)| key_digest(k)).collect());
+            let hashes: Vec<u64> = digests.iter().map(|d| filter_hash(&[7; 32], d)).collect();
+            let _ = shape.peel(&hashes);
+        });
+        let options = KeywordOptions {
+            arity: Some(arity),
+            ..KeywordOptions::default()
+        };
+        let (server, setup_seconds) = timed(|| {
+            pools
+                .all
+                .install(|| progress::keyword_with_bar(&pairs, options))
+        });
+        let server = server?;
+        let setup_bytes = server.public_setup().to_bytes();
+        let (client, client_seconds) =
+            timed(|| KeywordSetup::from_bytes(&setup_bytes).map(KeywordClient::new));
+        let mut client = client?;
+        describe(
+            &mut report,
+            client.setup().lwe(),
+            Layout::OnePerColumn,
+            keys,
+            value_bytes,
+        );
+        report.scheme = "keyword".into();
+        report.arity = Some(arity.get());
+        report.seconds.filter_build = Some(filter_seconds);
+        report.seconds.server_setup = setup_seconds;
+        report.seconds.client_setup = client_seconds;
+
+        let mut correct = true;
+        let (prepared, prepare_seconds) = timed(|| pools.all.install(|| client.preprocess(1)));
+        prepared?;
+        let (key, value) = &pairs[(keys / 3) as usize];
+        let (query, query_seconds) = timed(|| client.query(key));
+        let (query, state) = query?;
+        let (one, all, answer) = measure_answers(&server, &query, pools, &mut report)?;
+        let (decoded, decode_seconds) = timed(|| client.decode(state, &answer));
+        correct &= decoded?.as_ref() == Some(value);
+        // A fresh query for the last key, and an absent key that must come back absent.
+        let (fresh, fresh_seconds) = timed(|| {
+            pools
+                .all
+                .install(|| client.query(&pairs[keys as usize - 1].0))
+        });
+        let (fresh_query, fresh_state) = fresh?;
+        let fresh_answer = pools
+            .all
+            .install(|| obscura_pir::PirServer::answer(&server, &fresh_query))?;
+        correct &= client.decode(fresh_state, &fresh_answer)?.as_ref()
+            == Some(&pairs[keys as usize - 1].1);
+        let (absent_query, absent_state) = client.query(b"an absent key")?;
+        let absent_answer = pools
+            .all
+            .install(|| obscura_pir::PirServer::answer(&server, &absent_query))?;
+        correct &= client.decode(absent_state, &absent_answer)?.is_none();
+
+        let database_bytes = (keys * (KEY_BYTES as u64 + value_bytes)) as f64;
+        let retrieval = Retrieval {
+            prepare: prepare_seconds,
+            query: query_seconds,
+            fresh: fresh_seconds,
+            answer_one: one,
+            answer_all: all,
+            decode: decode_seconds,
+            bytes: Bytes {
+                hint: setup_bytes.len() as u64,
+                query: query.to_bytes().len() as u64,
+                answer: answer.to_bytes().len() as u64,
+            },
+        };
+        report.record(retrieval, database_bytes);
+        report.correct = correct;
+        reports.push(report);
+    }
+    Ok(reports)
+}

@@ -1,0 +1,220 @@
+//! `obscura bench`: the standard workloads of `docs/workloads.md`, with the machine's memory
+//! bandwidth measured in the same run.
+
+mod bandwidth;
+mod chalamet;
+mod lwe;
+mod psi;
+mod report;
+mod service;
+mod treepir;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use obscura_pir::keyword::fuse::Arity;
+use rayon::ThreadPool;
+
+pub use report::Report;
+
+use report::Tables;
+
+use crate::threads;
+
+/// A standard workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Preset {
+    /// 2^20 records x 1 KiB, index PIR, one record per column (FrodoPIR's workload).
+    Frodo,
+    /// 2^20 records x 1 KiB (1 GiB), near-square layout (SimplePIR's workload).
+    #[value(name = "simple-1g")]
+    Simple1g,
+    /// 2^20 keys of 32 bytes with 1 KiB values, keyword PIR, 3-wise and 4-wise (ChalametPIR's
+    /// workload); `--records` is the number of keys, `--record-bytes` the value size.
+    Chalamet,
+    /// The HTTP service on loopback: queries per second and latency against concurrency
+    /// (near-square layout; default 2^16 records x 1 KiB = 64 MiB).
+    Service,
+    /// ECDH-PSI, 2^20 items of 16 bytes per side, half of them shared, both parties in this
+    /// process over loopback TCP.
+    #[value(name = "psi-ecdh")]
+    PsiEcdh,
+    /// KKRT-PSI, 2^20 items of 16 bytes per side, half of them shared, both parties in this
+    /// process over loopback TCP.
+    #[value(name = "psi-kkrt")]
+    PsiKkrt,
+    /// TreePIR's colouring setup and client indexing against the batch-code baseline's (PBC)
+    /// placement and indexing, for trees of height 10, 16, 20, 24 and 30 (`--heights`; PBC is
+    /// skipped above 24).
+    #[value(name = "treepir-setup")]
+    TreepirSetup,
+    /// Merkle proofs retrieved with TreePIR and with PBC on the same LWE engine, for trees of
+    /// 2^h random 32-byte leaves, h = 10, 16 and 20 (`--heights`, at most 24).
+    #[value(name = "treepir-e2e")]
+    TreepirE2e,
+}
+
+impl Preset {
+    /// The name `docs/workloads.md` gives the preset.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Frodo => "frodo",
+            Self::Simple1g => "simple-1g",
+            Self::Service => "service",
+            Self::Chalamet => "chalamet",
+            Self::PsiEcdh => "psi-ecdh",
+            Self::PsiKkrt => "psi-kkrt",
+            Self::TreepirSetup => "treepir-setup",
+            Self::TreepirE2e => "treepir-e2e",
+        }
+    }
+
+    /// Records (items per side for PSI) unless `--records` says otherwise.
+    fn default_records(self) -> u64 {
+        match self {
+            Self::Service => 1 << 16,
+            _ => 1 << 20,
+        }
+    }
+
+    /// Bytes per record (per item for PSI) unless `--record-bytes` says otherwise.
+    fn default_record_bytes(self) -> u64 {
+        match self {
+            Self::PsiEcdh | Self::PsiKkrt => 16,
+            _ => 1024,
+        }
+    }
+
+    /// Tree heights of the TreePIR presets unless `--heights` says otherwise.
+    fn default_heights(self) -> &'static [u32] {
+        match self {
+            Self::TreepirSetup => &[10, 16, 20, 24, 30],
+            _ => &[10, 16, 20],
+        }
+    }
+}
+
+/// Arguments of `obscura bench`.
+#[derive(Args)]
+pub struct BenchArgs {
+    /// The workload.
+    preset: Preset,
+    /// Records in the database, items per side for PSI (default: the preset's, 2^20; the
+    /// TreePIR presets take `--heights` instead).
+    #[arg(long)]
+    records: Option<u64>,
+    /// Bytes per record, per item for PSI (default: the preset's, 1024; 16 for PSI).
+    #[arg(long)]
+    record_bytes: Option<u64>,
+    /// Threads for the parallel steps, per party for the PSI presets, which also run with one
+    /// thread per party (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Print one JSON object instead of tables (an array of one per arity for `chalamet`
+    /// without `--arity`).
+    #[arg(long)]
+    json: bool,
+    /// Filter arity for `chalamet`: 3 or 4 (default: both).
+    #[arg(long)]
+    arity: Option<Arity>,
+    /// Simulated links for the PSI presets, comma-separated: unlimited, 100mbps, 10mbps (each
+    /// way); one run per link.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "unlimited")]
+    link: Vec<psi::Link>,
+    /// Tree heights for the TreePIR presets, comma-separated: 2^h leaves, 2^(h+1) - 2 nodes
+    /// each (default: 10,16,20,24,30 for treepir-setup, at most 32; 10,16,20 for treepir-e2e,
+    /// at most 24).
+    #[arg(long, value_delimiter = ',')]
+    heights: Vec<u32>,
+}
+
+/// Thread pools for one and for all threads.
+pub struct Pools {
+    /// A pool of one thread.
+    pub one: ThreadPool,
+    /// A pool of the requested number of threads.
+    pub all: ThreadPool,
+}
+
+/// Runs `obscura bench`.
+pub fn run(args: BenchArgs) -> Result<()> {
+    let threads = threads::count(args.threads)?;
+    let pools = Pools {
+        one: threads::pool(1)?,
+        all: threads::pool(threads)?,
+    };
+    let mut report = Report::new(args.preset.name(), threads);
+    // The PIR presets measure the bandwidth in turns with their answers instead.
+    if !matches!(
+        args.preset,
+        Preset::Chalamet | Preset::Frodo | Preset::Simple1g
+    ) {
+        report.bandwidth_gbs = bandwidth::measure(&pools);
+    }
+    let heights = match args.heights.as_slice() {
+        [] => args.preset.default_heights(),
+        heights => heights,
+    };
+    let treepir = match args.preset {
+        Preset::TreepirSetup => Some(treepir::setup(heights, &pools, &report)?),
+        Preset::TreepirE2e => Some(treepir::e2e(heights, &pools, &report)?),
+        _ => None,
+    };
+    if let Some(report) = treepir {
+        return output(&[report], args.json);
+    }
+    let records = args.records.unwrap_or(args.preset.default_records());
+    let record_bytes = args
+        .record_bytes
+        .unwrap_or(args.preset.default_record_bytes());
+    anyhow::ensure!(
+        records >= 1 && record_bytes >= 1,
+        "--records and --record-bytes must be at least 1"
+    );
+    if let Some(protocol) = psi::protocol(args.preset) {
+        let report = psi::run(
+            protocol,
+            records,
+            record_bytes,
+            &args.link,
+            threads,
+            &report,
+        )?;
+        return output(&[report], args.json);
+    }
+    let reports = match args.preset {
+        Preset::Service => {
+            service::run(records, record_bytes, &pools, &mut report)?;
+            vec![report]
+        }
+        Preset::Chalamet => {
+            let arities = match args.arity {
+                Some(arity) => vec![arity],
+                None => vec![Arity::Three, Arity::Four],
+            };
+            chalamet::run(records, record_bytes, &arities, &pools, &report)?
+        }
+        preset => {
+            lwe::run(preset, records, record_bytes, &pools, &mut report)?;
+            vec![report]
+        }
+    };
+    output(&reports, args.json)
+}
+
+/// Prints `reports` (tables, or JSON: one object, or an array of several) and fails if a result
+/// was wrong.
+fn output<R: Tables>(reports: &[R], json: bool) -> Result<()> {
+    if json {
+        match reports {
+            [one] => println!("{}", serde_json::to_string_pretty(one)?),
+            all => println!("{}", serde_json::to_string_pretty(all)?),
+        }
+    } else {
+        for report in reports {
+            report.print_tables();
+            println!();
+        }
+    }
+    anyhow::ensure!(reports.iter().all(R::correct), "{}", R::WRONG);
+    Ok(())
+}
