@@ -25,7 +25,7 @@ const BATCH_SIZES: [usize; 4] = [1, 4, 16, 64];
 
 /// Median answer times for one query with one thread and with all threads, and the answer.
 /// The report's bandwidth is measured in turns with the answers: a streaming read before every
-/// third answer, on the same pool, the best of them per pool ([`bandwidth::PASSES`] reads), so
+/// third answer, on the same pool, the best of them per pool (`bandwidth::PASSES` reads), so
 /// each ratio compares figures taken within the same second or two.
 pub fn measure_answers<S: PirServer<Query = Query, Answer = Answer> + Sync>(
     server: &S,
@@ -113,7 +113,7 @@ pub fn setup_server(
 pub enum Extra {
     /// Nothing (`frodo`).
     Nothing,
-    /// Batched answers of [`BATCH_SIZES`] queries (`simple-1g`).
+    /// Batched answers of 1, 4, 16 and 64 queries (`simple-1g`).
     Batches,
 }
 
