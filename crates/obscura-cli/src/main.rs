@@ -1,6 +1,5 @@
 //! The `obscura` command: a thin front end over the Obscura libraries.
 
-mod bench;
 mod build;
 mod demo;
 mod get;
@@ -48,7 +47,7 @@ enum Command {
     /// Build a built-in database and show a private retrieval with sizes and timings.
     Demo(demo::DemoArgs),
     /// Run a standard benchmark workload (with the machine's memory bandwidth).
-    Bench(bench::BenchArgs),
+    Bench(obscura_bench::BenchArgs),
     /// Private set intersection with a peer over TCP (one party per terminal).
     Psi(psi::PsiArgs),
     /// Merkle trees: build a TreePIR database, fetch audit paths privately.
@@ -65,7 +64,7 @@ fn main() -> ExitCode {
         Command::Get(args) => get::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Demo(args) => demo::run(args),
-        Command::Bench(args) => bench::run(args),
+        Command::Bench(args) => obscura_bench::run(args, &progress::Bars),
         Command::Psi(args) => psi::run(args),
         Command::Merkle(args) => merkle::run(args),
     };

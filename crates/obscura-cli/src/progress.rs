@@ -72,28 +72,55 @@ fn with_bar<S>(
     with_bars(&[message], setup)
 }
 
-/// [`with_bar`] for a setup of several steps, each reported from zero to its own total (each
-/// step's total differs from the one before): a new total starts the bar (and its time
-/// estimate) again, labelled with the next of `steps`.
+/// [`with_bar`] for a setup of several steps (see [`steps_bar`]).
 fn with_bars<S>(
     steps: &[&str],
     setup: impl FnOnce(&(dyn Fn(u64, u64) + Sync)) -> Result<S, PirError>,
 ) -> Result<S, PirError> {
-    let bar = bar();
+    setup(&steps_bar(steps))
+}
+
+/// A progress callback for a setup of several steps, each reported from zero to its own total
+/// (each step's total differs from the one before): a new total starts the bar (and its time
+/// estimate) again, labelled with the next of `steps`. The bar is cleared when the callback is
+/// dropped.
+fn steps_bar(steps: &[&str]) -> impl Fn(u64, u64) + Sync {
+    let bar = ClearOnDrop(bar());
+    let steps: Vec<String> = steps.iter().map(|step| step.to_string()).collect();
     let step = AtomicUsize::new(0);
-    bar.set_message(steps[0].to_string());
-    let server = setup(&|done, total| {
+    bar.0
+        .set_message(steps.first().cloned().unwrap_or_default());
+    move |done, total| {
+        let bar = &bar.0;
         let length = bar.length();
         if length != Some(total) {
             if length != Some(0) {
-                let next = (step.fetch_add(1, Ordering::Relaxed) + 1).min(steps.len() - 1);
-                bar.set_message(steps[next].to_string());
+                let next = step.fetch_add(1, Ordering::Relaxed) + 1;
+                if let Some(message) = steps.get(next.min(steps.len().saturating_sub(1))) {
+                    bar.set_message(message.clone());
+                }
             }
             bar.reset();
             bar.set_length(total);
         }
         bar.set_position(done);
-    });
-    bar.finish_and_clear();
-    server
+    }
+}
+
+/// A progress bar cleared from the terminal when dropped.
+struct ClearOnDrop(ProgressBar);
+
+impl Drop for ClearOnDrop {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
+}
+
+/// Progress bars on stderr for the setups of `obscura bench`.
+pub struct Bars;
+
+impl obscura_bench::Progress for Bars {
+    fn start(&self, steps: &[&str]) -> Box<dyn Fn(u64, u64) + Sync + '_> {
+        Box::new(steps_bar(steps))
+    }
 }

@@ -254,6 +254,67 @@ fn bench_presets_print_the_documented_json() {
     }
 }
 
+/// The engine options of `obscura build` set up the PIR presets' databases: a plain-LWE
+/// simple-1g with FrodoPIR's parameters, one record per column, reports them; the server's peak
+/// memory is the setup's, far below the 2 GiB bandwidth buffer.
+#[test]
+fn bench_presets_take_the_engine_options() {
+    let report = bench_json(&[
+        "simple-1g",
+        "--records",
+        "3000",
+        "--record-bytes",
+        "100",
+        "--params",
+        "frodo-1774",
+        "--matrix",
+        "uniform",
+        "--layout",
+        "one-per-column",
+    ]);
+    assert_eq!(report["correct"], true);
+    assert_eq!(report["layout"], "one-per-column");
+    assert_eq!(report["params"]["set"], "frodo-1774");
+    assert_eq!(report["params"]["n"], 1774);
+    assert_eq!(report["params"]["matrix"], "uniform");
+    assert_eq!(report["matrix"][1], 3000);
+    if let Some(peak) = report["server_peak_bytes"].as_u64() {
+        assert!(peak > 0 && peak < 1 << 30, "{peak}");
+    }
+    let keyword = bench_json(&[
+        "chalamet",
+        "--records",
+        "300",
+        "--record-bytes",
+        "40",
+        "--arity",
+        "3",
+        "--params",
+        "hintless-1408",
+    ]);
+    assert_eq!(keyword["params"]["set"], "hintless-1408");
+    assert_eq!(keyword["correct"], true);
+}
+
+/// An engine option a preset cannot use is refused with one line naming it.
+#[test]
+fn bench_refuses_engine_options_that_do_not_apply() {
+    obscura()
+        .args(["bench", "chalamet", "--records", "300", "--layout", "square"])
+        .assert()
+        .failure()
+        .stderr(
+            "error: --layout does not apply to chalamet: a keyword database stores one record per column\n",
+        );
+    obscura()
+        .args(["bench", "psi-ecdh", "--params", "frodo-1774"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "--params applies to the PIR presets",
+        ));
+}
+
 /// `obscura serve` in one process, `obscura get --server` in others: every record comes back
 /// exactly, and SIGTERM stops the server gracefully.
 #[test]

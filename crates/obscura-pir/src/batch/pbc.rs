@@ -10,13 +10,19 @@
 //! sent; the number of queries sent is always `B`, so the server never sees it. The client finds
 //! an item's place in its bucket by re-hashing all `n` indices (`3n` evaluations of a fast
 //! public hash), the cost that TreePIR's table-free indexing avoids.
+//!
+//! For Merkle proofs ([`PbcServer::for_merkle_tree`], [`PbcProofClient`]) the items are the
+//! entries of the swapped tree ([`swapped`]), node `v` as item `v − 2`, and one audit path is
+//! one batch of `h` items: the nodes on the leaf's path.
 
 use rayon::prelude::*;
 
 use obscura_math::matrix::PlaintextMatrix;
 use sha2::{Digest as _, Sha256};
 
+use super::merkle::{self, Hash, MerkleTree};
 use super::shards::{self, ShardClients, ShardServers, Sharded, Shards};
+use super::{coloring, swapped};
 use crate::lwe::{Answer, PublicSetup, Query, QueryState, Records, Server, SetupOptions};
 use crate::scheme::{Progress, Scheme, SetupMessage, Summary};
 use crate::wire::{self, Digest, Kind, Reader};
@@ -504,6 +510,115 @@ impl PbcClient {
     }
 }
 
+/// Bytes of one entry of the swapped tree: a SHA-256 hash.
+const ENTRY_BYTES: u64 = 32;
+
+/// The items that carry the audit path of leaf `m` of a tree of height `h`: the nodes `k_1 … k_h`
+/// on its path (depth 1 first), node `v` as item `v − 2`.
+pub fn proof_items(h: u32, m: u64) -> Vec<u64> {
+    swapped::path_nodes(h, m).iter().map(|v| v - 2).collect()
+}
+
+impl PbcServer {
+    /// The baseline serving Merkle proofs of `tree` (height at least 1): the swapped entry of
+    /// every node below the root, node `v` as item `v − 2`, in buckets for batches of `h`
+    /// items, one audit path each (see [`PbcProofClient`]).
+    pub fn for_merkle_tree(
+        tree: &MerkleTree,
+        seed: u64,
+        options: SetupOptions,
+    ) -> Result<Self, PirError> {
+        let h = tree.height();
+        if h == 0 {
+            return Err(PirError::InvalidParameters(
+                "a tree of one leaf has no audit path to fetch".into(),
+            ));
+        }
+        let entries: Vec<u8> = (2..2u64 << h)
+            .into_par_iter()
+            .flat_map_iter(|v| swapped::entry(tree, v))
+            .collect();
+        Self::setup(&entries, ENTRY_BYTES, h as usize, seed, options)
+    }
+}
+
+/// A client fetching Merkle audit paths from a [`PbcServer::for_merkle_tree`] store: each
+/// request is the batch of the leaf's path items ([`proof_items`]), and each retrieved path is
+/// verified against the root before it is returned.
+pub struct PbcProofClient {
+    client: PbcClient,
+    leaves: u64,
+    root: Hash,
+}
+
+/// The secret state of one proof request; decodes its answers once.
+pub struct PbcProofState {
+    leaf: u64,
+    batch: BatchState,
+}
+
+impl PbcProofClient {
+    /// A client for the store described by `setup`, holding the tree of `leaves` leaves whose
+    /// root is `root` (both from a source the client trusts). Refuses a setup whose items are
+    /// not the nodes of such a tree.
+    pub fn new(setup: PbcSetup, leaves: u64, root: Hash) -> Result<Self, PirError> {
+        let h = merkle::height_for(leaves);
+        let items = setup.placement.items;
+        if h == 0 || items != coloring::nodes(h) || setup.record_bytes != ENTRY_BYTES {
+            return Err(PirError::InvalidParameters(format!(
+                "a PBC store of {items} items of {} bytes does not hold the nodes of a tree of {leaves} leaves",
+                setup.record_bytes
+            )));
+        }
+        Ok(Self {
+            client: PbcClient::new(setup),
+            leaves,
+            root,
+        })
+    }
+
+    /// The store's public setup.
+    pub fn setup(&self) -> &PbcSetup {
+        &self.client.setup
+    }
+
+    /// One query per bucket fetching the audit path of leaf `leaf`. A path that cannot be
+    /// matched to buckets fails here, before anything is sent (see [`Placement::assign`]).
+    pub fn query(&mut self, leaf: u64) -> Result<(Vec<Query>, PbcProofState), PirError> {
+        if leaf >= self.leaves {
+            return Err(PirError::IndexOutOfRange {
+                index: leaf,
+                records: self.leaves,
+            });
+        }
+        let items = proof_items(merkle::height_for(self.leaves), leaf);
+        let (queries, batch) = self.client.query(&items)?;
+        Ok((queries, PbcProofState { leaf, batch }))
+    }
+
+    /// The audit path (bottom-up, RFC 6962) carried by `answers`, after checking that it proves
+    /// that `leaf_hash` is the leaf asked for under the root.
+    pub fn decode(
+        &self,
+        state: PbcProofState,
+        answers: &[Answer],
+        leaf_hash: &Hash,
+    ) -> Result<Vec<Hash>, PirError> {
+        let by_level = self
+            .client
+            .decode(state.batch, answers)?
+            .iter()
+            .rev()
+            .map(|record| Hash::try_from(record.as_slice()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| PirError::malformed("PBC answer", "an entry is not 32 bytes"))?;
+        let (n, m) = (self.leaves, state.leaf);
+        let path = swapped::audit_path(n, m, &by_level);
+        merkle::verify_audit_path(m, n, leaf_hash, &path, &self.root)?;
+        Ok(path)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -550,5 +665,65 @@ mod tests {
         let tiny = Placement::new(4, 3, 1);
         assert_eq!(tiny.assign(&[0, 1, 2, 3]), None);
         assert!(tiny.assign(&[0, 1, 2]).is_some());
+    }
+
+    /// Audit paths retrieved through the baseline equal the tree's own, for every leaf of a
+    /// tree whose size is not a power of two (empty levels left out), and a wrong leaf hash or
+    /// an index beyond the tree is refused.
+    #[test]
+    fn proofs_retrieved_through_buckets_are_the_trees_audit_paths() {
+        let leaves: Vec<[u8; 8]> = (0..45u64).map(u64::to_le_bytes).collect();
+        let tree = MerkleTree::from_leaves(&leaves);
+        let server = PbcServer::for_merkle_tree(&tree, 5, SetupOptions::default()).unwrap();
+        let mut client =
+            PbcProofClient::new(server.public_setup().clone(), tree.len(), tree.root()).unwrap();
+        let placement = *client.setup().placement();
+        let mut retrieved = 0;
+        for m in 0..tree.len() {
+            if placement.assign(&proof_items(tree.height(), m)).is_none() {
+                continue;
+            }
+            let (queries, state) = client.query(m).unwrap();
+            assert_eq!(queries.len(), placement.buckets());
+            let answers = server.answer(&queries).unwrap();
+            let leaf = merkle::leaf_hash(&leaves[m as usize]);
+            let path = client.decode(state, &answers, &leaf).unwrap();
+            assert_eq!(Some(path), tree.audit_path(m), "leaf {m}");
+            retrieved += 1;
+        }
+        assert!(
+            retrieved >= 40,
+            "only {retrieved} of 45 paths matched to buckets"
+        );
+
+        let m = (0..tree.len())
+            .find(|&m| placement.assign(&proof_items(tree.height(), m)).is_some())
+            .unwrap();
+        let (queries, state) = client.query(m).unwrap();
+        let answers = server.answer(&queries).unwrap();
+        let wrong = merkle::leaf_hash(b"not a leaf");
+        assert!(matches!(
+            client.decode(state, &answers, &wrong),
+            Err(PirError::InvalidProof(_))
+        ));
+        assert!(matches!(
+            client.query(45),
+            Err(PirError::IndexOutOfRange {
+                index: 45,
+                records: 45
+            })
+        ));
+    }
+
+    #[test]
+    fn a_proof_client_refuses_a_store_of_another_tree() {
+        let leaves: Vec<[u8; 8]> = (0..8u64).map(u64::to_le_bytes).collect();
+        let tree = MerkleTree::from_leaves(&leaves);
+        let server = PbcServer::for_merkle_tree(&tree, 5, SetupOptions::default()).unwrap();
+        let setup = server.public_setup().clone();
+        assert!(PbcProofClient::new(setup.clone(), 8, tree.root()).is_ok());
+        assert!(PbcProofClient::new(setup, 9, tree.root()).is_err());
+        let single = MerkleTree::from_leaves(&leaves[..1]);
+        assert!(PbcServer::for_merkle_tree(&single, 5, SetupOptions::default()).is_err());
     }
 }

@@ -5,32 +5,61 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use obscura_pir::lwe::{Client, Layout, Lwe, SetupOptions};
+use obscura_pir::lwe::{Client, Lwe, SetupOptions};
 use obscura_pir::PirClient;
 use obscura_server::catalog::Catalog;
 use obscura_server::client::HttpClient;
 use obscura_server::service::{BackgroundService, ServiceConfig};
+use serde::Serialize;
 
-use super::lwe::{describe, generate};
-use super::report::{Report, ServiceLevel};
-use super::Pools;
-use crate::progress;
+use crate::lwe::report::Report;
+use crate::lwe::{describe, setup_server};
+use crate::measure::generate;
+use crate::pools::Pools;
+use crate::progress::Progress;
 
 /// Concurrent clients measured.
 const CONCURRENCY: [usize; 4] = [1, 4, 16, 64];
 
-/// Runs the service preset and fills `report`.
-pub fn run(records: u64, record_bytes: u64, pools: &Pools, report: &mut Report) -> Result<()> {
+/// The HTTP service at one level of concurrency.
+#[derive(Clone, Debug, Serialize)]
+pub struct ServiceLevel {
+    /// Clients sending queries at once.
+    pub concurrency: usize,
+    /// Queries sent in all.
+    pub queries: usize,
+    /// Queries answered per second.
+    pub queries_per_second: f64,
+    /// Median round trip in milliseconds.
+    pub p50_ms: f64,
+    /// 99th percentile round trip in milliseconds.
+    pub p99_ms: f64,
+}
+
+/// Prints the table of the service at each level of concurrency.
+pub fn print_levels(levels: &[ServiceLevel]) {
+    println!("| concurrent clients | queries | queries/s | p50 | p99 |\n|---|---|---|---|---|");
+    for level in levels {
+        println!(
+            "| {} | {} | {:.1} | {:.1} ms | {:.1} ms |",
+            level.concurrency, level.queries, level.queries_per_second, level.p50_ms, level.p99_ms
+        );
+    }
+}
+
+/// Runs the service preset on a database set up with `options` and fills `report`.
+pub fn run(
+    records: u64,
+    record_bytes: u64,
+    options: SetupOptions,
+    pools: &Pools,
+    progress: &dyn Progress,
+    report: &mut Report,
+) -> Result<()> {
     let data = Arc::new(pools.all.install(|| generate(records, record_bytes))?);
-    let options = SetupOptions {
-        layout: Layout::Square,
-        ..SetupOptions::default()
-    };
-    let server = pools
-        .all
-        .install(|| progress::setup_with_bar(&data, record_bytes, options, "server setup"))?;
+    let server = setup_server(&data, record_bytes, options, pools, progress, report)?;
     let setup = server.public_setup().clone();
-    describe(report, &setup, Layout::Square, records, record_bytes);
+    describe(report, &setup, options.layout, records, record_bytes);
     let mut catalog = Catalog::default();
     catalog.insert("bench".into(), server)?;
     let service =

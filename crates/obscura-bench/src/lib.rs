@@ -1,24 +1,35 @@
-//! `obscura bench`: the standard workloads of `docs/workloads.md`, with the machine's memory
-//! bandwidth measured in the same run.
+//! The standard benchmark workloads of `docs/workloads.md` (`obscura bench`), each with its
+//! report, and the machine's memory bandwidth measured in the same run.
+//!
+//! [`run`] takes the arguments of `obscura bench` ([`BenchArgs`], a clap `Args`) and prints the
+//! report's tables or its JSON object. Each workload is one module holding its report
+//! (`lwe`, `chalamet`, `service`, `psi`, `treepir`); [`report`] holds what the reports share
+//! and [`peers`] the figures peers published, as data.
 
 mod bandwidth;
 mod chalamet;
-mod lwe;
-mod psi;
-mod report;
-mod service;
-mod treepir;
+mod engine;
+pub mod lwe;
+mod measure;
+pub mod memory;
+pub mod peers;
+mod pools;
+pub mod progress;
+pub mod psi;
+pub mod report;
+pub mod service;
+pub mod treepir;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use obscura_pir::keyword::fuse::Arity;
-use rayon::ThreadPool;
 
-pub use report::Report;
+pub use engine::EngineArgs;
+pub use progress::{Progress, Silent};
 
+use lwe::report::Report;
+use pools::Pools;
 use report::Tables;
-
-use crate::threads;
 
 /// A standard workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -66,6 +77,14 @@ impl Preset {
             Self::TreepirSetup => "treepir-setup",
             Self::TreepirE2e => "treepir-e2e",
         }
+    }
+
+    /// Whether the preset sets up LWE databases, so that it takes the engine options.
+    fn has_engine(self) -> bool {
+        matches!(
+            self,
+            Self::Frodo | Self::Simple1g | Self::Chalamet | Self::Service | Self::TreepirE2e
+        )
     }
 
     /// Records (items per side for PSI) unless `--records` says otherwise.
@@ -125,23 +144,16 @@ pub struct BenchArgs {
     /// at most 24).
     #[arg(long, value_delimiter = ',')]
     heights: Vec<u32>,
+    #[command(flatten)]
+    engine: EngineArgs,
 }
 
-/// Thread pools for one and for all threads.
-pub struct Pools {
-    /// A pool of one thread.
-    pub one: ThreadPool,
-    /// A pool of the requested number of threads.
-    pub all: ThreadPool,
-}
-
-/// Runs `obscura bench`.
-pub fn run(args: BenchArgs) -> Result<()> {
-    let threads = threads::count(args.threads)?;
-    let pools = Pools {
-        one: threads::pool(1)?,
-        all: threads::pool(threads)?,
-    };
+/// Runs `obscura bench` with `args`, showing the progress of long setups with `progress`, and
+/// prints the report; fails if a result was wrong.
+pub fn run(args: BenchArgs, progress: &dyn Progress) -> Result<()> {
+    let threads = pools::count(args.threads)?;
+    let pools = Pools::new(threads)?;
+    let engine = args.engine.for_preset(args.preset)?;
     let mut report = Report::new(args.preset.name(), threads);
     // The PIR presets measure the bandwidth in turns with their answers instead.
     if !matches!(
@@ -156,7 +168,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     };
     let treepir = match args.preset {
         Preset::TreepirSetup => Some(treepir::setup(heights, &pools, &report)?),
-        Preset::TreepirE2e => Some(treepir::e2e(heights, &pools, &report)?),
+        Preset::TreepirE2e => Some(treepir::e2e(heights, engine.lwe, &pools, &report)?),
         _ => None,
     };
     if let Some(report) = treepir {
@@ -183,7 +195,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     let reports = match args.preset {
         Preset::Service => {
-            service::run(records, record_bytes, &pools, &mut report)?;
+            service::run(
+                records,
+                record_bytes,
+                engine.lwe,
+                &pools,
+                progress,
+                &mut report,
+            )?;
             vec![report]
         }
         Preset::Chalamet => {
@@ -191,10 +210,30 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 Some(arity) => vec![arity],
                 None => vec![Arity::Three, Arity::Four],
             };
-            chalamet::run(records, record_bytes, &arities, &pools, &report)?
+            chalamet::run(
+                records,
+                record_bytes,
+                &arities,
+                engine.keyword,
+                &pools,
+                progress,
+                &report,
+            )?
         }
         preset => {
-            lwe::run(preset, records, record_bytes, &pools, &mut report)?;
+            let extra = match preset {
+                Preset::Simple1g => lwe::Extra::Batches,
+                _ => lwe::Extra::Nothing,
+            };
+            lwe::run(
+                extra,
+                records,
+                record_bytes,
+                engine.lwe,
+                &pools,
+                progress,
+                &mut report,
+            )?;
             vec![report]
         }
     };

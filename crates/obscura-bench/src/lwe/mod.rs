@@ -1,15 +1,20 @@
 //! The `frodo` and `simple-1g` presets: index PIR with the LWE engine.
 
-use std::time::Instant;
+pub mod report;
 
-use anyhow::{Context, Result};
-use obscura_pir::lwe::{Answer, Client, Layout, PublicSetup, Query, QueryState, SetupOptions};
+use anyhow::Result;
+use obscura_pir::lwe::{
+    Answer, Client, Layout, PublicSetup, Query, QueryState, Server, SetupOptions,
+};
 use obscura_pir::{PirClient, PirServer, Scheme};
-use rayon::prelude::*;
 
-use super::report::{Batch, Bytes, Pair, Params, Report, Retrieval};
-use super::{bandwidth, Pools, Preset};
-use crate::progress;
+use crate::bandwidth;
+use crate::measure::{generate, median, timed};
+use crate::memory::peak_of;
+use crate::pools::Pools;
+use crate::progress::Progress;
+use crate::report::{Pair, Params};
+use report::{Batch, Bytes, Report, Retrieval};
 
 /// Times an answer is repeated to take the median (enough that a few answers slowed down by a
 /// virtual machine's neighbours do not move it).
@@ -18,45 +23,11 @@ const ANSWER_REPEATS: usize = 9;
 /// Batch sizes measured by `simple-1g`.
 const BATCH_SIZES: [usize; 4] = [1, 4, 16, 64];
 
-/// Deterministic pseudo-random records (SplitMix64 of the word index).
-pub fn generate(records: u64, record_bytes: u64) -> Result<Vec<u8>> {
-    let bytes = records
-        .checked_mul(record_bytes)
-        .and_then(|b| usize::try_from(b).ok())
-        .context("the database size overflows")?;
-    let mut data = Vec::new();
-    data.try_reserve_exact(bytes)
-        .with_context(|| format!("cannot allocate a {bytes}-byte database"))?;
-    data.resize(bytes, 0);
-    data.par_chunks_mut(8).enumerate().for_each(|(i, chunk)| {
-        let mut z = (i as u64)
-            .wrapping_add(1)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
-    });
-    Ok(data)
-}
-
-pub(super) fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
-    let started = Instant::now();
-    let value = f();
-    (value, started.elapsed().as_secs_f64())
-}
-
-/// The median of `values` (not empty).
-pub(super) fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 /// Median answer times for one query with one thread and with all threads, and the answer.
 /// The report's bandwidth is measured in turns with the answers: a streaming read before every
-/// third answer, on the same pool, the best of them per pool ([`bandwidth::PASSES`] reads), so
+/// third answer, on the same pool, the best of them per pool (`bandwidth::PASSES` reads), so
 /// each ratio compares figures taken within the same second or two.
-pub(super) fn measure_answers<S: PirServer<Scheme: Scheme<Query = Query, Answer = Answer>>>(
+pub fn measure_answers<S: PirServer<Scheme: Scheme<Query = Query, Answer = Answer>>>(
     server: &S,
     query: &Query,
     pools: &Pools,
@@ -97,7 +68,7 @@ pub fn describe(
 ) {
     let g = setup.geometry();
     report.scheme = "lwe".into();
-    report.layout = layout_name(layout).into();
+    report.layout = layout_name(layout);
     report.records = records;
     report.record_bytes = record_bytes;
     report.backend = obscura_math::kernels::Backend::detect().name().into();
@@ -105,49 +76,70 @@ pub fn describe(
     report.params = Params::of(setup);
 }
 
-/// The name a report gives `layout`.
-pub(super) fn layout_name(layout: Layout) -> &'static str {
+/// The name a report gives `layout`: as `--layout` takes it.
+pub fn layout_name(layout: Layout) -> String {
     match layout {
-        Layout::OnePerColumn => "one-per-column",
-        _ => "square",
+        Layout::OnePerColumn => "one-per-column".into(),
+        Layout::Square => "square".into(),
+        Layout::PerColumn(k) => k.to_string(),
     }
 }
 
-/// Runs an LWE preset and fills `report`.
+/// Sets up the database of `data` with `options`, showing the progress, and notes the setup's
+/// time and peak memory in `report`.
+pub fn setup_server(
+    data: &[u8],
+    record_bytes: u64,
+    options: SetupOptions,
+    pools: &Pools,
+    progress: &dyn Progress,
+    report: &mut Report,
+) -> Result<Server> {
+    let ((server, seconds), peak) = peak_of(|| {
+        timed(|| {
+            pools.all.install(|| {
+                let shown = progress.start(&["server setup"]);
+                Server::setup(data, record_bytes, options, &*shown)
+            })
+        })
+    });
+    report.seconds.server_setup = seconds;
+    report.server_peak_bytes = peak;
+    Ok(server?)
+}
+
+/// What an index preset measures besides one retrieval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extra {
+    /// Nothing (`frodo`).
+    Nothing,
+    /// Batched answers of 1, 4, 16 and 64 queries (`simple-1g`).
+    Batches,
+}
+
+/// Runs an index preset on a database set up with `options` and fills `report`.
 pub fn run(
-    preset: Preset,
+    extra: Extra,
     records: u64,
     record_bytes: u64,
+    options: SetupOptions,
     pools: &Pools,
+    progress: &dyn Progress,
     report: &mut Report,
 ) -> Result<()> {
-    let layout = match preset {
-        Preset::Frodo => Layout::OnePerColumn,
-        Preset::Simple1g => Layout::Square,
-        Preset::Service
-        | Preset::Chalamet
-        | Preset::PsiEcdh
-        | Preset::PsiKkrt
-        | Preset::TreepirSetup
-        | Preset::TreepirE2e => unreachable!("not an index preset"),
-    };
     let data = pools.all.install(|| generate(records, record_bytes))?;
-    let options = SetupOptions {
-        layout,
-        ..SetupOptions::default()
-    };
-    let (server, setup_seconds) = timed(|| {
-        pools
-            .all
-            .install(|| progress::setup_with_bar(&data, record_bytes, options, "server setup"))
-    });
-    let server = server?;
+    let server = setup_server(&data, record_bytes, options, pools, progress, report)?;
     let setup_bytes = server.public_setup().to_bytes();
     let (client, client_seconds) = timed(|| PublicSetup::from_bytes(&setup_bytes).map(Client::new));
     let mut client = client?;
 
-    describe(report, client.setup(), layout, records, record_bytes);
-    report.seconds.server_setup = setup_seconds;
+    describe(
+        report,
+        client.setup(),
+        options.layout,
+        records,
+        record_bytes,
+    );
     report.seconds.client_setup = client_seconds;
 
     let mut indices = {
@@ -198,7 +190,7 @@ pub fn run(
     };
     report.record(retrieval, database_bytes);
 
-    if preset == Preset::Simple1g {
+    if extra == Extra::Batches {
         for k in BATCH_SIZES {
             pools.all.install(|| client.preprocess(k))?;
             let mut queries = Vec::with_capacity(k);

@@ -1,6 +1,8 @@
 //! The `psi-ecdh` and `psi-kkrt` presets: both parties in this process, each on its own thread
 //! with its own rayon pool, over loopback TCP, paced like a 100 Mbps or 10 Mbps link if asked.
 
+pub mod report;
+
 use std::collections::HashSet;
 use std::io::BufReader;
 use std::net::{TcpListener, TcpStream};
@@ -13,10 +15,11 @@ use obscura_psi::transport::{tcp, RateLimited, StreamTransport, Transport};
 use obscura_psi::{Intersection, Options, Outcome, Protocol, Role};
 use rayon::ThreadPool;
 
-use super::lwe::{generate, timed};
-use super::report::{PsiBytes, PsiReport, PsiRun, PsiSeconds, Report};
-use super::Preset;
-use crate::threads;
+use crate::lwe::report::Report;
+use crate::measure::{generate, timed};
+use crate::pools;
+use crate::Preset;
+use report::{PsiBytes, PsiReport, PsiRun, PsiSeconds};
 
 /// How long a party waits for the other's next message: enough for the largest sets on the
 /// slowest link.
@@ -137,7 +140,7 @@ fn measure(
     link: Link,
 ) -> Result<PsiRun> {
     let (client_link, server_link) = connect(link)?;
-    let (client_pool, server_pool) = (threads::pool(threads)?, threads::pool(threads)?);
+    let (client_pool, server_pool) = (pools::pool(threads)?, pools::pool(threads)?);
     let ((client, server), total) = timed(|| {
         std::thread::scope(|scope| {
             let server = scope.spawn(|| {

@@ -3,15 +3,19 @@
 
 use anyhow::{Context as _, Result};
 use obscura_pir::keyword::fuse::{Arity, FuseShape};
-use obscura_pir::keyword::{filter_hash, key_digest, KeywordClient, KeywordOptions, KeywordSetup};
+use obscura_pir::keyword::{
+    filter_hash, key_digest, KeywordClient, KeywordOptions, KeywordServer, KeywordSetup,
+};
 use obscura_pir::lwe::Layout;
 use obscura_pir::PirClient;
 use rayon::prelude::*;
 
-use super::lwe::{describe, measure_answers, timed};
-use super::report::{Bytes, Report, Retrieval};
-use super::Pools;
-use crate::progress;
+use crate::lwe::report::{Bytes, Report, Retrieval};
+use crate::lwe::{describe, measure_answers};
+use crate::measure::{splitmix64, timed};
+use crate::memory::peak_of;
+use crate::pools::Pools;
+use crate::progress::Progress;
 
 /// Bytes per key, as in ChalametPIR's benchmark.
 const KEY_BYTES: usize = 32;
@@ -21,14 +25,7 @@ fn pairs(count: u64, value_bytes: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
     (0..count)
         .into_par_iter()
         .map(|i| {
-            let word = |j: u64| {
-                let mut z = (i << 20 | j)
-                    .wrapping_add(1)
-                    .wrapping_mul(0x9e37_79b9_7f4a_7c15);
-                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-                (z ^ (z >> 31)).to_le_bytes()
-            };
+            let word = |j: u64| splitmix64(i << 20 | j).to_le_bytes();
             let key: Vec<u8> = (0..KEY_BYTES as u64 / 8).flat_map(word).collect();
             let value: Vec<u8> = (0..value_bytes.div_ceil(8))
                 .flat_map(|j| word(1000 + j))
@@ -39,12 +36,15 @@ fn pairs(count: u64, value_bytes: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
         .collect()
 }
 
-/// Runs the preset for each arity asked for (both by default), one report each.
+/// Runs the preset for each arity asked for (both by default), one report each, on databases
+/// set up with `options` (whose arity is set per run).
 pub fn run(
     keys: u64,
     value_bytes: u64,
     arities: &[Arity],
+    options: KeywordOptions,
     pools: &Pools,
+    progress: &dyn Progress,
     base: &Report,
 ) -> Result<Vec<Report>> {
     let pairs = pools.all.install(|| pairs(keys, value_bytes));
@@ -62,14 +62,18 @@ pub fn run(
         });
         let options = KeywordOptions {
             arity: Some(arity),
-            ..KeywordOptions::default()
+            ..options
         };
-        let (server, setup_seconds) = timed(|| {
-            pools
-                .all
-                .install(|| progress::keyword_with_bar(&pairs, options))
+        let ((server, setup_seconds), peak) = peak_of(|| {
+            timed(|| {
+                pools.all.install(|| {
+                    let shown = progress.start(&["filling the slots", "computing the hint"]);
+                    KeywordServer::setup(&pairs, options, &*shown)
+                })
+            })
         });
         let server = server?;
+        report.server_peak_bytes = peak;
         let setup_bytes = server.public_setup().to_bytes();
         let (client, client_seconds) =
             timed(|| KeywordSetup::from_bytes(&setup_bytes).map(KeywordClient::new));

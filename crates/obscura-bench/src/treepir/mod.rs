@@ -3,22 +3,27 @@
 //! baseline's placement and indexing, and whole Merkle proofs retrieved with both on the same
 //! LWE engine.
 
+pub mod report;
+
 use anyhow::{ensure, Context, Result};
 use obscura_pir::batch::coloring::{self, Coloring, MAX_COLORED_HEIGHT};
-use obscura_pir::batch::merkle::{leaf_hash, verify_audit_path, Hash, MerkleTree};
-use obscura_pir::batch::pbc::{bucket_count, BatchState, PbcClient, PbcServer, Placement};
+use obscura_pir::batch::merkle::{leaf_hash, Hash, MerkleTree};
+use obscura_pir::batch::pbc::{self, bucket_count, PbcProofClient, PbcServer, Placement};
 use obscura_pir::batch::swapped;
 use obscura_pir::batch::treepir::{TreePirClient, TreePirServer};
 use obscura_pir::lwe::{Answer, Query, Server, SetupOptions};
 use obscura_pir::{PirError, PirServer};
-use rayon::prelude::*;
 
-use super::lwe::{generate, layout_name, median, timed};
-use super::report::{
-    Params, PbcSetupRow, ProofBytes, ProofScheme, ProofSeconds, Report, TreePir, TreePirE2eRow,
-    TreePirReport, TreePirSetupRow,
+use crate::lwe::layout_name;
+use crate::lwe::report::Report;
+use crate::measure::{generate, median, timed};
+use crate::memory::peak_of;
+use crate::pools::Pools;
+use crate::report::Params;
+use report::{
+    PbcSetupRow, ProofBytes, ProofScheme, ProofSeconds, TreePir, TreePirE2eRow, TreePirReport,
+    TreePirSetupRow,
 };
-use super::Pools;
 
 /// Leaves whose TreePIR indexing is timed and checked per height.
 const INDEXING_LEAVES: u64 = 1001;
@@ -57,16 +62,20 @@ pub fn setup(heights: &[u32], pools: &Pools, base: &Report) -> Result<TreePirRep
     Ok(TreePirReport::new(base, treepir))
 }
 
-/// Runs `treepir-e2e` at every height of `heights`.
-pub fn e2e(heights: &[u32], pools: &Pools, base: &Report) -> Result<TreePirReport> {
+/// Runs `treepir-e2e` at every height of `heights`, sub-databases set up with `options`.
+pub fn e2e(
+    heights: &[u32],
+    options: SetupOptions,
+    pools: &Pools,
+    base: &Report,
+) -> Result<TreePirReport> {
     check_heights(heights, E2E_MAX_HEIGHT)?;
-    let options = SetupOptions::default();
     let rows = heights
         .iter()
         .map(|&h| e2e_row(h, options, pools).with_context(|| format!("height {h}")))
         .collect::<Result<_>>()?;
     let treepir = TreePir {
-        layout: Some(layout_name(options.layout).into()),
+        layout: Some(layout_name(options.layout)),
         e2e: rows,
         ..TreePir::default()
     };
@@ -148,7 +157,7 @@ fn pbc_setup_row(h: u32, pools: &Pools) -> Result<(PbcSetupRow, bool)> {
     let (contents, setup_seconds) = timed(|| placement.bucket_contents());
     let (mut times, mut unmatched, mut correct) = (Vec::new(), 0, true);
     for m in sample_leaves(h, PBC_INDEXING_LEAVES)? {
-        let items = path_items(h, m);
+        let items = pbc::proof_items(h, m);
         let (places, seconds) = timed(|| pools.one.install(|| pbc_index(&placement, &items)));
         match places {
             Some(places) => {
@@ -161,16 +170,11 @@ fn pbc_setup_row(h: u32, pools: &Pools) -> Result<(PbcSetupRow, bool)> {
     let row = PbcSetupRow {
         buckets: placement.buckets(),
         setup_seconds,
-        indexing_seconds: median_or_zero(times),
+        indexing_seconds: median(times),
         indexing_leaves: PBC_INDEXING_LEAVES,
         unmatched,
     };
     Ok((row, correct))
-}
-
-/// The baseline's items for the path of leaf `m`: its nodes `v` as entries `v − 2`.
-fn path_items(h: u32, m: u64) -> Vec<u64> {
-    swapped::path_nodes(h, m).iter().map(|v| v - 2).collect()
 }
 
 /// The baseline client's indexing of a batch: each item's bucket and its position there;
@@ -240,10 +244,12 @@ fn treepir_scheme(
     options: SetupOptions,
     pools: &Pools,
 ) -> Result<(ProofScheme, bool)> {
-    let (server, setup) = timed(|| {
-        pools
-            .all
-            .install(|| TreePirServer::setup(tree, options, &|_, _| {}))
+    let ((server, setup), peak) = peak_of(|| {
+        timed(|| {
+            pools
+                .all
+                .install(|| TreePirServer::setup(tree, options, &|_, _| {}))
+        })
     });
     let server = server?;
     let mut client = TreePirClient::new(server.public_setup().clone());
@@ -262,7 +268,7 @@ fn treepir_scheme(
             )
         })
         .collect::<Result<Vec<_>>>()?;
-    Ok(scheme(server.databases(), setup, &proofs, 0))
+    Ok(scheme(server.databases(), (setup, peak), &proofs, 0))
 }
 
 /// The baseline set up on the swapped tree of `tree` (3 copies in ⌈1.5h⌉ buckets), proofs of
@@ -275,23 +281,22 @@ fn pbc_scheme(
     options: SetupOptions,
     pools: &Pools,
 ) -> Result<(ProofScheme, bool)> {
-    let h = tree.height();
-    let (server, setup) = timed(|| {
-        pools.all.install(|| {
-            let entries: Vec<u8> = (2..2u64 << h)
-                .into_par_iter()
-                .flat_map_iter(|v| swapped::entry(tree, v))
-                .collect();
-            PbcServer::setup(&entries, 32, h as usize, PBC_SEED, options)
+    let ((server, setup), peak) = peak_of(|| {
+        timed(|| {
+            pools
+                .all
+                .install(|| PbcServer::for_merkle_tree(tree, PBC_SEED, options))
         })
     });
     let server = server?;
     let placement = *server.public_setup().placement();
-    let mut client = PbcClient::new(server.public_setup().clone());
+    let mut client = PbcProofClient::new(server.public_setup().clone(), tree.len(), tree.root())?;
     let (mut proofs, mut unmatched) = (Vec::new(), 0);
     for &m in picked {
-        let items = path_items(h, m);
-        if placement.assign(&items).is_none() {
+        if placement
+            .assign(&pbc::proof_items(tree.height(), m))
+            .is_none()
+        {
             unmatched += 1;
             continue;
         }
@@ -300,35 +305,18 @@ fn pbc_scheme(
             server.databases(),
             pools,
             &mut client,
-            |client| client.query(&items),
+            |client| client.query(m),
             |queries| server.answer(queries),
-            |client, state, answers| pbc_path(client, state, answers, tree, m, &leaf),
+            |client, state, answers| Ok(client.decode(state, answers, &leaf)?),
             tree.audit_path(m),
         )?);
     }
-    Ok(scheme(server.databases(), setup, &proofs, unmatched))
-}
-
-/// The audit path of leaf `m` carried by the baseline's answers (the entries of the path nodes
-/// from depth 1 to the leaf), verified against the root of `tree`.
-fn pbc_path(
-    client: &PbcClient,
-    state: BatchState,
-    answers: &[Answer],
-    tree: &MerkleTree,
-    m: u64,
-    leaf: &Hash,
-) -> Result<Vec<Hash>> {
-    let by_level = client
-        .decode(state, answers)?
-        .iter()
-        .rev()
-        .map(|record| Hash::try_from(record.as_slice()))
-        .collect::<Result<Vec<_>, _>>()
-        .context("a PBC entry is not 32 bytes")?;
-    let path = swapped::audit_path(tree.len(), m, &by_level);
-    verify_audit_path(m, tree.len(), leaf, &path, &tree.root())?;
-    Ok(path)
+    Ok(scheme(
+        server.databases(),
+        (setup, peak),
+        &proofs,
+        unmatched,
+    ))
 }
 
 /// Measures one proof request: `query` makes it (one thread), the sub-databases answer it (see
@@ -380,16 +368,16 @@ fn serve(
     Ok((answers?, seconds))
 }
 
-/// A scheme's figures: its sub-databases' parameters, hints and storage, the setup time and
-/// the median of each step over `proofs`; and whether every proof was correct.
+/// A scheme's figures: its sub-databases' parameters, hints and storage, the setup's time and
+/// peak memory and the median of each step over `proofs`; and whether every proof was correct.
 fn scheme(
     databases: &[Server],
-    setup: f64,
+    (setup, setup_peak_bytes): (f64, Option<u64>),
     proofs: &[Proof],
     unmatched: u64,
 ) -> (ProofScheme, bool) {
     let step = |of: fn(&ProofSeconds) -> f64| {
-        median_or_zero(proofs.iter().map(|proof| of(&proof.seconds)).collect())
+        median(proofs.iter().map(|proof| of(&proof.seconds)).collect())
     };
     let seconds = ProofSeconds {
         setup,
@@ -419,15 +407,7 @@ fn scheme(
         bytes,
         proofs: proofs.len() as u64,
         unmatched,
+        setup_peak_bytes,
     };
     (figures, proofs.iter().all(|proof| proof.correct))
-}
-
-/// The median of `values`, 0 for none.
-fn median_or_zero(values: Vec<f64>) -> f64 {
-    if values.is_empty() {
-        0.0
-    } else {
-        median(values)
-    }
 }

@@ -1,0 +1,151 @@
+//! The engine options of `obscura build` (`--params`, `--matrix`, `--layout`) for the PIR
+//! presets, so that a preset can be compared with a peer parameter for parameter; without them
+//! each preset sets up its databases as the workload defines.
+
+use anyhow::{bail, Result};
+use clap::Args;
+use obscura_pir::keyword::KeywordOptions;
+use obscura_pir::lwe::{Layout, SetupOptions};
+use obscura_pir::params::{MatrixKind, ParamSet};
+
+use crate::Preset;
+
+/// The engine options of a run.
+#[derive(Args, Clone, Copy, Debug, Default)]
+pub struct EngineArgs {
+    /// LWE parameter set of the PIR presets: ypir-1024, hintless-1408 or frodo-1774 (default:
+    /// ypir-1024).
+    #[arg(long)]
+    params: Option<ParamSet>,
+    /// Public matrix of the PIR presets: negacyclic (needs ypir-1024) or uniform (plain LWE).
+    /// Default: negacyclic where the parameter set allows it.
+    #[arg(long)]
+    matrix: Option<MatrixKind>,
+    /// Records per matrix column for frodo, simple-1g, service and treepir-e2e: square,
+    /// one-per-column or a count (default: one-per-column for frodo, square for the others).
+    #[arg(long)]
+    layout: Option<Layout>,
+}
+
+/// How a preset sets up its databases.
+#[derive(Clone, Copy, Debug)]
+pub struct Engine {
+    /// Index databases (`frodo`, `simple-1g`, `service`, the sub-databases of `treepir-e2e`).
+    pub lwe: SetupOptions,
+    /// Keyword databases (`chalamet`; the arity is set per run).
+    pub keyword: KeywordOptions,
+}
+
+impl EngineArgs {
+    /// The setup options of `preset`: the options given, the preset's own where none is.
+    /// Refuses options for a preset that sets up no LWE database, and `--layout` for
+    /// `chalamet`, whose keyword database always stores one record per column.
+    pub fn for_preset(&self, preset: Preset) -> Result<Engine> {
+        let given: Vec<&str> = [
+            ("--params", self.params.is_some()),
+            ("--matrix", self.matrix.is_some()),
+            ("--layout", self.layout.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, given)| given.then_some(name))
+        .collect();
+        if !preset.has_engine() && !given.is_empty() {
+            let verb = if given.len() == 1 { "applies" } else { "apply" };
+            bail!(
+                "{} {verb} to the PIR presets (frodo, simple-1g, chalamet, service, treepir-e2e), not to {}",
+                given.join(" and "),
+                preset.name()
+            );
+        }
+        if preset == Preset::Chalamet && self.layout.is_some() {
+            bail!("--layout does not apply to chalamet: a keyword database stores one record per column");
+        }
+        let layout = match preset {
+            Preset::Frodo => Layout::OnePerColumn,
+            _ => Layout::Square,
+        };
+        let params = self.params.unwrap_or_default();
+        Ok(Engine {
+            lwe: SetupOptions {
+                params,
+                layout: self.layout.unwrap_or(layout),
+                matrix: self.matrix,
+            },
+            keyword: KeywordOptions {
+                params,
+                matrix: self.matrix,
+                ..KeywordOptions::default()
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(params: Option<&str>, matrix: Option<&str>, layout: Option<&str>) -> EngineArgs {
+        EngineArgs {
+            params: params.map(|p| p.parse().unwrap()),
+            matrix: matrix.map(|m| m.parse().unwrap()),
+            layout: layout.map(|l| l.parse().unwrap()),
+        }
+    }
+
+    /// Without options each preset keeps the workload's setup.
+    #[test]
+    fn defaults_are_the_workloads() {
+        let none = EngineArgs::default();
+        let frodo = none.for_preset(Preset::Frodo).unwrap();
+        assert_eq!(
+            frodo.lwe,
+            SetupOptions {
+                layout: Layout::OnePerColumn,
+                ..SetupOptions::default()
+            }
+        );
+        for preset in [Preset::Simple1g, Preset::Service, Preset::TreepirE2e] {
+            let engine = none.for_preset(preset).unwrap();
+            assert_eq!(engine.lwe, SetupOptions::default(), "{}", preset.name());
+        }
+        let chalamet = none.for_preset(Preset::Chalamet).unwrap();
+        assert_eq!(chalamet.keyword, KeywordOptions::default());
+    }
+
+    #[test]
+    fn options_given_replace_the_presets() {
+        let plain = args(Some("frodo-1774"), Some("uniform"), Some("4"));
+        let engine = plain.for_preset(Preset::Simple1g).unwrap();
+        assert_eq!(engine.lwe.params, ParamSet::Frodo1774);
+        assert_eq!(engine.lwe.matrix, Some(MatrixKind::Uniform));
+        assert_eq!(engine.lwe.layout, Layout::PerColumn(4));
+        let keyword = args(Some("frodo-1774"), Some("uniform"), None)
+            .for_preset(Preset::Chalamet)
+            .unwrap()
+            .keyword;
+        assert_eq!(
+            (keyword.params, keyword.matrix, keyword.arity),
+            (ParamSet::Frodo1774, Some(MatrixKind::Uniform), None)
+        );
+    }
+
+    #[test]
+    fn options_that_do_not_apply_are_refused() {
+        let layout = args(None, None, Some("square"));
+        let error = layout.for_preset(Preset::Chalamet).unwrap_err().to_string();
+        assert!(
+            error.contains("--layout does not apply to chalamet"),
+            "{error}"
+        );
+        let both = args(Some("ypir-1024"), None, Some("square"));
+        let error = both.for_preset(Preset::PsiKkrt).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "--params and --layout apply to the PIR presets (frodo, simple-1g, chalamet, \
+             service, treepir-e2e), not to psi-kkrt"
+        );
+        assert!(args(None, Some("uniform"), None)
+            .for_preset(Preset::TreepirSetup)
+            .is_err());
+    }
+}
