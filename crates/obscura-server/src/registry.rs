@@ -172,6 +172,11 @@ impl<T: PirServer> From<T> for Database {
     }
 }
 
+/// Where a loaded database's matrices come from: given the `(rows, cols)` of each, in file
+/// order, the matrices (or why the file does not hold them).
+pub type MatrixSource<'a> =
+    &'a mut dyn FnMut(&[(usize, usize)]) -> Result<Vec<PlaintextMatrix>, String>;
+
 /// How a scheme's database is loaded from its stored parts.
 pub trait StoredScheme: Send + Sync {
     /// The wire kind of its setups.
@@ -182,7 +187,7 @@ pub trait StoredScheme: Send + Sync {
     fn load(
         &self,
         setup: &[u8],
-        matrices: &mut dyn FnMut(&[(usize, usize)]) -> Result<Vec<PlaintextMatrix>, String>,
+        matrices: MatrixSource<'_>,
     ) -> Result<Database, LoadError>;
 }
 
@@ -216,7 +221,7 @@ impl<S: Scheme> StoredScheme for Stored<S> {
     fn load(
         &self,
         setup: &[u8],
-        matrices: &mut dyn FnMut(&[(usize, usize)]) -> Result<Vec<PlaintextMatrix>, String>,
+        matrices: MatrixSource<'_>,
     ) -> Result<Database, LoadError> {
         let setup = <SetupOf<S> as SetupMessage>::from_bytes(setup)?;
         let matrices = matrices(&setup.matrix_shapes()).map_err(LoadError::Matrices)?;
@@ -263,7 +268,7 @@ impl Registry {
     pub fn load(
         &self,
         setup: &[u8],
-        matrices: &mut dyn FnMut(&[(usize, usize)]) -> Result<Vec<PlaintextMatrix>, String>,
+        matrices: MatrixSource<'_>,
     ) -> Result<Database, LoadError> {
         let kind = setup_kind(setup)?;
         self.get(kind)
