@@ -1,7 +1,7 @@
 //! The small databases the targets decode messages against: an index database, a keyword
 //! database and a Merkle tree (TreePIR) database. They are committed files (under `fixtures/`),
 //! so that the corpus's queries and answers keep matching their setups from run to run;
-//! [`write`] makes them again.
+//! [`write()`] makes them again.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

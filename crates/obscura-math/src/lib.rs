@@ -18,6 +18,7 @@
 #![warn(missing_docs)]
 
 pub mod expand;
+pub mod features;
 pub mod kernels;
 pub mod layout;
 pub mod matrix;

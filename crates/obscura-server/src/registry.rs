@@ -184,11 +184,7 @@ pub trait StoredScheme: Send + Sync {
 
     /// The database with the encoded public setup `setup`, whose matrices `matrices` gives
     /// for the shapes the setup announces (`(rows, cols)`, in file order).
-    fn load(
-        &self,
-        setup: &[u8],
-        matrices: MatrixSource<'_>,
-    ) -> Result<Database, LoadError>;
+    fn load(&self, setup: &[u8], matrices: MatrixSource<'_>) -> Result<Database, LoadError>;
 }
 
 /// Why a stored database could not be loaded.
@@ -218,11 +214,7 @@ impl<S: Scheme> StoredScheme for Stored<S> {
         S::KIND
     }
 
-    fn load(
-        &self,
-        setup: &[u8],
-        matrices: MatrixSource<'_>,
-    ) -> Result<Database, LoadError> {
+    fn load(&self, setup: &[u8], matrices: MatrixSource<'_>) -> Result<Database, LoadError> {
         let setup = <SetupOf<S> as SetupMessage>::from_bytes(setup)?;
         let matrices = matrices(&setup.matrix_shapes()).map_err(LoadError::Matrices)?;
         Ok(Database::new(S::Server::from_parts(setup, matrices)?))
@@ -265,11 +257,7 @@ impl Registry {
 
     /// Loads a database from its encoded public setup (the envelope's kind picks the scheme)
     /// and its matrices.
-    pub fn load(
-        &self,
-        setup: &[u8],
-        matrices: MatrixSource<'_>,
-    ) -> Result<Database, LoadError> {
+    pub fn load(&self, setup: &[u8], matrices: MatrixSource<'_>) -> Result<Database, LoadError> {
         let kind = setup_kind(setup)?;
         self.get(kind)
             .ok_or(LoadError::UnknownKind(kind.code()))?

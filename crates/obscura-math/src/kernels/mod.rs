@@ -29,7 +29,6 @@ mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod drivers;
-mod features;
 pub mod portable;
 #[cfg(test)]
 mod tests;
@@ -37,11 +36,11 @@ mod tests;
 use std::ops::Range;
 use std::sync::OnceLock;
 
+pub use crate::features::{Avx2Token, Avx512Token};
 pub use drivers::{
     mat_vec, plaintext_mat_mul_acc, plaintext_mat_mul_acc_with, plaintext_mat_vecs,
     plaintext_mat_vecs_with,
 };
-pub use features::{Avx2Token, Avx512Token};
 
 #[cfg(target_arch = "x86_64")]
 use crate::layout::STEP_COLS;

@@ -15,30 +15,18 @@ pub(crate) mod digits;
 mod ifma;
 
 use digits::Digits;
+use obscura_math::features::IfmaToken;
 
 use crate::PeerError;
 
-/// Proof that this CPU has AVX-512 F, DQ and IFMA: only [`Ifma::detect`] makes one (and none
-/// can exist off x86-64).
+/// The AVX-512 IFMA kernel, which holds the proof that this CPU can run it.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Ifma(Proof);
-
-#[cfg(target_arch = "x86_64")]
-type Proof = ();
-#[cfg(not(target_arch = "x86_64"))]
-type Proof = std::convert::Infallible;
+pub(crate) struct Ifma(IfmaToken);
 
 impl Ifma {
     /// The kernel, if this CPU can run it.
     pub(crate) fn detect() -> Option<Self> {
-        #[cfg(target_arch = "x86_64")]
-        if is_x86_feature_detected!("avx512f")
-            && is_x86_feature_detected!("avx512dq")
-            && is_x86_feature_detected!("avx512ifma")
-        {
-            return Some(Self(()));
-        }
-        None
+        IfmaToken::detect().map(Self)
     }
 
     /// For each 64-byte uniform string, `k · P` for the point `P` that RFC 9496 derives from it
@@ -52,12 +40,16 @@ impl Ifma {
         out: &mut [u8],
     ) {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `self` exists only where `detect` found the features the kernel is built for.
+        // SAFETY: `self` holds an `IfmaToken`, which proves avx512f, avx512dq and avx512ifma,
+        // every feature the kernel enables.
         unsafe {
             ifma::raise_uniform(digits, strings, width, out)
         }
         #[cfg(not(target_arch = "x86_64"))]
-        match (self.0, digits, strings, width, out) {}
+        {
+            let _ = (self, digits, strings, width, out);
+            unreachable!("no IFMA token exists off x86-64")
+        }
     }
 
     /// For each encoding, `k · P` for the point `P` it encodes and the scalar `k` of `digits`,
@@ -71,11 +63,15 @@ impl Ifma {
         out: &mut [u8],
     ) -> Result<(), PeerError> {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `self` exists only where `detect` found the features the kernel is built for.
+        // SAFETY: `self` holds an `IfmaToken`, which proves avx512f, avx512dq and avx512ifma,
+        // every feature the kernel enables.
         unsafe {
             ifma::raise_encoded(digits, encodings, width, out)
         }
         #[cfg(not(target_arch = "x86_64"))]
-        match (self.0, digits, encodings, width, out) {}
+        {
+            let _ = (self, digits, encodings, width, out);
+            unreachable!("no IFMA token exists off x86-64")
+        }
     }
 }
