@@ -13,7 +13,7 @@ pub mod lwe;
 mod measure;
 pub mod memory;
 pub mod peers;
-mod pools;
+pub mod pools;
 pub mod progress;
 pub mod psi;
 pub mod report;

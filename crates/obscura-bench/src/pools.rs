@@ -1,4 +1,5 @@
-//! The thread pools a run measures with: one thread, and the requested count.
+//! Thread pools: the `--threads` count of every command that computes in parallel, and the
+//! pools a benchmark measures with (one thread, and the requested count).
 
 use anyhow::{ensure, Context, Result};
 use rayon::ThreadPool;

@@ -13,7 +13,8 @@ use obscura_pir::PirError;
 use obscura_server::store::Database;
 
 use crate::ingest::{self, InputFormat};
-use crate::{memory, progress, threads};
+use crate::{memory, progress};
+use obscura_bench::pools;
 
 /// Arguments of `obscura build`.
 #[derive(Args)]
@@ -129,7 +130,7 @@ impl EngineArgs {
 
     /// The thread pool the setup runs in.
     pub fn pool(&self) -> Result<rayon::ThreadPool> {
-        threads::pool(threads::count(self.threads)?)
+        pools::pool(pools::count(self.threads)?)
     }
 }
 

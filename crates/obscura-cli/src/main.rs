@@ -9,7 +9,6 @@ mod merkle;
 mod progress;
 mod psi;
 mod serve;
-mod threads;
 
 use std::process::ExitCode;
 

@@ -10,7 +10,8 @@ use obscura_psi::bucketed::{run_bucketed, BucketOptions, BucketedOutcome, ItemSo
 use obscura_psi::transport::tcp::{self, TcpTransport};
 use obscura_psi::{HelloError, Options, Outcome, Protocol, PsiError, Role, Stage};
 
-use crate::{ingest, progress, threads};
+use crate::{ingest, progress};
+use obscura_bench::pools;
 
 /// Arguments of `obscura psi`.
 #[derive(Args)]
@@ -102,7 +103,7 @@ pub fn run(args: PsiArgs) -> Result<()> {
         "--output on the server needs --both-learn: otherwise only the client learns the intersection"
     );
     let timeout = Duration::from_secs(args.timeout);
-    let pool = threads::pool(threads::count(args.threads)?)?;
+    let pool = pools::pool(pools::count(args.threads)?)?;
     // Read (or, streaming, check) the input before waiting for the peer.
     let input = match args.bucket_items {
         None => Input::Rows(ingest::csv_values(

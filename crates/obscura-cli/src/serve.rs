@@ -11,7 +11,7 @@ use obscura_server::catalog::{Catalog, Entry};
 use obscura_server::service::{self, Databases, ServiceConfig};
 use obscura_server::tls;
 
-use crate::threads;
+use obscura_bench::pools;
 
 /// Arguments of `obscura serve`.
 #[derive(Args)]
@@ -49,7 +49,7 @@ pub struct ServeArgs {
 /// Runs `obscura serve` until ctrl-c or SIGTERM; SIGHUP reloads the database files.
 pub fn run(args: ServeArgs) -> Result<()> {
     rayon::ThreadPoolBuilder::new()
-        .num_threads(threads::count(args.threads)?)
+        .num_threads(pools::count(args.threads)?)
         .build_global()
         .context("cannot start the thread pool")?;
     let tls = match (&args.tls_cert, &args.tls_key) {

@@ -176,30 +176,19 @@ impl<'a> Reader<'a> {
     /// Opens a message of `kind`: checks magic, version and kind and returns the reader
     /// positioned at the body together with the setup digest.
     pub fn open(bytes: &'a [u8], kind: Kind) -> Result<(Self, Digest), PirError> {
-        let mut reader = Self {
-            bytes,
-            what: kind.describe(),
-        };
-        if bytes.len() < HEADER_BYTES {
-            return Err(reader.error(format!(
-                "{} bytes is shorter than the {HEADER_BYTES}-byte header",
-                bytes.len()
-            )));
-        }
-        let magic = reader.take(4)? == MAGIC;
-        let (version, found) = (reader.u16()?, reader.u16()?);
+        let (mut reader, magic, version, found) = Self::read_header(bytes, kind.describe())?;
         reader.check_envelope(magic, version, found, kind)?;
         let digest = reader.take(32)?.try_into().expect("32 bytes");
         Ok((reader, digest))
     }
 
-    /// The kind a message in the full envelope says it is, once its magic and version are
-    /// checked: what picks the decoder of a message whose kind is not known in advance.
-    pub fn envelope_kind(bytes: &'a [u8]) -> Result<Kind, PirError> {
-        let mut reader = Self {
-            bytes,
-            what: "message",
-        };
+    /// Reads the full envelope up to its kind, once its length is checked: the reader, whether
+    /// the magic matched, the version and the kind found.
+    fn read_header(
+        bytes: &'a [u8],
+        what: &'static str,
+    ) -> Result<(Self, bool, u16, u16), PirError> {
+        let mut reader = Self { bytes, what };
         if bytes.len() < HEADER_BYTES {
             return Err(reader.error(format!(
                 "{} bytes is shorter than the {HEADER_BYTES}-byte header",
@@ -208,6 +197,13 @@ impl<'a> Reader<'a> {
         }
         let magic = reader.take(4)? == MAGIC;
         let (version, found) = (reader.u16()?, reader.u16()?);
+        Ok((reader, magic, version, found))
+    }
+
+    /// The kind a message in the full envelope says it is, once its magic and version are
+    /// checked: what picks the decoder of a message whose kind is not known in advance.
+    pub fn envelope_kind(bytes: &'a [u8]) -> Result<Kind, PirError> {
+        let (reader, magic, version, found) = Self::read_header(bytes, "message")?;
         let kind = u8::try_from(found)
             .map(Kind)
             .map_err(|_| reader.error(format!("message kind {found} does not exist")))?;
@@ -321,6 +317,25 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_envelope_names_its_kind() {
+        let mut out = Vec::new();
+        write_header(&mut out, Kind::TREEPIR_SETUP, &[3; 32]);
+        assert_eq!(Reader::envelope_kind(&out).unwrap(), Kind::TREEPIR_SETUP);
+        let external = Kind::external(0xE5).unwrap();
+        let mut other = Vec::new();
+        write_header(&mut other, external, &[3; 32]);
+        assert_eq!(Reader::envelope_kind(&other).unwrap(), external);
+        assert_eq!(Kind::external(0x10), None);
+        let mut wide = out.clone();
+        wide[6..8].copy_from_slice(&300u16.to_le_bytes());
+        assert!(Reader::envelope_kind(&wide).is_err());
+        let mut bad = out.clone();
+        bad[0] ^= 1;
+        assert!(Reader::envelope_kind(&bad).is_err());
+        assert!(Reader::envelope_kind(&out[..HEADER_BYTES - 1]).is_err());
+    }
 
     #[test]
     fn header_round_trip_and_checks() {

@@ -350,25 +350,22 @@ impl SetupMessage for PbcSetup {
     }
 
     fn query_bytes(&self) -> u64 {
-        shards::framed_bytes(self.databases.iter().map(|s| s.query_bytes()))
+        self.framed_query_bytes()
     }
 
     fn answer_bytes(&self) -> u64 {
-        shards::framed_bytes(self.databases.iter().map(|s| s.answer_bytes()))
+        self.framed_answer_bytes()
     }
 
     fn matrix_shapes(&self) -> Vec<(usize, usize)> {
-        self.databases
-            .iter()
-            .flat_map(|s| s.matrix_shapes())
-            .collect()
+        self.shard_matrix_shapes()
     }
 
     fn summary(&self) -> Summary<'_> {
         Summary {
             items: self.placement.items,
             item_bytes: self.record_bytes,
-            engine: self.databases.iter().max_by_key(|s| s.geometry().records()),
+            engine: self.largest_shard(),
             sub_queries: Some(self.databases.len() as u32),
         }
     }

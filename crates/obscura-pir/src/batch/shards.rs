@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use crate::framing;
 use crate::lwe::{Answer, Client, PublicSetup, Query, QueryState, Server, SetupOptions};
-use crate::scheme::{Encode, Message};
+use crate::scheme::{Encode, Message, SetupMessage};
 use crate::wire::{Kind, Reader};
 use crate::{PirClient, PirError, PirServer};
 
@@ -22,6 +22,29 @@ pub struct Shards<M>(pub Vec<M>);
 pub trait Sharded {
     /// The sub-databases' setups, in order.
     fn shards(&self) -> &[PublicSetup];
+
+    /// Bytes of a request of one query per sub-database, framed.
+    fn framed_query_bytes(&self) -> u64 {
+        framed_bytes(self.shards().iter().map(SetupMessage::query_bytes))
+    }
+
+    /// Bytes of a reply of one answer per sub-database, framed.
+    fn framed_answer_bytes(&self) -> u64 {
+        framed_bytes(self.shards().iter().map(SetupMessage::answer_bytes))
+    }
+
+    /// The sub-databases' matrix shapes, in order.
+    fn shard_matrix_shapes(&self) -> Vec<(usize, usize)> {
+        self.shards()
+            .iter()
+            .flat_map(SetupMessage::matrix_shapes)
+            .collect()
+    }
+
+    /// The setup of the largest sub-database, if there is one.
+    fn largest_shard(&self) -> Option<&PublicSetup> {
+        self.shards().iter().max_by_key(|s| s.geometry().records())
+    }
 }
 
 impl<M: Encode> Encode for Shards<M> {
@@ -52,7 +75,7 @@ where
 }
 
 /// Bytes of a framed request or reply whose parts have the given sizes.
-pub(crate) fn framed_bytes(parts: impl Iterator<Item = u64>) -> u64 {
+fn framed_bytes(parts: impl Iterator<Item = u64>) -> u64 {
     parts.fold(4, |total, part| total.saturating_add(4 + part))
 }
 

@@ -274,25 +274,22 @@ impl SetupMessage for TreePirSetup {
     }
 
     fn query_bytes(&self) -> u64 {
-        shards::framed_bytes(self.databases.iter().map(|s| s.query_bytes()))
+        self.framed_query_bytes()
     }
 
     fn answer_bytes(&self) -> u64 {
-        shards::framed_bytes(self.databases.iter().map(|s| s.answer_bytes()))
+        self.framed_answer_bytes()
     }
 
     fn matrix_shapes(&self) -> Vec<(usize, usize)> {
-        self.databases
-            .iter()
-            .flat_map(|s| s.matrix_shapes())
-            .collect()
+        self.shard_matrix_shapes()
     }
 
     fn summary(&self) -> Summary<'_> {
         Summary {
             items: self.leaves,
             item_bytes: ENTRY_BYTES,
-            engine: self.databases.iter().max_by_key(|s| s.geometry().records()),
+            engine: self.largest_shard(),
             sub_queries: Some(self.height()),
         }
     }
