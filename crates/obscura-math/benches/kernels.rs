@@ -1,6 +1,8 @@
 //! Criterion benchmarks of the kernels on every backend this CPU has.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use obscura_math::expand::{MatrixSeed, NegacyclicMatrix, PublicMatrix};
+use obscura_math::hint::hint_product;
 use obscura_math::kernels::{plaintext_mat_mul_acc_with, plaintext_mat_vecs_with, Backend};
 use obscura_math::layout::{Group, GROUP_ROWS, PANEL_COLS};
 use obscura_math::matrix::PlaintextMatrix;
@@ -88,5 +90,19 @@ fn hint_block(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, answer, gemv_in_cache, hint_block);
+/// The whole hint product for a negacyclic `A` (NTT domain), 1024 x 16384 digits, n = 1024.
+fn hint_negacyclic(c: &mut Criterion) {
+    let (rows, cols, n) = (1024, 16384, 1024);
+    let d = PlaintextMatrix::from_vec(rows, cols, random_bytes(rows * cols, 7)).expect("shape");
+    let a = PublicMatrix::Negacyclic(
+        NegacyclicMatrix::new(MatrixSeed([8; 16]), 1, cols, n).expect("degree"),
+    );
+    let mut group = c.benchmark_group("hint_negacyclic");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes((rows * cols) as u64));
+    group.bench_function("ntt", |b| b.iter(|| hint_product(&d, &a, &|_, _| {})));
+    group.finish();
+}
+
+criterion_group!(benches, answer, gemv_in_cache, hint_block, hint_negacyclic);
 criterion_main!(benches);

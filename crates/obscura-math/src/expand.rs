@@ -140,6 +140,16 @@ impl NegacyclicMatrix {
         })
     }
 
+    /// The transforms of its degree.
+    pub(crate) fn plan(&self) -> &NttPlan {
+        &self.plan
+    }
+
+    /// Writes the coefficients of block `block`'s polynomial `a_block` into `out` (length n).
+    pub(crate) fn polynomial(&self, block: usize, out: &mut [u32]) {
+        self.polynomials.fill_rows(block, out);
+    }
+
     /// Writes rows `first .. first + out.len() / n` into `out` (row-major).
     pub fn fill_rows(&self, first: usize, out: &mut [u32]) {
         let n = self.plan.degree();

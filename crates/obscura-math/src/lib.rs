@@ -19,6 +19,7 @@
 
 pub mod expand;
 pub mod features;
+pub mod hint;
 pub mod kernels;
 pub mod layout;
 pub mod matrix;

@@ -1,5 +1,6 @@
 //! Dense matrices over Z_{2^32} (row-major), and of plaintext digits (in column panels).
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -244,6 +245,39 @@ impl PlaintextMatrix {
             width,
             rows,
             bytes: &self.as_bytes()[start..start + rows * width],
+        }
+    }
+
+    /// Copies the digits of rows `rows` (starting on a group boundary, see
+    /// [`GROUP_ROWS`](crate::layout::GROUP_ROWS)) and columns `cols` into `out`, row-major with
+    /// row stride `cols.len()`.
+    ///
+    /// # Panics
+    /// If the block is outside the matrix, `rows` starts inside a group or `out` is too short.
+    pub fn copy_block(&self, rows: Range<usize>, cols: Range<usize>, out: &mut [u8]) {
+        assert!(
+            rows.end <= self.rows && cols.end <= self.cols,
+            "block outside the matrix"
+        );
+        let width = cols.len();
+        for panel in self.panels() {
+            let (start, end) = (
+                cols.start.max(panel.first),
+                cols.end.min(panel.first + panel.width),
+            );
+            if start >= end {
+                continue;
+            }
+            let mut rows_out = vec![0u8; GROUP_ROWS * (end - start)];
+            for (first, group) in panel.groups(rows.clone()) {
+                let part = &mut rows_out[..group.rows * (end - start)];
+                group.untile(start - panel.first..end - panel.first, part);
+                let wanted = rows.end - first;
+                for (i, row) in part.chunks_exact(end - start).take(wanted).enumerate() {
+                    let at = (first + i - rows.start) * width + start - cols.start;
+                    out[at..at + row.len()].copy_from_slice(row);
+                }
+            }
         }
     }
 

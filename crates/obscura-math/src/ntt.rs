@@ -20,14 +20,15 @@ pub const MAX_DEGREE: usize = 4096;
 
 /// `(a · b) mod p` with `b_shoup = floor(b · 2^32 / p)`, for `a < 2^32`, `b < p < 2^31`.
 #[inline(always)]
-fn mul_shoup(a: u32, b: u32, b_shoup: u32, p: u32) -> u32 {
+pub(crate) fn mul_shoup(a: u32, b: u32, b_shoup: u32, p: u32) -> u32 {
     let q = ((u64::from(a) * u64::from(b_shoup)) >> 32) as u32;
     let r = a.wrapping_mul(b).wrapping_sub(q.wrapping_mul(p));
     // r < 2p: subtract p if that does not wrap (branch-free, so loops vectorize).
     r.min(r.wrapping_sub(p))
 }
 
-fn shoup(b: u32, p: u32) -> u32 {
+/// `floor(b · 2^32 / p)`: the quotient [`mul_shoup`] multiplies by `b` with.
+pub(crate) fn shoup(b: u32, p: u32) -> u32 {
     ((u64::from(b) << 32) / u64::from(p)) as u32
 }
 
@@ -44,9 +45,15 @@ fn pow_mod(mut base: u64, mut exp: u64, p: u64) -> u64 {
     result
 }
 
+/// Polynomials transformed side by side: one coefficient of each.
+pub(crate) const LANES: usize = 16;
+
+/// One coefficient of [`LANES`] polynomials.
+pub(crate) type Lanes = [u32; LANES];
+
 /// Twiddle tables for one prime and one degree.
 #[derive(Clone, Debug)]
-struct PrimeTables {
+pub(crate) struct PrimeTables {
     p: u32,
     /// ψ^{bitrev(i)} and its Shoup quotient.
     psi: Vec<(u32, u32)>,
@@ -90,7 +97,7 @@ impl PrimeTables {
 
     /// In place, natural order in, bit-reversed order out; values in `[0, p)`.
     #[inline(always)]
-    fn forward(&self, a: &mut [u32]) {
+    pub(crate) fn forward(&self, a: &mut [u32]) {
         let (n, p) = (a.len(), self.p);
         let mut t = n;
         let mut m = 1;
@@ -108,6 +115,65 @@ impl PrimeTables {
             }
             m *= 2;
         }
+    }
+
+    /// [`forward`](Self::forward) of [`LANES`] polynomials at once, stored coefficient by
+    /// coefficient: every butterfly is one vector operation, at every stage.
+    #[inline(always)]
+    pub(crate) fn forward_lanes(&self, a: &mut [Lanes]) {
+        let (n, p) = (a.len(), self.p);
+        let mut t = n;
+        let mut m = 1;
+        while m < n {
+            t /= 2;
+            for i in 0..m {
+                let (w, w_shoup) = self.psi[m + i];
+                let (lo, hi) = a[2 * i * t..2 * i * t + 2 * t].split_at_mut(t);
+                for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
+                    for (x, y) in x.iter_mut().zip(y.iter_mut()) {
+                        let u = *x;
+                        let v = mul_shoup(*y, w, w_shoup, p);
+                        *x = add_mod(u, v, p);
+                        *y = sub_mod(u, v, p);
+                    }
+                }
+            }
+            m *= 2;
+        }
+    }
+
+    /// [`inverse`](Self::inverse) of [`LANES`] polynomials at once, stored as
+    /// [`forward_lanes`](Self::forward_lanes) leaves them.
+    #[inline(always)]
+    pub(crate) fn inverse_lanes(&self, a: &mut [Lanes]) {
+        let (n, p) = (a.len(), self.p);
+        let mut t = 1;
+        let mut m = n;
+        while m > 1 {
+            let h = m / 2;
+            for i in 0..h {
+                let (w, w_shoup) = self.psi_inv[h + i];
+                let (lo, hi) = a[2 * i * t..2 * i * t + 2 * t].split_at_mut(t);
+                for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
+                    for (x, y) in x.iter_mut().zip(y.iter_mut()) {
+                        let (u, v) = (*x, *y);
+                        *x = add_mod(u, v, p);
+                        *y = mul_shoup(sub_mod(u, v, p), w, w_shoup, p);
+                    }
+                }
+            }
+            t *= 2;
+            m = h;
+        }
+        let (s, s_shoup) = self.n_inv;
+        for x in a.iter_mut().flatten() {
+            *x = mul_shoup(*x, s, s_shoup, p);
+        }
+    }
+
+    /// The prime.
+    pub(crate) fn prime(&self) -> u32 {
+        self.p
     }
 
     /// In place, bit-reversed order in, natural order out, including the 1/n scaling.
@@ -139,7 +205,7 @@ impl PrimeTables {
     /// The residue of the centered lift of `x ∈ Z_{2^32}` (read as `i32`). Both `|x|` and
     /// `p` lie in `(2^30, 2^31]`, so one conditional subtraction reduces.
     #[inline(always)]
-    fn lift(&self, x: u32) -> u32 {
+    pub(crate) fn lift(&self, x: u32) -> u32 {
         let p = self.p;
         let magnitude = (x as i32).unsigned_abs();
         let reduced = if magnitude >= p {
@@ -188,6 +254,11 @@ impl NttPlan {
         self.n
     }
 
+    /// The tables of prime `k` (of [`PRIMES`]).
+    pub(crate) fn table(&self, k: usize) -> &PrimeTables {
+        &self.tables[k]
+    }
+
     /// The forward transforms of `a` (length n), to multiply it later by
     /// [`FixedMultiplier::multiply_transformed`] without transforming it again.
     pub fn forward(&self, a: &[u32]) -> Transformed {
@@ -211,38 +282,65 @@ impl NttPlan {
     /// Rebuilds coefficients modulo 2^32 from the three inverse-transformed residues.
     #[inline(always)]
     fn reconstruct(&self, residues: &[Vec<u32>; 3], out: &mut [u32]) {
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = self.crt_three(residues[0][i], residues[1][i], residues[2][i]);
+        }
+    }
+
+    /// The integer of absolute value below `p0·p1·p2 / 2` with residues `r0, r1, r2`, modulo
+    /// 2^32.
+    #[inline(always)]
+    pub(crate) fn crt_three(&self, r0: u32, r1: u32, r2: u32) -> u32 {
         let [p0, p1, p2] = PRIMES;
         let c = &self.crt;
         let big_p = u128::from(p0) * u128::from(p1) * u128::from(p2);
-        let half = big_p / 2;
         let p01 = u64::from(p0) * u64::from(p1);
-        for (i, o) in out.iter_mut().enumerate() {
-            let (r0, r1, r2) = (residues[0][i], residues[1][i], residues[2][i]);
-            // Garner: x = r0 + p0·v1 + p0·p1·v2 with v1 < p1, v2 < p2.
-            let r0_mod_p1 = if r0 >= p1 { r0 - p1 } else { r0 };
-            let v1 = mul_shoup(sub_mod(r1, r0_mod_p1, p1), c.inv01.0, c.inv01.1, p1);
-            let r0_mod_p2 = if r0 >= p2 { r0 - p2 } else { r0 };
-            let partial = add_mod(
-                r0_mod_p2,
-                mul_shoup(v1, c.p0_mod_p2.0, c.p0_mod_p2.1, p2),
-                p2,
-            );
-            let v2 = mul_shoup(sub_mod(r2, partial, p2), c.inv012.0, c.inv012.1, p2);
-            let x =
-                u128::from(r0) + u128::from(p0) * u128::from(v1) + u128::from(p01) * u128::from(v2);
-            // The centered value is x or x − P; modulo 2^32 that is a wrapping subtraction.
-            *o = if x > half {
-                (x as u32).wrapping_sub(big_p as u32)
-            } else {
-                x as u32
-            };
+        // Garner: x = r0 + p0·v1 + p0·p1·v2 with v1 < p1, v2 < p2.
+        let v1 = self.garner_v1(r0, r1);
+        let r0_mod_p2 = if r0 >= p2 { r0 - p2 } else { r0 };
+        let partial = add_mod(
+            r0_mod_p2,
+            mul_shoup(v1, c.p0_mod_p2.0, c.p0_mod_p2.1, p2),
+            p2,
+        );
+        let v2 = mul_shoup(sub_mod(r2, partial, p2), c.inv012.0, c.inv012.1, p2);
+        let x = u128::from(r0) + u128::from(p0) * u128::from(v1) + u128::from(p01) * u128::from(v2);
+        // The centered value is x or x − P; modulo 2^32 that is a wrapping subtraction.
+        if x > big_p / 2 {
+            (x as u32).wrapping_sub(big_p as u32)
+        } else {
+            x as u32
         }
+    }
+
+    /// The integer of absolute value below `p0·p1 / 2` with residues `r0, r1` (modulo the
+    /// first two primes), modulo 2^32.
+    #[inline(always)]
+    pub(crate) fn crt_two(&self, r0: u32, r1: u32) -> u32 {
+        let [p0, _, _] = PRIMES;
+        let p01 = u64::from(p0) * u64::from(PRIMES[1]);
+        let x = u64::from(r0) + u64::from(p0) * u64::from(self.garner_v1(r0, r1));
+        if x > p01 / 2 {
+            (x as u32).wrapping_sub(p01 as u32)
+        } else {
+            x as u32
+        }
+    }
+
+    /// Garner's second digit: `v1 = (r1 − r0)·p0^{-1} mod p1`, so `r0 + p0·v1` has residues
+    /// `r0, r1`.
+    #[inline(always)]
+    fn garner_v1(&self, r0: u32, r1: u32) -> u32 {
+        let p1 = PRIMES[1];
+        let c = &self.crt;
+        let r0_mod_p1 = if r0 >= p1 { r0 - p1 } else { r0 };
+        mul_shoup(sub_mod(r1, r0_mod_p1, p1), c.inv01.0, c.inv01.1, p1)
     }
 }
 
 /// `(a + b) mod p` for `a, b < p`.
 #[inline(always)]
-fn add_mod(a: u32, b: u32, p: u32) -> u32 {
+pub(crate) fn add_mod(a: u32, b: u32, p: u32) -> u32 {
     let sum = a + b;
     sum.min(sum.wrapping_sub(p))
 }

@@ -9,9 +9,9 @@
 //! data allow wider digits ([`crate::params`]) ends up smaller, never larger.
 
 use super::layout::Geometry;
-use super::server::{HINT_BLOCK, PRODUCT_OPERANDS};
 use super::setup::PublicSetup;
 use crate::params::ParamSet;
+use obscura_math::hint;
 
 /// Memory and output sizes of a setup, in bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -36,8 +36,12 @@ impl Footprint {
         let setup_bytes = PublicSetup::encoded_len(geometry, set);
         // Row norms: one u64 per row, and one per row of the panel being summed.
         let norms = rows.saturating_mul(16);
-        // A block of `A` and its prepared form for the kernel.
-        let product = PRODUCT_OPERANDS * HINT_BLOCK as u64 * n * 4;
+        // What the hint product holds besides D and H.
+        let product = hint::working_bytes(
+            geometry.cols() as usize,
+            n as usize,
+            rayon::current_num_threads(),
+        );
         Self {
             matrix_bytes: rows.saturating_mul(geometry.cols()),
             hint_bytes,

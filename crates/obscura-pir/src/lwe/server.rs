@@ -1,10 +1,8 @@
 //! The server: encodes the database, computes the hint, answers queries.
 
 use obscura_math::expand::MatrixSeed;
-use obscura_math::kernels;
-use obscura_math::matrix::{Matrix, PlaintextMatrix};
-use obscura_math::pack;
-use rayon::prelude::*;
+use obscura_math::matrix::PlaintextMatrix;
+use obscura_math::{hint, kernels, pack};
 
 use super::footprint::Footprint;
 use super::layout::{Geometry, MAX_RECORD_BYTES};
@@ -14,17 +12,6 @@ use super::setup::{matrix_a, PublicSetup, RecordFormat, SetupOptions};
 use crate::params::{worst_row_norm, LweParams, MatrixKind, ParamSet, ANSWER_BITS, MAX_LOG_P};
 use crate::scheme::Progress;
 use crate::{PirError, PirServer};
-
-/// Columns of `D` (rows of `A`) processed per step of the hint product (a 256 x 1024 block of
-/// `A` is 1 MiB); the kernel tiles it further for the cache.
-pub(super) const HINT_BLOCK: usize = 256;
-
-/// Copies of a block of `A` held during a step of the hint product: the block, and the form the
-/// kernel prepares from it.
-pub(super) const PRODUCT_OPERANDS: u64 = 2;
-
-/// Rows of `A` expanded by one parallel task.
-const EXPAND_ROWS: usize = 16;
 
 /// The server side of the LWE engine: the encoded database and its public setup.
 pub struct Server {
@@ -133,22 +120,8 @@ impl Server {
             row_norm,
         } = encoded;
         let params = LweParams::new(set, kind, geometry.log_p(), geometry.cols(), row_norm)?;
-        let n = params.n();
         let a = matrix_a(&params, seed, &geometry);
-        let cols = geometry.cols() as usize;
-        let mut hint = Matrix::zeros(geometry.rows() as usize, n);
-        let mut first = 0;
-        while first < cols {
-            let count = HINT_BLOCK.min(cols - first);
-            let mut block = vec![0u32; count * n];
-            block
-                .par_chunks_mut(EXPAND_ROWS * n)
-                .enumerate()
-                .for_each(|(i, rows)| a.fill_rows(first + i * EXPAND_ROWS, rows));
-            kernels::plaintext_mat_mul_acc(&database, first, &block, n, hint.as_mut_slice());
-            first += count;
-            progress(first as u64, cols as u64);
-        }
+        let hint = hint::hint_product(&database, &a, progress);
         let setup = PublicSetup::new(set, kind, format, geometry, row_norm, seed, hint)?;
         Ok(Self { setup, database })
     }

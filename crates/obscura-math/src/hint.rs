@@ -1,0 +1,424 @@
+//! The hint product `H = D·A` of an LWE setup: `D` a `rows x cols` matrix of digits (read as
+//! `i8`), `A` the `cols x n` public matrix, `H` over Z_{2^32}.
+//!
+//! For a uniform `A` it is the dense product, `rows·cols·n` multiply-adds on the kernels of
+//! [`crate::kernels`], with `A` expanded from its seed a block at a time.
+//!
+//! For a negacyclic `A` (stacked `n x n` blocks, block `i` the matrix of multiplication by
+//! `a_i(x)` in Z\[x\]/(x^n + 1)), each row is a sum of ring products: with `d_i` the row's digits
+//! in block `i`'s columns, `H[row][j] = Σ_i Σ_r d_i[r]·[x^r](a_i·x^j)`. Writing `d̃(x) = d(x^{-1})`
+//! (`d̃[0] = d[0]`, `d̃[n-r] = -d[r]`), `Σ_r d[r]·[x^r](a·x^j)` is the constant coefficient of
+//! `d̃·a·x^j`, so with `Q = Σ_i d̃_i·a_i`: `H[row][0] = Q[0]` and `H[row][j] = -Q[n-j]`. `Q` is
+//! computed in the NTT domain: one forward transform of each slice `d̃_i`, a pointwise
+//! multiply-add by the transform of `a_i`, and one inverse transform per row, about
+//! `rows·cols·log2(n)` butterflies per prime instead of `rows·cols·n` multiply-adds. Rows are
+//! transformed [`LANES`] at a time, one coefficient of each side by side, so every butterfly is
+//! one vector operation.
+//!
+//! The products are exact: `|Q[j]| ≤ cols · 2^7 · 2^31` (digits in `[-128, 128]`, centered
+//! entries of `A` below 2^31 in magnitude), below half the product of two NTT primes
+//! (about 2^61) for up to 2^22 columns, and of three beyond; the coefficients are rebuilt by
+//! CRT and reduced modulo 2^32, so the hint is bit for bit the dense product's.
+
+use std::borrow::Cow;
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+
+use crate::expand::{NegacyclicMatrix, PublicMatrix};
+use crate::kernels::{self, Backend};
+use crate::matrix::{Matrix, PlaintextMatrix};
+use crate::ntt::{add_mod, mul_shoup, shoup, Lanes, NttPlan, LANES, PRIMES};
+
+/// Columns of `D` (rows of a uniform `A`) per step of the dense product (a 256 x 1024 block of
+/// `A` is 1 MiB); the kernel tiles it further for the cache.
+const DENSE_BLOCK: usize = 256;
+
+/// Copies of a block of `A` held during a step of the dense product: the block, and the form
+/// the kernel prepares from it.
+const DENSE_OPERANDS: usize = 2;
+
+/// Rows of a uniform `A` expanded by one parallel task.
+const EXPAND_ROWS: usize = 16;
+
+/// Largest magnitude of a digit of `D` read as `i8`.
+const MAX_DIGIT: u128 = 128;
+
+/// Largest magnitude of the centered lift of an entry of `A`.
+const MAX_ENTRY: u128 = 1 << 31;
+
+/// Bytes of the transforms of `A`'s blocks kept for the whole product; a larger `A` has its
+/// blocks transformed again for every band of rows.
+const MAX_TABLE_BYTES: usize = 64 << 20;
+
+/// The most memory [`hint_product`] holds besides `D` and `H`, for `D` of `cols` columns and
+/// `A` of `n` columns, on a pool of `threads` threads: a block of a uniform `A` in the kernel's
+/// two forms, or the transforms of a negacyclic `A`'s blocks and each thread's band.
+pub fn working_bytes(cols: usize, n: usize, threads: usize) -> u64 {
+    let dense = DENSE_OPERANDS * DENSE_BLOCK * n * 4;
+    let primes = primes_for(cols);
+    let table = cols.div_ceil(n.max(1)).saturating_mul(primes * n * 8);
+    let table = if table <= MAX_TABLE_BYTES { table } else { 0 };
+    let scratch = Scratch::bytes(n, primes) + if table == 0 { primes * n * 8 } else { 0 };
+    dense.max(table.saturating_add(threads.saturating_mul(scratch))) as u64
+}
+
+/// `H = D·A`, on the rayon pool. `progress(done, total)` follows the product with `total` the
+/// column count of `D`, `done` growing to it.
+///
+/// # Panics
+/// If `A` does not have a row per column of `D`.
+pub fn hint_product(
+    d: &PlaintextMatrix,
+    a: &PublicMatrix,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Matrix {
+    assert_eq!(a.rows(), d.cols(), "A needs a row per column of D");
+    match a {
+        PublicMatrix::Uniform(_) => dense(d, a, progress),
+        PublicMatrix::Negacyclic(m) => {
+            negacyclic(Backend::detect(), d, m, primes_for(d.cols()), progress)
+        }
+    }
+}
+
+/// The dense product, a block of `A` expanded at a time.
+fn dense(d: &PlaintextMatrix, a: &PublicMatrix, progress: &(dyn Fn(u64, u64) + Sync)) -> Matrix {
+    let (cols, n) = (d.cols(), a.cols());
+    let mut hint = Matrix::zeros(d.rows(), n);
+    let mut first = 0;
+    while first < cols {
+        let count = DENSE_BLOCK.min(cols - first);
+        let mut block = vec![0u32; count * n];
+        block
+            .par_chunks_mut(EXPAND_ROWS * n)
+            .enumerate()
+            .for_each(|(i, rows)| a.fill_rows(first + i * EXPAND_ROWS, rows));
+        kernels::plaintext_mat_mul_acc(d, first, &block, n, hint.as_mut_slice());
+        first += count;
+        progress(first as u64, cols as u64);
+    }
+    hint
+}
+
+/// NTT primes the exact products of a `D` with `cols` columns need.
+fn primes_for(cols: usize) -> usize {
+    let bound = (cols as u128).saturating_mul(MAX_DIGIT * MAX_ENTRY);
+    let two = u128::from(PRIMES[0]) * u128::from(PRIMES[1]);
+    if bound < two / 2 {
+        2
+    } else {
+        3
+    }
+}
+
+/// The transform of block `i` of `A` modulo each prime, each value with its Shoup quotient.
+type BlockTransform = Vec<Vec<(u32, u32)>>;
+
+/// The product for a negacyclic `A` through `primes` NTT primes (two or three, enough for
+/// the exact products, see [`primes_for`]), bands of [`LANES`] rows in parallel.
+fn negacyclic(
+    backend: Backend,
+    d: &PlaintextMatrix,
+    a: &NegacyclicMatrix,
+    primes: usize,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Matrix {
+    let (rows, cols, n) = (d.rows(), d.cols(), a.plan().degree());
+    let product = Product {
+        d,
+        a,
+        primes,
+        blocks: cols.div_ceil(n),
+        table: None,
+    };
+    let table_bytes = product.blocks * product.primes * n * 8;
+    let table = (table_bytes <= MAX_TABLE_BYTES).then(|| {
+        (0..product.blocks)
+            .into_par_iter()
+            .map(|block| product.transform_block(block))
+            .collect()
+    });
+    let product = Product { table, ..product };
+    let mut hint = Matrix::zeros(rows, n);
+    // Rows done, and the share of the columns last reported: reports grow strictly.
+    let reported = Mutex::new((0u64, 0u64));
+    let (rows_total, cols_total) = (rows as u64, cols as u64);
+    hint.as_mut_slice()
+        .par_chunks_mut(LANES * n)
+        .enumerate()
+        .for_each_init(
+            || Scratch::new(n, product.primes),
+            |scratch, (band, out)| {
+                wide::band(backend, &product, band * LANES, scratch, out);
+                let mut reported = reported.lock().unwrap_or_else(|e| e.into_inner());
+                reported.0 += (out.len() / n) as u64;
+                let share =
+                    u128::from(reported.0) * u128::from(cols_total) / u128::from(rows_total);
+                if share as u64 > reported.1 {
+                    reported.1 = share as u64;
+                    progress(reported.1, cols_total);
+                }
+            },
+        );
+    hint
+}
+
+/// What every band of the negacyclic product reads.
+struct Product<'a> {
+    d: &'a PlaintextMatrix,
+    a: &'a NegacyclicMatrix,
+    primes: usize,
+    blocks: usize,
+    /// Every block's transform, when they fit [`MAX_TABLE_BYTES`].
+    table: Option<Vec<BlockTransform>>,
+}
+
+/// One task's working memory: the digits of a band's slice, its transform, the sums.
+struct Scratch {
+    digits: Vec<u8>,
+    reversed: Vec<[i32; LANES]>,
+    lanes: Vec<Lanes>,
+    sums: Vec<Vec<Lanes>>,
+}
+
+impl Scratch {
+    /// Bytes of the scratch for degree `n` and `primes` primes.
+    fn bytes(n: usize, primes: usize) -> usize {
+        LANES * n + (2 + primes) * n * std::mem::size_of::<Lanes>()
+    }
+
+    fn new(n: usize, primes: usize) -> Self {
+        Self {
+            digits: vec![0; LANES * n],
+            reversed: vec![[0; LANES]; n],
+            lanes: vec![[0; LANES]; n],
+            sums: vec![vec![[0; LANES]; n]; primes],
+        }
+    }
+}
+
+impl Product<'_> {
+    /// The transform of block `block` of `A`, modulo each prime.
+    fn transform_block(&self, block: usize) -> BlockTransform {
+        let plan = self.a.plan();
+        let mut coefficients = vec![0u32; plan.degree()];
+        self.a.polynomial(block, &mut coefficients);
+        (0..self.primes)
+            .map(|k| transform_one(plan, k, &coefficients))
+            .collect()
+    }
+
+    /// Sums `d̃_i·a_i` over the blocks in the NTT domain for the band's rows, then inverts and
+    /// writes `H[row][0] = Q[0]`, `H[row][j] = -Q[n-j]`.
+    #[inline(always)]
+    fn band_inline(&self, first: usize, scratch: &mut Scratch, out: &mut [u32]) {
+        let plan = self.a.plan();
+        let n = plan.degree();
+        let (cols, band_rows) = (self.d.cols(), out.len() / n);
+        for sums in &mut scratch.sums {
+            sums.fill([0; LANES]);
+        }
+        for block in 0..self.blocks {
+            let start = block * n;
+            let width = n.min(cols - start);
+            let digits = &mut scratch.digits[..band_rows * width];
+            self.d
+                .copy_block(first..first + band_rows, start..start + width, digits);
+            let a_hat = match &self.table {
+                Some(table) => Cow::Borrowed(&table[block]),
+                None => Cow::Owned(self.transform_block(block)),
+            };
+            // d̃[0] = d[0] and d̃[j] = -d[n-j], digits read as i8, the band's rows side by side.
+            scratch.reversed.fill([0; LANES]);
+            for (l, row) in digits.chunks_exact(width).enumerate() {
+                scratch.reversed[0][l] = i32::from(row[0] as i8);
+                for (source, &digit) in row.iter().enumerate().skip(1) {
+                    scratch.reversed[n - source][l] = -i32::from(digit as i8);
+                }
+            }
+            for (k, (sums, a_hat)) in scratch.sums.iter_mut().zip(a_hat.iter()).enumerate() {
+                let table = plan.table(k);
+                let p = table.prime();
+                for (lane, signed) in scratch.lanes.iter_mut().zip(&scratch.reversed) {
+                    for (value, &x) in lane.iter_mut().zip(signed) {
+                        *value = x.wrapping_add(i32::from(x < 0) * p as i32) as u32;
+                    }
+                }
+                table.forward_lanes(&mut scratch.lanes);
+                for ((sum, lane), &(w, w_shoup)) in sums.iter_mut().zip(&scratch.lanes).zip(a_hat) {
+                    for (s, &x) in sum.iter_mut().zip(lane) {
+                        *s = add_mod(*s, mul_shoup(x, w, w_shoup, p), p);
+                    }
+                }
+            }
+        }
+        for (k, sums) in scratch.sums.iter_mut().enumerate() {
+            plan.table(k).inverse_lanes(sums);
+        }
+        let q = |j: usize, l: usize| match scratch.sums.as_slice() {
+            [r0, r1] => plan.crt_two(r0[j][l], r1[j][l]),
+            [r0, r1, r2] => plan.crt_three(r0[j][l], r1[j][l], r2[j][l]),
+            _ => unreachable!("two or three primes"),
+        };
+        for (l, row) in out.chunks_exact_mut(n).enumerate() {
+            row[0] = q(0, l);
+            for (j, value) in row.iter_mut().enumerate().skip(1) {
+                *value = q(n - j, l).wrapping_neg();
+            }
+        }
+    }
+}
+
+/// [`Product::band_inline`] compiled for the vector units of a kernel [`Backend`]: the same
+/// code, auto-vectorized for each.
+#[allow(unsafe_code)]
+mod wide {
+    use super::{Backend, Product, Scratch};
+
+    /// The hint rows `first .. first + out.len() / n` on `backend`'s vector units.
+    pub(super) fn band(
+        backend: Backend,
+        product: &Product,
+        first: usize,
+        scratch: &mut Scratch,
+        out: &mut [u32],
+    ) {
+        match backend {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the token proves avx512f, avx512bw, avx512dq, avx512vl and avx512vnni,
+            // which include every feature `band_avx512` enables.
+            Backend::Avx512(_) => unsafe { band_avx512(product, first, scratch, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the token proves avx2, the one feature `band_avx2` enables.
+            Backend::Avx2(_) => unsafe { band_avx2(product, first, scratch, out) },
+            _ => product.band_inline(first, scratch, out),
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    unsafe fn band_avx512(product: &Product, first: usize, scratch: &mut Scratch, out: &mut [u32]) {
+        product.band_inline(first, scratch, out)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn band_avx2(product: &Product, first: usize, scratch: &mut Scratch, out: &mut [u32]) {
+        product.band_inline(first, scratch, out)
+    }
+}
+
+/// The forward transform of the centered lift of `coefficients` modulo prime `k`, each value
+/// with its Shoup quotient.
+fn transform_one(plan: &NttPlan, k: usize, coefficients: &[u32]) -> Vec<(u32, u32)> {
+    let table = plan.table(k);
+    let mut residues: Vec<u32> = coefficients.iter().map(|&x| table.lift(x)).collect();
+    table.forward(&mut residues);
+    residues
+        .into_iter()
+        .map(|x| (x, shoup(x, table.prime())))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expand::{MatrixSeed, SeededMatrix};
+    use proptest::prelude::*;
+
+    /// `D·A` entry by entry, the reference.
+    fn schoolbook(d: &PlaintextMatrix, a: &PublicMatrix) -> Vec<u32> {
+        let (rows, cols, n) = (d.rows(), d.cols(), a.cols());
+        let mut a_rows = vec![0u32; cols * n];
+        a.fill_rows(0, &mut a_rows);
+        let mut out = vec![0u32; rows * n];
+        for r in 0..rows {
+            for c in 0..cols {
+                let digit = d.get(r, c) as i8 as i32 as u32;
+                for j in 0..n {
+                    let at = r * n + j;
+                    out[at] = out[at].wrapping_add(digit.wrapping_mul(a_rows[c * n + j]));
+                }
+            }
+        }
+        out
+    }
+
+    fn digits(rows: usize, cols: usize, seed: u64) -> PlaintextMatrix {
+        PlaintextMatrix::from_fn(rows, cols, |r, c, out| {
+            for (i, digit) in out.iter_mut().enumerate() {
+                let x = (r as u64 * 1_000_003 + (c + i) as u64).wrapping_mul(seed | 1);
+                *digit = (x >> 17) as u8;
+            }
+        })
+    }
+
+    fn negacyclic_a(cols: usize, n: usize, seed: u8) -> PublicMatrix {
+        PublicMatrix::Negacyclic(NegacyclicMatrix::new(MatrixSeed([seed; 16]), 3, cols, n).unwrap())
+    }
+
+    #[test]
+    fn the_ntt_product_is_the_dense_product_bit_for_bit() {
+        // Rows that fill no band, several bands and a partial one; columns that end inside a
+        // block, and blocks that span panels (n = 4096).
+        for (rows, cols, n) in [
+            (1, 8, 8),
+            (5, 37, 16),
+            (33, 300, 64),
+            (16, 2048, 1024),
+            (7, 5000, 4096),
+        ] {
+            let d = digits(rows, cols, (rows * cols) as u64);
+            let a = negacyclic_a(cols, n, rows as u8);
+            let reference = schoolbook(&d, &a);
+            let ntt = hint_product(&d, &a, &|_, _| {});
+            assert_eq!(ntt.as_slice(), &reference[..], "{rows} x {cols}, n = {n}");
+            let PublicMatrix::Negacyclic(m) = &a else {
+                unreachable!("a negacyclic matrix")
+            };
+            for backend in Backend::available() {
+                for primes in [2, 3] {
+                    let on = negacyclic(backend, &d, m, primes, &|_, _| {});
+                    assert_eq!(
+                        on.as_slice(),
+                        &reference[..],
+                        "{backend:?}, {primes} primes"
+                    );
+                }
+            }
+            let uniform = PublicMatrix::Uniform(SeededMatrix::new(MatrixSeed([9; 16]), 3, cols, n));
+            assert_eq!(
+                hint_product(&d, &uniform, &|_, _| {}).as_slice(),
+                &schoolbook(&d, &uniform)[..]
+            );
+        }
+    }
+
+    #[test]
+    fn extreme_digits_and_many_columns_stay_exact() {
+        // Every digit -128, the largest magnitude, over enough columns that two primes would
+        // overflow were they not checked.
+        let (rows, cols, n) = (2, 1 << 14, 1024);
+        let d = PlaintextMatrix::from_fn(rows, cols, |_, _, out| out.fill(0x80));
+        let a = negacyclic_a(cols, n, 1);
+        assert_eq!(
+            hint_product(&d, &a, &|_, _| {}).as_slice(),
+            &schoolbook(&d, &a)[..]
+        );
+        assert_eq!(primes_for(1 << 22), 2);
+        assert_eq!(primes_for(1 << 23), 3);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn random_shapes_match(rows in 1usize..40, cols in 1usize..700, log_n in 1u32..7, seed in any::<u64>()) {
+            let n = 1 << log_n;
+            let d = digits(rows, cols, seed);
+            let a = negacyclic_a(cols, n, seed as u8);
+            let product = hint_product(&d, &a, &|_, _| {});
+            prop_assert_eq!(product.as_slice(), &schoolbook(&d, &a)[..]);
+        }
+    }
+}
