@@ -28,7 +28,7 @@ use rayon::prelude::*;
 use crate::expand::{NegacyclicMatrix, PublicMatrix};
 use crate::kernels::{self, Backend};
 use crate::matrix::{Matrix, PlaintextMatrix};
-use crate::ntt::{add_mod, mul_shoup, shoup, Lanes, NttPlan, LANES, PRIMES};
+use crate::ntt::{add_mod, mul_shoup, shoup, Lanes, NttPlan, PrimeTables, LANES, PRIMES};
 
 /// Columns of `D` (rows of a uniform `A`) per step of the dense product (a 256 x 1024 block of
 /// `A` is 1 MiB); the kernel tiles it further for the cache.
@@ -144,13 +144,20 @@ fn negacyclic(
     // Rows done, and the share of the columns last reported: reports grow strictly.
     let reported = Mutex::new((0u64, 0u64));
     let (rows_total, cols_total) = (rows as u64, cols as u64);
+    // A few chunks of bands per thread, each with one scratch: enough to balance the load, few
+    // enough that the scratch (a few hundred KiB) is allocated a handful of times.
+    let chunk_bands = rows
+        .div_ceil(LANES)
+        .div_ceil(8 * rayon::current_num_threads())
+        .max(1);
     hint.as_mut_slice()
-        .par_chunks_mut(LANES * n)
+        .par_chunks_mut(chunk_bands * LANES * n)
         .enumerate()
-        .for_each_init(
-            || Scratch::new(n, product.primes),
-            |scratch, (band, out)| {
-                wide::band(backend, &product, band * LANES, scratch, out);
+        .for_each(|(chunk, out)| {
+            let mut scratch = Scratch::new(n, product.primes);
+            for (i, out) in out.chunks_mut(LANES * n).enumerate() {
+                let first = (chunk * chunk_bands + i) * LANES;
+                wide::band(backend, &product, first, &mut scratch, out);
                 let mut reported = reported.lock().unwrap_or_else(|e| e.into_inner());
                 reported.0 += (out.len() / n) as u64;
                 let share =
@@ -159,8 +166,8 @@ fn negacyclic(
                     reported.1 = share as u64;
                     progress(reported.1, cols_total);
                 }
-            },
-        );
+            }
+        });
     hint
 }
 
@@ -177,7 +184,7 @@ struct Product<'a> {
 /// One task's working memory: the digits of a band's slice, its transform, the sums.
 struct Scratch {
     digits: Vec<u8>,
-    reversed: Vec<[i32; LANES]>,
+    signed: Vec<[i32; LANES]>,
     lanes: Vec<Lanes>,
     sums: Vec<Vec<Lanes>>,
 }
@@ -191,7 +198,7 @@ impl Scratch {
     fn new(n: usize, primes: usize) -> Self {
         Self {
             digits: vec![0; LANES * n],
-            reversed: vec![[0; LANES]; n],
+            signed: vec![[0; LANES]; n],
             lanes: vec![[0; LANES]; n],
             sums: vec![vec![[0; LANES]; n]; primes],
         }
@@ -199,7 +206,8 @@ impl Scratch {
 }
 
 impl Product<'_> {
-    /// The transform of block `block` of `A`, modulo each prime.
+    /// The transform of block `block` of `A` modulo each prime, reversed (see
+    /// [`Product::band_inline`]).
     fn transform_block(&self, block: usize) -> BlockTransform {
         let plan = self.a.plan();
         let mut coefficients = vec![0u32; plan.degree()];
@@ -211,8 +219,19 @@ impl Product<'_> {
 
     /// Sums `d̃_i·a_i` over the blocks in the NTT domain for the band's rows, then inverts and
     /// writes `H[row][0] = Q[0]`, `H[row][j] = -Q[n-j]`.
+    ///
+    /// `d̃_i` is never formed: `d̃(x) = d(x^{-1})` is evaluated at the inverses of `d`'s points,
+    /// and the transform lists the points `ψ^(2·bitrev(i)+1)` so that the inverse of point `i`
+    /// is point `n-1-i`: `NTT(d̃)` is `NTT(d)` reversed. So the band multiplies `NTT(d_i)` by
+    /// the reversed transform of `a_i` and reverses the sum once, before the inverse.
     #[inline(always)]
-    fn band_inline(&self, first: usize, scratch: &mut Scratch, out: &mut [u32]) {
+    fn band_inline(
+        &self,
+        ops: &impl LaneOps,
+        first: usize,
+        scratch: &mut Scratch,
+        out: &mut [u32],
+    ) {
         let plan = self.a.plan();
         let n = plan.degree();
         let (cols, band_rows) = (self.d.cols(), out.len() / n);
@@ -229,32 +248,26 @@ impl Product<'_> {
                 Some(table) => Cow::Borrowed(&table[block]),
                 None => Cow::Owned(self.transform_block(block)),
             };
-            // d̃[0] = d[0] and d̃[j] = -d[n-j], digits read as i8, the band's rows side by side.
-            scratch.reversed.fill([0; LANES]);
-            for (l, row) in digits.chunks_exact(width).enumerate() {
-                scratch.reversed[0][l] = i32::from(row[0] as i8);
-                for (source, &digit) in row.iter().enumerate().skip(1) {
-                    scratch.reversed[n - source][l] = -i32::from(digit as i8);
-                }
-            }
+            // The digits read as i8, the band's rows side by side (zero past the block's end).
+            scratch.signed[width..].fill([0; LANES]);
+            ops.widen(digits, band_rows, width, &mut scratch.signed);
             for (k, (sums, a_hat)) in scratch.sums.iter_mut().zip(a_hat.iter()).enumerate() {
                 let table = plan.table(k);
                 let p = table.prime();
-                for (lane, signed) in scratch.lanes.iter_mut().zip(&scratch.reversed) {
+                for (lane, signed) in scratch.lanes.iter_mut().zip(&scratch.signed) {
                     for (value, &x) in lane.iter_mut().zip(signed) {
                         *value = x.wrapping_add(i32::from(x < 0) * p as i32) as u32;
                     }
                 }
-                table.forward_lanes(&mut scratch.lanes);
-                for ((sum, lane), &(w, w_shoup)) in sums.iter_mut().zip(&scratch.lanes).zip(a_hat) {
-                    for (s, &x) in sum.iter_mut().zip(lane) {
-                        *s = add_mod(*s, mul_shoup(x, w, w_shoup, p), p);
-                    }
-                }
+                ops.forward(table, &mut scratch.lanes);
+                ops.multiply_add(table, sums, &scratch.lanes, a_hat);
             }
         }
+        // The sums are of NTT(d_i)·rev(NTT(a_i)); NTT(d̃_i) is NTT(d_i) reversed, so reversing
+        // them gives the transform of Q.
         for (k, sums) in scratch.sums.iter_mut().enumerate() {
-            plan.table(k).inverse_lanes(sums);
+            sums.reverse();
+            ops.inverse(plan.table(k), sums);
         }
         let q = |j: usize, l: usize| match scratch.sums.as_slice() {
             [r0, r1] => plan.crt_two(r0[j][l], r1[j][l]),
@@ -270,11 +283,74 @@ impl Product<'_> {
     }
 }
 
-/// [`Product::band_inline`] compiled for the vector units of a kernel [`Backend`]: the same
-/// code, auto-vectorized for each.
+/// The lane operations of a band: the transforms and the multiply-add, on [`LANES`] rows at
+/// once.
+trait LaneOps {
+    /// [`PrimeTables::forward_lanes`].
+    fn forward(&self, table: &PrimeTables, a: &mut [Lanes]);
+    /// [`PrimeTables::inverse_lanes`].
+    fn inverse(&self, table: &PrimeTables, a: &mut [Lanes]);
+    /// `sums[j] += lanes[j] · w[j] (mod p)`, `w[j]` with its Shoup quotient.
+    fn multiply_add(
+        &self,
+        table: &PrimeTables,
+        sums: &mut [Lanes],
+        lanes: &[Lanes],
+        w: &[(u32, u32)],
+    );
+    /// `signed[c][l] = digits[l·width + c]` read as `i8` for the `rows` rows of the row-major
+    /// `digits` and the columns `c < width` (zero in the lanes of absent rows).
+    fn widen(&self, digits: &[u8], rows: usize, width: usize, signed: &mut [[i32; LANES]]);
+}
+
+/// The lane operations written once, auto-vectorized for the target features of the caller.
+struct Generic;
+
+impl LaneOps for Generic {
+    #[inline(always)]
+    fn widen(&self, digits: &[u8], rows: usize, width: usize, signed: &mut [[i32; LANES]]) {
+        signed[..width].fill([0; LANES]);
+        for (l, row) in digits.chunks_exact(width).take(rows).enumerate() {
+            for (signed, &digit) in signed.iter_mut().zip(row) {
+                signed[l] = i32::from(digit as i8);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn forward(&self, table: &PrimeTables, a: &mut [Lanes]) {
+        table.forward_lanes(a)
+    }
+
+    #[inline(always)]
+    fn inverse(&self, table: &PrimeTables, a: &mut [Lanes]) {
+        table.inverse_lanes(a)
+    }
+
+    #[inline(always)]
+    fn multiply_add(
+        &self,
+        table: &PrimeTables,
+        sums: &mut [Lanes],
+        lanes: &[Lanes],
+        w: &[(u32, u32)],
+    ) {
+        let p = table.prime();
+        for ((sum, lane), &(w, w_shoup)) in sums.iter_mut().zip(lanes).zip(w) {
+            for (s, &x) in sum.iter_mut().zip(lane) {
+                *s = add_mod(*s, mul_shoup(x, w, w_shoup, p), p);
+            }
+        }
+    }
+}
+
+/// [`Product::band_inline`] compiled for the vector units of a kernel [`Backend`]: the
+/// AVX-512 intrinsics where the CPU has them, the generic lane code otherwise.
 #[allow(unsafe_code)]
 mod wide {
-    use super::{Backend, Product, Scratch};
+    use super::{Backend, Generic, LaneOps, Lanes, PrimeTables, Product, Scratch};
+    #[cfg(target_arch = "x86_64")]
+    use crate::features::Avx512Token;
 
     /// The hint rows `first .. first + out.len() / n` on `backend`'s vector units.
     pub(super) fn band(
@@ -288,35 +364,79 @@ mod wide {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the token proves avx512f, avx512bw, avx512dq, avx512vl and avx512vnni,
             // which include every feature `band_avx512` enables.
-            Backend::Avx512(_) => unsafe { band_avx512(product, first, scratch, out) },
+            Backend::Avx512(token) => unsafe { band_avx512(token, product, first, scratch, out) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the token proves avx2, the one feature `band_avx2` enables.
             Backend::Avx2(_) => unsafe { band_avx2(product, first, scratch, out) },
-            _ => product.band_inline(first, scratch, out),
+            _ => product.band_inline(&Generic, first, scratch, out),
+        }
+    }
+
+    /// The lane operations in AVX-512 intrinsics, for a CPU that has them.
+    #[cfg(target_arch = "x86_64")]
+    struct Avx512(Avx512Token);
+
+    #[cfg(target_arch = "x86_64")]
+    impl LaneOps for Avx512 {
+        #[inline(always)]
+        fn widen(&self, digits: &[u8], rows: usize, width: usize, signed: &mut [[i32; 16]]) {
+            // SAFETY: the token proves avx512f, the one feature `widen_columns` enables.
+            unsafe { crate::ntt_avx512::widen_columns(digits, rows, width, signed) }
+        }
+
+        #[inline(always)]
+        fn forward(&self, table: &PrimeTables, a: &mut [Lanes]) {
+            // SAFETY: the token proves avx512f, the one feature `forward_lanes` enables.
+            unsafe { crate::ntt_avx512::forward_lanes(table, a) }
+        }
+
+        #[inline(always)]
+        fn inverse(&self, table: &PrimeTables, a: &mut [Lanes]) {
+            // SAFETY: the token proves avx512f, the one feature `inverse_lanes` enables.
+            unsafe { crate::ntt_avx512::inverse_lanes(table, a) }
+        }
+
+        #[inline(always)]
+        fn multiply_add(
+            &self,
+            table: &PrimeTables,
+            sums: &mut [Lanes],
+            lanes: &[Lanes],
+            w: &[(u32, u32)],
+        ) {
+            // SAFETY: the token proves avx512f, the one feature `multiply_add` enables.
+            unsafe { crate::ntt_avx512::multiply_add(table, sums, lanes, w) }
         }
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-    unsafe fn band_avx512(product: &Product, first: usize, scratch: &mut Scratch, out: &mut [u32]) {
-        product.band_inline(first, scratch, out)
+    unsafe fn band_avx512(
+        token: Avx512Token,
+        product: &Product,
+        first: usize,
+        scratch: &mut Scratch,
+        out: &mut [u32],
+    ) {
+        product.band_inline(&Avx512(token), first, scratch, out)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn band_avx2(product: &Product, first: usize, scratch: &mut Scratch, out: &mut [u32]) {
-        product.band_inline(first, scratch, out)
+        product.band_inline(&Generic, first, scratch, out)
     }
 }
 
-/// The forward transform of the centered lift of `coefficients` modulo prime `k`, each value
-/// with its Shoup quotient.
+/// The forward transform of the centered lift of `coefficients` modulo prime `k`, in reversed
+/// order, each value with its Shoup quotient.
 fn transform_one(plan: &NttPlan, k: usize, coefficients: &[u32]) -> Vec<(u32, u32)> {
     let table = plan.table(k);
     let mut residues: Vec<u32> = coefficients.iter().map(|&x| table.lift(x)).collect();
     table.forward(&mut residues);
     residues
         .into_iter()
+        .rev()
         .map(|x| (x, shoup(x, table.prime())))
         .collect()
 }

@@ -25,5 +25,7 @@ pub mod layout;
 pub mod matrix;
 pub mod memory;
 pub mod ntt;
+#[cfg(target_arch = "x86_64")]
+mod ntt_avx512;
 pub mod pack;
 pub mod sample;

@@ -176,6 +176,21 @@ impl PrimeTables {
         self.p
     }
 
+    /// The twiddle `ψ^bitrev(i)` of the forward transform, with its Shoup quotient.
+    pub(crate) fn forward_twiddle(&self, i: usize) -> (u32, u32) {
+        self.psi[i]
+    }
+
+    /// The twiddle `ψ^-bitrev(i)` of the inverse transform, with its Shoup quotient.
+    pub(crate) fn inverse_twiddle(&self, i: usize) -> (u32, u32) {
+        self.psi_inv[i]
+    }
+
+    /// `n^{-1} mod p`, with its Shoup quotient.
+    pub(crate) fn n_inverse(&self) -> (u32, u32) {
+        self.n_inv
+    }
+
     /// In place, bit-reversed order in, natural order out, including the 1/n scaling.
     #[inline(always)]
     fn inverse(&self, a: &mut [u32]) {

@@ -275,6 +275,25 @@ fn encode_database(data: &[u8], geometry: &Geometry) -> PlaintextMatrix {
     let cols = geometry.cols() as usize;
     let width = u32::from(geometry.log_p());
     let columns: Vec<(u64, u64)> = (0..cols as u64).map(|c| geometry.column_bits(c)).collect();
+    if width == 8 {
+        // Whole bytes: row `r` of a column is byte `r` of its stream, and a byte is its own
+        // centered digit (the `i8` with the same bits). Each column's run of bytes is read in
+        // order, a group of rows at a time.
+        let runs: Vec<(usize, usize)> = columns
+            .iter()
+            .map(|&(start, last)| ((start / 8) as usize, (last / 8) as usize))
+            .collect();
+        return PlaintextMatrix::from_group_fn(rows, cols, |r, first, width, digits| {
+            let group_rows = digits.len() / width;
+            for (j, &(start, end)) in runs[first..first + width].iter().enumerate() {
+                let from = (start + r).min(end);
+                let bytes = &data[from..(start + r + group_rows).min(end)];
+                for (i, &byte) in bytes.iter().enumerate() {
+                    digits[i * width + j] = byte;
+                }
+            }
+        });
+    }
     PlaintextMatrix::from_fn(rows, cols, |r, first, digits| {
         let offset = r as u64 * u64::from(width);
         for (entry, &(start, last)) in digits.iter_mut().zip(&columns[first..]) {

@@ -1,0 +1,219 @@
+//! The lane transforms of [`crate::ntt`] written for AVX-512: a [`Lanes`] of sixteen residues
+//! is one 512-bit register, so a butterfly is a handful of instructions. The generic versions
+//! ([`PrimeTables::forward_lanes`], [`PrimeTables::inverse_lanes`]) are the reference, and the
+//! tests of [`crate::hint`] hold these to them bit for bit.
+//!
+//! Every function needs AVX-512 F; callers hold an [`Avx512Token`](crate::features::Avx512Token).
+
+#![allow(unsafe_code)]
+
+use std::arch::x86_64::{
+    __m512i, _mm512_add_epi32, _mm512_loadu_si512, _mm512_mask_blend_epi32, _mm512_min_epu32,
+    _mm512_mul_epu32, _mm512_mullo_epi32, _mm512_set1_epi32, _mm512_srli_epi64,
+    _mm512_storeu_si512, _mm512_sub_epi32,
+};
+
+use crate::ntt::{Lanes, PrimeTables};
+
+/// `(y · w) mod p` lane by lane with `w_shoup = floor(w · 2^32 / p)`, for `y < 2^32`.
+#[inline(always)]
+unsafe fn mul_shoup(y: __m512i, w: __m512i, w_shoup: __m512i, p: __m512i) -> __m512i {
+    // The high halves of y·w_shoup: even lanes from one 32x32 -> 64 product, odd lanes from
+    // another on the shifted input.
+    let even = _mm512_srli_epi64::<32>(_mm512_mul_epu32(y, w_shoup));
+    let odd = _mm512_mul_epu32(_mm512_srli_epi64::<32>(y), w_shoup);
+    let q = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+    let r = _mm512_sub_epi32(_mm512_mullo_epi32(y, w), _mm512_mullo_epi32(q, p));
+    _mm512_min_epu32(r, _mm512_sub_epi32(r, p))
+}
+
+/// `(a + b) mod p` lane by lane, for `a, b < p`.
+#[inline(always)]
+unsafe fn add_mod(a: __m512i, b: __m512i, p: __m512i) -> __m512i {
+    let sum = _mm512_add_epi32(a, b);
+    _mm512_min_epu32(sum, _mm512_sub_epi32(sum, p))
+}
+
+/// `(a − b) mod p` lane by lane, for `a, b < p`.
+#[inline(always)]
+unsafe fn sub_mod(a: __m512i, b: __m512i, p: __m512i) -> __m512i {
+    let difference = _mm512_sub_epi32(a, b);
+    _mm512_min_epu32(difference, _mm512_add_epi32(difference, p))
+}
+
+#[inline(always)]
+unsafe fn load(lane: &Lanes) -> __m512i {
+    _mm512_loadu_si512(lane.as_ptr().cast())
+}
+
+#[inline(always)]
+unsafe fn store(lane: &mut Lanes, value: __m512i) {
+    _mm512_storeu_si512(lane.as_mut_ptr().cast(), value)
+}
+
+/// [`PrimeTables::forward_lanes`].
+///
+/// # Safety
+/// The CPU must have AVX-512 F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn forward_lanes(table: &PrimeTables, a: &mut [Lanes]) {
+    let n = a.len();
+    let p = _mm512_set1_epi32(table.prime() as i32);
+    let mut t = n;
+    let mut m = 1;
+    while m < n {
+        t /= 2;
+        for i in 0..m {
+            let (w, w_shoup) = table.forward_twiddle(m + i);
+            let (w, w_shoup) = (
+                _mm512_set1_epi32(w as i32),
+                _mm512_set1_epi32(w_shoup as i32),
+            );
+            let (lo, hi) = a[2 * i * t..2 * i * t + 2 * t].split_at_mut(t);
+            for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
+                let u = load(x);
+                let v = mul_shoup(load(y), w, w_shoup, p);
+                store(x, add_mod(u, v, p));
+                store(y, sub_mod(u, v, p));
+            }
+        }
+        m *= 2;
+    }
+}
+
+/// [`PrimeTables::inverse_lanes`].
+///
+/// # Safety
+/// The CPU must have AVX-512 F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn inverse_lanes(table: &PrimeTables, a: &mut [Lanes]) {
+    let n = a.len();
+    let p = _mm512_set1_epi32(table.prime() as i32);
+    let mut t = 1;
+    let mut m = n;
+    while m > 1 {
+        let h = m / 2;
+        for i in 0..h {
+            let (w, w_shoup) = table.inverse_twiddle(h + i);
+            let (w, w_shoup) = (
+                _mm512_set1_epi32(w as i32),
+                _mm512_set1_epi32(w_shoup as i32),
+            );
+            let (lo, hi) = a[2 * i * t..2 * i * t + 2 * t].split_at_mut(t);
+            for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
+                let (u, v) = (load(x), load(y));
+                store(x, add_mod(u, v, p));
+                store(y, mul_shoup(sub_mod(u, v, p), w, w_shoup, p));
+            }
+        }
+        t *= 2;
+        m = h;
+    }
+    let (s, s_shoup) = table.n_inverse();
+    let (s, s_shoup) = (
+        _mm512_set1_epi32(s as i32),
+        _mm512_set1_epi32(s_shoup as i32),
+    );
+    for x in a.iter_mut() {
+        store(x, mul_shoup(load(x), s, s_shoup, p));
+    }
+}
+
+/// `sums[j] += lanes[j] · w[j] (mod p)` lane by lane, `w[j]` given with its Shoup quotient.
+///
+/// # Safety
+/// The CPU must have AVX-512 F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn multiply_add(
+    table: &PrimeTables,
+    sums: &mut [Lanes],
+    lanes: &[Lanes],
+    w: &[(u32, u32)],
+) {
+    let p = _mm512_set1_epi32(table.prime() as i32);
+    for ((sum, lane), &(w, w_shoup)) in sums.iter_mut().zip(lanes).zip(w) {
+        let (w, w_shoup) = (
+            _mm512_set1_epi32(w as i32),
+            _mm512_set1_epi32(w_shoup as i32),
+        );
+        let product = mul_shoup(load(lane), w, w_shoup, p);
+        store(sum, add_mod(load(sum), product, p));
+    }
+}
+
+/// `signed[c][l] = digits[l·width + c]` read as `i8`, for the `rows ≤ 16` rows of the row-major
+/// `digits` (the lanes of absent rows are zero) and every column `c < width`: a transpose of
+/// 16 x 16 byte tiles in registers, then a sign extension of each column.
+///
+/// # Safety
+/// The CPU must have AVX-512 F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn widen_columns(
+    digits: &[u8],
+    rows: usize,
+    width: usize,
+    signed: &mut [[i32; 16]],
+) {
+    use std::arch::x86_64::{
+        __m128i, _mm512_cvtepi8_epi32, _mm_loadu_si128, _mm_setzero_si128, _mm_unpackhi_epi16,
+        _mm_unpackhi_epi32, _mm_unpackhi_epi64, _mm_unpackhi_epi8, _mm_unpacklo_epi16,
+        _mm_unpacklo_epi32, _mm_unpacklo_epi64, _mm_unpacklo_epi8,
+    };
+    assert!(rows <= 16 && digits.len() >= rows * width && signed.len() >= width);
+    let tiles = width / 16;
+    for tile in 0..tiles {
+        let c = tile * 16;
+        let r: [__m128i; 16] = std::array::from_fn(|l| {
+            if l < rows {
+                _mm_loadu_si128(digits[l * width + c..l * width + c + 16].as_ptr().cast())
+            } else {
+                _mm_setzero_si128()
+            }
+        });
+        // Pairs of rows, byte by byte: columns 0-7 and 8-15.
+        let lo8: [__m128i; 8] = std::array::from_fn(|k| _mm_unpacklo_epi8(r[2 * k], r[2 * k + 1]));
+        let hi8: [__m128i; 8] = std::array::from_fn(|k| _mm_unpackhi_epi8(r[2 * k], r[2 * k + 1]));
+        // Quads of rows: four columns each (group g holds columns 4g .. 4g + 3).
+        let quad: [[__m128i; 4]; 4] = std::array::from_fn(|q| {
+            [
+                _mm_unpacklo_epi16(lo8[2 * q], lo8[2 * q + 1]),
+                _mm_unpackhi_epi16(lo8[2 * q], lo8[2 * q + 1]),
+                _mm_unpacklo_epi16(hi8[2 * q], hi8[2 * q + 1]),
+                _mm_unpackhi_epi16(hi8[2 * q], hi8[2 * q + 1]),
+            ]
+        });
+        // Octets of rows: two columns each (h holds columns 2h and 2h + 1).
+        let octet: [[__m128i; 8]; 2] = std::array::from_fn(|o| {
+            std::array::from_fn(|h| {
+                let (g, high) = (h / 2, h % 2 == 1);
+                let (x, y) = (quad[2 * o][g], quad[2 * o + 1][g]);
+                if high {
+                    _mm_unpackhi_epi32(x, y)
+                } else {
+                    _mm_unpacklo_epi32(x, y)
+                }
+            })
+        });
+        for h in 0..8 {
+            let low = _mm_unpacklo_epi64(octet[0][h], octet[1][h]);
+            let high = _mm_unpackhi_epi64(octet[0][h], octet[1][h]);
+            _mm512_storeu_si512(
+                signed[c + 2 * h].as_mut_ptr().cast(),
+                _mm512_cvtepi8_epi32(low),
+            );
+            _mm512_storeu_si512(
+                signed[c + 2 * h + 1].as_mut_ptr().cast(),
+                _mm512_cvtepi8_epi32(high),
+            );
+        }
+    }
+    for c in tiles * 16..width {
+        for (l, value) in signed[c].iter_mut().enumerate() {
+            *value = if l < rows {
+                i32::from(digits[l * width + c] as i8)
+            } else {
+                0
+            };
+        }
+    }
+}
