@@ -11,7 +11,7 @@ use obscura_pir::PirClient;
 use rayon::prelude::*;
 
 use crate::lwe::report::{Bytes, Report, Retrieval};
-use crate::lwe::{describe, measure_answers};
+use crate::lwe::{describe, hint_bound, measure_answers};
 use crate::measure::{splitmix64, timed};
 use crate::memory::peak_of;
 use crate::pools::Pools;
@@ -88,6 +88,7 @@ pub fn run(
         report.scheme = "keyword".into();
         report.arity = Some(arity.get());
         report.seconds.filter_build = Some(filter_seconds);
+        report.seconds.hint_bound = hint_bound(client.setup().index(), pools);
         report.seconds.server_setup = setup_seconds;
         report.seconds.client_setup = client_seconds;
 

@@ -63,6 +63,40 @@ pub fn working_bytes(cols: usize, n: usize, threads: usize) -> u64 {
     dense.max(table.saturating_add(threads.saturating_mul(scratch))) as u64
 }
 
+/// The butterflies [`hint_product`] computes for `D` of `rows x cols` and a negacyclic `A` of
+/// degree `n`, counted per row: for each prime, a forward transform of each of the row's
+/// `n`-column slices and one inverse transform.
+pub fn ntt_butterflies(rows: usize, cols: usize, n: usize) -> u64 {
+    let per_transform = (n / 2) as u64 * u64::from(n.max(1).trailing_zeros());
+    let transforms = rows as u64 * (cols.div_ceil(n.max(1)) as u64 + 1);
+    transforms * per_transform * primes_for(cols) as u64
+}
+
+/// Butterflies per second of the hint product's transforms of degree `n` (a power of two the
+/// NTT supports) on the rayon pool: every thread transforms [`LANES`] rows at a time for about
+/// `duration`, on the backend [`hint_product`] uses. With [`ntt_butterflies`] it gives the time
+/// the arithmetic alone takes, the bound a setup is measured against.
+pub fn butterfly_rate(n: usize, duration: std::time::Duration) -> f64 {
+    let Some(plan) = NttPlan::new(n) else {
+        return 0.0;
+    };
+    let backend = Backend::detect();
+    let per_transform = (n / 2) as u64 * u64::from(n.trailing_zeros()) * LANES as u64;
+    let started = std::time::Instant::now();
+    let done: u64 = rayon::broadcast(|_| {
+        let mut lanes: Vec<Lanes> = (0..n).map(|i| [i as u32; LANES]).collect();
+        let mut count = 0u64;
+        while started.elapsed() < duration {
+            wide::forward(backend, plan.table(0), &mut lanes);
+            count += per_transform;
+        }
+        count
+    })
+    .into_iter()
+    .sum();
+    done as f64 / started.elapsed().as_secs_f64()
+}
+
 /// `H = D·A`, on the rayon pool. `progress(done, total)` follows the product with `total` the
 /// column count of `D`, `done` growing to it.
 ///
@@ -372,6 +406,24 @@ mod wide {
         }
     }
 
+    /// [`LaneOps::forward`] on `backend`.
+    pub(super) fn forward(backend: Backend, table: &PrimeTables, a: &mut [Lanes]) {
+        match backend {
+            #[cfg(target_arch = "x86_64")]
+            Backend::Avx512(token) => Avx512(token).forward(table, a),
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the token proves avx2, the one feature `forward_avx2` enables.
+            Backend::Avx2(_) => unsafe { forward_avx2(table, a) },
+            _ => Generic.forward(table, a),
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn forward_avx2(table: &PrimeTables, a: &mut [Lanes]) {
+        Generic.forward(table, a)
+    }
+
     /// The lane operations in AVX-512 intrinsics, for a CPU that has them.
     #[cfg(target_arch = "x86_64")]
     struct Avx512(Avx512Token);
@@ -513,6 +565,15 @@ mod tests {
                 &schoolbook(&d, &uniform)[..]
             );
         }
+    }
+
+    #[test]
+    fn butterflies_are_counted_per_row_and_measured() {
+        // 3 rows, 2 blocks of degree 8: per row and prime 2 forward + 1 inverse transforms of
+        // 4 · 3 butterflies.
+        assert_eq!(ntt_butterflies(3, 16, 8), 3 * 3 * 12 * 2);
+        assert!(butterfly_rate(64, std::time::Duration::from_millis(20)) > 0.0);
+        assert_eq!(butterfly_rate(3, std::time::Duration::from_millis(1)), 0.0);
     }
 
     #[test]

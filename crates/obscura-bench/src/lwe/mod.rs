@@ -2,10 +2,14 @@
 
 pub mod report;
 
+use std::time::Duration;
+
 use anyhow::Result;
+use obscura_math::hint;
 use obscura_pir::lwe::{
     Answer, Client, Layout, PublicSetup, Query, QueryState, Server, SetupOptions,
 };
+use obscura_pir::params::MatrixKind;
 use obscura_pir::{PirClient, PirServer, Scheme};
 
 use crate::bandwidth;
@@ -105,7 +109,25 @@ pub fn setup_server(
     });
     report.seconds.server_setup = seconds;
     report.server_peak_bytes = peak;
-    Ok(server?)
+    let server = server?;
+    report.seconds.hint_bound = hint_bound(server.public_setup(), pools);
+    Ok(server)
+}
+
+/// The time the NTT butterflies of `setup`'s hint product take at the rate this machine
+/// reaches now on `pools.all` (`None` for a uniform public matrix, whose hint is the dense
+/// product).
+pub fn hint_bound(setup: &PublicSetup, pools: &Pools) -> Option<f64> {
+    if setup.params().matrix != MatrixKind::Negacyclic {
+        return None;
+    }
+    let g = setup.geometry();
+    let n = setup.params().n();
+    let butterflies = hint::ntt_butterflies(g.rows() as usize, g.cols() as usize, n);
+    let rate = pools
+        .all
+        .install(|| hint::butterfly_rate(n, Duration::from_millis(300)));
+    (rate > 0.0).then(|| butterflies as f64 / rate)
 }
 
 /// What an index preset measures besides one retrieval.

@@ -14,6 +14,10 @@ pub struct Seconds {
     pub filter_build: Option<f64>,
     /// Server setup (encoding and hint).
     pub server_setup: f64,
+    /// The time the hint product's arithmetic alone takes: its NTT butterflies at the rate
+    /// measured on this machine in the same run (negacyclic public matrices only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint_bound: Option<f64>,
     /// Client setup (decoding the public setup).
     pub client_setup: f64,
     /// Preparing one query ahead of time (A·s + e, H·s).
@@ -186,8 +190,14 @@ impl Tables for Report {
         if let Some(filter) = s.filter_build {
             println!("| filter build (hash and peel) | {} |", human(filter));
         }
+        println!("| server setup | {} |", human(s.server_setup));
+        if let Some(bound) = s.hint_bound {
+            println!(
+                "| hint product, arithmetic bound (its NTT butterflies at the rate measured now) | {} |",
+                human(bound)
+            );
+        }
         for (name, secs) in [
-            ("server setup", s.server_setup),
             ("client setup", s.client_setup),
             ("query preparation (one query)", s.query_prepare),
             ("query, online step (prepared)", s.query),
