@@ -853,8 +853,12 @@ fn merkle_build_serve_and_prove() {
         .args(["--index", "0"])
         .assert();
     assert_clean_failure(get, "is a Merkle tree");
+    let index = build(dir.path(), &sample_data(640), 64, "square");
+    let not_a_tree = "is not a Merkle tree (it is a database of kind index)";
+    let local_index = ["--db", index.to_str().unwrap()];
+    assert_clean_failure(prove(&local_index, &["--leaf", "0"]), not_a_tree);
 
-    let server = Served::start(&[tree.as_os_str()]);
+    let server = Served::start(&[tree.as_os_str(), index.as_os_str()]);
     let url = server.url.clone();
     let cache = dir.path().join("cache");
     let remote = [
@@ -874,6 +878,15 @@ fn merkle_build_serve_and_prove() {
     assert_clean_failure(pinned, "is not the expected");
     let missing = prove(&remote[..2], &["--db", "nope", "--leaf", "0"]);
     assert_clean_failure(missing, "unknown database");
+    let index_name = index.file_stem().unwrap().to_str().unwrap();
+    let remote_index = prove(&remote[..2], &["--db", index_name, "--leaf", "0"]);
+    assert_clean_failure(remote_index, not_a_tree);
+    let get = obscura()
+        .arg("get")
+        .args(remote)
+        .args(["--index", "0"])
+        .assert();
+    assert_clean_failure(get, "is a Merkle tree");
     drop(server);
 
     // Fixed-size binary leaves.

@@ -105,7 +105,8 @@ impl Answerer {
             Self::Remote { http, name, setup } => {
                 let kind = registry::setup_kind(setup)?;
                 if kind != S::KIND {
-                    return Err(wrong(kind.describe().to_string()));
+                    let found = registry::built_in(kind).map_or(kind.describe(), |s| s.name());
+                    return Err(wrong(found.to_string()));
                 }
                 Ok(http.decode_setup::<S>(name, setup)?)
             }

@@ -182,6 +182,9 @@ pub trait StoredScheme: Send + Sync {
     /// The wire kind of its setups.
     fn kind(&self) -> Kind;
 
+    /// What users call its databases (`index`, `keyword`, ...).
+    fn name(&self) -> &'static str;
+
     /// The database with the encoded public setup `setup`, whose matrices `matrices` gives
     /// for the shapes the setup announces (`(rows, cols)`, in file order).
     fn load(&self, setup: &[u8], matrices: MatrixSource<'_>) -> Result<Database, LoadError>;
@@ -212,6 +215,10 @@ impl<S> Stored<S> {
 impl<S: Scheme> StoredScheme for Stored<S> {
     fn kind(&self) -> Kind {
         S::KIND
+    }
+
+    fn name(&self) -> &'static str {
+        S::NAME
     }
 
     fn load(&self, setup: &[u8], matrices: MatrixSource<'_>) -> Result<Database, LoadError> {
