@@ -98,30 +98,44 @@ impl PrimeTables {
     /// In place, natural order in, bit-reversed order out; values in `[0, p)`.
     #[inline(always)]
     pub(crate) fn forward(&self, a: &mut [u32]) {
-        let (n, p) = (a.len(), self.p);
-        let mut t = n;
-        let mut m = 1;
-        while m < n {
-            t /= 2;
-            for i in 0..m {
-                let (w, w_shoup) = self.psi[m + i];
-                let (lo, hi) = a[2 * i * t..2 * i * t + 2 * t].split_at_mut(t);
-                for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
-                    let u = *x;
-                    let v = mul_shoup(*y, w, w_shoup, p);
-                    *x = add_mod(u, v, p);
-                    *y = sub_mod(u, v, p);
-                }
-            }
-            m *= 2;
-        }
+        let p = self.p;
+        self.forward_stages(a, |x, y, w, w_shoup| cooley_tukey(x, y, w, w_shoup, p));
     }
 
     /// [`forward`](Self::forward) of [`LANES`] polynomials at once, stored coefficient by
     /// coefficient: every butterfly is one vector operation, at every stage.
     #[inline(always)]
     pub(crate) fn forward_lanes(&self, a: &mut [Lanes]) {
-        let (n, p) = (a.len(), self.p);
+        let p = self.p;
+        self.forward_stages(a, |x, y, w, w_shoup| {
+            for (x, y) in x.iter_mut().zip(y.iter_mut()) {
+                cooley_tukey(x, y, w, w_shoup, p);
+            }
+        });
+    }
+
+    /// [`inverse`](Self::inverse) of [`LANES`] polynomials at once, stored as
+    /// [`forward_lanes`](Self::forward_lanes) leaves them.
+    #[inline(always)]
+    pub(crate) fn inverse_lanes(&self, a: &mut [Lanes]) {
+        let p = self.p;
+        self.inverse_stages(a, |x, y, w, w_shoup| {
+            for (x, y) in x.iter_mut().zip(y.iter_mut()) {
+                gentleman_sande(x, y, w, w_shoup, p);
+            }
+        });
+        let (s, s_shoup) = self.n_inv;
+        for x in a.iter_mut().flatten() {
+            *x = mul_shoup(*x, s, s_shoup, p);
+        }
+    }
+
+    /// The stages of the forward transform over elements of any kind (one residue, or one of
+    /// several polynomials side by side): `butterfly(x, y, w, w_shoup)` on every pair, with the
+    /// stage's twiddle `ψ^bitrev(m+i)`.
+    #[inline(always)]
+    fn forward_stages<E>(&self, a: &mut [E], butterfly: impl Fn(&mut E, &mut E, u32, u32)) {
+        let n = a.len();
         let mut t = n;
         let mut m = 1;
         while m < n {
@@ -130,23 +144,18 @@ impl PrimeTables {
                 let (w, w_shoup) = self.psi[m + i];
                 let (lo, hi) = a[2 * i * t..2 * i * t + 2 * t].split_at_mut(t);
                 for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
-                    for (x, y) in x.iter_mut().zip(y.iter_mut()) {
-                        let u = *x;
-                        let v = mul_shoup(*y, w, w_shoup, p);
-                        *x = add_mod(u, v, p);
-                        *y = sub_mod(u, v, p);
-                    }
+                    butterfly(x, y, w, w_shoup);
                 }
             }
             m *= 2;
         }
     }
 
-    /// [`inverse`](Self::inverse) of [`LANES`] polynomials at once, stored as
-    /// [`forward_lanes`](Self::forward_lanes) leaves them.
+    /// The stages of the inverse transform (without the 1/n scaling), as
+    /// [`forward_stages`](Self::forward_stages) has them for the forward one.
     #[inline(always)]
-    pub(crate) fn inverse_lanes(&self, a: &mut [Lanes]) {
-        let (n, p) = (a.len(), self.p);
+    fn inverse_stages<E>(&self, a: &mut [E], butterfly: impl Fn(&mut E, &mut E, u32, u32)) {
+        let n = a.len();
         let mut t = 1;
         let mut m = n;
         while m > 1 {
@@ -155,19 +164,11 @@ impl PrimeTables {
                 let (w, w_shoup) = self.psi_inv[h + i];
                 let (lo, hi) = a[2 * i * t..2 * i * t + 2 * t].split_at_mut(t);
                 for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
-                    for (x, y) in x.iter_mut().zip(y.iter_mut()) {
-                        let (u, v) = (*x, *y);
-                        *x = add_mod(u, v, p);
-                        *y = mul_shoup(sub_mod(u, v, p), w, w_shoup, p);
-                    }
+                    butterfly(x, y, w, w_shoup);
                 }
             }
             t *= 2;
             m = h;
-        }
-        let (s, s_shoup) = self.n_inv;
-        for x in a.iter_mut().flatten() {
-            *x = mul_shoup(*x, s, s_shoup, p);
         }
     }
 
@@ -194,23 +195,8 @@ impl PrimeTables {
     /// In place, bit-reversed order in, natural order out, including the 1/n scaling.
     #[inline(always)]
     fn inverse(&self, a: &mut [u32]) {
-        let (n, p) = (a.len(), self.p);
-        let mut t = 1;
-        let mut m = n;
-        while m > 1 {
-            let h = m / 2;
-            for i in 0..h {
-                let (w, w_shoup) = self.psi_inv[h + i];
-                let (lo, hi) = a[2 * i * t..2 * i * t + 2 * t].split_at_mut(t);
-                for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
-                    let (u, v) = (*x, *y);
-                    *x = add_mod(u, v, p);
-                    *y = mul_shoup(sub_mod(u, v, p), w, w_shoup, p);
-                }
-            }
-            t *= 2;
-            m = h;
-        }
+        let p = self.p;
+        self.inverse_stages(a, |x, y, w, w_shoup| gentleman_sande(x, y, w, w_shoup, p));
         let (s, s_shoup) = self.n_inv;
         for x in a.iter_mut() {
             *x = mul_shoup(*x, s, s_shoup, p);
@@ -351,6 +337,23 @@ impl NttPlan {
         let r0_mod_p1 = if r0 >= p1 { r0 - p1 } else { r0 };
         mul_shoup(sub_mod(r1, r0_mod_p1, p1), c.inv01.0, c.inv01.1, p1)
     }
+}
+
+/// The Cooley–Tukey butterfly: `(x, y) ← (x + w·y, x − w·y) mod p`.
+#[inline(always)]
+fn cooley_tukey(x: &mut u32, y: &mut u32, w: u32, w_shoup: u32, p: u32) {
+    let u = *x;
+    let v = mul_shoup(*y, w, w_shoup, p);
+    *x = add_mod(u, v, p);
+    *y = sub_mod(u, v, p);
+}
+
+/// The Gentleman–Sande butterfly: `(x, y) ← (x + y, w·(x − y)) mod p`.
+#[inline(always)]
+fn gentleman_sande(x: &mut u32, y: &mut u32, w: u32, w_shoup: u32, p: u32) {
+    let (u, v) = (*x, *y);
+    *x = add_mod(u, v, p);
+    *y = mul_shoup(sub_mod(u, v, p), w, w_shoup, p);
 }
 
 /// `(a + b) mod p` for `a, b < p`.
