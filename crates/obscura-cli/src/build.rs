@@ -278,10 +278,10 @@ pub fn run(args: BuildArgs) -> Result<()> {
     })?;
     let written = obscura_server::store::write_database(&args.out, &database)?;
     let listing = database.listing();
-    let setup = listing
+    let engine = listing
         .engine
         .context("an index or keyword database runs on one LWE engine")?;
-    let g = setup.geometry();
+    let g = engine.geometry;
     let items = match listing.kind {
         "keyword" => format!("{} keys in {} slots", listing.items, g.records()),
         _ => format!("{} records", g.records()),
@@ -294,8 +294,8 @@ pub fn run(args: BuildArgs) -> Result<()> {
         g.rows(),
         g.cols(),
         g.log_p(),
-        setup.params().set.name(),
-        setup.params().matrix.name(),
+        engine.params.set.name(),
+        engine.params.matrix.name(),
         written.bytes,
         hex::encode(written.sha256),
         started.elapsed()

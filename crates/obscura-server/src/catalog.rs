@@ -4,10 +4,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, RwLockReadGuard};
 
-use obscura_pir::lwe::PublicSetup;
 use serde::Serialize;
 
-use crate::registry::Registry;
+use crate::registry::{Engine, Registry};
 use crate::store::{self, setup_sha256, Database, FileChanged, ServedFile, StoreError};
 
 /// One served database.
@@ -82,8 +81,8 @@ pub struct ParamsInfo {
 }
 
 impl ParamsInfo {
-    fn of(setup: &PublicSetup) -> Self {
-        let (g, p) = (setup.geometry(), setup.params());
+    fn of(engine: &Engine) -> Self {
+        let (g, p) = (&engine.geometry, &engine.params);
         Self {
             set: p.set.name().into(),
             n: p.n(),

@@ -16,6 +16,7 @@ use obscura_pir::batch::pbc::Pbc;
 use obscura_pir::batch::treepir::TreePir;
 use obscura_pir::keyword::Keyword;
 use obscura_pir::lwe::{self, Lwe};
+use obscura_pir::params::LweParams;
 use obscura_pir::scheme::{QueryOf, SetupOf};
 use obscura_pir::wire::{Digest, Kind, Reader};
 use obscura_pir::{Encode, Message, PirError, PirServer, Scheme, SetupMessage};
@@ -32,14 +33,23 @@ pub struct Listing {
     pub items: u64,
     /// Bytes per item.
     pub item_bytes: u64,
-    /// The largest LWE engine's setup, if the scheme runs on one.
-    pub engine: Option<lwe::PublicSetup>,
+    /// The parameters and geometry of the largest LWE engine, if the scheme runs on one.
+    pub engine: Option<Engine>,
     /// Queries per request, when a request holds one per sub-database.
     pub sub_queries: Option<u32>,
     /// Bytes of one encoded query.
     pub query_bytes: u64,
     /// Bytes of one encoded answer.
     pub answer_bytes: u64,
+}
+
+/// The parameters and geometry of an LWE engine (what a listing shows of it, without its hint).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Engine {
+    /// Its parameters.
+    pub params: LweParams,
+    /// Its matrix's shape and layout.
+    pub geometry: lwe::Geometry,
 }
 
 /// A database of some scheme, as the store, the catalog and the service handle it.
@@ -77,7 +87,10 @@ impl<S: Scheme> Hosted for Server<S> {
             kind: S::NAME,
             items: summary.items,
             item_bytes: summary.item_bytes,
-            engine: summary.engine.cloned(),
+            engine: summary.engine.map(|setup| Engine {
+                params: setup.params(),
+                geometry: *setup.geometry(),
+            }),
             sub_queries: summary.sub_queries,
             query_bytes: setup.query_bytes(),
             answer_bytes: setup.answer_bytes(),

@@ -8,7 +8,8 @@ use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
 use obscura_pir::batch::treepir::TreePir;
 use obscura_pir::framing;
-use obscura_pir::lwe::Client;
+use obscura_pir::keyword::Keyword;
+use obscura_pir::lwe::{Client, Lwe};
 use obscura_pir::PirClient;
 use obscura_server::catalog::Catalog;
 use obscura_server::service::{self, ServiceConfig};
@@ -102,7 +103,15 @@ fn query_of(setup: &obscura_pir::lwe::PublicSetup) -> Vec<u8> {
 
 /// An honest query to `database`, an index or keyword database on one LWE engine.
 fn query_to(database: &Database) -> Vec<u8> {
-    query_of(database.listing().engine.as_ref().expect("one engine"))
+    let setup = match database.server::<Lwe>() {
+        Some(server) => server.public_setup(),
+        None => database
+            .server::<Keyword>()
+            .expect("an index or keyword database")
+            .public_setup()
+            .index(),
+    };
+    query_of(setup)
 }
 
 /// Sends `request` and checks the response: its status and body.

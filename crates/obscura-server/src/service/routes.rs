@@ -297,8 +297,11 @@ pub(super) async fn query(
         .database
         .decode_query(&body)
         .map_err(|e| Failure::from_pir(e, &name))?;
-    let mut answers = answer_all(&state, &served, vec![query]).await?;
-    Ok(octets(answers.pop().unwrap_or_default()))
+    let answer = answer_all(&state, &served, vec![query])
+        .await?
+        .pop()
+        .ok_or_else(|| Failure::internal("the answering worker returned no answer"))?;
+    Ok(octets(answer))
 }
 
 pub(super) async fn batch(
