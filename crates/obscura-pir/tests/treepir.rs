@@ -94,8 +94,15 @@ fn batch_code_baseline_retrieves_the_same_proofs() {
         let entries: Vec<u8> = (2..2u64 << h)
             .flat_map(|v| swapped::entry(&tree, v))
             .collect();
-        let server =
-            PbcServer::setup(&entries, 32, h as usize, 11, SetupOptions::default()).unwrap();
+        let server = PbcServer::setup(
+            &entries,
+            32,
+            h as usize,
+            11,
+            SetupOptions::default(),
+            &|_, _| {},
+        )
+        .unwrap();
         let stored: u64 = server
             .databases()
             .iter()

@@ -496,6 +496,38 @@ mod tests {
         }
     }
 
+    /// A batch-code database is stored, loaded through the registry and fetched from in batches.
+    #[test]
+    fn pbc_databases_round_trip() {
+        use obscura_pir::batch::pbc::{Pbc, PbcClient, PbcOptions, PbcServer};
+        use obscura_pir::lwe::Records;
+        let data: Vec<u8> = (0..100 * 32u32).map(|i| (i * 7 % 251) as u8).collect();
+        let records = Records {
+            bytes: &data,
+            record_bytes: 32,
+        };
+        let options = PbcOptions {
+            batch: 4,
+            seed: 9,
+            engine: SetupOptions::default(),
+        };
+        let server = PbcServer::build(records, options, &|_, _| {}).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pbc.obs");
+        write_database(&path, &server.into()).unwrap();
+        let loaded = read_database(&path).unwrap();
+        assert_eq!(loaded.listing().kind, "pbc");
+        let server = loaded.server::<Pbc>().expect("a batch-code database");
+        let mut client = PbcClient::new(server.public_setup().clone());
+        let wanted = [3u64, 50, 97];
+        let (request, state) = PirClient::query(&mut client, &wanted[..]).unwrap();
+        let reply = PirServer::answer(server, &request).unwrap();
+        let fetched = PirClient::decode(&client, state, &reply).unwrap();
+        for (record, &i) in fetched.iter().zip(&wanted) {
+            assert_eq!(record, &data[i as usize * 32..][..32], "record {i}");
+        }
+    }
+
     #[test]
     fn truncated_and_corrupted_files_are_refused() {
         let dir = tempfile::tempdir().unwrap();

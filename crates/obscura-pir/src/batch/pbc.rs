@@ -282,12 +282,14 @@ pub struct PbcServer {
 impl PbcServer {
     /// Stores `n = data.len() / record_bytes` records of `record_bytes` bytes in
     /// [`bucket_count`]`(batch)` buckets (3 copies each), for batches of up to `batch` items.
+    /// `progress(done, total)` counts the buckets set up.
     pub fn setup(
         data: &[u8],
         record_bytes: u64,
         batch: usize,
         seed: u64,
         options: SetupOptions,
+        progress: Progress<'_>,
     ) -> Result<Self, PirError> {
         let size = record_bytes as usize;
         if size == 0 || !data.len().is_multiple_of(size) || data.is_empty() {
@@ -309,7 +311,7 @@ impl PbcServer {
                 bucket
             })
             .collect();
-        let shards = ShardServers::setup(&contents, record_bytes, options, &|_, _| {})?;
+        let shards = ShardServers::setup(&contents, record_bytes, options, progress)?;
         let setup = PbcSetup::new(placement, record_bytes, shards.public_setups());
         Ok(Self { setup, shards })
     }
@@ -376,11 +378,10 @@ impl PirServer for PbcServer {
     type Data<'a> = Records<'a>;
     type Options = PbcOptions;
 
-    /// Sets the buckets up (`progress` is not called: the buckets are set up in parallel).
     fn build(
         records: Records<'_>,
         options: PbcOptions,
-        _progress: Progress<'_>,
+        progress: Progress<'_>,
     ) -> Result<Self, PirError> {
         Self::setup(
             records.bytes,
@@ -388,6 +389,7 @@ impl PirServer for PbcServer {
             options.batch,
             options.seed,
             options.engine,
+            progress,
         )
     }
 
@@ -535,7 +537,7 @@ impl PbcServer {
             .into_par_iter()
             .flat_map_iter(|v| swapped::entry(tree, v))
             .collect();
-        Self::setup(&entries, ENTRY_BYTES, h as usize, seed, options)
+        Self::setup(&entries, ENTRY_BYTES, h as usize, seed, options, &|_, _| {})
     }
 }
 
