@@ -291,13 +291,23 @@ pub(super) async fn query(
     request: Request,
 ) -> Result<Response, Failure> {
     let served = lookup(&state, &name, request.headers())?;
-    let body = read_body(&state, &served, request).await?;
+    answer_one(&state, &served, &name, request).await
+}
+
+/// Reads one query of the database `served` (called `name`) from `request` and answers it.
+async fn answer_one(
+    state: &AppState,
+    served: &Served,
+    name: &str,
+    request: Request,
+) -> Result<Response, Failure> {
+    let body = read_body(state, served, request).await?;
     let query = served
         .entry
         .database
         .decode_query(&body)
-        .map_err(|e| Failure::from_pir(e, &name))?;
-    let answer = answer_all(&state, &served, vec![query])
+        .map_err(|e| Failure::from_pir(e, name))?;
+    let answer = answer_all(state, served, vec![query])
         .await?
         .pop()
         .ok_or_else(|| Failure::internal("the answering worker returned no answer"))?;
@@ -324,7 +334,7 @@ pub(super) async fn batch(
 /// A Merkle audit path: the query route of a Merkle tree, one LWE query per colour class of the
 /// tree in one framed request, answered in one pass.
 pub(super) async fn proof(
-    state: State<Arc<AppState>>,
+    State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
     request: Request,
 ) -> Result<Response, Failure> {
@@ -334,7 +344,7 @@ pub(super) async fn proof(
             "{name:?} is not a Merkle tree: send its queries to /v1/databases/{name}/query or /batch"
         )));
     }
-    query(state, Path(name), request).await
+    answer_one(&state, &served, &name, request).await
 }
 
 fn octets(body: Vec<u8>) -> Response {
