@@ -175,6 +175,9 @@ pub trait PirClient: Sized + Send {
     /// A client of the database with public setup `setup`.
     fn new(setup: SetupOf<Self::Scheme>) -> Self;
 
+    /// The public setup this client queries (what its answers are decoded against).
+    fn setup(&self) -> &SetupOf<Self::Scheme>;
+
     /// A query for `target` and the state that decodes its answer.
     fn query(
         &mut self,

@@ -137,10 +137,9 @@ impl Answerer {
         &self,
         target: <S::Client as PirClient>::Target<'_>,
     ) -> Result<<S::Client as PirClient>::Output, AnswerError> {
-        let setup = self.setup::<S>()?;
-        let mut client = S::Client::new(setup.clone());
+        let mut client = S::Client::new(self.setup::<S>()?);
         let (query, state) = client.query(target)?;
-        let answer = self.answer::<S>(&setup, &query)?;
+        let answer = self.answer::<S>(client.setup(), &query)?;
         Ok(client.decode(state, &answer)?)
     }
 }

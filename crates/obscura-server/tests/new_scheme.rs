@@ -244,6 +244,10 @@ impl PirClient for WholeClient {
         Self { setup }
     }
 
+    fn setup(&self) -> &WholeSetup {
+        &self.setup
+    }
+
     fn query(&mut self, index: u64) -> Result<(WholeQuery, u64), PirError> {
         if index >= self.setup.records {
             return Err(PirError::IndexOutOfRange {

@@ -426,6 +426,10 @@ impl PirClient for PbcClient {
         PbcClient::new(setup)
     }
 
+    fn setup(&self) -> &PbcSetup {
+        PbcClient::setup(self)
+    }
+
     fn query(&mut self, items: &[u64]) -> Result<(Shards<Query>, BatchState), PirError> {
         PbcClient::query(self, items).map(|(queries, state)| (Shards(queries), state))
     }
@@ -453,6 +457,11 @@ impl PbcClient {
     pub fn new(setup: PbcSetup) -> Self {
         let shards = ShardClients::new(&setup.databases);
         Self { setup, shards }
+    }
+
+    /// The public setup this client queries.
+    pub fn setup(&self) -> &PbcSetup {
+        &self.setup
     }
 
     /// One query per bucket (always all of them) fetching the distinct `items`. A batch that
@@ -578,7 +587,7 @@ impl PbcProofClient {
 
     /// The store's public setup.
     pub fn setup(&self) -> &PbcSetup {
-        &self.client.setup
+        self.client.setup()
     }
 
     /// One query per bucket fetching the audit path of leaf `leaf`. A path that cannot be

@@ -353,6 +353,10 @@ impl PirClient for TreePirClient {
         TreePirClient::new(setup)
     }
 
+    fn setup(&self) -> &TreePirSetup {
+        TreePirClient::setup(self)
+    }
+
     fn query(&mut self, leaf: Leaf) -> Result<(Shards<Query>, (ProofState, Hash)), PirError> {
         let (queries, state) = TreePirClient::query(self, leaf.index)?;
         Ok((Shards(queries), (state, leaf.hash)))

@@ -23,11 +23,6 @@ pub struct Lookup<I: KeywordIndex> {
 }
 
 impl<I: KeywordIndex> Client<I> {
-    /// The public setup this client queries.
-    pub fn setup(&self) -> &Setup<I> {
-        &self.setup
-    }
-
     /// Prepares `count` queries ahead of time (see [`crate::lwe::Client::preprocess`]).
     pub fn preprocess(&mut self, count: usize) -> Result<(), PirError> {
         I::preprocess(&mut self.index, count)
@@ -46,6 +41,10 @@ impl<I: KeywordIndex> PirClient for Client<I> {
             index: I::Client::new(setup.index.clone()),
             setup,
         }
+    }
+
+    fn setup(&self) -> &Setup<I> {
+        &self.setup
     }
 
     /// A query for `key`: Δ at its filter slots. The server cannot tell keys apart.

@@ -227,6 +227,10 @@ impl PirClient for Client {
         Client::new(setup)
     }
 
+    fn setup(&self) -> &PublicSetup {
+        Client::setup(self)
+    }
+
     fn query(&mut self, index: u64) -> Result<(Query, QueryState), PirError> {
         let location = self.setup.geometry().locate(index)?;
         self.query_at(&[location.column], Some(index))
