@@ -196,7 +196,7 @@ impl ServerArgs {
 
 /// Runs `obscura get`.
 pub fn run(args: GetArgs) -> Result<()> {
-    let answerer = args.remote.answerer(&args.db)?;
+    let mut answerer = args.remote.answerer(&args.db)?;
     let key = match (&args.key, &args.key_hex) {
         (Some(text), _) => Some(text.as_bytes()),
         (None, Some(KeyBytes(bytes))) => Some(bytes.as_slice()),

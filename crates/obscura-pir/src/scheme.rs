@@ -166,7 +166,7 @@ pub trait PirClient: Sized + Send {
     /// The scheme it queries.
     type Scheme: Scheme<Client = Self>;
     /// What a query asks for (an index, a key, a leaf and its hash, a set of indices).
-    type Target<'a>;
+    type Target<'a>: Copy;
     /// The secret state that decodes the answer to one query; use it once.
     type State;
     /// What an answer decodes to.

@@ -132,8 +132,24 @@ impl Answerer {
         }
     }
 
-    /// Fetches `target` from the database, of scheme `S`: one query, answered, decoded.
+    /// Fetches `target` from the database, of scheme `S`: one query, answered, decoded. When a
+    /// server has replaced the database since its setup was fetched, the new setup is fetched
+    /// (and verified) and the query made again, once.
     pub fn retrieve<S: Scheme>(
+        &mut self,
+        target: <S::Client as PirClient>::Target<'_>,
+    ) -> Result<<S::Client as PirClient>::Output, AnswerError> {
+        match self.retrieve_once::<S>(target) {
+            Err(AnswerError::Client(ClientError::StaleSetup { .. })) => {
+                self.refresh_setup()?;
+                self.retrieve_once::<S>(target)
+            }
+            result => result,
+        }
+    }
+
+    /// One query for `target`, made against the setup held now, answered and decoded.
+    fn retrieve_once<S: Scheme>(
         &self,
         target: <S::Client as PirClient>::Target<'_>,
     ) -> Result<<S::Client as PirClient>::Output, AnswerError> {
@@ -141,5 +157,13 @@ impl Answerer {
         let (query, state) = client.query(target)?;
         let answer = self.answer::<S>(client.setup(), &query)?;
         Ok(client.decode(state, &answer)?)
+    }
+
+    /// Fetches the setup of a remote database again (a local file's never changes).
+    fn refresh_setup(&mut self) -> Result<(), AnswerError> {
+        if let Self::Remote { http, name, setup } = self {
+            *setup = http.setup_bytes(name)?;
+        }
+        Ok(())
     }
 }

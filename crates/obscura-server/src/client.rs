@@ -56,6 +56,16 @@ pub enum ClientError {
         /// The server's message (printable characters only, cut after 1000).
         message: String,
     },
+    /// The server answers another setup of the database than the one the query was made for
+    /// (HTTP 409): the database was replaced since its setup was fetched. Fetch the setup again
+    /// and make a new query.
+    #[error("{url}: the server answered 409: {message}")]
+    StaleSetup {
+        /// The URL requested.
+        url: String,
+        /// The server's message.
+        message: String,
+    },
     /// The server's bytes are not a valid message.
     #[error(transparent)]
     Pir(#[from] PirError),
@@ -242,10 +252,14 @@ impl HttpClient {
         let body = response.body_mut();
         if status >= 400 {
             let (text, cut) = read_at_most(body, MAX_ERROR_BYTES).map_err(transport)?;
-            return Err(ClientError::Status {
-                url: url.to_string(),
-                status,
-                message: printable(&text, cut),
+            let (url, message) = (url.to_string(), printable(&text, cut));
+            return Err(match status {
+                409 => ClientError::StaleSetup { url, message },
+                _ => ClientError::Status {
+                    url,
+                    status,
+                    message,
+                },
             });
         }
         let too_large = || ClientError::TooLarge {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use obscura_pir::lwe::{Client, Layout, Lwe, Server, SetupOptions};
 use obscura_pir::PirClient;
+use obscura_server::answerer::Answerer;
 use obscura_server::catalog::Catalog;
 use obscura_server::client::{ClientError, HttpClient};
 use obscura_server::service::{BackgroundService, ServiceConfig};
@@ -153,7 +154,8 @@ fn a_file_overwritten_in_place_is_refused_not_mixed() {
 }
 
 /// A file replaced by renaming a new one over it keeps the old version served, with its ETag,
-/// until a reload; then the new version and a new ETag.
+/// until a reload; then the new version and a new ETag, and queries made for the old setup are
+/// refused as stale (an [`Answerer`] then fetches the new setup and asks again).
 #[test]
 fn a_renamed_replacement_is_served_after_a_reload() {
     let fixture = serve();
@@ -170,6 +172,9 @@ fn a_renamed_replacement_is_served_after_a_reload() {
             .to_string()
     };
     let before = etag(&url);
+    let http = HttpClient::new(&url, None);
+    let old_setup = http.setup::<Lwe>("db").unwrap();
+    let mut answerer = Answerer::remote(HttpClient::new(&url, None), "db").unwrap();
     let new_data = build(&fixture.path, 3); // written to a temporary name, renamed over
     assert_eq!(fetch(&url, 7).unwrap(), record(&fixture.data, 7));
     assert_eq!(etag(&url), before);
@@ -180,6 +185,14 @@ fn a_renamed_replacement_is_served_after_a_reload() {
     databases.replace(catalog);
     assert_ne!(etag(&url), before);
     assert_eq!(fetch(&url, 7).unwrap(), record(&new_data, 7));
+    // A query made for the old setup is refused as stale, not answered from the new data.
+    let mut client = Client::new(old_setup);
+    let (query, _) = client.query(7).unwrap();
+    let stale = http.query::<Lwe>("db", client.setup(), &query).unwrap_err();
+    assert!(matches!(stale, ClientError::StaleSetup { .. }), "{stale}");
+    // An answerer that holds the old setup fetches the new one and asks again.
+    assert_eq!(answerer.retrieve::<Lwe>(7).unwrap(), record(&new_data, 7));
+    assert_eq!(answerer.retrieve::<Lwe>(8).unwrap(), record(&new_data, 8));
 
     // A reload with nothing changed keeps the entry as it is.
     let current = databases.catalog();
