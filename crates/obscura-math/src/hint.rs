@@ -108,18 +108,54 @@ pub fn hint_product(
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Matrix {
     assert_eq!(a.rows(), d.cols(), "A needs a row per column of D");
+    let mut hint = Matrix::zeros(d.rows(), a.cols());
+    hint_accumulate(d, a, 0, &mut hint, progress);
+    hint
+}
+
+/// `H += D·A[first .. first + cols]`: the share of the hint of the columns `first ..` of a
+/// wider database that `D` holds, for a setup that streams the database a band of columns at
+/// a time. `progress` is as for [`hint_product`].
+///
+/// # Panics
+/// If `A` has too few rows, if `H` is not `rows x n`, or if `A` is negacyclic and `first` is
+/// not a multiple of its degree (a band of columns must start at a block).
+pub fn hint_accumulate(
+    d: &PlaintextMatrix,
+    a: &PublicMatrix,
+    first: usize,
+    hint: &mut Matrix,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) {
+    assert!(
+        first + d.cols() <= a.rows(),
+        "A needs a row per column of D"
+    );
+    assert_eq!(
+        (hint.rows(), hint.cols()),
+        (d.rows(), a.cols()),
+        "H is rows x n"
+    );
     match a {
-        PublicMatrix::Uniform(_) => dense(d, a, progress),
+        PublicMatrix::Uniform(_) => dense(d, a, first, hint, progress),
         PublicMatrix::Negacyclic(m) => {
-            negacyclic(Backend::detect(), d, m, primes_for(d.cols()), progress)
+            let block = m.plan().degree();
+            assert!(first.is_multiple_of(block), "a band starts at a block");
+            let product = Product::new(d, m, first / block, primes_for(d.cols()));
+            negacyclic(Backend::detect(), &product, hint, progress)
         }
     }
 }
 
-/// The dense product, a block of `A` expanded at a time.
-fn dense(d: &PlaintextMatrix, a: &PublicMatrix, progress: &(dyn Fn(u64, u64) + Sync)) -> Matrix {
+/// The dense product, a block of `A` (from row `a_first`) expanded at a time.
+fn dense(
+    d: &PlaintextMatrix,
+    a: &PublicMatrix,
+    a_first: usize,
+    hint: &mut Matrix,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) {
     let (cols, n) = (d.cols(), a.cols());
-    let mut hint = Matrix::zeros(d.rows(), n);
     let mut first = 0;
     while first < cols {
         let count = DENSE_BLOCK.min(cols - first);
@@ -127,12 +163,11 @@ fn dense(d: &PlaintextMatrix, a: &PublicMatrix, progress: &(dyn Fn(u64, u64) + S
         block
             .par_chunks_mut(EXPAND_ROWS * n)
             .enumerate()
-            .for_each(|(i, rows)| a.fill_rows(first + i * EXPAND_ROWS, rows));
+            .for_each(|(i, rows)| a.fill_rows(a_first + first + i * EXPAND_ROWS, rows));
         kernels::plaintext_mat_mul_acc(d, first, &block, n, hint.as_mut_slice());
         first += count;
         progress(first as u64, cols as u64);
     }
-    hint
 }
 
 /// NTT primes the exact products of a `D` with `cols` columns need.
@@ -149,32 +184,18 @@ fn primes_for(cols: usize) -> usize {
 /// The transform of block `i` of `A` modulo each prime, each value with its Shoup quotient.
 type BlockTransform = Vec<Vec<(u32, u32)>>;
 
-/// The product for a negacyclic `A` through `primes` NTT primes (two or three, enough for
-/// the exact products, see [`primes_for`]), bands of [`LANES`] rows in parallel.
+/// Adds the product for a negacyclic `A` to `hint`, bands of [`LANES`] rows in parallel.
 fn negacyclic(
     backend: Backend,
-    d: &PlaintextMatrix,
-    a: &NegacyclicMatrix,
-    primes: usize,
+    product: &Product,
+    hint: &mut Matrix,
     progress: &(dyn Fn(u64, u64) + Sync),
-) -> Matrix {
-    let (rows, cols, n) = (d.rows(), d.cols(), a.plan().degree());
-    let product = Product {
-        d,
-        a,
-        primes,
-        blocks: cols.div_ceil(n),
-        table: None,
-    };
-    let table_bytes = product.blocks * product.primes * n * 8;
-    let table = (table_bytes <= MAX_TABLE_BYTES).then(|| {
-        (0..product.blocks)
-            .into_par_iter()
-            .map(|block| product.transform_block(block))
-            .collect()
-    });
-    let product = Product { table, ..product };
-    let mut hint = Matrix::zeros(rows, n);
+) {
+    let (rows, cols, n) = (
+        product.d.rows(),
+        product.d.cols(),
+        product.a.plan().degree(),
+    );
     // Rows done, and the share of the columns last reported: reports grow strictly.
     let reported = Mutex::new((0u64, 0u64));
     let (rows_total, cols_total) = (rows as u64, cols as u64);
@@ -191,7 +212,7 @@ fn negacyclic(
             let mut scratch = Scratch::new(n, product.primes);
             for (i, out) in out.chunks_mut(LANES * n).enumerate() {
                 let first = (chunk * chunk_bands + i) * LANES;
-                wide::band(backend, &product, first, &mut scratch, out);
+                wide::band(backend, product, first, &mut scratch, out);
                 let mut reported = reported.lock().unwrap_or_else(|e| e.into_inner());
                 reported.0 += (out.len() / n) as u64;
                 let share =
@@ -202,13 +223,14 @@ fn negacyclic(
                 }
             }
         });
-    hint
 }
 
 /// What every band of the negacyclic product reads.
 struct Product<'a> {
     d: &'a PlaintextMatrix,
     a: &'a NegacyclicMatrix,
+    /// The block of `A` that `D`'s first columns meet.
+    first_block: usize,
     primes: usize,
     blocks: usize,
     /// Every block's transform, when they fit [`MAX_TABLE_BYTES`].
@@ -239,20 +261,49 @@ impl Scratch {
     }
 }
 
-impl Product<'_> {
+impl<'a> Product<'a> {
+    /// The product of `D` and the blocks of `A` from `first_block` through `primes` NTT primes
+    /// (two or three, enough for the exact products, see [`primes_for`]), with the blocks'
+    /// transforms made ahead when they fit [`MAX_TABLE_BYTES`].
+    fn new(
+        d: &'a PlaintextMatrix,
+        a: &'a NegacyclicMatrix,
+        first_block: usize,
+        primes: usize,
+    ) -> Self {
+        let n = a.plan().degree();
+        let product = Self {
+            d,
+            a,
+            first_block,
+            primes,
+            blocks: d.cols().div_ceil(n),
+            table: None,
+        };
+        let table_bytes = product.blocks * primes * n * 8;
+        let table = (table_bytes <= MAX_TABLE_BYTES).then(|| {
+            (0..product.blocks)
+                .into_par_iter()
+                .map(|block| product.transform_block(block))
+                .collect()
+        });
+        Self { table, ..product }
+    }
+
     /// The transform of block `block` of `A` modulo each prime, reversed (see
     /// [`Product::band_inline`]).
     fn transform_block(&self, block: usize) -> BlockTransform {
         let plan = self.a.plan();
         let mut coefficients = vec![0u32; plan.degree()];
-        self.a.polynomial(block, &mut coefficients);
+        self.a
+            .polynomial(self.first_block + block, &mut coefficients);
         (0..self.primes)
             .map(|k| transform_one(plan, k, &coefficients))
             .collect()
     }
 
     /// Sums `d̃_i·a_i` over the blocks in the NTT domain for the band's rows, then inverts and
-    /// writes `H[row][0] = Q[0]`, `H[row][j] = -Q[n-j]`.
+    /// adds `Q[0]` to `H[row][0]` and `-Q[n-j]` to `H[row][j]`.
     ///
     /// `d̃_i` is never formed: `d̃(x) = d(x^{-1})` is evaluated at the inverses of `d`'s points,
     /// and the transform lists the points `ψ^(2·bitrev(i)+1)` so that the inverse of point `i`
@@ -309,9 +360,9 @@ impl Product<'_> {
             _ => unreachable!("two or three primes"),
         };
         for (l, row) in out.chunks_exact_mut(n).enumerate() {
-            row[0] = q(0, l);
+            row[0] = row[0].wrapping_add(q(0, l));
             for (j, value) in row.iter_mut().enumerate().skip(1) {
-                *value = q(n - j, l).wrapping_neg();
+                *value = value.wrapping_sub(q(n - j, l));
             }
         }
     }
@@ -518,9 +569,15 @@ mod tests {
     }
 
     fn digits(rows: usize, cols: usize, seed: u64) -> PlaintextMatrix {
-        PlaintextMatrix::from_fn(rows, cols, |r, c, out| {
+        digit_columns(rows, 0..cols, seed)
+    }
+
+    /// Columns `columns` of the digits [`digits`] makes with `seed`.
+    fn digit_columns(rows: usize, columns: std::ops::Range<usize>, seed: u64) -> PlaintextMatrix {
+        PlaintextMatrix::from_fn(rows, columns.len(), |r, c, out| {
             for (i, digit) in out.iter_mut().enumerate() {
-                let x = (r as u64 * 1_000_003 + (c + i) as u64).wrapping_mul(seed | 1);
+                let column = columns.start + c + i;
+                let x = (r as u64 * 1_000_003 + column as u64).wrapping_mul(seed | 1);
                 *digit = (x >> 17) as u8;
             }
         })
@@ -551,7 +608,9 @@ mod tests {
             };
             for backend in Backend::available() {
                 for primes in [2, 3] {
-                    let on = negacyclic(backend, &d, m, primes, &|_, _| {});
+                    let mut on = Matrix::zeros(rows, n);
+                    let product = Product::new(&d, m, 0, primes);
+                    negacyclic(backend, &product, &mut on, &|_, _| {});
                     assert_eq!(
                         on.as_slice(),
                         &reference[..],
@@ -565,6 +624,37 @@ mod tests {
                 &schoolbook(&d, &uniform)[..]
             );
         }
+    }
+
+    #[test]
+    fn bands_of_columns_add_up_to_the_whole_product() {
+        // Bands that start at blocks (n = 64 and 16) and end anywhere, the last one short.
+        for (rows, cols, n, band) in [(21, 1000, 64, 128), (17, 333, 16, 48), (3, 64, 64, 64)] {
+            let whole = digits(rows, cols, 5);
+            for a in [
+                negacyclic_a(cols, n, 2),
+                PublicMatrix::Uniform(SeededMatrix::new(MatrixSeed([4; 16]), 3, cols, n)),
+            ] {
+                let mut hint = Matrix::zeros(rows, n);
+                for first in (0..cols).step_by(band) {
+                    let d = digit_columns(rows, first..(first + band).min(cols), 5);
+                    hint_accumulate(&d, &a, first, &mut hint, &|_, _| {});
+                }
+                assert_eq!(
+                    hint.as_slice(),
+                    &schoolbook(&whole, &a)[..],
+                    "{rows} x {cols}, n = {n}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "a band starts at a block")]
+    fn a_band_inside_a_block_is_refused() {
+        let d = digits(2, 16, 1);
+        let mut hint = Matrix::zeros(2, 16);
+        hint_accumulate(&d, &negacyclic_a(64, 16, 1), 8, &mut hint, &|_, _| {});
     }
 
     #[test]
