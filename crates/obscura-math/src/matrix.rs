@@ -303,6 +303,17 @@ impl PlaintextMatrix {
     /// matrix): the noise of an LWE answer grows with it.
     pub fn max_row_norm(&self) -> u64 {
         let mut norms = vec![0u64; self.rows];
+        self.add_row_norms(&mut norms);
+        norms.into_iter().max().unwrap_or(0)
+    }
+
+    /// Adds the squared Euclidean norm of each row, digits read as signed, to `norms` (one per
+    /// row): the norms of a wider matrix's rows, summed over bands of its columns.
+    ///
+    /// # Panics
+    /// If `norms` does not have one entry per row.
+    pub fn add_row_norms(&self, norms: &mut [u64]) {
+        assert_eq!(norms.len(), self.rows, "a norm per row");
         for panel in self.panels() {
             let groups: Vec<_> = panel.groups(0..self.rows).collect();
             let partial: Vec<u64> = groups
@@ -327,7 +338,6 @@ impl PlaintextMatrix {
                 *norm += part;
             }
         }
-        norms.into_iter().max().unwrap_or(0)
     }
 
     /// `self · v` over Z_{2^32}, digits read as signed.

@@ -22,6 +22,7 @@ mod messages;
 mod scheme;
 mod server;
 mod setup;
+mod stream;
 
 pub use client::{Client, QueryState};
 pub use footprint::Footprint;
@@ -32,3 +33,4 @@ pub(crate) use server::centered;
 pub(crate) use server::encode_with_largest_p;
 pub use server::Server;
 pub use setup::{PublicSetup, RecordFormat, SetupOptions};
+pub use stream::{StreamError, StreamedSetup};

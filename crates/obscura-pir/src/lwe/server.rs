@@ -270,7 +270,7 @@ pub(crate) fn encode_with_largest_p(
 /// Cuts the data into centered digits: column `c` of the matrix is the bit stream of records
 /// `c·k .. (c+1)·k`, one `log_p`-bit digit per row, stored as a two's-complement `i8` in
 /// `[-p/2, p/2)`.
-fn encode_database(data: &[u8], geometry: &Geometry) -> PlaintextMatrix {
+pub(super) fn encode_database(data: &[u8], geometry: &Geometry) -> PlaintextMatrix {
     let rows = geometry.rows() as usize;
     let cols = geometry.cols() as usize;
     let width = u32::from(geometry.log_p());
