@@ -122,6 +122,7 @@ fn streamed_setups_retrieve_every_record_and_match_the_in_memory_matrix() {
                 database.as_bytes(),
                 "{what}"
             );
+            same_digits += 1;
         }
         let server = Server::from_parts(setup.clone(), database).unwrap();
         let mut client = Client::new(setup);
