@@ -12,6 +12,7 @@
 pub mod answerer;
 pub mod auth;
 pub mod catalog;
+mod checksum;
 pub mod client;
 pub mod connections;
 pub mod lease;

@@ -3,7 +3,8 @@
 //! ```text
 //! envelope (magic, version, kind = database file, setup digest)   40 bytes
 //! payload length: u64 LE
-//! SHA-256 of the payload: 32 bytes
+//! checksum of the payload: 32 bytes (SHA-256 over the setup's length, the setup and the
+//!   SHA-256 of the matrices, itself over the SHA-256s of their 64 MiB chunks)
 //! payload:
 //!   public setup length: u64 LE, then the encoded public setup of the database's scheme
 //!     (its envelope's kind names the scheme, see [`crate::registry`])
@@ -14,19 +15,26 @@
 //! ```
 //!
 //! Files are written to a temporary name in the target directory and renamed into place, so a
-//! crash never leaves a half-written database under the final name. Loading memory-maps the
+//! crash never leaves a half-written database under the final name. [`write_streamed`] writes
+//! a setup as it streams from the records, in bounded memory. Loading memory-maps the
 //! file, checks every length against the file size, verifies the checksum and the setup digest,
 //! and refuses a truncated or corrupted file with a [`StoreError`]; the matrices are then served
 //! straight from the mapping.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use obscura_math::matrix::{PlaintextMatrix, SharedBytes};
+use obscura_pir::lwe::{StreamError, StreamedSetup};
+use obscura_pir::scheme::Progress;
 use obscura_pir::wire::{self, Kind, Reader};
+use obscura_pir::PirError;
 use sha2::{Digest as _, Sha256};
+
+use crate::checksum::{payload_checksum, MatrixHasher};
+pub use crate::checksum::checksum_of_payload;
 
 use crate::lease::{Lease, Revocable};
 pub use crate::registry::Database;
@@ -94,25 +102,12 @@ pub fn write_database(path: &Path, database: &Database) -> Result<WrittenSetup, 
         .map(PlaintextMatrix::as_bytes)
         .collect();
     let matrix_bytes: u64 = matrices.iter().map(|m| m.len() as u64).sum();
-    let payload_len = 8 + setup.len() as u64 + matrix_bytes;
-    let mut hash = Sha256::new();
-    hash.update((setup.len() as u64).to_le_bytes());
-    hash.update(&setup);
+    let mut hasher = MatrixHasher::default();
     for matrix in &matrices {
-        hash.update(matrix);
+        hasher.update(matrix);
     }
-    let checksum: [u8; 32] = hash.finalize().into();
-
-    let mut preamble = Vec::with_capacity(PREAMBLE_BYTES);
-    wire::write_header(&mut preamble, Kind::DATABASE_FILE, &database.digest());
-    preamble.extend_from_slice(&payload_len.to_le_bytes());
-    preamble.extend_from_slice(&checksum);
-
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let temp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    let preamble = preamble(&database.digest(), &setup, matrix_bytes, &hasher.finish());
+    let temp = temporary_beside(path)?;
     {
         let mut out = BufWriter::with_capacity(1 << 20, temp.as_file());
         out.write_all(&preamble).map_err(io)?;
@@ -124,12 +119,118 @@ pub fn write_database(path: &Path, database: &Database) -> Result<WrittenSetup, 
         }
         out.flush().map_err(io)?;
     }
-    temp.as_file().sync_all().map_err(io)?;
-    temp.persist(path).map_err(|e| io(e.error))?;
+    persist(path, temp)?;
     Ok(WrittenSetup {
         bytes: setup.len() as u64,
         sha256: setup_sha256(&setup),
     })
+}
+
+/// Streams a setup of an LWE database from `records` (the bytes `plan` was made for, read in
+/// order) to a database file at `path`, atomically: the matrix is written band by band as it
+/// is encoded, and the public setup and the checksum once the last band is in, so memory holds
+/// [`StreamedSetup::peak_bytes`] whatever the size of the database. Says what setup it wrote.
+pub fn write_streamed(
+    path: &Path,
+    plan: &StreamedSetup,
+    records: &mut (dyn Read + Send),
+    progress: Progress<'_>,
+) -> Result<WrittenSetup, StreamedError> {
+    let io = |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let temp = temporary_beside(path)?;
+    let setup_start = PREAMBLE_BYTES as u64 + 8;
+    let mut file = temp.as_file();
+    file.seek(SeekFrom::Start(setup_start + plan.setup_bytes()))
+        .map_err(io)?;
+    let mut hasher = MatrixHasher::default();
+    let setup = plan.run(
+        records,
+        &mut |bytes| {
+            hasher.update(bytes);
+            file.write_all(bytes)
+        },
+        progress,
+    )?;
+    let setup_bytes = setup.to_bytes();
+    if setup_bytes.len() as u64 != plan.setup_bytes() {
+        return Err(StreamedError::Setup(PirError::InvalidParameters(format!(
+            "the setup takes {} bytes, not the {} planned",
+            setup_bytes.len(),
+            plan.setup_bytes()
+        ))));
+    }
+    let preamble = preamble(
+        setup.digest(),
+        &setup_bytes,
+        plan.matrix_bytes(),
+        &hasher.finish(),
+    );
+    file.seek(SeekFrom::Start(0)).map_err(io)?;
+    file.write_all(&preamble).map_err(io)?;
+    file.write_all(&(setup_bytes.len() as u64).to_le_bytes())
+        .map_err(io)?;
+    file.write_all(&setup_bytes).map_err(io)?;
+    persist(path, temp)?;
+    Ok(WrittenSetup {
+        bytes: setup_bytes.len() as u64,
+        sha256: setup_sha256(&setup_bytes),
+    })
+}
+
+/// What went wrong streaming a setup to a database file.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamedError {
+    /// The database file could not be written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The setup failed: the records could not be read, or the parameters make no setup.
+    #[error(transparent)]
+    Setup(#[from] PirError),
+    /// The records could not be read or the matrix written.
+    #[error(transparent)]
+    Stream(#[from] StreamError),
+}
+
+/// The bytes before the payload of a database file: the envelope with the setup's digest, the
+/// payload's length and its checksum.
+fn preamble(
+    digest: &wire::Digest,
+    setup: &[u8],
+    matrix_bytes: u64,
+    matrices: &[u8; 32],
+) -> Vec<u8> {
+    let payload_len = 8 + setup.len() as u64 + matrix_bytes;
+    let mut preamble = Vec::with_capacity(PREAMBLE_BYTES);
+    wire::write_header(&mut preamble, Kind::DATABASE_FILE, digest);
+    preamble.extend_from_slice(&payload_len.to_le_bytes());
+    preamble.extend_from_slice(&payload_checksum(setup, matrices));
+    preamble
+}
+
+/// A temporary file in the folder of `path`, to be renamed over it once written.
+fn temporary_beside(path: &Path) -> Result<tempfile::NamedTempFile, StoreError> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    tempfile::NamedTempFile::new_in(dir).map_err(|source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Flushes the written `temp` to disk and renames it to `path`.
+fn persist(path: &Path, temp: tempfile::NamedTempFile) -> Result<(), StoreError> {
+    let io = |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    temp.as_file().sync_all().map_err(io)?;
+    temp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
 }
 
 /// Loads and verifies the database file at `path`, of any built-in scheme. The file is
@@ -214,11 +315,6 @@ fn load(path: &Path, file: &File, registry: &Registry) -> Result<Database, Store
             payload.len()
         )));
     }
-    if Sha256::digest(payload).as_slice() != checksum {
-        return Err(invalid(
-            "the checksum does not match: the file is corrupted".into(),
-        ));
-    }
     let setup_len = payload
         .get(..8)
         .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
@@ -229,6 +325,11 @@ fn load(path: &Path, file: &File, registry: &Registry) -> Result<Database, Store
         )));
     }
     let setup_end = 8 + setup_len as usize;
+    if checksum_of_payload(payload).as_slice() != checksum {
+        return Err(invalid(
+            "the checksum does not match: the file is corrupted".into(),
+        ));
+    }
     let owner: SharedBytes = map.clone();
     let mut matrices = |shapes: &[(usize, usize)]| {
         let mut start = setup_end;
@@ -597,7 +698,7 @@ mod tests {
         let mut out = Vec::new();
         wire::write_header(&mut out, Kind::DATABASE_FILE, digest);
         out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-        out.extend_from_slice(&Sha256::digest(payload));
+        out.extend_from_slice(&checksum_of_payload(payload));
         out.extend_from_slice(payload);
         out
     }

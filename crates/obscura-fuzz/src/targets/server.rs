@@ -7,7 +7,6 @@ use obscura_pir::framing;
 use obscura_pir::wire;
 use obscura_server::catalog::DatabaseInfo;
 use obscura_server::store;
-use sha2::{Digest as _, Sha256};
 
 use super::{one_line, outcome, round_trip, Target, Verdict, ACCEPTED};
 use crate::fixtures;
@@ -104,7 +103,7 @@ fn file_around(payload: &[u8]) -> Vec<u8> {
     let mut file = Vec::with_capacity(PREAMBLE_BYTES + payload.len());
     wire::write_header(&mut file, wire::Kind::DATABASE_FILE, &digest);
     file.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    file.extend_from_slice(&Sha256::digest(payload));
+    file.extend_from_slice(&store::checksum_of_payload(payload));
     file.extend_from_slice(payload);
     file
 }
