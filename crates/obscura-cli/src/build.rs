@@ -7,10 +7,10 @@ use anyhow::{ensure, Context, Result};
 use clap::Args;
 use obscura_pir::keyword::fuse::Arity;
 use obscura_pir::keyword::{KeywordOptions, KeywordServer};
-use obscura_pir::lwe::{Footprint, Layout, Server, SetupOptions};
+use obscura_pir::lwe::{Footprint, Geometry, Layout, Server, SetupOptions, StreamedSetup};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_pir::PirError;
-use obscura_server::store::Database;
+use obscura_server::store::{self, Database, WrittenSetup};
 
 use crate::ingest::{self, InputFormat};
 use crate::{memory, progress};
@@ -44,6 +44,12 @@ pub struct BuildArgs {
     /// Database file to write.
     #[arg(long)]
     out: PathBuf,
+    /// Raw input only: stream the setup from the input file to the database file, a band of
+    /// columns at a time, so memory holds a few bands and the hint whatever the size (chosen
+    /// by itself when the input does not fit in memory). Its plaintext modulus is the one
+    /// correct for any data, where an in-memory setup may pick a larger one from the data.
+    #[arg(long)]
+    stream: bool,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -175,20 +181,36 @@ pub fn run(args: BuildArgs) -> Result<()> {
             let size = std::fs::metadata(&args.input)
                 .with_context(|| format!("cannot read {}", args.input.display()))?
                 .len();
-            if size > 0 {
-                let options = |layout| SetupOptions {
-                    layout,
-                    ..args.engine.options()
-                };
-                args.engine.check_size(size, size, |layout| {
-                    Server::footprint(size, record_size, options(layout))
-                })?;
+            ensure!(
+                size > 0,
+                "{} is empty: there are no records to serve",
+                args.input.display()
+            );
+            let options = |layout| SetupOptions {
+                layout,
+                ..args.engine.options()
+            };
+            let in_memory = args.engine.check_size(size, size, |layout| {
+                Server::footprint(size, record_size, options(layout))
+            });
+            let streamed = StreamedSetup::plan(size, record_size, args.engine.options())?;
+            let stream_fits = memory::fits(streamed.peak_bytes(), args.engine.max_memory);
+            match in_memory {
+                _ if args.stream => return build_streamed(&args, &streamed),
+                Err(reason) if stream_fits => {
+                    eprintln!(
+                        "streaming the setup, in about {} of memory: in memory {reason:#}",
+                        memory::human(streamed.peak_bytes())
+                    );
+                    return build_streamed(&args, &streamed);
+                }
+                in_memory => in_memory?,
             }
             let data = std::fs::read(&args.input)
                 .with_context(|| format!("cannot read {}", args.input.display()))?;
             ensure!(
-                !data.is_empty(),
-                "{} is empty: there are no records to serve",
+                data.len() as u64 == size,
+                "{} changed while it was read",
                 args.input.display()
             );
             Input::Raw { data, record_size }
@@ -286,19 +308,51 @@ pub fn run(args: BuildArgs) -> Result<()> {
         "keyword" => format!("{} keys in {} slots", listing.items, g.records()),
         _ => format!("{} records", g.records()),
     };
+    let params = (engine.params.set, engine.params.matrix);
+    report(&args, listing.kind, &items, &g, params, &written, started);
+    Ok(())
+}
+
+/// Streams the setup of the raw records of `args.input` to `args.out`, as `plan` says.
+fn build_streamed(args: &BuildArgs, plan: &StreamedSetup) -> Result<()> {
+    let pool = args.engine.pool()?;
+    let started = Instant::now();
+    let mut input = std::fs::File::open(&args.input)
+        .with_context(|| format!("cannot read {}", args.input.display()))?;
+    let written = pool
+        .install(|| {
+            progress::with_bar("streaming the setup", |progress| {
+                store::write_streamed(&args.out, plan, &mut input, progress)
+            })
+        })
+        .with_context(|| format!("{} from {}", args.out.display(), args.input.display()))?;
+    let g = plan.geometry();
+    let items = format!("{} records", g.records());
+    report(args, "index", &items, g, plan.params(), &written, started);
+    Ok(())
+}
+
+/// Prints what `obscura build` wrote.
+fn report(
+    args: &BuildArgs,
+    kind: &str,
+    items: &str,
+    g: &Geometry,
+    (set, matrix): (ParamSet, MatrixKind),
+    written: &WrittenSetup,
+    started: Instant,
+) {
     println!(
-        "wrote {}: {} database, {items} of {} bytes, {} x {} matrix, p = 2^{}, {} with a {} A, public setup {} bytes, setup sha256 {}, setup {:.2?}",
+        "wrote {}: {kind} database, {items} of {} bytes, {} x {} matrix, p = 2^{}, {} with a {} A, public setup {} bytes, setup sha256 {}, setup {:.2?}",
         args.out.display(),
-        listing.kind,
         g.record_bytes(),
         g.rows(),
         g.cols(),
         g.log_p(),
-        engine.params.set.name(),
-        engine.params.matrix.name(),
+        set.name(),
+        matrix.name(),
         written.bytes,
         hex::encode(written.sha256),
         started.elapsed()
     );
-    Ok(())
 }

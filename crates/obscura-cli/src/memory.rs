@@ -83,6 +83,12 @@ fn limit(max_memory: Option<u64>) -> Option<(u64, String)> {
     Some((bytes, format!("this machine has {} {what}", human(bytes))))
 }
 
+/// Whether `bytes` of memory fit what a build may use (see [`Plan::check`]); anything fits where
+/// the system does not say what it has.
+pub fn fits(bytes: u64, max_memory: Option<u64>) -> bool {
+    limit(max_memory).is_none_or(|(limit, _)| bytes <= limit)
+}
+
 /// What a build will cost, checked before it starts.
 pub struct Plan {
     /// The setup's footprint.

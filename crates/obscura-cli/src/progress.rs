@@ -65,18 +65,18 @@ pub fn bar() -> ProgressBar {
 }
 
 /// Runs `setup` with a progress bar labelled `message` that its progress callback advances.
-fn with_bar<S>(
+pub fn with_bar<S, E>(
     message: &str,
-    setup: impl FnOnce(&(dyn Fn(u64, u64) + Sync)) -> Result<S, PirError>,
-) -> Result<S, PirError> {
+    setup: impl FnOnce(&(dyn Fn(u64, u64) + Sync)) -> Result<S, E>,
+) -> Result<S, E> {
     with_bars(&[message], setup)
 }
 
 /// [`with_bar`] for a setup of several steps (see [`steps_bar`]).
-fn with_bars<S>(
+fn with_bars<S, E>(
     steps: &[&str],
-    setup: impl FnOnce(&(dyn Fn(u64, u64) + Sync)) -> Result<S, PirError>,
-) -> Result<S, PirError> {
+    setup: impl FnOnce(&(dyn Fn(u64, u64) + Sync)) -> Result<S, E>,
+) -> Result<S, E> {
     setup(&steps_bar(steps))
 }
 

@@ -39,7 +39,8 @@ fn build_with(dir: &Path, data: &[u8], record_size: u64, options: &[&str]) -> st
     db
 }
 
-/// `obscura get` returns the exact bytes of every record, the short last one included.
+/// `obscura get` returns the exact bytes of every record, the short last one included, from
+/// in-memory and streamed setups.
 #[test]
 fn get_returns_every_record_exactly() {
     let dir = tempfile::tempdir().unwrap();
@@ -51,6 +52,8 @@ fn get_returns_every_record_exactly() {
         &["--layout", "3", "--threads", "1"],
         &["--matrix", "uniform"],
         &["--params", "frodo-1774", "--layout", "one-per-column"],
+        &["--stream"],
+        &["--stream", "--layout", "one-per-column", "--matrix", "uniform"],
     ] {
         let db = build_with(dir.path(), &data, record_size as u64, options);
         for (index, expected) in data.chunks(record_size).enumerate() {

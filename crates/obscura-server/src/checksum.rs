@@ -27,7 +27,9 @@ pub fn checksum_of_payload(payload: &[u8]) -> [u8; 32] {
         .get(..8)
         .map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
     let rest = payload.get(8..).unwrap_or_default();
-    let split = usize::try_from(setup_len).unwrap_or(usize::MAX).min(rest.len());
+    let split = usize::try_from(setup_len)
+        .unwrap_or(usize::MAX)
+        .min(rest.len());
     let (setup, matrices) = rest.split_at(split);
     let mut hash = Sha256::new();
     hash.update(setup_len.to_le_bytes());

@@ -33,8 +33,8 @@ use obscura_pir::wire::{self, Kind, Reader};
 use obscura_pir::PirError;
 use sha2::{Digest as _, Sha256};
 
-use crate::checksum::{payload_checksum, MatrixHasher};
 pub use crate::checksum::checksum_of_payload;
+use crate::checksum::{payload_checksum, MatrixHasher};
 
 use crate::lease::{Lease, Revocable};
 pub use crate::registry::Database;

@@ -24,7 +24,7 @@ use obscura_math::matrix::{Matrix, PlaintextMatrix};
 use super::layout::Geometry;
 use super::server::encode_database;
 use super::setup::{matrix_a, PublicSetup, RecordFormat, SetupOptions};
-use crate::params::{worst_row_norm, LweParams, MatrixKind};
+use crate::params::{worst_row_norm, LweParams, MatrixKind, ParamSet};
 use crate::scheme::Progress;
 use crate::PirError;
 
@@ -109,6 +109,11 @@ impl StreamedSetup {
         &self.geometry
     }
 
+    /// The parameter set and how its public matrix is expanded.
+    pub fn params(&self) -> (ParamSet, MatrixKind) {
+        (self.options.params, self.matrix)
+    }
+
     /// Bytes of the encoded public setup it produces.
     pub fn setup_bytes(&self) -> u64 {
         PublicSetup::encoded_len(&self.geometry, self.options.params)
@@ -119,9 +124,9 @@ impl StreamedSetup {
         self.geometry.rows() * self.geometry.cols()
     }
 
-    /// The most memory it holds: the bands of records and of matrix in flight, the hint and
-    /// the row norms, the hint product's working memory, and the public setup encoded at the
-    /// end.
+    /// The most memory it holds: the hint and the row norms throughout, with the bands of
+    /// records and of matrix in flight and the hint product's working memory while it streams,
+    /// then the public setup encoded at the end.
     pub fn peak_bytes(&self) -> u64 {
         let g = &self.geometry;
         let column_bytes = g.per_column() * g.record_bytes();
@@ -132,7 +137,7 @@ impl StreamedSetup {
             self.options.params.n(),
             rayon::current_num_threads(),
         );
-        bands + hint_bytes + g.rows() * 8 + working.max(self.setup_bytes())
+        hint_bytes + g.rows() * 8 + (bands + working).max(self.setup_bytes())
     }
 
     /// Runs the setup: reads the records in order from `records` (exactly the planned bytes)
