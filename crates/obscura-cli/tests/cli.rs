@@ -53,7 +53,13 @@ fn get_returns_every_record_exactly() {
         &["--matrix", "uniform"],
         &["--params", "frodo-1774", "--layout", "one-per-column"],
         &["--stream"],
-        &["--stream", "--layout", "one-per-column", "--matrix", "uniform"],
+        &[
+            "--stream",
+            "--layout",
+            "one-per-column",
+            "--matrix",
+            "uniform",
+        ],
     ] {
         let db = build_with(dir.path(), &data, record_size as u64, options);
         for (index, expected) in data.chunks(record_size).enumerate() {

@@ -160,7 +160,31 @@ impl PlaintextMatrix {
         cols: usize,
         fill: impl Fn(usize, usize, usize, &mut [u8]) + Sync,
     ) -> Self {
-        Self::from_fn_in_panels(rows, cols, PANEL_COLS, fill)
+        Self::from_fn_in_panels(rows, cols, PANEL_COLS, None, fill)
+    }
+
+    /// [`PlaintextMatrix::from_group_fn`] written over `spare`, the buffer of a matrix no
+    /// longer needed ([`PlaintextMatrix::into_buffer`]), when it has the size: a setup that
+    /// makes many matrices of one shape in turn then reuses their memory instead of having
+    /// fresh pages cleared for each.
+    ///
+    /// # Panics
+    /// If `rows · cols` overflows.
+    pub fn from_group_fn_reusing(
+        rows: usize,
+        cols: usize,
+        spare: Option<LargeBuffer>,
+        fill: impl Fn(usize, usize, usize, &mut [u8]) + Sync,
+    ) -> Self {
+        Self::from_fn_in_panels(rows, cols, PANEL_COLS, spare, fill)
+    }
+
+    /// The buffer of a matrix that owns its bytes (`None` for one over shared bytes).
+    pub fn into_buffer(self) -> Option<LargeBuffer> {
+        match self.storage {
+            Storage::Owned(bytes) => Some(bytes),
+            Storage::Shared { .. } => None,
+        }
     }
 
     /// [`PlaintextMatrix::from_group_fn`] with panels of `panel_cols` columns (tests use narrow
@@ -169,10 +193,16 @@ impl PlaintextMatrix {
         rows: usize,
         cols: usize,
         panel_cols: usize,
+        spare: Option<LargeBuffer>,
         fill: impl Fn(usize, usize, usize, &mut [u8]) + Sync,
     ) -> Self {
         assert!(panel_cols > 0, "panel width");
-        let mut bytes = LargeBuffer::zeroed(rows.checked_mul(cols).expect("matrix size"));
+        let len = rows.checked_mul(cols).expect("matrix size");
+        // Every byte is written below: a group is tiled whole from its row-major digits.
+        let mut bytes = match spare {
+            Some(spare) if spare.len() == len => spare,
+            _ => LargeBuffer::zeroed(len),
+        };
         let mut rest: &mut [u8] = &mut bytes;
         for first in (0..cols).step_by(panel_cols) {
             let width = panel_cols.min(cols - first);
@@ -208,7 +238,7 @@ impl PlaintextMatrix {
         let fill = |r: usize, c: usize, out: &mut [u8]| {
             out.copy_from_slice(&digits[r * cols + c..r * cols + c + out.len()]);
         };
-        Self::from_fn_in_panels(rows, cols, panel_cols, row_by_row(fill))
+        Self::from_fn_in_panels(rows, cols, panel_cols, None, row_by_row(fill))
     }
 
     /// Number of rows.

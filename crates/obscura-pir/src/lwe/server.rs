@@ -2,6 +2,7 @@
 
 use obscura_math::expand::MatrixSeed;
 use obscura_math::matrix::PlaintextMatrix;
+use obscura_math::memory::LargeBuffer;
 use obscura_math::{hint, kernels, pack};
 
 use super::footprint::Footprint;
@@ -270,7 +271,17 @@ pub(crate) fn encode_with_largest_p(
 /// Cuts the data into centered digits: column `c` of the matrix is the bit stream of records
 /// `c·k .. (c+1)·k`, one `log_p`-bit digit per row, stored as a two's-complement `i8` in
 /// `[-p/2, p/2)`.
-pub(super) fn encode_database(data: &[u8], geometry: &Geometry) -> PlaintextMatrix {
+fn encode_database(data: &[u8], geometry: &Geometry) -> PlaintextMatrix {
+    encode_database_reusing(data, geometry, None)
+}
+
+/// [`encode_database`] over `spare`, the buffer of a matrix no longer needed, when it has the
+/// size (see [`PlaintextMatrix::from_group_fn_reusing`]).
+pub(super) fn encode_database_reusing(
+    data: &[u8],
+    geometry: &Geometry,
+    spare: Option<LargeBuffer>,
+) -> PlaintextMatrix {
     let rows = geometry.rows() as usize;
     let cols = geometry.cols() as usize;
     let width = u32::from(geometry.log_p());
@@ -283,21 +294,28 @@ pub(super) fn encode_database(data: &[u8], geometry: &Geometry) -> PlaintextMatr
             .iter()
             .map(|&(start, last)| ((start / 8) as usize, (last / 8) as usize))
             .collect();
-        return PlaintextMatrix::from_group_fn(rows, cols, |r, first, width, digits| {
-            let group_rows = digits.len() / width;
-            for (j, &(start, end)) in runs[first..first + width].iter().enumerate() {
-                let from = (start + r).min(end);
-                let bytes = &data[from..(start + r + group_rows).min(end)];
-                for (i, &byte) in bytes.iter().enumerate() {
-                    digits[i * width + j] = byte;
+        return PlaintextMatrix::from_group_fn_reusing(
+            rows,
+            cols,
+            spare,
+            |r, first, width, digits| {
+                let group_rows = digits.len() / width;
+                for (j, &(start, end)) in runs[first..first + width].iter().enumerate() {
+                    let from = (start + r).min(end);
+                    let bytes = &data[from..(start + r + group_rows).min(end)];
+                    for (i, &byte) in bytes.iter().enumerate() {
+                        digits[i * width + j] = byte;
+                    }
                 }
-            }
-        });
+            },
+        );
     }
-    PlaintextMatrix::from_fn(rows, cols, |r, first, digits| {
-        let offset = r as u64 * u64::from(width);
-        for (entry, &(start, last)) in digits.iter_mut().zip(&columns[first..]) {
-            *entry = centered(pack::digit_at(data, start + offset, width, last), width);
+    PlaintextMatrix::from_group_fn_reusing(rows, cols, spare, |r, first, group_cols, digits| {
+        for (i, row) in digits.chunks_exact_mut(group_cols).enumerate() {
+            let offset = (r + i) as u64 * u64::from(width);
+            for (entry, &(start, last)) in row.iter_mut().zip(&columns[first..]) {
+                *entry = centered(pack::digit_at(data, start + offset, width, last), width);
+            }
         }
     })
 }

@@ -20,9 +20,10 @@ use obscura_math::expand::MatrixSeed;
 use obscura_math::hint;
 use obscura_math::layout::PANEL_COLS;
 use obscura_math::matrix::{Matrix, PlaintextMatrix};
+use obscura_math::memory::LargeBuffer;
 
 use super::layout::Geometry;
-use super::server::encode_database;
+use super::server::encode_database_reusing;
 use super::setup::{matrix_a, PublicSetup, RecordFormat, SetupOptions};
 use crate::params::{worst_row_norm, LweParams, MatrixKind, ParamSet};
 use crate::scheme::Progress;
@@ -190,16 +191,21 @@ impl StreamedSetup {
                     }
                 }
             });
-            // Encoded bands flow encoder → writer, one waiting while one is written.
+            // Encoded bands flow encoder → writer, one waiting while one is written; their
+            // buffers come back to be encoded over.
             let (encoded, to_write) = mpsc::sync_channel::<PlaintextMatrix>(0);
+            let (written, spares) = mpsc::sync_channel::<LargeBuffer>(BANDS_IN_FLIGHT as usize);
             let writer = scope.spawn(move || -> std::io::Result<()> {
                 for band in to_write {
                     matrix(band.as_bytes())?;
+                    if let Some(buffer) = band.into_buffer() {
+                        let _ = written.try_send(buffer);
+                    }
                 }
                 Ok(())
             });
 
-            for columns in &bands {
+            for (index, columns) in bands.iter().enumerate() {
                 let Ok(bytes) = read.recv() else { break };
                 let bytes = bytes.map_err(StreamError::Read)?;
                 let first_record = columns.start * g.per_column();
@@ -211,7 +217,13 @@ impl StreamedSetup {
                     g.per_column(),
                     g.log_p(),
                 )?;
-                let band = encode_database(&bytes, &band_geometry);
+                // Past the first bands, wait for the writer to hand one back.
+                let spare = if index < BANDS_IN_FLIGHT as usize {
+                    None
+                } else {
+                    spares.recv().ok()
+                };
+                let band = encode_database_reusing(&bytes, &band_geometry, spare);
                 let _ = give_back.send(bytes);
                 hint::hint_accumulate(&band, &a, columns.start as usize, &mut hint, &|_, _| {});
                 band.add_row_norms(&mut norms);
