@@ -1,22 +1,12 @@
 //! End-to-end retrieval with the LWE engine over many shapes, layouts and parameter sets,
 //! compared with the plain records.
 
+mod common;
+
+use common::data;
 use obscura_pir::lwe::{Client, Layout, Server, SetupOptions};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_pir::{PirClient, PirError, PirServer};
-
-/// Deterministic test data (xorshift), so failures reproduce.
-fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 fn expected(data: &[u8], record_bytes: usize, index: u64) -> &[u8] {
     let start = index as usize * record_bytes;

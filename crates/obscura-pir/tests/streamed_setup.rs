@@ -2,6 +2,9 @@
 //! those of the in-memory setup, and every record comes back; failures on either side end the
 //! setup with an error, not a hang.
 
+mod common;
+
+use common::data;
 use std::io::{Cursor, Read};
 
 use obscura_math::hint::hint_product;
@@ -9,19 +12,6 @@ use obscura_math::matrix::PlaintextMatrix;
 use obscura_pir::lwe::{Client, Layout, Server, SetupOptions, StreamError, StreamedSetup};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_pir::{PirClient, PirServer};
-
-/// Deterministic test data (xorshift).
-fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 /// Streams a setup of `data` in bands of about `band_bytes`, returning the plan, the setup and
 /// the matrix bytes in the order they were handed on.
