@@ -328,7 +328,8 @@ fn build_streamed(args: &BuildArgs, plan: &StreamedSetup) -> Result<()> {
         .with_context(|| format!("{} from {}", args.out.display(), args.input.display()))?;
     let g = plan.geometry();
     let items = format!("{} records", g.records());
-    report(args, "index", &items, g, plan.params(), &written, started);
+    let params = (plan.params().set, plan.params().matrix);
+    report(args, "index", &items, g, params, &written, started);
     Ok(())
 }
 

@@ -13,8 +13,13 @@ pub const CHUNK_BYTES: usize = 64 << 20;
 /// The checksum of a payload with public setup `setup` and matrices whose
 /// [`MatrixHasher`] digest is `matrices`.
 pub fn payload_checksum(setup: &[u8], matrices: &[u8; 32]) -> [u8; 32] {
+    checksum(setup.len() as u64, setup, matrices)
+}
+
+/// SHA-256 over the setup length `setup_len` as written, the setup and the matrices' digest.
+fn checksum(setup_len: u64, setup: &[u8], matrices: &[u8; 32]) -> [u8; 32] {
     let mut hash = Sha256::new();
-    hash.update((setup.len() as u64).to_le_bytes());
+    hash.update(setup_len.to_le_bytes());
     hash.update(setup);
     hash.update(matrices);
     hash.finalize().into()
@@ -31,11 +36,7 @@ pub fn checksum_of_payload(payload: &[u8]) -> [u8; 32] {
         .unwrap_or(usize::MAX)
         .min(rest.len());
     let (setup, matrices) = rest.split_at(split);
-    let mut hash = Sha256::new();
-    hash.update(setup_len.to_le_bytes());
-    hash.update(setup);
-    hash.update(MatrixHasher::digest(matrices));
-    hash.finalize().into()
+    checksum(setup_len, setup, &MatrixHasher::digest(matrices))
 }
 
 /// The digest of matrix bytes handed over in pieces of any size, in order.

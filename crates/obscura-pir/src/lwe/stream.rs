@@ -25,7 +25,7 @@ use obscura_math::memory::LargeBuffer;
 use super::layout::Geometry;
 use super::server::encode_database_reusing;
 use super::setup::{matrix_a, PublicSetup, RecordFormat, SetupOptions};
-use crate::params::{worst_row_norm, LweParams, MatrixKind, ParamSet};
+use crate::params::{worst_row_norm, LweParams, MatrixKind};
 use crate::scheme::Progress;
 use crate::PirError;
 
@@ -55,8 +55,8 @@ pub enum StreamError {
 #[derive(Clone, Debug)]
 pub struct StreamedSetup {
     geometry: Geometry,
-    options: SetupOptions,
-    matrix: MatrixKind,
+    /// Checked at the worst row norm the geometry allows, before a band is read.
+    params: LweParams,
     band_cols: u64,
 }
 
@@ -72,9 +72,8 @@ impl StreamedSetup {
         let matrix = options
             .matrix
             .unwrap_or(MatrixKind::default_for(options.params));
-        // The parameters are checked now, at the worst row norm, not after the last band.
         let (cols, log_p) = (geometry.cols(), geometry.log_p());
-        LweParams::new(
+        let params = LweParams::new(
             options.params,
             matrix,
             log_p,
@@ -83,8 +82,7 @@ impl StreamedSetup {
         )?;
         Ok(Self {
             geometry,
-            options,
-            matrix,
+            params,
             band_cols: 1,
         }
         .with_band_bytes(BAND_BYTES))
@@ -94,8 +92,8 @@ impl StreamedSetup {
     /// bits), rounded down to whole panels (and blocks of a negacyclic `A`), at least one:
     /// smaller bands hold less memory, larger ones make fewer passes. 256 MiB by default.
     pub fn with_band_bytes(self, bytes: u64) -> Self {
-        let unit = match self.matrix {
-            MatrixKind::Negacyclic => lcm(PANEL_COLS as u64, self.options.params.n() as u64),
+        let unit = match self.params.matrix {
+            MatrixKind::Negacyclic => lcm(PANEL_COLS as u64, self.params.n() as u64),
             MatrixKind::Uniform => PANEL_COLS as u64,
         };
         let units = (bytes / self.geometry.rows().max(1) / unit).max(1);
@@ -110,14 +108,14 @@ impl StreamedSetup {
         &self.geometry
     }
 
-    /// The parameter set and how its public matrix is expanded.
-    pub fn params(&self) -> (ParamSet, MatrixKind) {
-        (self.options.params, self.matrix)
+    /// The parameter set, how its public matrix is expanded and the plaintext modulus.
+    pub fn params(&self) -> &LweParams {
+        &self.params
     }
 
     /// Bytes of the encoded public setup it produces.
     pub fn setup_bytes(&self) -> u64 {
-        PublicSetup::encoded_len(&self.geometry, self.options.params)
+        PublicSetup::encoded_len(&self.geometry, self.params.set)
     }
 
     /// Bytes of the matrix it writes.
@@ -132,10 +130,10 @@ impl StreamedSetup {
         let g = &self.geometry;
         let column_bytes = g.per_column() * g.record_bytes();
         let bands = BANDS_IN_FLIGHT * self.band_cols * (column_bytes + g.rows());
-        let hint_bytes = g.rows() * self.options.params.n() as u64 * 4;
+        let hint_bytes = g.rows() * self.params.n() as u64 * 4;
         let working = hint::working_bytes(
             self.band_cols as usize,
-            self.options.params.n(),
+            self.params.n(),
             rayon::current_num_threads(),
         );
         hint_bytes + g.rows() * 8 + (bands + working).max(self.setup_bytes())
@@ -151,18 +149,10 @@ impl StreamedSetup {
         progress: Progress<'_>,
     ) -> Result<PublicSetup, StreamError> {
         let g = self.geometry;
-        let set = self.options.params;
         let seed =
             MatrixSeed::random().map_err(|e| PirError::from(obscura_math::sample::RngError(e)))?;
-        let params = LweParams::new(
-            set,
-            self.matrix,
-            g.log_p(),
-            g.cols(),
-            worst_row_norm(g.cols(), g.log_p()),
-        )?;
-        let a = matrix_a(&params, seed, &g);
-        let mut hint = Matrix::zeros(g.rows() as usize, set.n());
+        let a = matrix_a(&self.params, seed, &g);
+        let mut hint = Matrix::zeros(g.rows() as usize, self.params.n());
         let mut norms = vec![0u64; g.rows() as usize];
         let bands: Vec<Range<u64>> = (0..g.cols())
             .step_by(self.band_cols as usize)
@@ -241,8 +231,8 @@ impl StreamedSetup {
 
         let row_norm = norms.into_iter().max().unwrap_or(0);
         Ok(PublicSetup::new(
-            set,
-            self.matrix,
+            self.params.set,
+            self.params.matrix,
             RecordFormat::Raw,
             g,
             row_norm,
