@@ -141,6 +141,33 @@ pub fn tile(row_major: &[u8], rows: usize, width: usize, group: &mut [u8]) {
     }
 }
 
+/// Writes `rows x width` digits held column by column (`columns[c · rows + i]` is row `i`,
+/// column `c`) into `tiled`, their groups one after another in step order: the storage order of
+/// a panel's stretch of whole groups.
+pub fn tile_columns(columns: &[u8], rows: usize, width: usize, tiled: &mut [u8]) {
+    assert!(
+        columns.len() == rows * width && tiled.len() == rows * width,
+        "a digit per row and column"
+    );
+    // One step of columns at a time: its digits are one contiguous run of `columns`, read
+    // from the L1 cache while every group's stretch of the step is written.
+    for s in 0..width.div_ceil(STEP_COLS) {
+        let (first, len) = (s * STEP_COLS, STEP_COLS.min(width - s * STEP_COLS));
+        let step = &columns[first * rows..(first + len) * rows];
+        for g in 0..rows.div_ceil(GROUP_ROWS) {
+            let group_rows = GROUP_ROWS.min(rows - g * GROUP_ROWS);
+            let (start, _) = step_at(group_rows, width, s);
+            let stretch = &mut tiled[g * GROUP_ROWS * width + start..][..group_rows * len];
+            for (i, row) in stretch.chunks_exact_mut(len).enumerate() {
+                let r = g * GROUP_ROWS + i;
+                for (c, digit) in row.iter_mut().enumerate() {
+                    *digit = step[c * rows + r];
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,6 +194,23 @@ mod tests {
             for i in 0..rows {
                 prop_assert_eq!(&out[i * cols.len()..(i + 1) * cols.len()], &digits[i * width + cols.start..i * width + cols.end]);
             }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn digits_held_by_column_tile_like_rows(rows in 1usize..40, width in 1usize..300, seed in any::<u8>()) {
+            let columns: Vec<u8> = (0..rows * width).map(|x| (x as u8).wrapping_mul(37).wrapping_add(seed)).collect();
+            let mut tiled = vec![0u8; columns.len()];
+            tile_columns(&columns, rows, width, &mut tiled);
+            // The same digits row-major, tiled group by group.
+            let row_major: Vec<u8> = (0..rows * width).map(|x| columns[(x % width) * rows + x / width]).collect();
+            let mut expected = vec![0u8; columns.len()];
+            for (g, group) in expected.chunks_mut(GROUP_ROWS * width).enumerate() {
+                let group_rows = group.len() / width;
+                tile(&row_major[g * GROUP_ROWS * width..][..group.len()], group_rows, width, group);
+            }
+            prop_assert_eq!(tiled, expected);
         }
     }
 

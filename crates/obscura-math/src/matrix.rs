@@ -81,6 +81,45 @@ fn row_by_row(
     }
 }
 
+/// Rows `first_row() .. first_row() + rows()` of a matrix being built by
+/// [`PlaintextMatrix::from_column_bands`], each column's digits in these rows held together: a
+/// fill that writes a column's digits at once touches one run of memory per column.
+pub struct ColumnBand<'a> {
+    first_row: usize,
+    rows: usize,
+    panel_cols: usize,
+    /// Per panel, the runs of its columns one after another.
+    panels: Vec<&'a mut [u8]>,
+}
+
+impl ColumnBand<'_> {
+    /// The matrix row of the band's first row.
+    pub fn first_row(&self) -> usize {
+        self.first_row
+    }
+
+    /// Rows in the band.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The band's digits of column `c`, top to bottom.
+    ///
+    /// # Panics
+    /// If `c` is outside the matrix.
+    pub fn column(&self, c: usize) -> &[u8] {
+        &self.panels[c / self.panel_cols][(c % self.panel_cols) * self.rows..][..self.rows]
+    }
+
+    /// The band's digits of column `c`, top to bottom, to write.
+    ///
+    /// # Panics
+    /// If `c` is outside the matrix.
+    pub fn column_mut(&mut self, c: usize) -> &mut [u8] {
+        &mut self.panels[c / self.panel_cols][(c % self.panel_cols) * self.rows..][..self.rows]
+    }
+}
+
 /// Bytes kept alive by someone else (for instance a memory-mapped database file).
 pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
@@ -179,7 +218,82 @@ impl PlaintextMatrix {
         Self::from_fn_in_panels(rows, cols, PANEL_COLS, spare, fill)
     }
 
-    /// The buffer of a matrix that owns its bytes (`None` for one over shared bytes).
+    /// A `rows x cols` matrix filled in bands of `band_rows` rows (a multiple of
+    /// [`GROUP_ROWS`]; the last band may be shorter), one task per band, in parallel:
+    /// `fill(band)` writes the band's digits column by column, in any order of columns, and
+    /// digits it does not write are zero. For sources that write whole columns at random (a
+    /// keyword filter's slots).
+    ///
+    /// The bands lie in the matrix's own memory, each panel's stretch of a band in one run, and
+    /// are put into storage order in place one stretch at a time: the build needs no second
+    /// buffer the size of the matrix.
+    ///
+    /// # Panics
+    /// If `band_rows` is not a positive multiple of [`GROUP_ROWS`] or `rows · cols` overflows.
+    pub fn from_column_bands(
+        rows: usize,
+        cols: usize,
+        band_rows: usize,
+        fill: impl Fn(&mut ColumnBand<'_>) + Sync,
+    ) -> Self {
+        Self::from_column_bands_in_panels(rows, cols, PANEL_COLS, band_rows, fill)
+    }
+
+    /// [`PlaintextMatrix::from_column_bands`] with panels of `panel_cols` columns (tests use
+    /// narrow ones).
+    pub(crate) fn from_column_bands_in_panels(
+        rows: usize,
+        cols: usize,
+        panel_cols: usize,
+        band_rows: usize,
+        fill: impl Fn(&mut ColumnBand<'_>) + Sync,
+    ) -> Self {
+        assert!(panel_cols > 0, "panel width");
+        assert!(
+            band_rows > 0 && band_rows.is_multiple_of(GROUP_ROWS),
+            "bands of whole groups"
+        );
+        let mut bytes = LargeBuffer::zeroed(rows.checked_mul(cols).expect("matrix size"));
+        let mut bands: Vec<ColumnBand<'_>> = (0..rows)
+            .step_by(band_rows)
+            .map(|first_row| ColumnBand {
+                first_row,
+                rows: band_rows.min(rows - first_row),
+                panel_cols,
+                panels: Vec::with_capacity(cols.div_ceil(panel_cols)),
+            })
+            .collect();
+        // A panel's rows lie top to bottom, so a band's stretch of it is one run.
+        let mut rest: &mut [u8] = &mut bytes;
+        for first in (0..cols).step_by(panel_cols) {
+            let width = panel_cols.min(cols - first);
+            for band in &mut bands {
+                let (stretch, tail) = std::mem::take(&mut rest).split_at_mut(band.rows * width);
+                band.panels.push(stretch);
+                rest = tail;
+            }
+        }
+        bands.par_iter_mut().for_each(|band| fill(band));
+        let stretches: Vec<(usize, &mut [u8])> = bands
+            .into_iter()
+            .flat_map(|band| band.panels.into_iter().map(move |run| (band.rows, run)))
+            .collect();
+        stretches
+            .into_par_iter()
+            .for_each_init(Vec::new, |columns, (rows, stretch)| {
+                columns.clear();
+                columns.extend_from_slice(stretch);
+                layout::tile_columns(columns, rows, stretch.len() / rows, stretch);
+            });
+        Self {
+            rows,
+            cols,
+            panel_cols,
+            storage: Storage::Owned(bytes),
+        }
+    }
+
+    /// The buffer of a matrix that owns its bytes    /// The buffer of a matrix that owns its bytes (`None` for one over shared bytes).
     pub fn into_buffer(self) -> Option<LargeBuffer> {
         match self.storage {
             Storage::Owned(bytes) => Some(bytes),
@@ -417,6 +531,28 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn column_bands_hold_the_digits_written_by_column(rows in 0usize..30, cols in 0usize..90, panel in 1usize..40, band_groups in 1usize..5, seed in any::<u8>()) {
+            let digit = |r: usize, c: usize| ((r * 131 + c * 7) as u8).wrapping_add(seed);
+            let band_rows = band_groups * GROUP_ROWS;
+            let matrix = PlaintextMatrix::from_column_bands_in_panels(rows, cols, panel, band_rows, |band| {
+                assert!(band.first_row().is_multiple_of(band_rows) && band.rows() <= band_rows);
+                // Every other column is left as it was: zero.
+                for c in (0..cols).step_by(2) {
+                    let first = band.first_row();
+                    for (i, d) in band.column_mut(c).iter_mut().enumerate() {
+                        *d = digit(first + i, c);
+                    }
+                    let written = band.column(c).to_vec();
+                    assert_eq!(written.len(), band.rows());
+                }
+            });
+            let expected: Vec<u8> = (0..rows * cols)
+                .map(|x| if x % cols % 2 == 0 { digit(x / cols, x % cols) } else { 0 })
+                .collect();
+            prop_assert_eq!(matrix, PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &expected));
+        }
+
         #[test]
         fn max_row_norm_matches_naive(rows in 0usize..6, cols in 0usize..200_000, panel in 1usize..100_000, seed in any::<u64>()) {
             let mut x = seed | 1;

@@ -5,8 +5,8 @@ use std::ops::Range;
 use std::sync::Mutex;
 
 use obscura_math::layout::GROUP_ROWS;
-use obscura_math::matrix::PlaintextMatrix;
-use obscura_math::memory::{prefetch, LargeBuffer};
+use obscura_math::matrix::{ColumnBand, PlaintextMatrix};
+use obscura_math::memory::prefetch;
 use obscura_math::pack;
 use rayon::prelude::*;
 
@@ -42,8 +42,9 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
     /// peeling order so that each key's slots and mask sum to its row.
     ///
     /// Digit rows are independent of each other, so they are cut into blocks of `block_rows`
-    /// (whole groups of the matrix's storage order, so that a group is read from one block; at
-    /// most [`MAX_FILL_BLOCK_ROWS`]), each filled by one task as a slot-major array of its rows.
+    /// (whole groups of the matrix's storage order; at most [`MAX_FILL_BLOCK_ROWS`]), each
+    /// filled by one task in the matrix's own memory with each slot's digits together (see
+    /// [`PlaintextMatrix::from_column_bands`]).
     ///
     /// `progress(done, total)` counts the keys filled in every block (`total` is the key count).
     pub(super) fn matrix(
@@ -63,43 +64,27 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
         // every digit width; reports are serialized so that they only grow.
         let (keys, blocks_count) = (self.order.len() as u64, rows.div_ceil(block_rows) as u64);
         let filled = Mutex::new(0u64);
-        // Large buffers (on huge pages where the system has them): keys write all over them.
-        let mut blocks: Vec<LargeBuffer> = (0..rows)
-            .step_by(block_rows)
-            .map(|first| LargeBuffer::zeroed(size * (rows - first).min(block_rows)))
-            .collect();
-        blocks.par_iter_mut().enumerate().for_each(|(b, slots)| {
-            self.fill_block(b * block_rows, width, slots, &|done_here| {
+        PlaintextMatrix::from_column_bands(rows, size, block_rows, |band| {
+            self.fill_block(band, width, &|done_here| {
                 let mut done = filled
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner());
                 *done += done_here;
                 progress(*done / blocks_count, keys);
             });
-        });
-        // The matrix of centered digits.
-        PlaintextMatrix::from_group_fn(rows, size, |r, first, width_cols, digits| {
-            // A group's rows lie in one block, next to each other in each slot's run.
-            let block = &blocks[r / block_rows];
-            let (stride, j) = (block.len() / size, r % block_rows);
-            let group_rows = digits.len() / width_cols;
-            for c in 0..width_cols {
-                let run = &block[(first + c) * stride + j..][..group_rows];
-                for (i, &digit) in run.iter().enumerate() {
-                    digits[i * width_cols + c] = lwe::centered(digit, width);
-                }
-            }
         })
     }
 
-    /// Fills digit rows `first ..` of every slot (`slots` is slot-major, one run of the block's
-    /// rows per slot), key by key in reverse peeling order, telling `filled` how many keys it
-    /// has done every [`PROGRESS_KEYS`] keys and at the end.
-    fn fill_block(&self, first: usize, width: u32, slots: &mut [u8], filled: &dyn Fn(u64)) {
-        let count = slots.len() / self.shape.size() as usize;
+    /// Fills the band's rows of every slot, key by key in reverse peeling order, telling
+    /// `filled` how many keys it has done every [`PROGRESS_KEYS`] keys and at the end. Slots
+    /// hold centered digits (see [`lwe::centered`]); digits are computed with wrapping byte
+    /// arithmetic (p divides 256), so a centered digit adds like the residue it stands for.
+    fn fill_block(&self, band: &mut ColumnBand<'_>, width: u32, filled: &dyn Fn(u64)) {
+        let (first, count) = (band.first_row(), band.rows());
         let arity = self.shape.arity().get();
-        // p divides 256, so digits are computed with wrapping byte arithmetic, then reduced.
-        let reduce = ((1u16 << width) - 1) as u8;
+        let centered: [u8; 256] = std::array::from_fn(|byte| {
+            lwe::centered(byte as u8 & ((1u16 << width) - 1) as u8, width)
+        });
         // The row bytes that hold this block's digits, and the stream's end in those bytes.
         let bytes = first * width as usize / 8
             ..((first + count) * width as usize)
@@ -108,10 +93,6 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
         let limit = 8 * (self.row_bytes - bytes.start) as u64;
         let mut window = vec![0u8; bytes.len()];
         let mut wanted = [0u8; MAX_FILL_BLOCK_ROWS];
-        let slot_runs = |key: u32| {
-            let positions = self.shape.positions(self.hashes[key as usize]);
-            positions.map(|slot| slot as usize * count)
-        };
         let header = row_header(self.length_bytes);
         // Keys come in reverse peeling order, so each one's data lie anywhere in memory and
         // its own work is too short to wait for them: the pair and hash of the key
@@ -126,8 +107,8 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
                 prefetch(&self.checks[far as usize]);
             }
             if let Some(near) = ahead(i, PREFETCH_KEYS) {
-                for start in &slot_runs(near)[..arity] {
-                    prefetch(&slots[*start..*start + count]);
+                for &slot in &self.shape.positions(self.hashes[near as usize])[..arity] {
+                    prefetch(band.column(slot as usize));
                 }
                 let value = self.pairs[near as usize].1.as_ref();
                 let part = |at: usize| at.saturating_sub(header).min(value.len());
@@ -139,24 +120,33 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
             // What the key's slot must hold: its row's digits minus its mask and its other
             // slots (filled already, or never).
             let wanted = &mut wanted[..count];
-            for (j, digit) in wanted.iter_mut().enumerate() {
-                let offset = (first + j) as u64 * u64::from(width) - 8 * bytes.start as u64;
-                let mask = mask_digit(hash, first + j, width as u8);
-                *digit = pack::digit_at(&window, offset, width, limit).wrapping_sub(mask);
+            if width == 8 {
+                // Digits are the row's bytes; those past the row's end are zero.
+                wanted.fill(0);
+                wanted[..window.len()].copy_from_slice(&window);
+            } else {
+                for (j, digit) in wanted.iter_mut().enumerate() {
+                    let offset = (first + j) as u64 * u64::from(width) - 8 * bytes.start as u64;
+                    *digit = pack::digit_at(&window, offset, width, limit);
+                }
             }
-            let positions = slot_runs(self.order[i].0);
+            for (j, digit) in wanted.iter_mut().enumerate() {
+                *digit = digit.wrapping_sub(mask_digit(hash, first + j, width as u8));
+            }
+            let positions = self.shape.positions(hash);
             for (u, &other) in positions[..arity].iter().enumerate() {
                 if u != t {
-                    for (digit, &x) in wanted.iter_mut().zip(&slots[other..other + count]) {
+                    for (digit, &x) in wanted.iter_mut().zip(band.column(other as usize)) {
                         *digit = digit.wrapping_sub(x);
                     }
                 }
             }
-            for (slot, &digit) in slots[positions[t]..positions[t] + count]
+            for (slot, &digit) in band
+                .column_mut(positions[t] as usize)
                 .iter_mut()
                 .zip(&*wanted)
             {
-                *slot = digit & reduce;
+                *slot = centered[usize::from(digit)];
             }
             unreported += 1;
             if unreported == PROGRESS_KEYS || i == 0 {
