@@ -6,6 +6,7 @@
 //! - [`matrix`]: dense matrices of `u32` and of plaintext digits;
 //! - [`layout`]: the storage order of plaintext digits (column panels of row groups of tiles);
 //! - [`memory`]: large zeroed buffers, on huge pages where the system has them;
+//! - [`mix`]: MurmurHash3's 64-bit finalizer and vectorized runs of it;
 //! - [`expand`]: public matrices expanded from a 16-byte seed with AES-128-CTR, block by block;
 //! - [`sample`]: secret vectors (uniform, ternary, discrete Gaussian) drawn from the OS CSPRNG;
 //! - [`pack`]: dense packing of byte strings into `w`-bit plaintext digits and back;
@@ -24,6 +25,7 @@ pub mod kernels;
 pub mod layout;
 pub mod matrix;
 pub mod memory;
+pub mod mix;
 pub mod ntt;
 #[cfg(target_arch = "x86_64")]
 mod ntt_avx512;

@@ -11,7 +11,7 @@ use obscura_math::pack;
 use rayon::prelude::*;
 
 use super::fuse::FuseShape;
-use super::row::{mask_digit, row_header, CHECK_BYTES};
+use super::row::{mask_digits, row_header, CHECK_BYTES};
 use crate::lwe::{self, Geometry};
 
 /// The pairs of a keyword database and their peeled filter, ready to be encoded.
@@ -25,11 +25,23 @@ pub(super) struct Filled<'a, K, V> {
     pub(super) row_bytes: usize,
 }
 
-/// The most digit rows per block of the fill (see [`Filled::matrix`]), the number a build uses:
-/// each block reads every key's pair again, from anywhere in memory, so fewer and larger blocks
-/// cost less (smaller ones measured slower even where they gave each thread more blocks).
-pub(super) const MAX_FILL_BLOCK_ROWS: usize = 64;
+/// The most digit rows per block of the fill (see [`Filled::matrix`]). Each block reads every
+/// key's pair and slots again, from anywhere in memory, so fewer and larger blocks cost less; a
+/// block of 256 rows puts each slot's digits in four cache lines side by side, and its slice of
+/// a panel (512 KiB) is reordered in the L2 cache.
+pub(super) const MAX_FILL_BLOCK_ROWS: usize = 256;
 const _: () = assert!(MAX_FILL_BLOCK_ROWS.is_multiple_of(GROUP_ROWS));
+
+/// The rows per fill block for a matrix of `rows` rows on `threads` threads: the fewest
+/// blocks of at most [`MAX_FILL_BLOCK_ROWS`] rows, a multiple of the thread count of them, of
+/// (nearly) equal size, so that every thread has the same work.
+pub(super) fn fill_block_rows(rows: usize, threads: usize) -> usize {
+    let threads = threads.max(1);
+    let blocks = rows.div_ceil(threads * MAX_FILL_BLOCK_ROWS).max(1) * threads;
+    rows.div_ceil(blocks)
+        .next_multiple_of(GROUP_ROWS)
+        .clamp(GROUP_ROWS, MAX_FILL_BLOCK_ROWS)
+}
 
 /// How many keys ahead the fill starts loading a key's slots.
 const PREFETCH_KEYS: usize = 16;
@@ -64,8 +76,9 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
         // every digit width; reports are serialized so that they only grow.
         let (keys, blocks_count) = (self.order.len() as u64, rows.div_ceil(block_rows) as u64);
         let filled = Mutex::new(0u64);
+        let steps = self.steps();
         PlaintextMatrix::from_column_bands(rows, size, block_rows, |band| {
-            self.fill_block(band, width, &|done_here| {
+            fill_block(&steps, self.row_shape(), band, width, &|done_here| {
                 let mut done = filled
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -75,104 +88,146 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
         })
     }
 
-    /// Fills the band's rows of every slot, key by key in reverse peeling order, telling
-    /// `filled` how many keys it has done every [`PROGRESS_KEYS`] keys and at the end. Slots
-    /// hold centered digits (see [`lwe::centered`]); digits are computed with wrapping byte
-    /// arithmetic (p divides 256), so a centered digit adds like the residue it stands for.
-    fn fill_block(&self, band: &mut ColumnBand<'_>, width: u32, filled: &dyn Fn(u64)) {
-        let (first, count) = (band.first_row(), band.rows());
+    /// What the fill needs of each key, in the order it fills them (reverse peeling order), so
+    /// that every block reads it as one sequential stream.
+    fn steps(&self) -> Vec<Step<'_>> {
         let arity = self.shape.arity().get();
-        let centered: [u8; 256] = std::array::from_fn(|byte| {
-            lwe::centered(byte as u8 & ((1u16 << width) - 1) as u8, width)
-        });
-        // The row bytes that hold this block's digits, and the stream's end in those bytes.
-        let bytes = first * width as usize / 8
-            ..((first + count) * width as usize)
-                .div_ceil(8)
-                .min(self.row_bytes);
-        let limit = 8 * (self.row_bytes - bytes.start) as u64;
-        let mut window = vec![0u8; bytes.len()];
-        let mut wanted = [0u8; MAX_FILL_BLOCK_ROWS];
-        let header = row_header(self.length_bytes);
-        // Keys come in reverse peeling order, so each one's data lie anywhere in memory and
-        // its own work is too short to wait for them: the pair and hash of the key
-        // 2·PREFETCH_KEYS places ahead start loading, then, PREFETCH_KEYS places ahead, its
-        // slots and value bytes.
-        let ahead = |i: usize, distance: usize| i.checked_sub(distance).map(|k| self.order[k].0);
-        let mut unreported = 0;
-        for i in (0..self.order.len()).rev() {
-            if let Some(far) = ahead(i, 2 * PREFETCH_KEYS) {
-                prefetch(&self.pairs[far as usize]);
-                prefetch(&self.hashes[far as usize]);
-                prefetch(&self.checks[far as usize]);
-            }
-            if let Some(near) = ahead(i, PREFETCH_KEYS) {
-                for &slot in &self.shape.positions(self.hashes[near as usize])[..arity] {
-                    prefetch(band.column(slot as usize));
+        self.order
+            .par_iter()
+            .rev()
+            .map(|&(key, t)| {
+                let hash = self.hashes[key as usize];
+                let positions = self.shape.positions(hash);
+                Step {
+                    value: self.pairs[key as usize].1.as_ref(),
+                    check: self.checks[key as usize],
+                    hash,
+                    slots: std::array::from_fn(|u| if u < arity { positions[u] as u32 } else { 0 }),
+                    filled: t,
                 }
-                let value = self.pairs[near as usize].1.as_ref();
-                let part = |at: usize| at.saturating_sub(header).min(value.len());
-                prefetch(&value[part(bytes.start)..part(bytes.end)]);
-            }
-            let (key, t) = (self.order[i].0 as usize, usize::from(self.order[i].1));
-            self.row_bytes_into(key, bytes.clone(), &mut window);
-            let hash = self.hashes[key];
-            // What the key's slot must hold: its row's digits minus its mask and its other
-            // slots (filled already, or never).
-            let wanted = &mut wanted[..count];
-            if width == 8 {
-                // Digits are the row's bytes; those past the row's end are zero.
-                wanted.fill(0);
-                wanted[..window.len()].copy_from_slice(&window);
-            } else {
-                for (j, digit) in wanted.iter_mut().enumerate() {
-                    let offset = (first + j) as u64 * u64::from(width) - 8 * bytes.start as u64;
-                    *digit = pack::digit_at(&window, offset, width, limit);
-                }
-            }
-            for (j, digit) in wanted.iter_mut().enumerate() {
-                *digit = digit.wrapping_sub(mask_digit(hash, first + j, width as u8));
-            }
-            let positions = self.shape.positions(hash);
-            for (u, &other) in positions[..arity].iter().enumerate() {
-                if u != t {
-                    for (digit, &x) in wanted.iter_mut().zip(band.column(other as usize)) {
-                        *digit = digit.wrapping_sub(x);
-                    }
-                }
-            }
-            for (slot, &digit) in band
-                .column_mut(positions[t] as usize)
-                .iter_mut()
-                .zip(&*wanted)
-            {
-                *slot = centered[usize::from(digit)];
-            }
-            unreported += 1;
-            if unreported == PROGRESS_KEYS || i == 0 {
-                filled(unreported as u64);
-                unreported = 0;
-            }
-        }
+            })
+            .collect()
     }
 
-    /// Bytes `range` of the row of pair `key` (check ‖ length ‖ value ‖ zero padding).
-    fn row_bytes_into(&self, key: usize, range: Range<usize>, out: &mut [u8]) {
-        out.fill(0);
-        let value = self.pairs[key].1.as_ref();
-        let length = (value.len() as u64).to_le_bytes();
-        let header = row_header(self.length_bytes);
-        let parts: [(usize, &[u8]); 3] = [
-            (0, &self.checks[key]),
-            (CHECK_BYTES, &length[..usize::from(self.length_bytes)]),
-            (header, value),
-        ];
-        for (start, part) in parts {
-            let (low, high) = (start.max(range.start), (start + part.len()).min(range.end));
-            if low < high {
-                out[low - range.start..high - range.start]
-                    .copy_from_slice(&part[low - start..high - start]);
+    fn row_shape(&self) -> RowShape {
+        RowShape {
+            arity: self.shape.arity().get(),
+            length_bytes: self.length_bytes,
+            row_bytes: self.row_bytes,
+        }
+    }
+}
+
+/// Bytes the fill holds besides the matrix for `keys` keys: a step per key (and a panel's
+/// stretch of a block per thread, at most 512 KiB each).
+pub(super) fn working_bytes(keys: u64) -> u64 {
+    keys.saturating_mul(std::mem::size_of::<Step<'_>>() as u64)
+}
+
+/// One key of the fill: its row's parts, its filter hash, its slots and the one it fills.
+struct Step<'a> {
+    value: &'a [u8],
+    check: [u8; CHECK_BYTES],
+    hash: u64,
+    /// The key's slots (the first `arity` of them).
+    slots: [u32; 4],
+    /// Which of its slots the key fills.
+    filled: u8,
+}
+
+/// The shape every key's row and slots share.
+#[derive(Clone, Copy)]
+struct RowShape {
+    arity: usize,
+    length_bytes: u8,
+    row_bytes: usize,
+}
+
+/// Fills the band's rows of every slot, step by step, telling `filled` how many keys it has
+/// done every [`PROGRESS_KEYS`] keys and at the end. Slots hold centered digits (see
+/// [`lwe::centered`]); digits are computed with wrapping byte arithmetic (p divides 256), so a
+/// centered digit adds like the residue it stands for.
+fn fill_block(
+    steps: &[Step<'_>],
+    shape: RowShape,
+    band: &mut ColumnBand<'_>,
+    width: u32,
+    filled: &dyn Fn(u64),
+) {
+    let (first, count) = (band.first_row(), band.rows());
+    let reduce = ((1u16 << width) - 1) as u8;
+    let centered: [u8; 256] = std::array::from_fn(|byte| lwe::centered(byte as u8 & reduce, width));
+    // The row bytes that hold this block's digits, and the stream's end in those bytes.
+    let bytes = first * width as usize / 8
+        ..((first + count) * width as usize)
+            .div_ceil(8)
+            .min(shape.row_bytes);
+    let limit = 8 * (shape.row_bytes - bytes.start) as u64;
+    let mut window = vec![0u8; bytes.len()];
+    let (mut wanted, mut masks) = ([0u8; MAX_FILL_BLOCK_ROWS], [0u8; MAX_FILL_BLOCK_ROWS]);
+    let (wanted, masks) = (&mut wanted[..count], &mut masks[..count]);
+    let header = row_header(shape.length_bytes);
+    for (i, step) in steps.iter().enumerate() {
+        // Keys lie anywhere in memory and each one's work is too short to wait for them: the
+        // slots and value bytes of the key PREFETCH_KEYS steps ahead start loading.
+        if let Some(ahead) = steps.get(i + PREFETCH_KEYS) {
+            for &slot in &ahead.slots[..shape.arity] {
+                prefetch(band.column(slot as usize));
             }
+            let part = |at: usize| at.saturating_sub(header).min(ahead.value.len());
+            prefetch(&ahead.value[part(bytes.start)..part(bytes.end)]);
+        }
+        row_bytes_into(step, shape.length_bytes, bytes.clone(), &mut window);
+        // What the key's slot must hold: its row's digits minus its mask and its other slots
+        // (filled already, or never).
+        if width == 8 {
+            // Digits are the row's bytes; those past the row's end are zero.
+            wanted[..window.len()].copy_from_slice(&window);
+            wanted[window.len()..].fill(0);
+        } else {
+            for (j, digit) in wanted.iter_mut().enumerate() {
+                let offset = (first + j) as u64 * u64::from(width) - 8 * bytes.start as u64;
+                *digit = pack::digit_at(&window, offset, width, limit);
+            }
+        }
+        mask_digits(step.hash, first, width as u8, masks);
+        for (digit, &mask) in wanted.iter_mut().zip(&*masks) {
+            *digit = digit.wrapping_sub(mask);
+        }
+        let t = usize::from(step.filled);
+        for (u, &other) in step.slots[..shape.arity].iter().enumerate() {
+            if u != t {
+                for (digit, &x) in wanted.iter_mut().zip(band.column(other as usize)) {
+                    *digit = digit.wrapping_sub(x);
+                }
+            }
+        }
+        let slot = band.column_mut(step.slots[t] as usize);
+        for (slot, &digit) in slot.iter_mut().zip(&*wanted) {
+            *slot = centered[usize::from(digit)];
+        }
+        if (i + 1) % PROGRESS_KEYS == 0 {
+            filled(PROGRESS_KEYS as u64);
+        }
+    }
+    filled((steps.len() % PROGRESS_KEYS) as u64);
+}
+
+/// Bytes `range` of the row of a step's key (check ‖ length ‖ value ‖ zero padding).
+fn row_bytes_into(step: &Step<'_>, length_bytes: u8, range: Range<usize>, out: &mut [u8]) {
+    out.fill(0);
+    let length = (step.value.len() as u64).to_le_bytes();
+    let header = row_header(length_bytes);
+    let parts: [(usize, &[u8]); 3] = [
+        (0, &step.check),
+        (CHECK_BYTES, &length[..usize::from(length_bytes)]),
+        (header, step.value),
+    ];
+    for (start, part) in parts {
+        let (low, high) = (start.max(range.start), (start + part.len()).min(range.end));
+        if low < high {
+            out[low - range.start..high - range.start]
+                .copy_from_slice(&part[low - start..high - start]);
         }
     }
 }
@@ -181,8 +236,28 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
 mod tests {
     use super::*;
     use crate::keyword::fuse::Arity;
-    use crate::keyword::row::{filter_hash, key_digest, length_bytes, row_check};
+    use crate::keyword::row::{filter_hash, key_digest, length_bytes, mask_digit, row_check};
     use crate::lwe::Layout;
+
+    #[test]
+    fn fill_blocks_share_the_rows_evenly() {
+        // (rows, threads, rows per block, blocks)
+        for (rows, threads, expected, blocks) in [
+            (1040, 2, 176, 6),
+            (1040, 1, 208, 5),
+            (1040, 16, 68, 16),
+            (3, 2, 4, 1),
+            (1 << 16, 4, 256, 256),
+        ] {
+            let block = fill_block_rows(rows, threads);
+            assert_eq!(block, expected, "{rows} rows on {threads} threads");
+            assert_eq!(
+                rows.div_ceil(block),
+                blocks,
+                "{rows} rows on {threads} threads"
+            );
+        }
+    }
 
     /// Every key's slots and mask sum to its row's digits in every matrix row, at every digit
     /// width and for both arities, with rows (up to 717 bytes) cut into fill blocks of 4, 12 or
@@ -227,7 +302,7 @@ mod tests {
                 let geometry =
                     Geometry::with_log_p(bytes, row_bytes as u64, Layout::OnePerColumn, log_p)
                         .unwrap();
-                let block_rows = [4, 12, 64][usize::from(log_p) % 3];
+                let block_rows = [4, 12, 64, 256][usize::from(log_p) % 4];
                 let reported = std::sync::Mutex::new((0, 0));
                 let matrix = filled.matrix(&geometry, block_rows, &|done, total| {
                     let mut reported = reported.lock().unwrap();

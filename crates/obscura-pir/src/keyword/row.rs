@@ -3,6 +3,7 @@
 //! A row is `check ‖ len ‖ value ‖ zero padding`; its `len` takes the fewest bytes that hold the
 //! longest value, or none when every value has the same length.
 
+use obscura_math::mix::{mix64, mixed_bytes};
 use sha2::{Digest as _, Sha256};
 
 /// Bytes of a key digest; the filter hash and the duplicate check use all of them.
@@ -51,15 +52,6 @@ pub fn row_check(digest: &[u8; DIGEST_BYTES], value: &[u8]) -> [u8; CHECK_BYTES]
         .expect("check bytes")
 }
 
-/// MurmurHash3's 64-bit finalizer: a bijective mixer.
-fn mix64(mut x: u64) -> u64 {
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    x ^ (x >> 33)
-}
-
 /// The four little-endian 64-bit words of 32 bytes.
 fn words(bytes: &[u8; 32]) -> [u64; 4] {
     std::array::from_fn(|i| {
@@ -81,4 +73,13 @@ pub fn filter_hash(seed: &[u8; 32], digest: &[u8; DIGEST_BYTES]) -> u64 {
 /// Digit `j` of the per-key mask.
 pub(super) fn mask_digit(hash: u64, j: usize, log_p: u8) -> u8 {
     (mix64(hash.wrapping_add(j as u64)) & ((1u64 << log_p) - 1)) as u8
+}
+
+/// Digits `first .. first + out.len()` of the per-key mask (see [`mask_digit`]).
+pub(super) fn mask_digits(hash: u64, first: usize, log_p: u8, out: &mut [u8]) {
+    mixed_bytes(
+        hash.wrapping_add(first as u64),
+        ((1u16 << log_p) - 1) as u8,
+        out,
+    );
 }

@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use super::fill::{Filled, MAX_FILL_BLOCK_ROWS};
+use super::fill::{self, fill_block_rows, Filled};
 use super::fuse::FuseShape;
 use super::index::KeywordIndex;
 use super::plan::{likely_log_p, StorePlan};
@@ -137,7 +137,11 @@ impl<I: KeywordIndex> Server<I> {
         let encode = |log_p| {
             let geometry =
                 Geometry::with_log_p(slots * row_bytes, row_bytes, Layout::OnePerColumn, log_p)?;
-            let database = filled.matrix(&geometry, MAX_FILL_BLOCK_ROWS, progress);
+            let database = filled.matrix(
+                &geometry,
+                fill_block_rows(geometry.rows() as usize, rayon::current_num_threads()),
+                progress,
+            );
             Ok((geometry, database))
         };
         let index = I::build_slots(planned, largest, &encode, &options, progress)?;
@@ -166,13 +170,13 @@ impl<I: KeywordIndex> Server<I> {
         // Per key: its digest, its filter hash and its place in the peeling order.
         let per_key = DIGEST_BYTES + std::mem::size_of::<u64>() + std::mem::size_of::<(u32, u8)>();
         // Finding repeated keys sorts a prefix and an index per key; peeling holds a count, a
-        // key and a position per slot; the fill holds the slots once more, slot-major.
+        // key and a position per slot; the fill writes the matrix in place from a step per key.
         let sort = keys.saturating_mul(std::mem::size_of::<(u64, usize)>() as u64);
         let peel = plan.shape.size().saturating_mul(4 + 4 + 1);
         let lwe_setup = engine.setup_bytes();
         Ok(engine
             .holding(keys.saturating_mul(per_key as u64))
-            .working(sort.max(peel).max(engine.matrix_bytes()))
+            .working(sort.max(peel).max(fill::working_bytes(keys)))
             .encoded_as(lwe_setup.saturating_add(SETUP_FIELD_BYTES), lwe_setup))
     }
 
