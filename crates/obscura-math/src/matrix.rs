@@ -273,7 +273,7 @@ impl PlaintextMatrix {
                 rest = tail;
             }
         }
-        bands.par_iter_mut().for_each(fill);
+        bands.par_iter_mut().for_each(&fill);
         let stretches: Vec<(usize, &mut [u8])> = bands
             .into_iter()
             .flat_map(|band| band.panels.into_iter().map(move |run| (band.rows, run)))
