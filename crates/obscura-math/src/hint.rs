@@ -339,10 +339,10 @@ impl<'a> Product<'a> {
             for (k, (sums, a_hat)) in scratch.sums.iter_mut().zip(a_hat.iter()).enumerate() {
                 let table = plan.table(k);
                 let p = table.prime();
-                for (lane, signed) in scratch.lanes.iter_mut().zip(&scratch.signed) {
-                    for (value, &x) in lane.iter_mut().zip(signed) {
-                        *value = x.wrapping_add(i32::from(x < 0) * p as i32) as u32;
-                    }
+                // One flat loop (nested per lane, it was vectorized across lanes with gathers).
+                let lanes = scratch.lanes.as_flattened_mut();
+                for (value, &x) in lanes.iter_mut().zip(scratch.signed.as_flattened()) {
+                    *value = x.wrapping_add((x >> 31) & p as i32) as u32;
                 }
                 ops.forward(table, &mut scratch.lanes);
                 ops.multiply_add(table, sums, &scratch.lanes, a_hat);
@@ -354,15 +354,37 @@ impl<'a> Product<'a> {
             sums.reverse();
             ops.inverse(plan.table(k), sums);
         }
-        let q = |j: usize, l: usize| match scratch.sums.as_slice() {
-            [r0, r1] => plan.crt_two(r0[j][l], r1[j][l]),
-            [r0, r1, r2] => plan.crt_three(r0[j][l], r1[j][l], r2[j][l]),
+        // Q's coefficients rebuilt by CRT a lane vector at a time, into the free lane scratch.
+        let q = &mut scratch.lanes;
+        match scratch.sums.as_slice() {
+            [r0, r1] => {
+                for ((q, r0), r1) in q.iter_mut().zip(r0).zip(r1) {
+                    for (l, q) in q.iter_mut().enumerate() {
+                        *q = plan.crt_two(r0[l], r1[l]);
+                    }
+                }
+            }
+            [r0, r1, r2] => {
+                for (((q, r0), r1), r2) in q.iter_mut().zip(r0).zip(r1).zip(r2) {
+                    for (l, q) in q.iter_mut().enumerate() {
+                        *q = plan.crt_three(r0[l], r1[l], r2[l]);
+                    }
+                }
+            }
             _ => unreachable!("two or three primes"),
-        };
+        }
+        // H[row][0] += Q[0] and H[row][j] -= Q[n-j]: Q is held lane by lane and H row by row,
+        // so the rows are updated a stretch of coefficients at a time, whose lanes (1 KiB)
+        // stay in the L1 cache while every row reads them.
         for (l, row) in out.chunks_exact_mut(n).enumerate() {
-            row[0] = row[0].wrapping_add(q(0, l));
-            for (j, value) in row.iter_mut().enumerate().skip(1) {
-                *value = value.wrapping_sub(q(n - j, l));
+            row[0] = row[0].wrapping_add(q[0][l]);
+        }
+        for start in (1..n).step_by(LANES) {
+            let end = (start + LANES).min(n);
+            for (l, row) in out.chunks_exact_mut(n).enumerate() {
+                for (j, value) in row[start..end].iter_mut().enumerate() {
+                    *value = value.wrapping_sub(q[n - start - j][l]);
+                }
             }
         }
     }
