@@ -52,7 +52,7 @@ impl EngineArgs {
         if !preset.has_engine() && !given.is_empty() {
             let verb = if given.len() == 1 { "applies" } else { "apply" };
             bail!(
-                "{} {verb} to the PIR presets (frodo, simple-1g, chalamet, service, treepir-e2e), not to {}",
+                "{} {verb} to the PIR presets (frodo, simple-1g, chalamet, service, treepir-e2e, streamed-setup), not to {}",
                 given.join(" and "),
                 preset.name()
             );

@@ -18,6 +18,7 @@ pub mod progress;
 pub mod psi;
 pub mod report;
 pub mod service;
+pub mod streamed;
 pub mod treepir;
 
 use anyhow::Result;
@@ -62,6 +63,11 @@ pub enum Preset {
     /// 2^h random 32-byte leaves, h = 10, 16 and 20 (`--heights`, at most 24).
     #[value(name = "treepir-e2e")]
     TreepirE2e,
+    /// 2^24 records x 1 KiB (16 GiB), index PIR, built from a file to a database file in
+    /// bounded memory, set against the disk's speed measured in the same run (`--dir` holds
+    /// the files).
+    #[value(name = "streamed-setup")]
+    StreamedSetup,
 }
 
 impl Preset {
@@ -76,6 +82,7 @@ impl Preset {
             Self::PsiKkrt => "psi-kkrt",
             Self::TreepirSetup => "treepir-setup",
             Self::TreepirE2e => "treepir-e2e",
+            Self::StreamedSetup => "streamed-setup",
         }
     }
 
@@ -83,7 +90,12 @@ impl Preset {
     fn has_engine(self) -> bool {
         matches!(
             self,
-            Self::Frodo | Self::Simple1g | Self::Chalamet | Self::Service | Self::TreepirE2e
+            Self::Frodo
+                | Self::Simple1g
+                | Self::Chalamet
+                | Self::Service
+                | Self::TreepirE2e
+                | Self::StreamedSetup
         )
     }
 
@@ -91,6 +103,7 @@ impl Preset {
     fn default_records(self) -> u64 {
         match self {
             Self::Service => 1 << 16,
+            Self::StreamedSetup => 1 << 24,
             _ => 1 << 20,
         }
     }
@@ -144,6 +157,10 @@ pub struct BenchArgs {
     /// at most 24).
     #[arg(long, value_delimiter = ',')]
     heights: Vec<u32>,
+    /// The folder `streamed-setup` writes its input and database files to (created; the files
+    /// are removed at the end). It needs free space for both: about 2.04 times the data.
+    #[arg(long, default_value = "obscura-streamed-setup")]
+    dir: std::path::PathBuf,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -194,6 +211,18 @@ pub fn run(args: BenchArgs, progress: &dyn Progress) -> Result<()> {
         return output(&[report], args.json);
     }
     let reports = match args.preset {
+        Preset::StreamedSetup => {
+            let report = streamed::run(
+                records,
+                record_bytes,
+                &args.dir,
+                engine.lwe,
+                &pools,
+                progress,
+                report.bandwidth_gbs,
+            )?;
+            return output(&[report], args.json);
+        }
         Preset::Service => {
             service::run(
                 records,

@@ -2,7 +2,7 @@
 //! printed or serialized, and the helpers that render its tables.
 
 use obscura_pir::lwe::PublicSetup;
-use obscura_pir::params::LOG_Q;
+use obscura_pir::params::{LweParams, LOG_Q};
 use serde::Serialize;
 
 /// A figure for one thread and for all threads.
@@ -34,7 +34,11 @@ pub struct Params {
 impl Params {
     /// The parameters of the database `setup` describes.
     pub fn of(setup: &PublicSetup) -> Self {
-        let params = setup.params();
+        Self::of_params(&setup.params())
+    }
+
+    /// The parameters `params` as reported.
+    pub fn of_params(params: &LweParams) -> Self {
         Self {
             n: params.n(),
             log_q: LOG_Q,

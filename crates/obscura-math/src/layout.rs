@@ -145,23 +145,54 @@ pub fn tile(row_major: &[u8], rows: usize, width: usize, group: &mut [u8]) {
 /// column `c`) into `tiled`, their groups one after another in step order: the storage order of
 /// a panel's stretch of whole groups.
 pub fn tile_columns(columns: &[u8], rows: usize, width: usize, tiled: &mut [u8]) {
-    assert!(
-        columns.len() == rows * width && tiled.len() == rows * width,
-        "a digit per row and column"
-    );
-    // One step of columns at a time: its digits are one contiguous run of `columns`, read
-    // from the L1 cache while every group's stretch of the step is written.
+    assert_eq!(columns.len(), rows * width, "a digit per row and column");
+    tile_column_runs(rows, width, tiled, |c| &columns[c * rows..(c + 1) * rows]);
+}
+
+/// [`tile_columns`] for columns held anywhere: `column(c)` gives column `c`'s digits from the
+/// stretch's first row (zero past the run's end).
+pub fn tile_column_runs<'a>(
+    rows: usize,
+    width: usize,
+    tiled: &mut [u8],
+    column: impl Fn(usize) -> &'a [u8],
+) {
+    assert_eq!(tiled.len(), rows * width, "a digit per row and column");
+    // One step of columns at a time: its runs are read from the L1 cache while every group's
+    // stretch of the step is written.
     for s in 0..width.div_ceil(STEP_COLS) {
         let (first, len) = (s * STEP_COLS, STEP_COLS.min(width - s * STEP_COLS));
-        let step = &columns[first * rows..(first + len) * rows];
+        let runs: [&[u8]; STEP_COLS] =
+            std::array::from_fn(|c| if c < len { column(first + c) } else { &[] });
         for g in 0..rows.div_ceil(GROUP_ROWS) {
             let group_rows = GROUP_ROWS.min(rows - g * GROUP_ROWS);
             let (start, _) = step_at(group_rows, width, s);
             let stretch = &mut tiled[g * GROUP_ROWS * width + start..][..group_rows * len];
+            let top = g * GROUP_ROWS;
+            if group_rows == GROUP_ROWS
+                && len == STEP_COLS
+                && runs.iter().all(|run| run.len() >= top + GROUP_ROWS)
+            {
+                // The common case: a word of each run holds the group's four digits of its
+                // column, and row `i` is byte `i` of every word (shifts and narrowing, which
+                // vectorize).
+                let words: [u32; STEP_COLS] = std::array::from_fn(|c| {
+                    u32::from_le_bytes(
+                        runs[c][top..top + GROUP_ROWS]
+                            .try_into()
+                            .expect("four digits"),
+                    )
+                });
+                for (i, row) in stretch.chunks_exact_mut(STEP_COLS).enumerate() {
+                    for (digit, &word) in row.iter_mut().zip(&words) {
+                        *digit = (word >> (8 * i)) as u8;
+                    }
+                }
+                continue;
+            }
             for (i, row) in stretch.chunks_exact_mut(len).enumerate() {
-                let r = g * GROUP_ROWS + i;
-                for (c, digit) in row.iter_mut().enumerate() {
-                    *digit = step[c * rows + r];
+                for (digit, run) in row.iter_mut().zip(&runs) {
+                    *digit = run.get(top + i).copied().unwrap_or(0);
                 }
             }
         }

@@ -120,6 +120,11 @@ impl ColumnBand<'_> {
     }
 }
 
+/// Rows of a panel tiled by one task of [`PlaintextMatrix::from_column_runs_reusing`]: a cache
+/// line of each column.
+pub const RUN_BAND_ROWS: usize = 64;
+const _: () = assert!(RUN_BAND_ROWS.is_multiple_of(GROUP_ROWS));
+
 /// Bytes kept alive by someone else (for instance a memory-mapped database file).
 pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
@@ -289,6 +294,49 @@ impl PlaintextMatrix {
             rows,
             cols,
             panel_cols,
+            storage: Storage::Owned(bytes),
+        }
+    }
+
+    /// A `rows x cols` matrix whose column `c` holds the digits `column(c)` top to bottom (zero
+    /// past their end), written over `spare` when it has the size (see
+    /// [`PlaintextMatrix::from_group_fn_reusing`]). For sources that hold each column's digits
+    /// together (a database's records one after another): each task tiles a band of
+    /// [`RUN_BAND_ROWS`] rows of a panel, reading a cache line of each column's run.
+    ///
+    /// # Panics
+    /// If `rows · cols` overflows.
+    pub fn from_column_runs_reusing<'d>(
+        rows: usize,
+        cols: usize,
+        spare: Option<LargeBuffer>,
+        column: impl Fn(usize) -> &'d [u8] + Sync,
+    ) -> Self {
+        let len = rows.checked_mul(cols).expect("matrix size");
+        let mut bytes = match spare {
+            Some(spare) if spare.len() == len => spare,
+            _ => LargeBuffer::zeroed(len),
+        };
+        let mut rest: &mut [u8] = &mut bytes;
+        for first in (0..cols).step_by(PANEL_COLS) {
+            let width = PANEL_COLS.min(cols - first);
+            let (panel, tail) = rest.split_at_mut(rows * width);
+            rest = tail;
+            panel
+                .par_chunks_mut(RUN_BAND_ROWS * width)
+                .enumerate()
+                .for_each(|(band, stretch)| {
+                    let (top, band_rows) = (band * RUN_BAND_ROWS, stretch.len() / width);
+                    layout::tile_column_runs(band_rows, width, stretch, |c| {
+                        let run = column(first + c);
+                        &run[top.min(run.len())..(top + band_rows).min(run.len())]
+                    });
+                });
+        }
+        Self {
+            rows,
+            cols,
+            panel_cols: PANEL_COLS,
             storage: Storage::Owned(bytes),
         }
     }
@@ -551,6 +599,23 @@ mod tests {
                 .map(|x| if x % cols % 2 == 0 { digit(x / cols, x % cols) } else { 0 })
                 .collect();
             prop_assert_eq!(matrix, PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &expected));
+        }
+
+        #[test]
+        fn column_runs_fill_their_columns(rows in 0usize..150, cols in 0usize..2100, short in 0usize..150, seed in any::<u8>()) {
+            let digit = |r: usize, c: usize| ((r * 131 + c * 7) as u8).wrapping_add(seed);
+            // Every third column's run stops after `short` digits; zeros follow.
+            let runs: Vec<Vec<u8>> = (0..cols)
+                .map(|c| {
+                    let len = if c % 3 == 0 { short.min(rows) } else { rows };
+                    (0..len).map(|r| digit(r, c)).collect()
+                })
+                .collect();
+            let matrix = PlaintextMatrix::from_column_runs_reusing(rows, cols, None, |c| &runs[c]);
+            let expected: Vec<u8> = (0..rows * cols)
+                .map(|x| runs[x % cols].get(x / cols).copied().unwrap_or(0))
+                .collect();
+            prop_assert_eq!(matrix, PlaintextMatrix::from_row_major_in_panels(rows, cols, PANEL_COLS, &expected));
         }
 
         #[test]

@@ -68,7 +68,8 @@ pub fn protocol(preset: Preset) -> Option<Protocol> {
         | Preset::Chalamet
         | Preset::Service
         | Preset::TreepirSetup
-        | Preset::TreepirE2e => None,
+        | Preset::TreepirE2e
+        | Preset::StreamedSetup => None,
     }
 }
 

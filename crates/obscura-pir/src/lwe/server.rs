@@ -288,27 +288,11 @@ pub(super) fn encode_database_reusing(
     let columns: Vec<(u64, u64)> = (0..cols as u64).map(|c| geometry.column_bits(c)).collect();
     if width == 8 {
         // Whole bytes: row `r` of a column is byte `r` of its stream, and a byte is its own
-        // centered digit (the `i8` with the same bits). Each column's run of bytes is read in
-        // order, a group of rows at a time.
-        let runs: Vec<(usize, usize)> = columns
-            .iter()
-            .map(|&(start, last)| ((start / 8) as usize, (last / 8) as usize))
-            .collect();
-        return PlaintextMatrix::from_group_fn_reusing(
-            rows,
-            cols,
-            spare,
-            |r, first, width, digits| {
-                let group_rows = digits.len() / width;
-                for (j, &(start, end)) in runs[first..first + width].iter().enumerate() {
-                    let from = (start + r).min(end);
-                    let bytes = &data[from..(start + r + group_rows).min(end)];
-                    for (i, &byte) in bytes.iter().enumerate() {
-                        digits[i * width + j] = byte;
-                    }
-                }
-            },
-        );
+        // centered digit (the `i8` with the same bits).
+        return PlaintextMatrix::from_column_runs_reusing(rows, cols, spare, |c| {
+            let (start, last) = columns[c];
+            &data[(start / 8) as usize..(last / 8) as usize]
+        });
     }
     PlaintextMatrix::from_group_fn_reusing(rows, cols, spare, |r, first, group_cols, digits| {
         for (i, row) in digits.chunks_exact_mut(group_cols).enumerate() {
