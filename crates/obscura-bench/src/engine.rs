@@ -3,7 +3,7 @@
 //! each preset sets up its databases as the workload defines.
 
 use anyhow::{bail, Result};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use obscura_pir::keyword::KeywordOptions;
 use obscura_pir::lwe::{Layout, SetupOptions};
 use obscura_pir::params::{MatrixKind, ParamSet};
@@ -51,9 +51,15 @@ impl EngineArgs {
         .collect();
         if !preset.has_engine() && !given.is_empty() {
             let verb = if given.len() == 1 { "applies" } else { "apply" };
+            let pir: Vec<&str> = Preset::value_variants()
+                .iter()
+                .filter(|p| p.has_engine())
+                .map(|p| p.name())
+                .collect();
             bail!(
-                "{} {verb} to the PIR presets (frodo, simple-1g, chalamet, service, treepir-e2e, streamed-setup), not to {}",
+                "{} {verb} to the PIR presets ({}), not to {}",
                 given.join(" and "),
+                pir.join(", "),
                 preset.name()
             );
         }
@@ -142,7 +148,7 @@ mod tests {
         assert_eq!(
             error,
             "--params and --layout apply to the PIR presets (frodo, simple-1g, chalamet, \
-             service, treepir-e2e), not to psi-kkrt"
+             service, treepir-e2e, streamed-setup), not to psi-kkrt"
         );
         assert!(args(None, Some("uniform"), None)
             .for_preset(Preset::TreepirSetup)

@@ -217,3 +217,47 @@ pub(crate) unsafe fn widen_columns(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::features::Avx512Token;
+    use crate::ntt::{NttPlan, LANES};
+
+    /// The AVX-512 transforms give the generic ones' residues at every degree (odd and even
+    /// numbers of levels) and for every prime.
+    #[test]
+    fn the_vector_transforms_match_the_generic_ones() {
+        if Avx512Token::detect().is_none() {
+            return;
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for log_n in 1..=12 {
+            let plan = NttPlan::new(1 << log_n).expect("a supported degree");
+            for k in 0..3 {
+                let table = plan.table(k);
+                let lanes: Vec<Lanes> = (0..1usize << log_n)
+                    .map(|_| {
+                        std::array::from_fn(|_| {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                            (x % u64::from(table.prime())) as u32
+                        })
+                    })
+                    .collect();
+                let (mut generic, mut vector) = (lanes.clone(), lanes.clone());
+                table.forward_lanes(&mut generic);
+                // SAFETY: the CPU has AVX-512 F (detected above).
+                unsafe { forward_lanes(table, &mut vector) };
+                assert_eq!(generic, vector, "forward, n = 2^{log_n}, prime {k}");
+                table.inverse_lanes(&mut generic);
+                // SAFETY: as above.
+                unsafe { inverse_lanes(table, &mut vector) };
+                assert_eq!(generic, vector, "inverse, n = 2^{log_n}, prime {k}");
+                assert_eq!(generic, lanes, "round trip, n = 2^{log_n}, prime {k}");
+                assert_eq!(generic[0].len(), LANES);
+            }
+        }
+    }
+}

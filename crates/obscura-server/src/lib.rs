@@ -15,6 +15,7 @@ pub mod catalog;
 mod checksum;
 pub mod client;
 pub mod connections;
+mod direct;
 pub mod lease;
 pub mod metrics;
 pub mod registry;

@@ -35,6 +35,7 @@ use sha2::{Digest as _, Sha256};
 
 pub use crate::checksum::checksum_of_payload;
 use crate::checksum::{payload_checksum, MatrixHasher};
+use crate::direct::SequentialWriter;
 
 use crate::lease::{Lease, Revocable};
 pub use crate::registry::Database;
@@ -143,17 +144,17 @@ pub fn write_streamed(
     let temp = temporary_beside(path)?;
     let setup_start = PREAMBLE_BYTES as u64 + 8;
     let mut file = temp.as_file();
-    file.seek(SeekFrom::Start(setup_start + plan.setup_bytes()))
-        .map_err(io)?;
     let mut hasher = MatrixHasher::default();
+    let mut matrix = SequentialWriter::new(file, temp.path(), setup_start + plan.setup_bytes());
     let setup = plan.run(
         records,
         &mut |bytes| {
             hasher.update(bytes);
-            file.write_all(bytes)
+            matrix.write(bytes)
         },
         progress,
     )?;
+    matrix.finish().map_err(io)?;
     let setup_bytes = setup.to_bytes();
     if setup_bytes.len() as u64 != plan.setup_bytes() {
         return Err(StreamedError::Setup(PirError::InvalidParameters(format!(
