@@ -13,6 +13,7 @@ use anyhow::{Context, Result};
 use obscura_math::memory::LargeBuffer;
 use obscura_pir::lwe::{Client, Lwe, Server, SetupOptions, StreamedSetup};
 use obscura_pir::{PirClient, PirServer};
+use obscura_server::direct::SequentialReader;
 use obscura_server::store;
 use serde::Serialize;
 
@@ -182,7 +183,7 @@ fn measure(
 
     let ((built, build), peak) = peak_of(|| {
         timed(|| {
-            let mut input = File::open(&files.input)?;
+            let mut input = SequentialReader::open(&files.input)?;
             let shown = progress.start(&["encode, hint and write the bands"]);
             pools.all.install(|| {
                 store::write_streamed(&files.database, plan, &mut input, &*shown)

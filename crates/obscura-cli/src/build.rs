@@ -10,6 +10,7 @@ use obscura_pir::keyword::{KeywordOptions, KeywordServer};
 use obscura_pir::lwe::{Footprint, Geometry, Layout, Server, SetupOptions, StreamedSetup};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_pir::PirError;
+use obscura_server::direct::SequentialReader;
 use obscura_server::store::{self, Database, WrittenSetup};
 
 use crate::ingest::{self, InputFormat};
@@ -317,7 +318,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
 fn build_streamed(args: &BuildArgs, plan: &StreamedSetup) -> Result<()> {
     let pool = args.engine.pool()?;
     let started = Instant::now();
-    let mut input = std::fs::File::open(&args.input)
+    let mut input = SequentialReader::open(&args.input)
         .with_context(|| format!("cannot read {}", args.input.display()))?;
     let written = pool
         .install(|| {

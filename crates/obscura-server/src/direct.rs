@@ -1,7 +1,7 @@
-//! A sequential file writer that bypasses the page cache where the system allows it, for the
-//! gigabytes of matrix a streamed setup writes once: they would otherwise be copied into cache
-//! pages (allocated and cleared for the purpose) and pushed out again, on the cores the setup
-//! needs.
+//! Sequential file reading and writing that bypass the page cache where the system allows it,
+//! for the gigabytes of records a streamed setup reads once and of matrix it writes once: they
+//! would otherwise be copied through cache pages (allocated for the purpose and reclaimed
+//! again), on the cores the setup needs.
 //!
 //! Direct I/O wants file offsets, lengths and memory aligned to the device's blocks, and a
 //! database file's matrix starts anywhere. So the bytes up to the first aligned offset, and the
@@ -11,7 +11,7 @@
 //! ordinary descriptor.
 
 use std::fs::File;
-use std::io;
+use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
@@ -20,8 +20,8 @@ use obscura_math::memory::LargeBuffer;
 /// Alignment of direct writes: a page, a multiple of every block size in use.
 const ALIGN: u64 = 4096;
 
-/// Bytes gathered before a direct write.
-const STAGING_BYTES: usize = 8 << 20;
+/// Bytes gathered before a direct write, or read by one direct read.
+const STAGING_BYTES: usize = 16 << 20;
 
 /// Writes bytes one after another from a file offset (see the module's docs).
 pub struct SequentialWriter<'a> {
@@ -39,7 +39,8 @@ impl<'a> SequentialWriter<'a> {
     pub fn new(file: &'a File, path: &Path, offset: u64) -> Self {
         Self {
             file,
-            direct: open_direct(path).map(|direct| (direct, LargeBuffer::zeroed(STAGING_BYTES))),
+            direct: open_direct(path, true)
+                .map(|direct| (direct, LargeBuffer::zeroed(STAGING_BYTES))),
             offset,
             staged: 0,
         }
@@ -88,25 +89,111 @@ impl<'a> SequentialWriter<'a> {
     }
 }
 
-/// `path` opened for writing with direct I/O, where the system allows it.
+/// Reads a file from its start to its end, with direct I/O where the system allows it: a
+/// block-aligned stretch at a time into an aligned staging buffer, handed out from there.
+pub struct SequentialReader {
+    file: File,
+    /// The staging buffer, when the file is open for direct I/O.
+    staging: Option<LargeBuffer>,
+    /// The staged bytes not handed out yet.
+    staged: std::ops::Range<usize>,
+    /// Offset of the next stretch to read.
+    offset: u64,
+}
+
+impl SequentialReader {
+    /// Opens `path` for reading.
+    pub fn open(path: &Path) -> io::Result<Self> {
+        let (file, staging) = match open_direct(path, false) {
+            Some(file) => (file, Some(LargeBuffer::zeroed(STAGING_BYTES))),
+            None => (File::open(path)?, None),
+        };
+        Ok(Self {
+            file,
+            staging,
+            staged: 0..0,
+            offset: 0,
+        })
+    }
+}
+
+impl Read for SequentialReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let Some(staging) = &mut self.staging else {
+            return self.file.read(buf);
+        };
+        if self.staged.is_empty() {
+            // A whole aligned stretch, or the file's tail: direct reads stop at its end.
+            let mut filled = 0;
+            while filled < STAGING_BYTES {
+                let read = self
+                    .file
+                    .read_at(&mut staging[filled..], self.offset + filled as u64)?;
+                if read == 0 || !read.is_multiple_of(ALIGN as usize) {
+                    filled += read;
+                    break;
+                }
+                filled += read;
+            }
+            self.offset += filled as u64;
+            self.staged = 0..filled;
+        }
+        let take = buf.len().min(self.staged.len());
+        buf[..take].copy_from_slice(&staging[self.staged.start..self.staged.start + take]);
+        self.staged.start += take;
+        Ok(take)
+    }
+}
+
+/// `path` opened with direct I/O, for writing or for reading, where the system allows it.
 #[cfg(target_os = "linux")]
-fn open_direct(path: &Path) -> Option<File> {
+fn open_direct(path: &Path, write: bool) -> Option<File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
-        .write(true)
+        .read(!write)
+        .write(write)
         .custom_flags(libc::O_DIRECT)
         .open(path)
         .ok()
 }
 
 #[cfg(not(target_os = "linux"))]
-fn open_direct(_path: &Path) -> Option<File> {
+fn open_direct(_path: &Path, _write: bool) -> Option<File> {
     None
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file read through in pieces of every size gives its bytes, whatever its length (whole
+    /// stretches, whole blocks, a partial last block, empty).
+    #[test]
+    fn reading_gives_the_file_whole() {
+        for len in [0usize, 1, 4095, 4096, STAGING_BYTES, STAGING_BYTES + 4097] {
+            let file = tempfile::NamedTempFile::new().unwrap();
+            let bytes: Vec<u8> = (0..len).map(|j| (j * 7 + j / 4096) as u8).collect();
+            std::fs::write(file.path(), &bytes).unwrap();
+            let mut reader = SequentialReader::open(file.path()).unwrap();
+            let mut read = Vec::new();
+            let mut piece = vec![0u8; 5000];
+            loop {
+                let n = reader.read(&mut piece).unwrap();
+                if n == 0 {
+                    break;
+                }
+                read.extend_from_slice(&piece[..n]);
+            }
+            assert_eq!(read.len(), len);
+            assert!(read == bytes, "{len} bytes");
+            let mut again = Vec::new();
+            SequentialReader::open(file.path())
+                .unwrap()
+                .read_to_end(&mut again)
+                .unwrap();
+            assert!(again == bytes, "{len} bytes, read to the end");
+        }
+    }
 
     /// Pieces of every size, from offsets inside and on a block, end up where a plain write
     /// would put them, on a file system with direct I/O or without.

@@ -3,7 +3,8 @@
 //!
 //! A database is set up once (the hint product is the expensive step) and written to one file
 //! by [`store::write_database`]; [`store::read_database`] loads and verifies it, so serving it
-//! again needs no setup. [`service`] serves a [`catalog::Catalog`] of such databases over HTTP
+//! again needs no setup; [`store::write_streamed`] writes one from a records file larger than
+//! memory, reading it with [`direct::SequentialReader`]. [`service`] serves a [`catalog::Catalog`] of such databases over HTTP
 //! and [`client::HttpClient`] talks to it.
 
 #![deny(unsafe_code)]
@@ -15,7 +16,7 @@ pub mod catalog;
 mod checksum;
 pub mod client;
 pub mod connections;
-mod direct;
+pub mod direct;
 pub mod lease;
 pub mod metrics;
 pub mod registry;
