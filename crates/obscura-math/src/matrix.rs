@@ -312,16 +312,7 @@ impl PlaintextMatrix {
         spare: Option<LargeBuffer>,
         column: impl Fn(usize) -> &'d [u8] + Sync,
     ) -> Self {
-        let len = rows.checked_mul(cols).expect("matrix size");
-        let mut bytes = match spare {
-            Some(spare) if spare.len() == len => spare,
-            _ => LargeBuffer::zeroed(len),
-        };
-        let mut rest: &mut [u8] = &mut bytes;
-        for first in (0..cols).step_by(PANEL_COLS) {
-            let width = PANEL_COLS.min(cols - first);
-            let (panel, tail) = rest.split_at_mut(rows * width);
-            rest = tail;
+        Self::panel_by_panel(rows, cols, PANEL_COLS, spare, |first, width, panel| {
             panel
                 .par_chunks_mut(RUN_BAND_ROWS * width)
                 .enumerate()
@@ -332,16 +323,41 @@ impl PlaintextMatrix {
                         &run[top.min(run.len())..(top + band_rows).min(run.len())]
                     });
                 });
+        })
+    }
+
+    /// A `rows x cols` matrix in panels of `panel_cols` columns, over `spare` when it has the
+    /// size: `write(first, width, panel)` writes every byte of the panel of columns `first ..
+    /// first + width`, panels left to right.
+    fn panel_by_panel(
+        rows: usize,
+        cols: usize,
+        panel_cols: usize,
+        spare: Option<LargeBuffer>,
+        mut write: impl FnMut(usize, usize, &mut [u8]),
+    ) -> Self {
+        assert!(panel_cols > 0, "panel width");
+        let len = rows.checked_mul(cols).expect("matrix size");
+        let mut bytes = match spare {
+            Some(spare) if spare.len() == len => spare,
+            _ => LargeBuffer::zeroed(len),
+        };
+        let mut rest: &mut [u8] = &mut bytes;
+        for first in (0..cols).step_by(panel_cols) {
+            let width = panel_cols.min(cols - first);
+            let (panel, tail) = rest.split_at_mut(rows * width);
+            rest = tail;
+            write(first, width, panel);
         }
         Self {
             rows,
             cols,
-            panel_cols: PANEL_COLS,
+            panel_cols,
             storage: Storage::Owned(bytes),
         }
     }
 
-    /// The buffer of a matrix that owns its bytes    /// The buffer of a matrix that owns its bytes (`None` for one over shared bytes).
+    /// The buffer of a matrix that owns its bytes (`None` for one over shared bytes).
     pub fn into_buffer(self) -> Option<LargeBuffer> {
         match self.storage {
             Storage::Owned(bytes) => Some(bytes),
@@ -358,19 +374,8 @@ impl PlaintextMatrix {
         spare: Option<LargeBuffer>,
         fill: impl Fn(usize, usize, usize, &mut [u8]) + Sync,
     ) -> Self {
-        assert!(panel_cols > 0, "panel width");
-        let len = rows.checked_mul(cols).expect("matrix size");
-        // Every byte is written below: a group is tiled whole from its row-major digits.
-        let mut bytes = match spare {
-            Some(spare) if spare.len() == len => spare,
-            _ => LargeBuffer::zeroed(len),
-        };
-        let mut rest: &mut [u8] = &mut bytes;
-        for first in (0..cols).step_by(panel_cols) {
-            let width = panel_cols.min(cols - first);
-            let (panel, tail) = rest.split_at_mut(rows * width);
-            rest = tail;
-            // Each group's rows are filled row-major, then put in step order.
+        // Every byte is written: each group's rows are filled row-major, then put in step order.
+        Self::panel_by_panel(rows, cols, panel_cols, spare, |first, width, panel| {
             panel
                 .par_chunks_mut(GROUP_ROWS * width)
                 .enumerate()
@@ -380,13 +385,7 @@ impl PlaintextMatrix {
                     fill(g * GROUP_ROWS, first, width, &mut row_major);
                     layout::tile(&row_major, group_rows, width, group);
                 });
-        }
-        Self {
-            rows,
-            cols,
-            panel_cols,
-            storage: Storage::Owned(bytes),
-        }
+        })
     }
 
     /// The row-major `digits` as a matrix with panels of `panel_cols` columns.
