@@ -91,24 +91,23 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
     /// What the fill needs of each key, in the order it fills them (reverse peeling order), so
     /// that every block reads it as one sequential stream.
     fn steps(&self) -> Vec<Step<'_>> {
-        let arity = self.shape.arity().get();
         self.order
             .par_iter()
             .rev()
             .map(|&(key, t)| {
                 let hash = self.hashes[key as usize];
-                let positions = self.shape.positions(hash);
                 Step {
                     value: self.pairs[key as usize].1.as_ref(),
                     check: self.checks[key as usize],
                     hash,
-                    slots: std::array::from_fn(|u| if u < arity { positions[u] as u32 } else { 0 }),
+                    slots: self.shape.positions(hash),
                     filled: t,
                 }
             })
             .collect()
     }
 
+    /// The shape every key's row and slots share.
     fn row_shape(&self) -> RowShape {
         RowShape {
             arity: self.shape.arity().get(),
@@ -118,8 +117,8 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
     }
 }
 
-/// Bytes the fill holds besides the matrix for `keys` keys: a step per key (and a panel's
-/// stretch of a block per thread, at most 512 KiB each).
+/// Bytes the fill holds besides the matrix for `keys` keys: a step per key (and, not counted,
+/// a panel's stretch of a block per thread, at most 512 KiB each).
 pub(super) fn working_bytes(keys: u64) -> u64 {
     keys.saturating_mul(std::mem::size_of::<Step<'_>>() as u64)
 }
@@ -130,7 +129,7 @@ struct Step<'a> {
     check: [u8; CHECK_BYTES],
     hash: u64,
     /// The key's slots (the first `arity` of them).
-    slots: [u32; 4],
+    slots: [u64; 4],
     /// Which of its slots the key fills.
     filled: u8,
 }
