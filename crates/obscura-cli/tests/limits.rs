@@ -333,3 +333,48 @@ fn large_hints_are_built_with_a_warning() {
     );
     assert!(std::fs::metadata(&out).unwrap().len() > 78 << 20);
 }
+
+/// A raw input whose in-memory setup does not fit `--max-memory` but whose streamed setup does
+/// is streamed by itself, over several bands of 256 MiB (640 MiB of records), and its records
+/// come back exactly. Writes about 1.4 GB to the temporary folder and runs for tens of seconds:
+/// `cargo test -p obscura-cli --test limits -- --ignored`.
+#[test]
+#[ignore = "640 MiB of records; run by hand"]
+fn a_setup_that_does_not_fit_streams_by_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = 1024usize;
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let bytes: Vec<u8> = (0..640usize << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let input = write(dir.path(), "records.bin", &bytes);
+    let out = dir.path().join("records.obs");
+    let output = build_raw(&input, "1024", &["--max-memory", "1.2GiB"], &out);
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("streaming the setup"), "{stderr}");
+    let records = bytes.len() / record;
+    for index in [0, records / 3, records - 1] {
+        let got = dir.path().join("record.bin");
+        let output = run(&[
+            "get",
+            "--db",
+            arg(&out),
+            "--index",
+            &index.to_string(),
+            "--out",
+            arg(&got),
+        ]);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        assert_eq!(
+            std::fs::read(&got).unwrap(),
+            &bytes[index * record..(index + 1) * record],
+            "record {index}"
+        );
+    }
+}
