@@ -17,7 +17,7 @@
 //!
 //! The products are exact: `|Q[j]| ≤ cols · 2^7 · 2^31` (digits in `[-128, 128]`, centered
 //! entries of `A` below 2^31 in magnitude), below half the product of two NTT primes
-//! (about 2^61) for up to 2^22 columns, and of three beyond; the coefficients are rebuilt by
+//! (about 2^60) for up to 2^21 columns, and of three beyond; the coefficients are rebuilt by
 //! CRT and reduced modulo 2^32, so the hint is bit for bit the dense product's.
 
 use std::borrow::Cow;
@@ -393,11 +393,13 @@ impl<'a> Product<'a> {
 /// The lane operations of a band: the transforms and the multiply-add, on [`LANES`] rows at
 /// once.
 trait LaneOps {
-    /// [`PrimeTables::forward_lanes`].
+    /// [`PrimeTables::forward_lanes`] of residues, its results left below `4p` (congruent
+    /// modulo `p`, not always reduced).
     fn forward(&self, table: &PrimeTables, a: &mut [Lanes]);
-    /// [`PrimeTables::inverse_lanes`].
+    /// [`PrimeTables::inverse_lanes`] of residues.
     fn inverse(&self, table: &PrimeTables, a: &mut [Lanes]);
-    /// `sums[j] += lanes[j] · w[j] (mod p)`, `w[j]` with its Shoup quotient.
+    /// `sums[j] += lanes[j] · w[j] (mod p)` for residues `sums[j]` and any `lanes[j]`, `w[j]`
+    /// with its Shoup quotient.
     fn multiply_add(
         &self,
         table: &PrimeTables,
@@ -699,8 +701,8 @@ mod tests {
             hint_product(&d, &a, &|_, _| {}).as_slice(),
             &schoolbook(&d, &a)[..]
         );
-        assert_eq!(primes_for(1 << 22), 2);
-        assert_eq!(primes_for(1 << 23), 3);
+        assert_eq!(primes_for(2_000_000), 2);
+        assert_eq!(primes_for(1 << 21), 3);
     }
 
     proptest! {

@@ -2,9 +2,12 @@
 //!
 //! Z_{2^32} has no roots of unity to transform with, so a product of two polynomials modulo
 //! `x^n + 1` and 2^32 is computed exactly over the integers: both factors are lifted to centered
-//! representatives, multiplied modulo three 31-bit primes `p ≡ 1 (mod 2^13)` (each has the
+//! representatives, multiplied modulo three 30-bit primes `p ≡ 1 (mod 2^13)` (each has the
 //! primitive 2n-th roots of unity a negacyclic NTT needs, for n up to 4096), and the exact
-//! coefficients (|c| ≤ n·2^62 < P/2, P ≈ 2^93) are rebuilt by CRT and reduced modulo 2^32.
+//! coefficients (|c| ≤ n·2^62 < P/2, P ≈ 2^90) are rebuilt by CRT and reduced modulo 2^32.
+//! The primes stay below 2^30 so that four times a prime fits a 32-bit lane: the vector
+//! transforms keep values below `4p` and reduce only where a sum could pass it (Harvey's lazy
+//! butterflies).
 //!
 //! The transforms are the merged-twist Cooley–Tukey (forward) and Gentleman–Sande (inverse)
 //! butterflies with bit-reversed powers of ψ (a primitive 2n-th root), so no separate twisting
@@ -12,8 +15,8 @@
 
 use crate::kernels::Backend;
 
-/// The three NTT primes: each below 2^31 and ≡ 1 modulo 2^13.
-pub const PRIMES: [u32; 3] = [2_147_377_153, 2_147_352_577, 2_147_295_233];
+/// The three NTT primes: the largest below 2^30 that are ≡ 1 modulo 2^13.
+pub const PRIMES: [u32; 3] = [1_073_692_673, 1_073_668_097, 1_073_651_713];
 
 /// The largest supported ring degree.
 pub const MAX_DEGREE: usize = 4096;
@@ -203,17 +206,14 @@ impl PrimeTables {
         }
     }
 
-    /// The residue of the centered lift of `x ∈ Z_{2^32}` (read as `i32`). Both `|x|` and
-    /// `p` lie in `(2^30, 2^31]`, so one conditional subtraction reduces.
+    /// The residue of the centered lift of `x ∈ Z_{2^32}` (read as `i32`). `|x| ≤ 2^31 < 4p`,
+    /// so two conditional subtractions (of `2p`, then of `p`) reduce.
     #[inline(always)]
     pub(crate) fn lift(&self, x: u32) -> u32 {
         let p = self.p;
         let magnitude = (x as i32).unsigned_abs();
-        let reduced = if magnitude >= p {
-            magnitude - p
-        } else {
-            magnitude
-        };
+        let below_2p = magnitude.min(magnitude.wrapping_sub(2 * p));
+        let reduced = below_2p.min(below_2p.wrapping_sub(p));
         if (x as i32) < 0 && reduced != 0 {
             p - reduced
         } else {
@@ -557,7 +557,7 @@ mod tests {
     #[test]
     fn primes_fit_the_transforms() {
         for p in PRIMES {
-            assert!(is_prime(u64::from(p)) && p < 1 << 31);
+            assert!(is_prime(u64::from(p)) && p < 1 << 30);
             assert_eq!((p - 1) % (2 * MAX_DEGREE as u32), 0);
         }
         let plan = NttPlan::new(1024).unwrap();
@@ -566,6 +566,32 @@ mod tests {
             assert_eq!(psi * psi % u64::from(table.p), u64::from(table.p) - 1);
         }
         assert!(NttPlan::new(1000).is_none() && NttPlan::new(8192).is_none());
+    }
+
+    /// The lift is the residue of the centered value, at the ends of the range and where the
+    /// magnitude passes `p` and `2p`.
+    #[test]
+    fn lifts_reduce_the_centered_value() {
+        let plan = NttPlan::new(2).unwrap();
+        for table in &plan.tables {
+            let p = i64::from(table.p);
+            for x in [
+                0,
+                1,
+                p - 1,
+                p,
+                p + 1,
+                2 * p - 1,
+                2 * p,
+                2 * p + 1,
+                i64::from(i32::MAX),
+            ] {
+                for x in [x, -x, i64::from(i32::MIN)] {
+                    let expected = x.rem_euclid(p) as u32;
+                    assert_eq!(table.lift(x as i32 as u32), expected, "x = {x}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -1,44 +1,54 @@
 //! The lane transforms of [`crate::ntt`] written for AVX-512: a [`Lanes`] of sixteen residues
 //! is one 512-bit register, so a butterfly is a handful of instructions. The generic versions
 //! ([`PrimeTables::forward_lanes`], [`PrimeTables::inverse_lanes`]) are the reference, and the
-//! tests of [`crate::hint`] hold these to them bit for bit.
+//! tests hold these to them bit for bit (modulo `p` for the forward transform, which leaves its
+//! values below `4p`).
+//!
+//! The butterflies are Harvey's lazy ones: with `p < 2^30`, values below `4p` fit a lane, so a
+//! butterfly reduces its sum once instead of after every addition, subtraction and product.
 //!
 //! Every function needs AVX-512 F; callers hold an [`Avx512Token`](crate::features::Avx512Token).
 
 #![allow(unsafe_code)]
 
 use std::arch::x86_64::{
-    __m512i, _mm512_add_epi32, _mm512_loadu_si512, _mm512_mask_blend_epi32, _mm512_min_epu32,
-    _mm512_mul_epu32, _mm512_mullo_epi32, _mm512_set1_epi32, _mm512_srli_epi64,
-    _mm512_storeu_si512, _mm512_sub_epi32,
+    __m512i, _mm512_add_epi32, _mm512_loadu_si512, _mm512_min_epu32, _mm512_mul_epu32,
+    _mm512_mullo_epi32, _mm512_permutex2var_epi32, _mm512_set1_epi32, _mm512_set_epi32,
+    _mm512_srli_epi64, _mm512_storeu_si512, _mm512_sub_epi32,
 };
 
 use crate::ntt::{Lanes, PrimeTables};
 
-/// `(y · w) mod p` lane by lane with `w_shoup = floor(w · 2^32 / p)`, for `y < 2^32`.
+/// `y · w (mod p)` lane by lane, below `2p`, with `w_shoup = floor(w · 2^32 / p)`, for any
+/// `y < 2^32`: Shoup's product without its final subtraction.
+#[inline(always)]
+unsafe fn mul_shoup_lazy(y: __m512i, w: __m512i, w_shoup: __m512i, p: __m512i) -> __m512i {
+    // The high halves of y·w_shoup: the even lanes' from one 32x32 -> 64 product, the odd
+    // lanes' from another on the shifted input; each lies in the odd half of its 64-bit lane,
+    // and one permutation gathers them.
+    let even = _mm512_mul_epu32(y, w_shoup);
+    let odd = _mm512_mul_epu32(_mm512_srli_epi64::<32>(y), w_shoup);
+    let high_halves = _mm512_set_epi32(31, 15, 29, 13, 27, 11, 25, 9, 23, 7, 21, 5, 19, 3, 17, 1);
+    let q = _mm512_permutex2var_epi32(even, high_halves, odd);
+    _mm512_sub_epi32(_mm512_mullo_epi32(y, w), _mm512_mullo_epi32(q, p))
+}
+
+/// `x` less `bound` where that does not wrap: reduces `x < 2·bound` below `bound`.
+#[inline(always)]
+unsafe fn reduce_below(x: __m512i, bound: __m512i) -> __m512i {
+    _mm512_min_epu32(x, _mm512_sub_epi32(x, bound))
+}
+
+/// `(y · w) mod p` lane by lane, fully reduced, for any `y < 2^32`.
 #[inline(always)]
 unsafe fn mul_shoup(y: __m512i, w: __m512i, w_shoup: __m512i, p: __m512i) -> __m512i {
-    // The high halves of y·w_shoup: even lanes from one 32x32 -> 64 product, odd lanes from
-    // another on the shifted input.
-    let even = _mm512_srli_epi64::<32>(_mm512_mul_epu32(y, w_shoup));
-    let odd = _mm512_mul_epu32(_mm512_srli_epi64::<32>(y), w_shoup);
-    let q = _mm512_mask_blend_epi32(0xAAAA, even, odd);
-    let r = _mm512_sub_epi32(_mm512_mullo_epi32(y, w), _mm512_mullo_epi32(q, p));
-    _mm512_min_epu32(r, _mm512_sub_epi32(r, p))
+    reduce_below(mul_shoup_lazy(y, w, w_shoup, p), p)
 }
 
 /// `(a + b) mod p` lane by lane, for `a, b < p`.
 #[inline(always)]
 unsafe fn add_mod(a: __m512i, b: __m512i, p: __m512i) -> __m512i {
-    let sum = _mm512_add_epi32(a, b);
-    _mm512_min_epu32(sum, _mm512_sub_epi32(sum, p))
-}
-
-/// `(a − b) mod p` lane by lane, for `a, b < p`.
-#[inline(always)]
-unsafe fn sub_mod(a: __m512i, b: __m512i, p: __m512i) -> __m512i {
-    let difference = _mm512_sub_epi32(a, b);
-    _mm512_min_epu32(difference, _mm512_add_epi32(difference, p))
+    reduce_below(_mm512_add_epi32(a, b), p)
 }
 
 #[inline(always)]
@@ -51,7 +61,17 @@ unsafe fn store(lane: &mut Lanes, value: __m512i) {
     _mm512_storeu_si512(lane.as_mut_ptr().cast(), value)
 }
 
-/// [`PrimeTables::forward_lanes`].
+/// A twiddle and its Shoup quotient in every lane.
+#[inline(always)]
+unsafe fn broadcast((w, w_shoup): (u32, u32)) -> (__m512i, __m512i) {
+    (
+        _mm512_set1_epi32(w as i32),
+        _mm512_set1_epi32(w_shoup as i32),
+    )
+}
+
+/// [`PrimeTables::forward_lanes`] of values below `4p`, leaving values below `4p` congruent
+/// to its results modulo `p`.
 ///
 /// # Safety
 /// The CPU must have AVX-512 F.
@@ -59,29 +79,27 @@ unsafe fn store(lane: &mut Lanes, value: __m512i) {
 pub(crate) unsafe fn forward_lanes(table: &PrimeTables, a: &mut [Lanes]) {
     let n = a.len();
     let p = _mm512_set1_epi32(table.prime() as i32);
+    let two_p = _mm512_add_epi32(p, p);
     let mut t = n;
     let mut m = 1;
     while m < n {
         t /= 2;
         for i in 0..m {
-            let (w, w_shoup) = table.forward_twiddle(m + i);
-            let (w, w_shoup) = (
-                _mm512_set1_epi32(w as i32),
-                _mm512_set1_epi32(w_shoup as i32),
-            );
+            let (w, w_shoup) = broadcast(table.forward_twiddle(m + i));
             let (lo, hi) = a[2 * i * t..2 * i * t + 2 * t].split_at_mut(t);
             for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
-                let u = load(x);
-                let v = mul_shoup(load(y), w, w_shoup, p);
-                store(x, add_mod(u, v, p));
-                store(y, sub_mod(u, v, p));
+                // u < 2p and v < 2p, so u + v and u − v + 2p stay below 4p.
+                let u = reduce_below(load(x), two_p);
+                let v = mul_shoup_lazy(load(y), w, w_shoup, p);
+                store(x, _mm512_add_epi32(u, v));
+                store(y, _mm512_sub_epi32(_mm512_add_epi32(u, two_p), v));
             }
         }
         m *= 2;
     }
 }
 
-/// [`PrimeTables::inverse_lanes`].
+/// [`PrimeTables::inverse_lanes`] of values below `2p`, with its fully reduced results.
 ///
 /// # Safety
 /// The CPU must have AVX-512 F.
@@ -89,37 +107,34 @@ pub(crate) unsafe fn forward_lanes(table: &PrimeTables, a: &mut [Lanes]) {
 pub(crate) unsafe fn inverse_lanes(table: &PrimeTables, a: &mut [Lanes]) {
     let n = a.len();
     let p = _mm512_set1_epi32(table.prime() as i32);
+    let two_p = _mm512_add_epi32(p, p);
     let mut t = 1;
     let mut m = n;
     while m > 1 {
         let h = m / 2;
         for i in 0..h {
-            let (w, w_shoup) = table.inverse_twiddle(h + i);
-            let (w, w_shoup) = (
-                _mm512_set1_epi32(w as i32),
-                _mm512_set1_epi32(w_shoup as i32),
-            );
+            let (w, w_shoup) = broadcast(table.inverse_twiddle(h + i));
             let (lo, hi) = a[2 * i * t..2 * i * t + 2 * t].split_at_mut(t);
             for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
+                // x, y < 2p: the sum is reduced below 2p, the difference (shifted by 2p, below
+                // 4p) goes into a lazy product, below 2p.
                 let (u, v) = (load(x), load(y));
-                store(x, add_mod(u, v, p));
-                store(y, mul_shoup(sub_mod(u, v, p), w, w_shoup, p));
+                store(x, reduce_below(_mm512_add_epi32(u, v), two_p));
+                let difference = _mm512_sub_epi32(_mm512_add_epi32(u, two_p), v);
+                store(y, mul_shoup_lazy(difference, w, w_shoup, p));
             }
         }
         t *= 2;
         m = h;
     }
-    let (s, s_shoup) = table.n_inverse();
-    let (s, s_shoup) = (
-        _mm512_set1_epi32(s as i32),
-        _mm512_set1_epi32(s_shoup as i32),
-    );
+    let (s, s_shoup) = broadcast(table.n_inverse());
     for x in a.iter_mut() {
         store(x, mul_shoup(load(x), s, s_shoup, p));
     }
 }
 
-/// `sums[j] += lanes[j] · w[j] (mod p)` lane by lane, `w[j]` given with its Shoup quotient.
+/// `sums[j] += lanes[j] · w[j] (mod p)` lane by lane, `w[j]` given with its Shoup quotient,
+/// for sums below `p` and any lanes below 2^32.
 ///
 /// # Safety
 /// The CPU must have AVX-512 F.
@@ -131,11 +146,8 @@ pub(crate) unsafe fn multiply_add(
     w: &[(u32, u32)],
 ) {
     let p = _mm512_set1_epi32(table.prime() as i32);
-    for ((sum, lane), &(w, w_shoup)) in sums.iter_mut().zip(lanes).zip(w) {
-        let (w, w_shoup) = (
-            _mm512_set1_epi32(w as i32),
-            _mm512_set1_epi32(w_shoup as i32),
-        );
+    for ((sum, lane), &w) in sums.iter_mut().zip(lanes).zip(w) {
+        let (w, w_shoup) = broadcast(w);
         let product = mul_shoup(load(lane), w, w_shoup, p);
         store(sum, add_mod(load(sum), product, p));
     }
@@ -250,6 +262,9 @@ mod tests {
                 table.forward_lanes(&mut generic);
                 // SAFETY: the CPU has AVX-512 F (detected above).
                 unsafe { forward_lanes(table, &mut vector) };
+                let p = table.prime();
+                assert!(vector.as_flattened().iter().all(|&x| x < 4 * p));
+                vector.as_flattened_mut().iter_mut().for_each(|x| *x %= p);
                 assert_eq!(generic, vector, "forward, n = 2^{log_n}, prime {k}");
                 table.inverse_lanes(&mut generic);
                 // SAFETY: as above.
