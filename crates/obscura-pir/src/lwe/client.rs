@@ -9,17 +9,85 @@ use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use super::messages::{Answer, Query};
 use super::scheme::Lwe;
-use super::setup::PublicSetup;
-use crate::params::{Distribution, ANSWER_BITS};
+use super::setup::{Layer, PublicSetup};
+use crate::params::{Distribution, ParamSet, ANSWER_BITS};
 use crate::wire::Digest;
 use crate::{PirClient, PirError};
 
 /// The client side of the LWE engine.
 pub struct Client {
     setup: PublicSetup,
-    a: PublicMatrix,
-    gaussian: Option<DiscreteGaussian>,
+    masker: Masker,
     pool: Vec<PreparedQuery>,
+}
+
+/// What masks a query of one LWE layer: the public matrix `A` (with its transforms kept when it
+/// is negacyclic) and the samplers of the secret and the error.
+pub(crate) struct Masker {
+    a: PublicMatrix,
+    set: ParamSet,
+    gaussian: Option<DiscreteGaussian>,
+}
+
+impl Masker {
+    /// The masker of `layer`. With a negacyclic matrix it keeps the forward transforms of `A`
+    /// (12 bytes per column, up to 64 MiB), which halves the work of masking each query.
+    pub(crate) fn new(layer: &Layer) -> Self {
+        let mut a = layer.matrix_a();
+        a.precompute();
+        let set = layer.params().set;
+        let gaussian = match set.error() {
+            Distribution::Gaussian(sigma) => Some(DiscreteGaussian::new(sigma)),
+            _ => None,
+        };
+        Self { a, set, gaussian }
+    }
+
+    /// A fresh secret from the OS CSPRNG.
+    pub(crate) fn secret(&self) -> Result<Vec<u32>, PirError> {
+        let mut secret = vec![0u32; self.set.n()];
+        let mut rng = OsSampler::new();
+        match self.set.secret() {
+            Distribution::UniformModQ => rng.fill_uniform(&mut secret)?,
+            Distribution::Ternary => rng.fill_ternary(&mut secret)?,
+            Distribution::Gaussian(_) => unreachable!("no parameter set has a Gaussian secret"),
+        }
+        Ok(secret)
+    }
+
+    /// `A·s + e` for each secret: `A` streamed block by block, or multiplied by NTTs when it is
+    /// negacyclic.
+    pub(crate) fn masked(&self, secrets: &[Vec<u32>]) -> Result<Vec<Vec<u32>>, PirError> {
+        /// Error entries sampled per parallel task.
+        const ERROR_CHUNK: usize = 1 << 16;
+        let mut queries = self.a.mul_secrets(secrets);
+        let error = self.set.error();
+        for query in &mut queries {
+            query.par_chunks_mut(ERROR_CHUNK).try_for_each(|chunk| {
+                let mut rng = OsSampler::new();
+                let mut noise = vec![0u32; chunk.len()];
+                match (error, &self.gaussian) {
+                    (Distribution::Gaussian(_), Some(gaussian)) => {
+                        rng.fill_gaussian(gaussian, &mut noise)?
+                    }
+                    (Distribution::Ternary, _) => rng.fill_ternary(&mut noise)?,
+                    _ => unreachable!("error distributions are Gaussian or ternary"),
+                }
+                for (q, &e) in chunk.iter_mut().zip(&noise) {
+                    *q = q.wrapping_add(e);
+                }
+                noise.zeroize();
+                Ok::<(), PirError>(())
+            })?;
+        }
+        Ok(queries)
+    }
+}
+
+/// The `log_p`-bit digit that `Δ·digit + noise` rounds to (Δ = 2^(32 − log_p)).
+pub(crate) fn round_digit(noisy: u32, log_p: u8) -> u8 {
+    let shift = 32 - u32::from(log_p);
+    (noisy.wrapping_add(1 << (shift - 1)) >> shift) as u8
 }
 
 /// `A·s + e` and `H·s` for one secret `s`, computed ahead of time; the secret itself is not
@@ -53,16 +121,9 @@ impl Client {
     /// forward transforms of `A` (12 bytes per column, up to 64 MiB), which halves the work of
     /// preparing each query.
     pub fn new(setup: PublicSetup) -> Self {
-        let mut a = setup.matrix_a();
-        a.precompute();
-        let gaussian = match setup.params().set.error() {
-            Distribution::Gaussian(sigma) => Some(DiscreteGaussian::new(sigma)),
-            _ => None,
-        };
         Self {
+            masker: Masker::new(setup.layer()),
             setup,
-            a,
-            gaussian,
             pool: Vec::new(),
         }
     }
@@ -76,9 +137,9 @@ impl Client {
     /// [`PirClient::query`] takes one from the pool, so its online cost is one addition.
     pub fn preprocess(&mut self, count: usize) -> Result<(), PirError> {
         let secrets = (0..count)
-            .map(|_| self.sample_secret())
+            .map(|_| self.masker.secret())
             .collect::<Result<Vec<_>, _>>()?;
-        let masked = self.masked_queries(&secrets)?;
+        let masked = self.masker.masked(&secrets)?;
         for (secret, masked) in secrets.into_iter().zip(masked) {
             let hint_mask = self.setup.hint().mul_vec(&secret);
             let mut secret = secret;
@@ -91,45 +152,6 @@ impl Client {
     /// How many prepared queries are left in the pool.
     pub fn prepared(&self) -> usize {
         self.pool.len()
-    }
-
-    fn sample_secret(&self) -> Result<Vec<u32>, PirError> {
-        let mut secret = vec![0u32; self.setup.params().n()];
-        let mut rng = OsSampler::new();
-        match self.setup.params().set.secret() {
-            Distribution::UniformModQ => rng.fill_uniform(&mut secret)?,
-            Distribution::Ternary => rng.fill_ternary(&mut secret)?,
-            Distribution::Gaussian(_) => unreachable!("no parameter set has a Gaussian secret"),
-        }
-        Ok(secret)
-    }
-
-    /// `A·s + e` for each secret: `A` streamed block by block, or multiplied by NTTs when it is
-    /// negacyclic.
-    fn masked_queries(&self, secrets: &[Vec<u32>]) -> Result<Vec<Vec<u32>>, PirError> {
-        /// Error entries sampled per parallel task.
-        const ERROR_CHUNK: usize = 1 << 16;
-        let mut queries = self.a.mul_secrets(secrets);
-        let error = self.setup.params().set.error();
-        for query in &mut queries {
-            query.par_chunks_mut(ERROR_CHUNK).try_for_each(|chunk| {
-                let mut rng = OsSampler::new();
-                let mut noise = vec![0u32; chunk.len()];
-                match (error, &self.gaussian) {
-                    (Distribution::Gaussian(_), Some(gaussian)) => {
-                        rng.fill_gaussian(gaussian, &mut noise)?
-                    }
-                    (Distribution::Ternary, _) => rng.fill_ternary(&mut noise)?,
-                    _ => unreachable!("error distributions are Gaussian or ternary"),
-                }
-                for (q, &e) in chunk.iter_mut().zip(&noise) {
-                    *q = q.wrapping_add(e);
-                }
-                noise.zeroize();
-                Ok::<(), PirError>(())
-            })?;
-        }
-        Ok(queries)
     }
 }
 
@@ -166,9 +188,10 @@ impl Client {
                 Mask::Rows(std::mem::take(&mut prepared.hint_mask)),
             ),
             None => {
-                let secret = self.sample_secret()?;
+                let secret = self.masker.secret()?;
                 let masked = self
-                    .masked_queries(std::slice::from_ref(&secret))?
+                    .masker
+                    .masked(std::slice::from_ref(&secret))?
                     .pop()
                     .expect("one query");
                 (masked, Mask::Secret(secret))
@@ -201,17 +224,14 @@ impl Client {
 
     /// The rounded digits of `rows` of an answer, `H·s` removed.
     fn digits(&self, state: &QueryState, answer: &Answer, rows: std::ops::Range<usize>) -> Vec<u8> {
-        let params = self.setup.params();
-        let shift = 32 - u32::from(params.log_p);
-        let half_delta = params.delta() / 2;
+        let log_p = self.setup.params().log_p;
         rows.map(|r| {
             let mask = match &state.mask {
                 Mask::Secret(secret) => dot_u32(self.setup.hint().row(r), secret),
                 Mask::Rows(rows) => rows[r],
             };
             let received = u32::from(answer.values[r]) << (32 - ANSWER_BITS);
-            let noisy = received.wrapping_sub(mask);
-            (noisy.wrapping_add(half_delta) >> shift) as u8
+            round_digit(received.wrapping_sub(mask), log_p)
         })
         .collect()
     }

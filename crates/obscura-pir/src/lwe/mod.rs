@@ -32,5 +32,5 @@ pub use scheme::{Lwe, Records};
 pub(crate) use server::centered;
 pub(crate) use server::encode_with_largest_p;
 pub use server::Server;
-pub use setup::{PublicSetup, RecordFormat, SetupOptions};
+pub use setup::{Layer, PublicSetup, RecordFormat, SetupOptions};
 pub use stream::{StreamError, StreamedSetup};

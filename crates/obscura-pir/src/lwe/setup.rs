@@ -12,11 +12,6 @@ use crate::PirError;
 /// Domain tag of the public matrix `A` under the setup's seed.
 const DOMAIN_A: u64 = 0;
 
-/// Bytes of an encoded setup between its header and its hint: four codes (set, matrix kind,
-/// record format, log p), five `u64` (records, record bytes, data bytes, records per column, row
-/// norm) and the seed.
-const FIELD_BYTES: usize = 4 + 5 * 8 + SEED_BYTES;
-
 /// How a record's bytes are laid out inside its fixed-size slot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum RecordFormat {
@@ -73,23 +68,25 @@ pub struct SetupOptions {
     pub matrix: Option<MatrixKind>,
 }
 
-/// The public setup of a database: parameters, geometry, the largest squared row norm of the
-/// database (which the plaintext modulus is checked against), the seed of `A` and the hint
-/// `H = D·A`. Its [`digest`](PublicSetup::digest) names it in every query and answer.
+/// One LWE layer as a client sees it, without its hint: the parameters, how records sit in
+/// their slots, the geometry, the largest squared row norm of the database (which the plaintext
+/// modulus is checked against) and the seed of the public matrix `A`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PublicSetup {
+pub struct Layer {
     params: LweParams,
     format: RecordFormat,
     geometry: Geometry,
     row_norm: u64,
     seed: MatrixSeed,
-    hint: Matrix,
-    digest: Digest,
 }
 
-impl PublicSetup {
-    /// Assembles a setup; checks that the parameters are correct for the geometry and the row
-    /// norm, and that the hint has the right shape.
+impl Layer {
+    /// Bytes of an encoded layer: four codes (set, matrix kind, record format, log p), five
+    /// `u64` (records, record bytes, data bytes, records per column, row norm) and the seed.
+    pub(crate) const ENCODED_BYTES: usize = 4 + 5 * 8 + SEED_BYTES;
+
+    /// Assembles a layer; checks that the parameters are correct for the geometry and the row
+    /// norm.
     pub fn new(
         set: ParamSet,
         matrix: MatrixKind,
@@ -97,27 +94,14 @@ impl PublicSetup {
         geometry: Geometry,
         row_norm: u64,
         seed: MatrixSeed,
-        hint: Matrix,
     ) -> Result<Self, PirError> {
         let params = LweParams::new(set, matrix, geometry.log_p(), geometry.cols(), row_norm)?;
-        if hint.rows() as u64 != geometry.rows() || hint.cols() != params.n() {
-            return Err(PirError::InvalidParameters(format!(
-                "a {} x {} hint does not fit a {} x {} setup",
-                hint.rows(),
-                hint.cols(),
-                geometry.rows(),
-                params.n()
-            )));
-        }
-        let digest = setup_digest(&params, format, &geometry, row_norm, &seed);
         Ok(Self {
             params,
             format,
             geometry,
             row_norm,
             seed,
-            hint,
-            digest,
         })
     }
 
@@ -141,19 +125,9 @@ impl PublicSetup {
         self.seed
     }
 
-    /// The hint `H = D·A`.
-    pub fn hint(&self) -> &Matrix {
-        &self.hint
-    }
-
     /// The largest squared norm of a database row, digits read as signed.
     pub fn row_norm(&self) -> u64 {
         self.row_norm
-    }
-
-    /// The digest that names this setup.
-    pub fn digest(&self) -> &Digest {
-        &self.digest
     }
 
     /// The public matrix `A` (C x n), expanded on demand.
@@ -161,19 +135,9 @@ impl PublicSetup {
         matrix_a(&self.params, self.seed, &self.geometry)
     }
 
-    /// Bytes of the encoded setup of a database of `geometry` under `set`: the header, the
-    /// fields before the hint ([`FIELD_BYTES`]) and the hint.
-    pub(crate) fn encoded_len(geometry: &Geometry, set: ParamSet) -> u64 {
-        let hint = geometry.rows().saturating_mul(set.n() as u64 * 4);
-        hint.saturating_add((wire::HEADER_BYTES + FIELD_BYTES) as u64)
-    }
-
-    /// The encoded setup.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    /// Appends the encoded layer ([`Layer::ENCODED_BYTES`]).
+    pub(crate) fn write(&self, out: &mut Vec<u8>) {
         let g = &self.geometry;
-        let len = Self::encoded_len(g, self.params.set) as usize;
-        let mut out = Vec::with_capacity(len);
-        wire::write_header(&mut out, Kind::LWE_PUBLIC_SETUP, &self.digest);
         out.push(self.params.set.code());
         out.push(self.params.matrix.code());
         out.push(self.format.code());
@@ -188,16 +152,10 @@ impl PublicSetup {
             out.extend_from_slice(&value.to_le_bytes());
         }
         out.extend_from_slice(&self.seed.0);
-        for value in self.hint.as_slice() {
-            out.extend_from_slice(&value.to_le_bytes());
-        }
-        debug_assert_eq!(out.len(), len, "encoded_len");
-        out
     }
 
-    /// Decodes a setup; every length is checked before allocating and the digest is recomputed.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, PirError> {
-        let (mut reader, digest) = Reader::open(bytes, Kind::LWE_PUBLIC_SETUP)?;
+    /// Reads an encoded layer; its parameters are checked as by [`Layer::new`].
+    pub(crate) fn read(reader: &mut Reader<'_>) -> Result<Self, PirError> {
         let code = reader.u8()?;
         let set = ParamSet::from_code(code)
             .ok_or_else(|| reader.error(format!("unknown parameter set {code}")))?;
@@ -218,20 +176,163 @@ impl PublicSetup {
         let geometry = Geometry::new(records, record_bytes, data_bytes, per_column, log_p)
             .map_err(|e| reader.error(e.to_string()))?;
         let seed = MatrixSeed(reader.take(SEED_BYTES)?.try_into().expect("seed length"));
-        let n = set.n();
-        let expected = (geometry.rows() as usize).checked_mul(n);
+        Self::new(set, matrix, format, geometry, row_norm, seed)
+            .map_err(|e| reader.error(e.to_string()))
+    }
+
+    /// Feeds the layer's fields to a digest, in the order they are encoded.
+    pub(crate) fn hash_into(&self, hash: &mut Sha256) {
+        let g = &self.geometry;
+        hash.update([
+            self.params.set.code(),
+            self.params.matrix.code(),
+            self.format.code(),
+            g.log_p(),
+        ]);
+        for value in [
+            g.records(),
+            g.record_bytes(),
+            g.data_bytes(),
+            g.per_column(),
+            self.row_norm,
+        ] {
+            hash.update(value.to_le_bytes());
+        }
+        hash.update(self.seed.0);
+    }
+}
+
+/// The public setup of a database: its [`Layer`] and the hint `H = D·A`. Its
+/// [`digest`](PublicSetup::digest) names it in every query and answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublicSetup {
+    layer: Layer,
+    hint: Matrix,
+    digest: Digest,
+}
+
+impl PublicSetup {
+    /// Assembles a setup; checks that the parameters are correct for the geometry and the row
+    /// norm, and that the hint has the right shape.
+    pub fn new(
+        set: ParamSet,
+        matrix: MatrixKind,
+        format: RecordFormat,
+        geometry: Geometry,
+        row_norm: u64,
+        seed: MatrixSeed,
+        hint: Matrix,
+    ) -> Result<Self, PirError> {
+        Self::with_layer(
+            Layer::new(set, matrix, format, geometry, row_norm, seed)?,
+            hint,
+        )
+    }
+
+    /// A setup of `layer` with `hint`, checked to have the layer's shape.
+    pub fn with_layer(layer: Layer, hint: Matrix) -> Result<Self, PirError> {
+        if hint.rows() as u64 != layer.geometry.rows() || hint.cols() != layer.params.n() {
+            return Err(PirError::InvalidParameters(format!(
+                "a {} x {} hint does not fit a {} x {} setup",
+                hint.rows(),
+                hint.cols(),
+                layer.geometry.rows(),
+                layer.params.n()
+            )));
+        }
+        let mut hash = Sha256::new();
+        hash.update(b"obscura/lwe/setup/v2");
+        layer.hash_into(&mut hash);
+        let digest = hash.finalize().into();
+        Ok(Self {
+            layer,
+            hint,
+            digest,
+        })
+    }
+
+    /// The layer: parameters, format, geometry, row norm and seed.
+    pub fn layer(&self) -> &Layer {
+        &self.layer
+    }
+
+    /// The LWE parameters.
+    pub fn params(&self) -> LweParams {
+        self.layer.params
+    }
+
+    /// How records are laid out in their slots.
+    pub fn format(&self) -> RecordFormat {
+        self.layer.format
+    }
+
+    /// The shape of the database.
+    pub fn geometry(&self) -> &Geometry {
+        &self.layer.geometry
+    }
+
+    /// The seed of the public matrix.
+    pub fn seed(&self) -> MatrixSeed {
+        self.layer.seed
+    }
+
+    /// The hint `H = D·A`.
+    pub fn hint(&self) -> &Matrix {
+        &self.hint
+    }
+
+    /// The largest squared norm of a database row, digits read as signed.
+    pub fn row_norm(&self) -> u64 {
+        self.layer.row_norm
+    }
+
+    /// The digest that names this setup.
+    pub fn digest(&self) -> &Digest {
+        &self.digest
+    }
+
+    /// The public matrix `A` (C x n), expanded on demand.
+    pub fn matrix_a(&self) -> PublicMatrix {
+        self.layer.matrix_a()
+    }
+
+    /// Bytes of the encoded setup of a database of `geometry` under `set`: the header, the
+    /// layer ([`Layer::ENCODED_BYTES`]) and the hint.
+    pub(crate) fn encoded_len(geometry: &Geometry, set: ParamSet) -> u64 {
+        let hint = geometry.rows().saturating_mul(set.n() as u64 * 4);
+        hint.saturating_add((wire::HEADER_BYTES + Layer::ENCODED_BYTES) as u64)
+    }
+
+    /// The encoded setup.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let len = Self::encoded_len(&self.layer.geometry, self.layer.params.set) as usize;
+        let mut out = Vec::with_capacity(len);
+        wire::write_header(&mut out, Kind::LWE_PUBLIC_SETUP, &self.digest);
+        self.layer.write(&mut out);
+        for value in self.hint.as_slice() {
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+        debug_assert_eq!(out.len(), len, "encoded_len");
+        out
+    }
+
+    /// Decodes a setup; every length is checked before allocating and the digest is recomputed.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, PirError> {
+        let (mut reader, digest) = Reader::open(bytes, Kind::LWE_PUBLIC_SETUP)?;
+        let layer = Layer::read(&mut reader)?;
+        let (rows, n) = (layer.geometry.rows(), layer.params.n());
+        let expected = (rows as usize).checked_mul(n);
         let present = reader.rest().len() / 4;
         if expected != Some(present) || reader.rest().len() % 4 != 0 {
             return Err(reader.error(format!(
-                "the hint has {} bytes where a {} x {n} hint is expected",
+                "the hint has {} bytes where a {rows} x {n} hint is expected",
                 reader.rest().len(),
-                geometry.rows()
             )));
         }
         let hint = reader.words_raw::<u32>(present)?;
         reader.finish()?;
-        let hint = Matrix::from_vec(geometry.rows() as usize, n, hint).expect("length checked");
-        let setup = Self::new(set, matrix, format, geometry, row_norm, seed, hint)
+        let hint = Matrix::from_vec(rows as usize, n, hint).expect("length checked");
+        let setup = Self::with_layer(layer, hint)
             .map_err(|e| PirError::malformed("public setup", e.to_string()))?;
         if setup.digest != digest {
             return Err(PirError::malformed(
@@ -252,34 +353,4 @@ pub(super) fn matrix_a(params: &LweParams, seed: MatrixSeed, geometry: &Geometry
             NegacyclicMatrix::new(seed, DOMAIN_A, rows, n).expect("checked by LweParams::new"),
         ),
     }
-}
-
-/// SHA-256 over a domain string, the parameters, the record format, the geometry, the row norm
-/// and the seed.
-fn setup_digest(
-    params: &LweParams,
-    format: RecordFormat,
-    geometry: &Geometry,
-    row_norm: u64,
-    seed: &MatrixSeed,
-) -> Digest {
-    let mut hash = Sha256::new();
-    hash.update(b"obscura/lwe/setup/v2");
-    hash.update([
-        params.set.code(),
-        params.matrix.code(),
-        format.code(),
-        geometry.log_p(),
-    ]);
-    for value in [
-        geometry.records(),
-        geometry.record_bytes(),
-        geometry.data_bytes(),
-        geometry.per_column(),
-        row_norm,
-    ] {
-        hash.update(value.to_le_bytes());
-    }
-    hash.update(seed.0);
-    hash.finalize().into()
 }
