@@ -1,5 +1,7 @@
 //! Private information retrieval schemes of Obscura.
 //!
+//! - [`double`]: DoublePIR, a second LWE layer over the engine's hint, so the hint does not grow
+//!   with the database;
 //! - [`keyword`]: keyword PIR, a binary fuse filter of key-value rows on the LWE engine;
 //! - [`lwe`]: the one LWE engine behind SimplePIR and FrodoPIR, with a layout knob and
 //!   client-side query preprocessing;
@@ -29,6 +31,7 @@
 #![warn(missing_docs)]
 
 pub mod batch;
+pub mod double;
 mod error;
 pub mod framing;
 pub mod keyword;

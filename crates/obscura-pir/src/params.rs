@@ -199,13 +199,24 @@ impl ParamSet {
     /// The largest plaintext modulus exponent that is correct for `columns` columns of any
     /// data.
     pub fn max_log_p(self, columns: u64) -> Option<u8> {
-        max_log_p(columns, self.error_subgaussian())
+        self.max_log_p_at(columns, LOG_FAILURE)
+    }
+
+    /// [`ParamSet::max_log_p`] with failure probability `2^-log_failure` per decoded entry.
+    pub fn max_log_p_at(self, columns: u64, log_failure: u32) -> Option<u8> {
+        max_log_p_at(columns, self.error_subgaussian(), log_failure)
     }
 
     /// Whether `log_p` decodes correctly for a database whose rows have squared norms of at most
     /// `row_norm` (see the module docs).
     pub fn correct_for_row_norm(self, log_p: u8, row_norm: u64) -> bool {
-        correct_for_row_norm(log_p, row_norm, self.error_subgaussian())
+        self.correct_at(log_p, row_norm, LOG_FAILURE)
+    }
+
+    /// [`ParamSet::correct_for_row_norm`] with failure probability `2^-log_failure` per decoded
+    /// entry.
+    pub fn correct_at(self, log_p: u8, row_norm: u64, log_failure: u32) -> bool {
+        correct_at(log_p, row_norm, self.error_subgaussian(), log_failure)
     }
 }
 
@@ -220,7 +231,12 @@ pub fn worst_row_norm(columns: u64, log_p: u8) -> u64 {
 /// below `q/(2p) − r` (r the answer rounding, see the module docs) except with probability
 /// δ = 2^-40 per entry, for an error with subgaussian parameter `sigma`.
 pub fn correct_for_row_norm(log_p: u8, row_norm: u64, sigma: f64) -> bool {
-    let ln_two_over_delta = f64::from(LOG_FAILURE + 1) * std::f64::consts::LN_2;
+    correct_at(log_p, row_norm, sigma, LOG_FAILURE)
+}
+
+/// [`correct_for_row_norm`] with δ = `2^-log_failure` per entry.
+pub fn correct_at(log_p: u8, row_norm: u64, sigma: f64, log_failure: u32) -> bool {
+    let ln_two_over_delta = f64::from(log_failure + 1) * std::f64::consts::LN_2;
     let rounding = 2f64.powi((LOG_Q - ANSWER_BITS - 1) as i32);
     let p = 2f64.powi(i32::from(log_p));
     let margin = 2f64.powi(LOG_Q as i32) / (2.0 * p) - rounding;
@@ -232,9 +248,14 @@ pub fn correct_for_row_norm(log_p: u8, row_norm: u64, sigma: f64) -> bool {
 /// The largest `log_p ≤ 8` that is correct for `columns` = C columns of any data: the bound of
 /// [`correct_for_row_norm`] at the worst row norm `C·(p/2)²`; `None` if even p = 2 fails.
 pub fn max_log_p(columns: u64, sigma: f64) -> Option<u8> {
+    max_log_p_at(columns, sigma, LOG_FAILURE)
+}
+
+/// [`max_log_p`] with δ = `2^-log_failure` per entry.
+pub fn max_log_p_at(columns: u64, sigma: f64, log_failure: u32) -> Option<u8> {
     (1..=MAX_LOG_P)
         .rev()
-        .find(|&log_p| correct_for_row_norm(log_p, worst_row_norm(columns, log_p), sigma))
+        .find(|&log_p| correct_at(log_p, worst_row_norm(columns, log_p), sigma, log_failure))
 }
 
 /// How the public matrix `A` is expanded from its seed (see the module docs).

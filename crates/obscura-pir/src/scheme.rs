@@ -102,8 +102,8 @@ pub struct Summary<'a> {
     pub items: u64,
     /// Bytes per item (the longest value of a keyword database, 32 for a tree's hashes).
     pub item_bytes: u64,
-    /// The largest LWE engine's setup (parameters and geometry), if the scheme runs on one.
-    pub engine: Option<&'a lwe::PublicSetup>,
+    /// The largest LWE engine's layer (parameters and geometry), if the scheme runs on one.
+    pub engine: Option<&'a lwe::Layer>,
     /// Queries per request, when a request holds one per sub-database (a tree's height).
     pub sub_queries: Option<u32>,
 }

@@ -84,6 +84,13 @@ impl Kind {
     pub const SHARD_QUERIES: Self = Self(7);
     /// One LWE answer per sub-database, framed.
     pub const SHARD_ANSWERS: Self = Self(8);
+    /// The public setup of a DoublePIR database (the first layer, and the second layer's LWE
+    /// setup with its hint).
+    pub const DOUBLE_SETUP: Self = Self(9);
+    /// A DoublePIR query: the first layer's query and one second-layer query per row.
+    pub const DOUBLE_QUERY: Self = Self(10);
+    /// A DoublePIR answer: the second layer's answers and the hint of the first answer's digits.
+    pub const DOUBLE_ANSWER: Self = Self(11);
     /// A stored database file.
     pub const DATABASE_FILE: Self = Self(16);
 
@@ -116,6 +123,9 @@ impl Kind {
             Self::PBC_SETUP => "batch-code setup",
             Self::SHARD_QUERIES => "request of one query per sub-database",
             Self::SHARD_ANSWERS => "reply of one answer per sub-database",
+            Self::DOUBLE_SETUP => "DoublePIR setup",
+            Self::DOUBLE_QUERY => "DoublePIR query",
+            Self::DOUBLE_ANSWER => "DoublePIR answer",
             Self::DATABASE_FILE => "database file",
             _ => "message",
         }

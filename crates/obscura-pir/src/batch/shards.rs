@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 
 use crate::framing;
-use crate::lwe::{Answer, Client, PublicSetup, Query, QueryState, Server, SetupOptions};
+use crate::lwe::{Answer, Client, Layer, PublicSetup, Query, QueryState, Server, SetupOptions};
 use crate::scheme::{Encode, Message, SetupMessage};
 use crate::wire::{Kind, Reader};
 use crate::{PirClient, PirError, PirServer};
@@ -42,8 +42,11 @@ pub trait Sharded {
     }
 
     /// The setup of the largest sub-database, if there is one.
-    fn largest_shard(&self) -> Option<&PublicSetup> {
-        self.shards().iter().max_by_key(|s| s.geometry().records())
+    fn largest_shard(&self) -> Option<&Layer> {
+        self.shards()
+            .iter()
+            .max_by_key(|s| s.geometry().records())
+            .map(PublicSetup::layer)
     }
 }
 

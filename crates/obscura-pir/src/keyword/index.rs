@@ -4,6 +4,7 @@ use obscura_math::matrix::PlaintextMatrix;
 
 use super::KeywordOptions;
 use crate::lwe::{self, Footprint, Geometry, Layout, Lwe, RecordFormat, SetupOptions};
+use crate::params::LOG_FAILURE;
 use crate::scheme::{PirClient, Progress, Scheme};
 use crate::PirError;
 
@@ -55,7 +56,8 @@ impl KeywordIndex for Lwe {
         options: &KeywordOptions,
         progress: Progress<'_>,
     ) -> Result<lwe::Server, PirError> {
-        let encoded = lwe::encode_with_largest_p(options.params, planned, largest, encode)?;
+        let encoded =
+            lwe::encode_with_largest_p(options.params, planned, largest, |_| LOG_FAILURE, encode)?;
         let lwe_options = SetupOptions {
             params: options.params,
             layout: Layout::OnePerColumn,

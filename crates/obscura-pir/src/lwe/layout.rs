@@ -1,6 +1,6 @@
 //! How records are laid out in the database matrix.
 
-use crate::params::{ParamSet, MAX_LOG_P};
+use crate::params::{ParamSet, LOG_FAILURE, MAX_LOG_P};
 use crate::PirError;
 
 /// The largest record this engine accepts, in bytes (1 MiB).
@@ -174,9 +174,22 @@ impl Geometry {
         layout: Layout,
         set: ParamSet,
     ) -> Result<Self, PirError> {
+        Self::plan_at(data_bytes, record_bytes, layout, set, |_| LOG_FAILURE)
+    }
+
+    /// [`Geometry::plan`] with failure probability `2^-log_failure(geometry)` per decoded
+    /// entry, for a scheme whose budget depends on the shape (how many entries a record
+    /// decodes).
+    pub fn plan_at(
+        data_bytes: u64,
+        record_bytes: u64,
+        layout: Layout,
+        set: ParamSet,
+        log_failure: impl Fn(&Geometry) -> u32,
+    ) -> Result<Self, PirError> {
         for log_p in (1..=MAX_LOG_P).rev() {
             let geometry = Self::with_log_p(data_bytes, record_bytes, layout, log_p)?;
-            if set.max_log_p(geometry.cols()) >= Some(log_p) {
+            if set.max_log_p_at(geometry.cols(), log_failure(&geometry)) >= Some(log_p) {
                 return Ok(geometry);
             }
         }

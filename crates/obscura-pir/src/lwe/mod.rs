@@ -24,13 +24,14 @@ mod server;
 mod setup;
 mod stream;
 
+pub(crate) use client::{round_digit, Masker};
 pub use client::{Client, QueryState};
 pub use footprint::Footprint;
 pub use layout::{Geometry, Layout, RecordLocation, MAX_RECORD_BYTES};
 pub use messages::{Answer, Query};
 pub use scheme::{Lwe, Records};
 pub(crate) use server::centered;
-pub(crate) use server::encode_with_largest_p;
 pub use server::Server;
+pub(crate) use server::{encode_database, encode_with_largest_p, switch_modulus};
 pub use setup::{Layer, PublicSetup, RecordFormat, SetupOptions};
 pub use stream::{StreamError, StreamedSetup};

@@ -59,7 +59,7 @@ impl SetupMessage for PublicSetup {
         Summary {
             items: self.geometry().records(),
             item_bytes: self.geometry().record_bytes(),
-            engine: Some(self),
+            engine: Some(self.layer()),
             sub_queries: None,
         }
     }

@@ -10,7 +10,9 @@ use super::layout::{Geometry, MAX_RECORD_BYTES};
 use super::messages::{Answer, Query};
 use super::scheme::{Lwe, Records};
 use super::setup::{matrix_a, PublicSetup, RecordFormat, SetupOptions};
-use crate::params::{worst_row_norm, LweParams, MatrixKind, ParamSet, ANSWER_BITS, MAX_LOG_P};
+use crate::params::{
+    worst_row_norm, LweParams, MatrixKind, ParamSet, ANSWER_BITS, LOG_FAILURE, MAX_LOG_P,
+};
 use crate::scheme::Progress;
 use crate::{PirError, PirServer};
 
@@ -96,10 +98,30 @@ impl Server {
         options: SetupOptions,
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Self, PirError> {
-        let data_bytes = data.len() as u64;
-        let planned = Geometry::plan(data_bytes, record_bytes, options.layout, options.params)?;
-        let encoded = encode_with_largest_p(options.params, planned, MAX_LOG_P, |log_p| {
-            let geometry = Geometry::with_log_p(data_bytes, record_bytes, options.layout, log_p)?;
+        Self::setup_at(
+            data,
+            record_bytes,
+            format,
+            options,
+            |_| LOG_FAILURE,
+            progress,
+        )
+    }
+
+    /// [`Server::setup_slots`] with failure probability `2^-log_failure(geometry)` per decoded
+    /// digit, for a scheme whose failure budget depends on the shape.
+    pub(crate) fn setup_at(
+        data: &[u8],
+        record_bytes: u64,
+        format: RecordFormat,
+        options: SetupOptions,
+        log_failure: impl Fn(&Geometry) -> u32 + Copy,
+        progress: &(dyn Fn(u64, u64) + Sync),
+    ) -> Result<Self, PirError> {
+        let (data_bytes, layout, set) = (data.len() as u64, options.layout, options.params);
+        let planned = Geometry::plan_at(data_bytes, record_bytes, layout, set, log_failure)?;
+        let encoded = encode_with_largest_p(set, planned, MAX_LOG_P, log_failure, |log_p| {
+            let geometry = Geometry::with_log_p(data_bytes, record_bytes, layout, log_p)?;
             Ok((geometry, encode_database(data, &geometry)))
         })?;
         Self::with_database(encoded, format, options, progress)
@@ -158,6 +180,11 @@ impl Server {
     /// The encoded database matrix.
     pub fn database(&self) -> &PlaintextMatrix {
         &self.database
+    }
+
+    /// The public setup and the encoded database.
+    pub fn into_parts(self) -> (PublicSetup, PlaintextMatrix) {
+        (self.setup, self.database)
     }
 }
 
@@ -240,12 +267,14 @@ pub(crate) struct Encoded {
 }
 
 /// Encodes a database with the largest plaintext modulus its own rows allow (see
-/// [`crate::params`]): `encode(log_p)` encodes it as `log_p`-bit digits, tried from `largest`
-/// bits (at most 8) down to the modulus `planned` for any data, which always passes.
+/// [`crate::params`]) at failure probability `2^-log_failure(geometry)` per entry:
+/// `encode(log_p)` encodes it as `log_p`-bit digits, tried from `largest` bits (at most 8) down
+/// to the modulus `planned` for any data, which always passes.
 pub(crate) fn encode_with_largest_p(
     set: ParamSet,
     planned: Geometry,
     largest: u8,
+    log_failure: impl Fn(&Geometry) -> u32,
     encode: impl Fn(u8) -> Result<(Geometry, PlaintextMatrix), PirError>,
 ) -> Result<Encoded, PirError> {
     let measured = |(geometry, database): (Geometry, PlaintextMatrix)| Encoded {
@@ -260,7 +289,7 @@ pub(crate) fn encode_with_largest_p(
         };
         let norm = encoded.row_norm;
         if norm <= worst_row_norm(encoded.geometry.cols(), log_p)
-            && set.correct_for_row_norm(log_p, norm)
+            && set.correct_at(log_p, norm, log_failure(&encoded.geometry))
         {
             return Ok(encoded);
         }
@@ -271,7 +300,7 @@ pub(crate) fn encode_with_largest_p(
 /// Cuts the data into centered digits: column `c` of the matrix is the bit stream of records
 /// `c·k .. (c+1)·k`, one `log_p`-bit digit per row, stored as a two's-complement `i8` in
 /// `[-p/2, p/2)`.
-fn encode_database(data: &[u8], geometry: &Geometry) -> PlaintextMatrix {
+pub(crate) fn encode_database(data: &[u8], geometry: &Geometry) -> PlaintextMatrix {
     encode_database_reusing(data, geometry, None)
 }
 
@@ -313,7 +342,7 @@ pub(crate) fn centered(digit: u8, width: u32) -> u8 {
 }
 
 /// Rounds answer entries from Z_{2^32} to their top [`ANSWER_BITS`] bits.
-fn switch_modulus(values: &[u32]) -> Vec<u16> {
+pub(crate) fn switch_modulus(values: &[u32]) -> Vec<u16> {
     let shift = 32 - ANSWER_BITS;
     let half = 1u32 << (shift - 1);
     values

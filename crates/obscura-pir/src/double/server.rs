@@ -1,0 +1,208 @@
+//! The DoublePIR server: sets up both layers and answers a query in one pass over the database
+//! and one over the second layer's matrix.
+
+use obscura_math::expand::PublicMatrix;
+use obscura_math::hint;
+use obscura_math::kernels;
+use obscura_math::matrix::PlaintextMatrix;
+
+use super::messages::{Answer, Query};
+use super::scheme::Double;
+use super::setup::{
+    first_log_failure, max_rows_per_record, second_geometry, second_log_failure, PublicSetup,
+};
+use crate::lwe::{
+    self, encode_database, encode_with_largest_p, switch_modulus, Layout, RecordFormat, Records,
+    SetupOptions,
+};
+use crate::scheme::Progress;
+use crate::{PirError, PirServer};
+
+/// The server side of DoublePIR: the database, the second layer (the digits of the first
+/// layer's hint, with their setup) and the second layer's public matrix.
+pub struct Server {
+    setup: PublicSetup,
+    database: PlaintextMatrix,
+    second: lwe::Server,
+    a2: PublicMatrix,
+}
+
+impl Server {
+    /// Sets up a database of records of `record_bytes` bytes laid end to end in `data` (the last
+    /// one may be short): the first layer as the LWE engine sets it up with `options`, then the
+    /// second over the rows of its hint. `progress(done, total)` follows each hint product.
+    pub fn setup(
+        data: &[u8],
+        record_bytes: u64,
+        options: SetupOptions,
+        progress: Progress<'_>,
+    ) -> Result<Self, PirError> {
+        let raw = RecordFormat::Raw;
+        let (first, database) = lwe::Server::setup_at(
+            data,
+            record_bytes,
+            raw,
+            options,
+            first_log_failure,
+            progress,
+        )?
+        .into_parts();
+        let set = options.params;
+        let hint_bytes: Vec<u8> = first
+            .hint()
+            .as_slice()
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let g = first.geometry();
+        let rows_per_query = max_rows_per_record(g);
+        let geometry = second_geometry(g.rows(), set, rows_per_query)?;
+        // The modulus is the one for any digits: the per-query digits share it.
+        let encoded = encode_with_largest_p(
+            set,
+            geometry,
+            geometry.log_p(),
+            |g| second_log_failure(rows_per_query, g),
+            |_| Ok((geometry, encode_database(&hint_bytes, &geometry))),
+        )?;
+        drop(hint_bytes);
+        let second_options = SetupOptions {
+            layout: Layout::OnePerColumn,
+            ..options
+        };
+        let second = lwe::Server::with_database(encoded, raw, second_options, progress)?;
+        let setup = PublicSetup::new(first.layer().clone(), second.public_setup().clone())?;
+        Ok(Self::assemble(setup, database, second))
+    }
+
+    /// A server from a stored setup, database and second-layer matrix; checks that they fit
+    /// together, row norms included.
+    pub fn from_parts(
+        setup: PublicSetup,
+        database: PlaintextMatrix,
+        hint_digits: PlaintextMatrix,
+    ) -> Result<Self, PirError> {
+        let g = setup.first().geometry();
+        if database.rows() as u64 != g.rows() || database.cols() as u64 != g.cols() {
+            return Err(PirError::InvalidParameters(format!(
+                "a {} x {} database does not fit a {} x {} setup",
+                database.rows(),
+                database.cols(),
+                g.rows(),
+                g.cols()
+            )));
+        }
+        let norm = database.max_row_norm();
+        if norm > setup.first().row_norm() {
+            return Err(PirError::InvalidParameters(format!(
+                "a database row has squared norm {norm}, above the setup's {}",
+                setup.first().row_norm()
+            )));
+        }
+        let second = lwe::Server::from_parts(setup.second().clone(), hint_digits)?;
+        Ok(Self::assemble(setup, database, second))
+    }
+
+    fn assemble(setup: PublicSetup, database: PlaintextMatrix, second: lwe::Server) -> Self {
+        let a2 = setup.second().matrix_a();
+        Self {
+            setup,
+            database,
+            second,
+            a2,
+        }
+    }
+
+    /// The public setup to hand to clients.
+    pub fn public_setup(&self) -> &PublicSetup {
+        &self.setup
+    }
+
+    /// Answers queries already checked against the setup: one pass over the database for their
+    /// first parts, one over the second layer's matrix for all their second parts, then each
+    /// query's own first answer as digits, multiplied by its second parts and by `A2`.
+    fn answer_checked(&self, queries: &[&Query]) -> Vec<Answer> {
+        let rows = self.setup.first().geometry().rows() as usize;
+        let firsts: Vec<&[u32]> = queries.iter().map(|q| q.first.as_slice()).collect();
+        let first_answers = kernels::plaintext_mat_vecs(&self.database, &firsts);
+        let seconds: Vec<&[u32]> = queries
+            .iter()
+            .flat_map(|q| q.second.chunks_exact(rows))
+            .collect();
+        let hint_answers = kernels::plaintext_mat_vecs(self.second.database(), &seconds);
+        let per_query = self.setup.rows_per_query() as usize;
+        let answer_geometry = self.setup.answer_geometry();
+        queries
+            .iter()
+            .zip(first_answers)
+            .zip(hint_answers.chunks(per_query))
+            .map(|((query, first_answer), hint_answers)| {
+                let bytes: Vec<u8> = first_answer.iter().flat_map(|v| v.to_le_bytes()).collect();
+                let digits = encode_database(&bytes, &answer_geometry);
+                let own: Vec<&[u32]> = query.second.chunks_exact(rows).collect();
+                let digit_answers = kernels::plaintext_mat_vecs(&digits, &own);
+                let mut values =
+                    Vec::with_capacity(per_query * self.setup.second_answer_rows() as usize);
+                for (hint_part, digit_part) in hint_answers.iter().zip(&digit_answers) {
+                    values.extend(switch_modulus(hint_part));
+                    values.extend(switch_modulus(digit_part));
+                }
+                let hint = hint::hint_product(&digits, &self.a2, &|_, _| {});
+                Answer {
+                    digest: *self.setup.digest(),
+                    hint: hint.as_slice().to_vec(),
+                    values,
+                }
+            })
+            .collect()
+    }
+}
+
+impl PirServer for Server {
+    type Scheme = Double;
+    type Data<'a> = Records<'a>;
+    type Options = SetupOptions;
+
+    fn build(
+        records: Records<'_>,
+        options: SetupOptions,
+        progress: Progress<'_>,
+    ) -> Result<Self, PirError> {
+        Self::setup(records.bytes, records.record_bytes, options, progress)
+    }
+
+    fn public_setup(&self) -> &PublicSetup {
+        &self.setup
+    }
+
+    fn answer(&self, query: &Query) -> Result<Answer, PirError> {
+        query.check(&self.setup)?;
+        Ok(self.answer_checked(&[query]).remove(0))
+    }
+
+    fn answer_batch(&self, queries: &[Query]) -> Result<Vec<Answer>, PirError> {
+        if queries.is_empty() {
+            return Ok(Vec::new());
+        }
+        for query in queries {
+            query.check(&self.setup)?;
+        }
+        let queries: Vec<&Query> = queries.iter().collect();
+        Ok(self.answer_checked(&queries))
+    }
+
+    fn matrices(&self) -> Vec<&PlaintextMatrix> {
+        vec![&self.database, self.second.database()]
+    }
+
+    fn from_parts(setup: PublicSetup, matrices: Vec<PlaintextMatrix>) -> Result<Self, PirError> {
+        let [database, hint_digits] =
+            <[PlaintextMatrix; 2]>::try_from(matrices).map_err(|matrices| {
+                PirError::malformed(
+                    "database",
+                    format!("{} matrices for DoublePIR's two", matrices.len()),
+                )
+            })?;
+        Server::from_parts(setup, database, hint_digits)
+    }
+}

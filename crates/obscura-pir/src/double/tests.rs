@@ -1,0 +1,237 @@
+//! End-to-end retrieval over many shapes, the messages' codecs and checks, and the digit
+//! decomposition the second layer rests on.
+
+use obscura_math::pack;
+use proptest::prelude::*;
+
+use super::setup::{max_rows_per_record, ENTRY_BYTES};
+use super::*;
+use crate::lwe::{encode_database, Geometry, Layout, SetupOptions};
+use crate::params::{MatrixKind, ParamSet};
+use crate::{PirClient, PirError, PirServer};
+
+/// Pseudo-random bytes (xorshift), distinct per seed.
+fn bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn server(data: &[u8], record_bytes: u64, options: SetupOptions) -> Server {
+    Server::setup(data, record_bytes, options, &|_, _| {}).expect("setup")
+}
+
+/// Fetches `index` through encoded messages and checks it against the data.
+fn check_record(server: &Server, client: &mut Client, data: &[u8], record_bytes: u64, index: u64) {
+    let (query, state) = client.query(index).expect("query");
+    let query = Query::from_bytes(&query.to_bytes(), server.public_setup()).expect("query codec");
+    let answer = server.answer(&query).expect("answer");
+    let answer = Answer::from_bytes(&answer.to_bytes(), client.setup()).expect("answer codec");
+    let start = (index * record_bytes) as usize;
+    let end = (start + record_bytes as usize).min(data.len());
+    assert_eq!(
+        client.decode(state, &answer).expect("decode"),
+        &data[start..end],
+        "record {index}"
+    );
+}
+
+#[test]
+fn records_of_every_shape_are_retrieved() {
+    // (data bytes, record bytes, layout): single bytes, the 3-byte records of the ypir-small
+    // workload, records that span rows, a short last record, one record per column.
+    let shapes = [
+        (1, 1, Layout::Square),
+        (1000, 1, Layout::Square),
+        (3000, 3, Layout::Square),
+        (1700, 17, Layout::Square),
+        (2999, 300, Layout::Square),
+        (600, 3, Layout::OnePerColumn),
+        (640, 64, Layout::PerColumn(3)),
+    ];
+    for (seed, (len, record_bytes, layout)) in shapes.into_iter().enumerate() {
+        let data = bytes(len, seed as u64);
+        let options = SetupOptions {
+            layout,
+            ..SetupOptions::default()
+        };
+        let server = server(&data, record_bytes, options);
+        let mut client = Client::new(server.public_setup().clone());
+        let records = (len as u64).div_ceil(record_bytes);
+        for index in [0, records / 2, records - 1] {
+            check_record(&server, &mut client, &data, record_bytes, index);
+        }
+    }
+}
+
+#[test]
+fn a_uniform_public_matrix_and_another_set_work_too() {
+    let data = bytes(500, 11);
+    let options = SetupOptions {
+        params: ParamSet::Hintless1408,
+        matrix: Some(MatrixKind::Uniform),
+        ..SetupOptions::default()
+    };
+    let server = server(&data, 5, options);
+    let mut client = Client::new(server.public_setup().clone());
+    for index in [0, 37, 99] {
+        check_record(&server, &mut client, &data, 5, index);
+    }
+}
+
+#[test]
+fn prepared_and_batched_queries_decode() {
+    let data = bytes(4000, 3);
+    let server = server(&data, 4, SetupOptions::default());
+    let mut client = Client::new(server.public_setup().clone());
+    client.preprocess(3).unwrap();
+    assert_eq!(client.prepared(), 3);
+    let indices = [5u64, 999, 5, 640];
+    let (queries, states): (Vec<_>, Vec<_>) =
+        indices.iter().map(|&i| client.query(i).unwrap()).unzip();
+    assert_eq!(client.prepared(), 0);
+    let answers = server.answer_batch(&queries).unwrap();
+    for ((index, state), answer) in indices.iter().zip(states).zip(&answers) {
+        let start = *index as usize * 4;
+        assert_eq!(
+            client.decode(state, answer).unwrap(),
+            &data[start..start + 4]
+        );
+    }
+    assert!(server.answer_batch(&[]).unwrap().is_empty());
+}
+
+#[test]
+fn the_hint_does_not_grow_with_the_database() {
+    let sizes: Vec<u64> = [1000usize, 20000]
+        .into_iter()
+        .map(|len| {
+            let server = server(&bytes(len, 5), 1, SetupOptions::default());
+            let setup = server.public_setup();
+            let hint = setup.second().hint();
+            (hint.rows() * hint.cols()) as u64
+        })
+        .collect();
+    // 4n rows of 8-bit digits (one per byte of a hint row) times n.
+    assert_eq!(sizes, [4096 * 1024, 4096 * 1024]);
+}
+
+#[test]
+fn the_setup_and_the_matrices_make_the_same_server_again() {
+    let data = bytes(900, 8);
+    let built = server(&data, 3, SetupOptions::default());
+    let setup = built.public_setup();
+    let bytes = setup.to_bytes();
+    assert_eq!(bytes.len() as u64, setup.encoded_len());
+    let decoded = PublicSetup::from_bytes(&bytes).unwrap();
+    assert_eq!(&decoded, setup);
+    let matrices = built.matrices().into_iter().cloned().collect();
+    let loaded = <Server as PirServer>::from_parts(decoded, matrices).unwrap();
+    let mut client = Client::new(loaded.public_setup().clone());
+    check_record(&loaded, &mut client, &data, 3, 123);
+
+    // A changed byte of the first layer or of the second layer's parameters is refused (the
+    // hint's own bytes are the store's checksum's to guard).
+    for at in [60, 150] {
+        let mut tampered = bytes.clone();
+        tampered[at] ^= 1;
+        assert!(PublicSetup::from_bytes(&tampered).is_err(), "byte {at}");
+    }
+    assert!(PublicSetup::from_bytes(&bytes[..bytes.len() - 1]).is_err());
+    // The matrices of another database do not fit.
+    let other = server(&data[..300], 3, SetupOptions::default());
+    let matrices = other.matrices().into_iter().cloned().collect();
+    assert!(<Server as PirServer>::from_parts(setup.clone(), matrices).is_err());
+}
+
+#[test]
+fn mismatched_and_malformed_messages_are_refused() {
+    let data = bytes(300, 9);
+    let (one, two) = (
+        server(&data, 3, SetupOptions::default()),
+        server(&data, 3, SetupOptions::default()),
+    );
+    let mut client = Client::new(one.public_setup().clone());
+    let (query, state) = client.query(4).unwrap();
+    let encoded = query.to_bytes();
+    assert!(matches!(
+        Query::from_bytes(&encoded, two.public_setup()),
+        Err(PirError::SetupMismatch { .. })
+    ));
+    assert!(matches!(
+        two.answer(&query),
+        Err(PirError::SetupMismatch { .. })
+    ));
+    for cut in [0, 5, encoded.len() - 1] {
+        assert!(Query::from_bytes(&encoded[..cut], one.public_setup()).is_err());
+    }
+    let mut longer = encoded.clone();
+    longer.push(0);
+    assert!(Query::from_bytes(&longer, one.public_setup()).is_err());
+    let mut short = query.clone();
+    short.second.pop();
+    assert!(matches!(
+        one.answer(&short),
+        Err(PirError::Malformed { .. })
+    ));
+
+    let answer = one.answer(&query).unwrap();
+    let encoded = answer.to_bytes();
+    assert!(Answer::from_bytes(&encoded[..encoded.len() - 2], one.public_setup()).is_err());
+    let other = Client::new(two.public_setup().clone());
+    assert!(matches!(
+        other.decode(state, &answer),
+        Err(PirError::SetupMismatch { .. })
+    ));
+    assert!(matches!(
+        client.query(100),
+        Err(PirError::IndexOutOfRange { .. })
+    ));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The second layer's digits of a word (its little-endian bytes cut into `log_p`-bit
+    /// digits, stored centered) read back, modulo p, into the word.
+    #[test]
+    fn words_survive_their_digits(
+        words in proptest::collection::vec(any::<u32>(), 1..40),
+        log_p in 1u8..=8,
+    ) {
+        let data: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let g = Geometry::with_log_p(data.len() as u64, ENTRY_BYTES, Layout::OnePerColumn, log_p)
+            .unwrap();
+        let digits = encode_database(&data, &g);
+        let p = 1u16 << log_p;
+        for (c, &word) in words.iter().enumerate() {
+            let column: Vec<u8> = (0..g.rows() as usize)
+                .map(|r| (i16::from(digits.get(r, c) as i8).rem_euclid(p as i16)) as u8)
+                .collect();
+            let mut back = [0u8; 4];
+            pack::unpack_into(&column, u32::from(log_p), 0, &mut back);
+            prop_assert_eq!(u32::from_le_bytes(back), word);
+        }
+    }
+
+    /// The widest record found from the first eight records of a column is the widest of all.
+    #[test]
+    fn the_widest_record_is_among_the_first_eight(
+        records in 1u64..200,
+        record_bytes in 1u64..12,
+        per_column in 1u64..40,
+        log_p in 1u8..=8,
+    ) {
+        let per_column = per_column.min(records);
+        let g = Geometry::new(records, record_bytes, records * record_bytes, per_column, log_p)
+            .unwrap();
+        let widest = (0..records).map(|i| g.locate(i).unwrap().row_count).max().unwrap();
+        prop_assert_eq!(max_rows_per_record(&g), widest);
+    }
+}
