@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
 use clap::Args;
+use obscura_pir::double;
 use obscura_pir::keyword::fuse::Arity;
 use obscura_pir::keyword::{KeywordOptions, KeywordServer};
 use obscura_pir::lwe::{Footprint, Geometry, Layout, Server, SetupOptions, StreamedSetup};
@@ -45,6 +46,11 @@ pub struct BuildArgs {
     /// Database file to write.
     #[arg(long)]
     out: PathBuf,
+    /// How records are served: `index` (SimplePIR or FrodoPIR, as --layout says) or `double`
+    /// (DoublePIR: the client downloads a hint of 16 MiB whatever the database's size; for
+    /// records of a few bytes, since a query asks for every row a record spans).
+    #[arg(long, value_enum, default_value = "index")]
+    scheme: RecordScheme,
     /// Raw input only: stream the setup from the input file to the database file, a band of
     /// columns at a time, so memory holds a few bands and the hint whatever the size (chosen
     /// by itself when the input does not fit in memory). Its plaintext modulus is the one
@@ -54,6 +60,18 @@ pub struct BuildArgs {
     #[command(flatten)]
     engine: EngineArgs,
 }
+
+/// How a database of records (not keys) is served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum RecordScheme {
+    /// The LWE engine: SimplePIR (square layout) or FrodoPIR (one record per column).
+    Index,
+    /// DoublePIR: a second LWE layer over the engine's hint.
+    Double,
+}
+
+/// Rows a DoublePIR record may span before `obscura build` says that its answers grow with it.
+const DOUBLE_SMALL_ROWS: u64 = 8;
 
 /// How the LWE engine is set up: the options `obscura build` and `obscura merkle build` share.
 #[derive(Args)]
@@ -169,6 +187,15 @@ pub fn run(args: BuildArgs) -> Result<()> {
     let format = args
         .format
         .unwrap_or_else(|| InputFormat::guess(&args.input));
+    let doubled = args.scheme == RecordScheme::Double;
+    ensure!(
+        !(doubled && args.key_column.is_some()),
+        "--scheme double serves records by index; a keyword database takes --key-column alone"
+    );
+    ensure!(
+        !(doubled && args.stream),
+        "--stream builds index databases (--scheme index)"
+    );
     let input = match format {
         InputFormat::Raw => {
             ensure!(
@@ -191,14 +218,19 @@ pub fn run(args: BuildArgs) -> Result<()> {
                 layout,
                 ..args.engine.options()
             };
-            let in_memory = args.engine.check_size(size, size, |layout| {
-                Server::footprint(size, record_size, options(layout))
-            });
+            let in_memory = args
+                .engine
+                .check_size(size, size, |layout| match args.scheme {
+                    RecordScheme::Index => Server::footprint(size, record_size, options(layout)),
+                    RecordScheme::Double => {
+                        double::Server::footprint(size, record_size, options(layout))
+                    }
+                });
             let streamed = StreamedSetup::plan(size, record_size, args.engine.options())?;
             let stream_fits = memory::fits(streamed.peak_bytes(), args.engine.max_memory);
             match in_memory {
                 _ if args.stream => return build_streamed(&args, &streamed),
-                Err(reason) if stream_fits => {
+                Err(reason) if stream_fits && !doubled => {
                     eprintln!(
                         "streaming the setup, in about {} of memory: in memory {reason:#}",
                         memory::human(streamed.peak_bytes())
@@ -267,8 +299,13 @@ pub fn run(args: BuildArgs) -> Result<()> {
                 ..args.engine.options()
             };
             args.engine
-                .check_size(data + count * VEC_BYTES, data, |layout| {
-                    Server::values_footprint(count, longest, options(layout))
+                .check_size(data + count * VEC_BYTES, data, |layout| match args.scheme {
+                    RecordScheme::Index => {
+                        Server::values_footprint(count, longest, options(layout))
+                    }
+                    RecordScheme::Double => {
+                        double::Server::values_footprint(count, longest, options(layout))
+                    }
                 })?;
         }
         Input::Pairs(pairs) => {
@@ -291,14 +328,37 @@ pub fn run(args: BuildArgs) -> Result<()> {
     let started = Instant::now();
     let message = "computing the hint";
     let database: Database = pool.install(|| -> Result<Database> {
-        Ok(match &input {
-            Input::Raw { data, record_size } => {
+        Ok(match (&input, args.scheme) {
+            (Input::Raw { data, record_size }, RecordScheme::Index) => {
                 progress::setup_with_bar(data, *record_size, options, message)?.into()
             }
-            Input::Values(values) => progress::values_with_bar(values, options, message)?.into(),
-            Input::Pairs(pairs) => progress::keyword_with_bar(pairs, keyword_options)?.into(),
+            (Input::Values(values), RecordScheme::Index) => {
+                progress::values_with_bar(values, options, message)?.into()
+            }
+            (Input::Raw { data, record_size }, RecordScheme::Double) => {
+                progress::with_bar("computing the hints", |progress| {
+                    double::Server::setup(data, *record_size, options, progress)
+                })?
+                .into()
+            }
+            (Input::Values(values), RecordScheme::Double) => {
+                progress::with_bar("computing the hints", |progress| {
+                    double::Server::setup_values(values, options, progress)
+                })?
+                .into()
+            }
+            (Input::Pairs(pairs), _) => progress::keyword_with_bar(pairs, keyword_options)?.into(),
         })
     })?;
+    if let Some(server) = database.server::<double::Double>() {
+        let rows = server.public_setup().rows_per_query();
+        if rows > DOUBLE_SMALL_ROWS {
+            eprintln!(
+                "note: a record spans up to {rows} rows, and a DoublePIR query asks for each: its answer is {} bytes; an index database (--scheme index) answers records this large with less",
+                obscura_pir::SetupMessage::answer_bytes(server.public_setup())
+            );
+        }
+    }
     let written = obscura_server::store::write_database(&args.out, &database)?;
     let listing = database.listing();
     let engine = listing
@@ -309,8 +369,12 @@ pub fn run(args: BuildArgs) -> Result<()> {
         "keyword" => format!("{} keys in {} slots", listing.items, g.records()),
         _ => format!("{} records", g.records()),
     };
+    let kind = match listing.kind {
+        "double" => "DoublePIR",
+        kind => kind,
+    };
     let params = (engine.params.set, engine.params.matrix);
-    report(&args, listing.kind, &items, &g, params, &written, started);
+    report(&args, kind, &items, &g, params, &written, started);
     Ok(())
 }
 

@@ -61,7 +61,7 @@ pub type AnswerOf<S> = <S as Scheme>::Answer;
 pub trait Scheme: Copy + std::fmt::Debug + PartialEq + Send + Sync + 'static {
     /// The wire kind of its public setup, which names the scheme in files and listings.
     const KIND: Kind;
-    /// What users call its databases (`index`, `keyword`, `treepir`, `pbc`).
+    /// What users call its databases (`index`, `double`, `keyword`, `treepir`, `pbc`).
     const NAME: &'static str;
     /// The public setup: all a client needs.
     type Setup: SetupMessage;

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use obscura_math::matrix::PlaintextMatrix;
 use obscura_pir::batch::pbc::Pbc;
 use obscura_pir::batch::treepir::TreePir;
+use obscura_pir::double::Double;
 use obscura_pir::keyword::Keyword;
 use obscura_pir::lwe::{self, Lwe};
 use obscura_pir::params::LweParams;
@@ -27,7 +28,7 @@ pub struct DecodedQuery(Box<dyn Any + Send>);
 /// What a listing says about a database, whatever its scheme.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Listing {
-    /// The scheme's name for its databases (`index`, `keyword`, `treepir`, `pbc`).
+    /// The scheme's name for its databases (`index`, `double`, `keyword`, `treepir`, `pbc`).
     pub kind: &'static str,
     /// Records, keys or leaves.
     pub items: u64,
@@ -248,6 +249,7 @@ pub fn built_in(kind: Kind) -> Option<&'static dyn StoredScheme> {
         Kind::KEYWORD_SETUP => Some(&Stored::<Keyword>::SCHEME),
         Kind::TREEPIR_SETUP => Some(&Stored::<TreePir>::SCHEME),
         Kind::PBC_SETUP => Some(&Stored::<Pbc>::SCHEME),
+        Kind::DOUBLE_SETUP => Some(&Stored::<Double>::SCHEME),
         _ => None,
     }
 }

@@ -12,8 +12,8 @@ use super::setup::{
     first_log_failure, max_rows_per_record, second_geometry, second_log_failure, PublicSetup,
 };
 use crate::lwe::{
-    self, encode_database, encode_with_largest_p, switch_modulus, Layout, RecordFormat, Records,
-    SetupOptions,
+    self, encode_database, encode_with_largest_p, switch_modulus, value_slot, value_slots,
+    Footprint, Geometry, Layout, RecordFormat, Records, SetupOptions,
 };
 use crate::scheme::Progress;
 use crate::{PirError, PirServer};
@@ -30,21 +30,86 @@ pub struct Server {
 impl Server {
     /// Sets up a database of records of `record_bytes` bytes laid end to end in `data` (the last
     /// one may be short): the first layer as the LWE engine sets it up with `options`, then the
-    /// second over the rows of its hint. `progress(done, total)` follows each hint product.
+    /// second over the rows of its hint. `progress(done, total)` follows both hint products on
+    /// one scale (the first layer's columns, then the second's work in the same units).
     pub fn setup(
         data: &[u8],
         record_bytes: u64,
         options: SetupOptions,
         progress: Progress<'_>,
     ) -> Result<Self, PirError> {
-        let raw = RecordFormat::Raw;
+        Self::setup_slots(data, record_bytes, RecordFormat::Raw, options, progress)
+    }
+
+    /// Sets up a database of variable-length values (the value at index `i` is `values[i]`,
+    /// possibly empty), each stored as its length and bytes in a slot as large as the longest.
+    pub fn setup_values<V: AsRef<[u8]>>(
+        values: &[V],
+        options: SetupOptions,
+        progress: Progress<'_>,
+    ) -> Result<Self, PirError> {
+        let (data, slot) = value_slots(values)?;
+        Self::setup_slots(&data, slot, RecordFormat::LengthPrefixed, options, progress)
+    }
+
+    /// What [`Server::setup`] of `data_bytes` bytes of records of `record_bytes` bytes will
+    /// hold and produce, computed before anything is allocated: both layers' matrices and hints
+    /// at once, and the bytes of the first layer's hint that the second layer encodes.
+    pub fn footprint(
+        data_bytes: u64,
+        record_bytes: u64,
+        options: SetupOptions,
+    ) -> Result<Footprint, PirError> {
+        let set = options.params;
+        let first = Geometry::plan_at(
+            data_bytes,
+            record_bytes,
+            options.layout,
+            set,
+            first_log_failure,
+        )?;
+        let second = second_geometry(first.rows(), set, max_rows_per_record(&first))?;
+        let hint_bytes = first.rows().saturating_mul(set.n() as u64 * 4);
+        Ok(Footprint::side_by_side([
+            Footprint::engine(&first, set),
+            Footprint::engine(&second, set),
+        ])
+        .holding(hint_bytes))
+    }
+
+    /// What [`Server::setup_values`] of `count` values, the longest of `longest` bytes, will
+    /// hold and produce (the values themselves not counted).
+    pub fn values_footprint(
+        count: u64,
+        longest: u64,
+        options: SetupOptions,
+    ) -> Result<Footprint, PirError> {
+        let slot = value_slot(longest)?;
+        let data_bytes = count.checked_mul(slot).ok_or_else(|| {
+            PirError::InvalidParameters(format!("{count} values of {slot} bytes are too many"))
+        })?;
+        Ok(Self::footprint(data_bytes, slot, options)?.holding(data_bytes))
+    }
+
+    /// Sets up slots of `record_bytes` bytes in `format`, laid end to end in `data`.
+    fn setup_slots(
+        data: &[u8],
+        record_bytes: u64,
+        format: RecordFormat,
+        options: SetupOptions,
+        progress: Progress<'_>,
+    ) -> Result<Self, PirError> {
+        // The second product's work in the first's units (columns of rows of n words): about
+        // the 4n rows of the second layer's matrix.
+        let second_units = options.params.n() as u64 * 4;
+        let first_progress = |done, total| progress(done, total + second_units);
         let (first, database) = lwe::Server::setup_at(
             data,
             record_bytes,
-            raw,
+            format,
             options,
             first_log_failure,
-            progress,
+            &first_progress,
         )?
         .into_parts();
         let set = options.params;
@@ -70,7 +135,19 @@ impl Server {
             layout: Layout::OnePerColumn,
             ..options
         };
-        let second = lwe::Server::with_database(encoded, raw, second_options, progress)?;
+        let first_units = g.cols();
+        let second_progress = |done: u64, total: u64| {
+            let share = (done.min(total) * second_units)
+                .checked_div(total)
+                .unwrap_or(0);
+            progress(first_units + share, first_units + second_units)
+        };
+        let second = lwe::Server::with_database(
+            encoded,
+            RecordFormat::Raw,
+            second_options,
+            &second_progress,
+        )?;
         let setup = PublicSetup::new(first.layer().clone(), second.public_setup().clone())?;
         Ok(Self::assemble(setup, database, second))
     }

@@ -86,6 +86,45 @@ fn a_uniform_public_matrix_and_another_set_work_too() {
 }
 
 #[test]
+fn values_come_back_with_their_lengths() {
+    let values: Vec<Vec<u8>> = (0..50).map(|i| bytes(i % 7, i as u64)).collect();
+    let server = Server::setup_values(&values, SetupOptions::default(), &|_, _| {}).unwrap();
+    let mut client = Client::new(server.public_setup().clone());
+    for index in [0usize, 6, 49] {
+        let (query, state) = client.query(index as u64).unwrap();
+        let answer = server.answer(&query).unwrap();
+        assert_eq!(client.decode(state, &answer).unwrap(), values[index]);
+    }
+}
+
+#[test]
+fn progress_grows_on_one_scale_and_the_footprint_covers_the_setup() {
+    let data = bytes(5000, 2);
+    let reports = std::sync::Mutex::new(Vec::new());
+    let server = Server::setup(&data, 5, SetupOptions::default(), &|done, total| {
+        reports.lock().unwrap().push((done, total))
+    })
+    .unwrap();
+    let reports = reports.into_inner().unwrap();
+    let total = reports[0].1;
+    assert!(reports.iter().all(|&(_, t)| t == total));
+    assert!(reports.windows(2).all(|w| w[0].0 <= w[1].0));
+    assert_eq!(reports.last(), Some(&(total, total)));
+
+    let footprint = Server::footprint(5000, 5, SetupOptions::default()).unwrap();
+    let matrices: u64 = server
+        .matrices()
+        .iter()
+        .map(|m| (m.rows() * m.cols()) as u64)
+        .sum();
+    let setup = server.public_setup();
+    let n = setup.first().params().n() as u64;
+    let hints = (setup.first().geometry().rows() + setup.second().geometry().rows()) * n * 4;
+    assert!(footprint.matrix_bytes() >= matrices);
+    assert!(footprint.hint_bytes() >= hints);
+}
+
+#[test]
 fn prepared_and_batched_queries_decode() {
     let data = bytes(4000, 3);
     let server = server(&data, 4, SetupOptions::default());

@@ -32,6 +32,8 @@ pub use messages::{Answer, Query};
 pub use scheme::{Lwe, Records};
 pub(crate) use server::centered;
 pub use server::Server;
-pub(crate) use server::{encode_database, encode_with_largest_p, switch_modulus};
+pub(crate) use server::{
+    encode_database, encode_with_largest_p, switch_modulus, value_slot, value_slots,
+};
 pub use setup::{Layer, PublicSetup, RecordFormat, SetupOptions};
 pub use stream::{StreamError, StreamedSetup};

@@ -43,25 +43,8 @@ impl Server {
         options: SetupOptions,
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Self, PirError> {
-        let longest = values
-            .iter()
-            .map(|v| v.as_ref().len())
-            .max()
-            .ok_or_else(|| PirError::InvalidParameters("the database has no records".into()))?;
-        let slot = value_slot(longest as u64)? as usize;
-        let mut data = vec![0u8; values.len() * slot];
-        for (value, slot) in values.iter().zip(data.chunks_exact_mut(slot)) {
-            let value = value.as_ref();
-            slot[..4].copy_from_slice(&(value.len() as u32).to_le_bytes());
-            slot[4..4 + value.len()].copy_from_slice(value);
-        }
-        Self::setup_slots(
-            &data,
-            slot as u64,
-            RecordFormat::LengthPrefixed,
-            options,
-            progress,
-        )
+        let (data, slot) = value_slots(values)?;
+        Self::setup_slots(&data, slot, RecordFormat::LengthPrefixed, options, progress)
     }
 
     /// What [`Server::setup`] of `data_bytes` bytes of records of `record_bytes` bytes will
@@ -248,8 +231,26 @@ impl PirServer for Server {
     }
 }
 
+/// Variable-length values in slots as large as the longest (see [`value_slot`]), laid end to
+/// end, and the slot size.
+pub(crate) fn value_slots<V: AsRef<[u8]>>(values: &[V]) -> Result<(Vec<u8>, u64), PirError> {
+    let longest = values
+        .iter()
+        .map(|v| v.as_ref().len())
+        .max()
+        .ok_or_else(|| PirError::InvalidParameters("the database has no records".into()))?;
+    let slot = value_slot(longest as u64)? as usize;
+    let mut data = vec![0u8; values.len() * slot];
+    for (value, slot) in values.iter().zip(data.chunks_exact_mut(slot)) {
+        let value = value.as_ref();
+        slot[..4].copy_from_slice(&(value.len() as u32).to_le_bytes());
+        slot[4..4 + value.len()].copy_from_slice(value);
+    }
+    Ok((data, slot as u64))
+}
+
 /// The slot of a value of up to `longest` bytes: its length (a `u32`), then the bytes.
-fn value_slot(longest: u64) -> Result<u64, PirError> {
+pub(crate) fn value_slot(longest: u64) -> Result<u64, PirError> {
     let slot = longest.saturating_add(4);
     if slot > MAX_RECORD_BYTES {
         return Err(PirError::InvalidParameters(format!(
