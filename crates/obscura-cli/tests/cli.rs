@@ -52,6 +52,8 @@ fn get_returns_every_record_exactly() {
         &["--layout", "3", "--threads", "1"],
         &["--matrix", "uniform"],
         &["--params", "frodo-1774", "--layout", "one-per-column"],
+        &["--scheme", "double"],
+        &["--scheme", "double", "--layout", "one-per-column"],
         &["--stream"],
         &[
             "--stream",
@@ -200,6 +202,21 @@ fn bad_input_gets_a_one_line_error() {
         .assert();
     assert_clean_failure(no_threads, "--threads must be at least 1");
 
+    let double_stream = obscura()
+        .args(["build", "--input"])
+        .arg(&not_a_db)
+        .args([
+            "--record-size",
+            "4",
+            "--scheme",
+            "double",
+            "--stream",
+            "--out",
+        ])
+        .arg(dir.path().join("x.obs"))
+        .assert();
+    assert_clean_failure(double_stream, "--stream builds index databases");
+
     // No database file is left behind by failed builds.
     assert!(!dir.path().join("x.obs").exists());
 }
@@ -325,17 +342,30 @@ fn bench_refuses_engine_options_that_do_not_apply() {
 }
 
 /// `obscura serve` in one process, `obscura get --server` in others: every record comes back
-/// exactly, and SIGTERM stops the server gracefully.
+/// exactly (from an index and a DoublePIR database), and SIGTERM stops the server gracefully.
 #[test]
 fn serve_and_get_over_http() {
     let dir = tempfile::tempdir().unwrap();
     let data = sample_data(25 * 9 - 4);
     let db = build(dir.path(), &data, 9, "square");
-    let server = Served::start(&["--threads".as_ref(), "1".as_ref(), db.as_os_str()]);
+    let double = build_with(dir.path(), &data, 9, &["--scheme", "double"]);
+    let server = Served::start(&[
+        "--threads".as_ref(),
+        "1".as_ref(),
+        db.as_os_str(),
+        double.as_os_str(),
+    ]);
     let url = server.url.clone();
     let name = db.file_stem().unwrap().to_str().unwrap().to_string();
+    let double_name = double.file_stem().unwrap().to_str().unwrap().to_string();
     let cache = dir.path().join("cache");
-    for (index, expected) in data.chunks(9).enumerate() {
+    let records = data.chunks(9).enumerate();
+    for ((index, expected), name) in records.map(|r| (r, &name)).chain(
+        data.chunks(9)
+            .enumerate()
+            .step_by(6)
+            .map(|r| (r, &double_name)),
+    ) {
         let out = dir.path().join("remote.bin");
         obscura()
             .args([
@@ -353,7 +383,7 @@ fn serve_and_get_over_http() {
             .arg(&cache)
             .assert()
             .success();
-        assert_eq!(std::fs::read(&out).unwrap(), expected, "index {index}");
+        assert_eq!(std::fs::read(&out).unwrap(), expected, "{name} {index}");
     }
     let missing = obscura()
         .args([
