@@ -80,7 +80,7 @@ pub fn run(
         let mut client = client?;
         describe(
             &mut report,
-            client.setup().index(),
+            client.setup().index().layer(),
             Layout::OnePerColumn,
             keys,
             value_bytes,

@@ -18,6 +18,7 @@ pub mod progress;
 pub mod psi;
 pub mod report;
 pub mod service;
+pub mod small;
 pub mod streamed;
 pub mod treepir;
 
@@ -63,6 +64,15 @@ pub enum Preset {
     /// 2^h random 32-byte leaves, h = 10, 16 and 20 (`--heights`, at most 24).
     #[value(name = "treepir-e2e")]
     TreepirE2e,
+    /// 2^30 records x 1 byte (1 GiB), DoublePIR (the SimplePIR paper's shape of small
+    /// entries): a hint that does not grow with the database.
+    #[value(name = "double-1g")]
+    Double1g,
+    /// 1,000, 10,000 and 100,000 records of 3 bytes (`--records` for one size), SimplePIR and
+    /// DoublePIR: server preprocessing, end-to-end latency with a fresh and with a prepared
+    /// query, message sizes (YPIR's small-database table).
+    #[value(name = "ypir-small")]
+    YpirSmall,
     /// 2^24 records x 1 KiB (16 GiB), index PIR, built from a file to a database file in
     /// bounded memory, set against the disk's speed measured in the same run (`--dir` holds
     /// the files).
@@ -83,6 +93,8 @@ impl Preset {
             Self::TreepirSetup => "treepir-setup",
             Self::TreepirE2e => "treepir-e2e",
             Self::StreamedSetup => "streamed-setup",
+            Self::Double1g => "double-1g",
+            Self::YpirSmall => "ypir-small",
         }
     }
 
@@ -96,6 +108,8 @@ impl Preset {
                 | Self::Service
                 | Self::TreepirE2e
                 | Self::StreamedSetup
+                | Self::Double1g
+                | Self::YpirSmall
         )
     }
 
@@ -104,6 +118,7 @@ impl Preset {
         match self {
             Self::Service => 1 << 16,
             Self::StreamedSetup => 1 << 24,
+            Self::Double1g => 1 << 30,
             _ => 1 << 20,
         }
     }
@@ -112,6 +127,8 @@ impl Preset {
     fn default_record_bytes(self) -> u64 {
         match self {
             Self::PsiEcdh | Self::PsiKkrt => 16,
+            Self::Double1g => 1,
+            Self::YpirSmall => 3,
             _ => 1024,
         }
     }
@@ -175,7 +192,7 @@ pub fn run(args: BenchArgs, progress: &dyn Progress) -> Result<()> {
     // The PIR presets measure the bandwidth in turns with their answers instead.
     if !matches!(
         args.preset,
-        Preset::Chalamet | Preset::Frodo | Preset::Simple1g
+        Preset::Chalamet | Preset::Frodo | Preset::Simple1g | Preset::Double1g
     ) {
         report.bandwidth_gbs = bandwidth::measure(&pools);
     }
@@ -211,6 +228,32 @@ pub fn run(args: BenchArgs, progress: &dyn Progress) -> Result<()> {
         return output(&[report], args.json);
     }
     let reports = match args.preset {
+        Preset::YpirSmall => {
+            let sizes = match args.records {
+                Some(records) => vec![records],
+                None => small::SIZES.to_vec(),
+            };
+            let report = small::run(
+                &sizes,
+                record_bytes,
+                engine.lwe,
+                &pools,
+                report.bandwidth_gbs,
+            )?;
+            return output(&[report], args.json);
+        }
+        Preset::Double1g => {
+            lwe::run::<obscura_pir::double::Double>(
+                lwe::Extra::Nothing,
+                records,
+                record_bytes,
+                engine.lwe,
+                &pools,
+                progress,
+                &mut report,
+            )?;
+            vec![report]
+        }
         Preset::StreamedSetup => {
             let report = streamed::run(
                 records,
@@ -254,7 +297,7 @@ pub fn run(args: BenchArgs, progress: &dyn Progress) -> Result<()> {
                 Preset::Simple1g => lwe::Extra::Batches,
                 _ => lwe::Extra::Nothing,
             };
-            lwe::run(
+            lwe::run::<obscura_pir::lwe::Lwe>(
                 extra,
                 records,
                 record_bytes,

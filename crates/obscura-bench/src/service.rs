@@ -57,9 +57,9 @@ pub fn run(
     report: &mut Report,
 ) -> Result<()> {
     let data = Arc::new(pools.all.install(|| generate(records, record_bytes))?);
-    let server = setup_server(&data, record_bytes, options, pools, progress, report)?;
+    let server = setup_server::<Lwe>(&data, record_bytes, options, pools, progress, report)?;
     let setup = server.public_setup().clone();
-    describe(report, &setup, options.layout, records, record_bytes);
+    describe(report, setup.layer(), options.layout, records, record_bytes);
     let mut catalog = Catalog::default();
     catalog.insert("bench".into(), server)?;
     let service =

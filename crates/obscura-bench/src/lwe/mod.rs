@@ -1,4 +1,5 @@
-//! The `frodo` and `simple-1g` presets: index PIR with the LWE engine.
+//! The `frodo`, `simple-1g` and `double-1g` presets: index PIR with the LWE engine, and with
+//! DoublePIR on it.
 
 pub mod report;
 
@@ -6,11 +7,11 @@ use std::time::Duration;
 
 use anyhow::Result;
 use obscura_math::hint;
-use obscura_pir::lwe::{
-    Answer, Client, Layout, PublicSetup, Query, QueryState, Server, SetupOptions,
-};
-use obscura_pir::params::MatrixKind;
-use obscura_pir::{PirClient, PirServer, Scheme};
+use obscura_pir::double::{self, Double};
+use obscura_pir::lwe::{self, Layer, Layout, Lwe, PublicSetup, SetupOptions};
+use obscura_pir::params::{LweParams, MatrixKind};
+use obscura_pir::scheme::{AnswerOf, Progress as SetupProgress, QueryOf, SetupOf};
+use obscura_pir::{Encode, PirClient, PirError, PirServer, Scheme, SetupMessage};
 
 use crate::bandwidth;
 use crate::measure::{generate, median, timed};
@@ -18,7 +19,7 @@ use crate::memory::peak_of;
 use crate::pools::Pools;
 use crate::progress::Progress;
 use crate::report::{Pair, Params};
-use report::{Batch, Bytes, Report, Retrieval};
+use report::{AnswerReads, Batch, Bytes, Report, Retrieval};
 
 /// Times an answer is repeated to take the median (enough that a few answers slowed down by a
 /// virtual machine's neighbours do not move it).
@@ -31,15 +32,18 @@ const BATCH_SIZES: [usize; 4] = [1, 4, 16, 64];
 /// The report's bandwidth is measured in turns with the answers: a streaming read before every
 /// third answer, on the same pool, the best of them per pool (`bandwidth::PASSES` reads), so
 /// each ratio compares figures taken within the same second or two.
-pub fn measure_answers<S: PirServer<Scheme: Scheme<Query = Query, Answer = Answer>>>(
+pub fn measure_answers<S: PirServer>(
     server: &S,
-    query: &Query,
+    query: &QueryOf<S::Scheme>,
     pools: &Pools,
     report: &mut Report,
-) -> Result<(f64, f64, Answer)> {
+) -> Result<(f64, f64, AnswerOf<S::Scheme>)>
+where
+    QueryOf<S::Scheme>: Sync,
+{
     let stream = bandwidth::Stream::new();
     let every = (ANSWER_REPEATS / bandwidth::PASSES).max(1);
-    let times = |pool: &rayon::ThreadPool| -> Result<(f64, f64, Answer)> {
+    let times = |pool: &rayon::ThreadPool| -> Result<(f64, f64, AnswerOf<S::Scheme>)> {
         let mut times = Vec::with_capacity(ANSWER_REPEATS);
         let mut best_gbs = 0.0f64;
         let mut last = None;
@@ -65,7 +69,7 @@ pub fn measure_answers<S: PirServer<Scheme: Scheme<Query = Query, Answer = Answe
 /// Fills the report's description of the database: shape, layout, kernels and parameters.
 pub fn describe(
     report: &mut Report,
-    setup: &PublicSetup,
+    setup: &Layer,
     layout: Layout,
     records: u64,
     record_bytes: u64,
@@ -77,7 +81,7 @@ pub fn describe(
     report.record_bytes = record_bytes;
     report.backend = obscura_math::kernels::Backend::detect().name().into();
     report.matrix = [g.rows(), g.cols()];
-    report.params = Params::of(setup);
+    report.params = Params::of_params(&setup.params());
 }
 
 /// The name a report gives `layout`: as `--layout` takes it.
@@ -89,28 +93,117 @@ pub fn layout_name(layout: Layout) -> String {
     }
 }
 
+/// An index scheme as the index presets measure it: records of fixed size fetched by index,
+/// queries prepared ahead of time.
+pub trait Measured: Scheme {
+    /// The scheme's name in reports.
+    const REPORTED: &'static str;
+
+    /// Sets up a database of `record_bytes`-byte records laid end to end in `data`.
+    fn setup(
+        data: &[u8],
+        record_bytes: u64,
+        options: SetupOptions,
+        progress: SetupProgress<'_>,
+    ) -> Result<Self::Server, PirError>;
+
+    /// Prepares `count` queries ahead of time.
+    fn preprocess(client: &mut Self::Client, count: usize) -> Result<(), PirError>;
+
+    /// The layer of the database itself, which the report describes.
+    fn layer(setup: &Self::Setup) -> &Layer;
+
+    /// The `(rows, columns)` of each hint product of the setup.
+    fn products(setup: &Self::Setup) -> Vec<(usize, usize)>;
+
+    /// Bytes each answer streams besides the database's matrix (DoublePIR's second layer).
+    fn also_streamed(setup: &Self::Setup) -> u64;
+}
+
+impl Measured for Lwe {
+    const REPORTED: &'static str = "lwe";
+
+    fn setup(
+        data: &[u8],
+        record_bytes: u64,
+        options: SetupOptions,
+        progress: SetupProgress<'_>,
+    ) -> Result<lwe::Server, PirError> {
+        lwe::Server::setup(data, record_bytes, options, progress)
+    }
+
+    fn preprocess(client: &mut lwe::Client, count: usize) -> Result<(), PirError> {
+        client.preprocess(count)
+    }
+
+    fn layer(setup: &PublicSetup) -> &Layer {
+        setup.layer()
+    }
+
+    fn products(setup: &PublicSetup) -> Vec<(usize, usize)> {
+        let g = setup.geometry();
+        vec![(g.rows() as usize, g.cols() as usize)]
+    }
+
+    fn also_streamed(_: &PublicSetup) -> u64 {
+        0
+    }
+}
+
+impl Measured for Double {
+    const REPORTED: &'static str = "double";
+
+    fn setup(
+        data: &[u8],
+        record_bytes: u64,
+        options: SetupOptions,
+        progress: SetupProgress<'_>,
+    ) -> Result<double::Server, PirError> {
+        double::Server::setup(data, record_bytes, options, progress)
+    }
+
+    fn preprocess(client: &mut double::Client, count: usize) -> Result<(), PirError> {
+        client.preprocess(count)
+    }
+
+    fn layer(setup: &double::PublicSetup) -> &Layer {
+        setup.first()
+    }
+
+    fn products(setup: &double::PublicSetup) -> Vec<(usize, usize)> {
+        setup.matrix_shapes()
+    }
+
+    fn also_streamed(setup: &double::PublicSetup) -> u64 {
+        let g = setup.second().geometry();
+        g.rows() * g.cols()
+    }
+}
+
 /// Sets up the database of `data` with `options`, showing the progress, and notes the setup's
-/// time and peak memory in `report`.
-pub fn setup_server(
+/// time, peak memory and arithmetic bound in `report`.
+pub fn setup_server<S: Measured>(
     data: &[u8],
     record_bytes: u64,
     options: SetupOptions,
     pools: &Pools,
     progress: &dyn Progress,
     report: &mut Report,
-) -> Result<Server> {
+) -> Result<S::Server> {
     let ((server, seconds), peak) = peak_of(|| {
         timed(|| {
             pools.all.install(|| {
                 let shown = progress.start(&["server setup"]);
-                Server::setup(data, record_bytes, options, &*shown)
+                S::setup(data, record_bytes, options, &*shown)
             })
         })
     });
     report.seconds.server_setup = seconds;
     report.server_peak_bytes = peak;
     let server = server?;
-    report.seconds.hint_bound = hint_bound(server.public_setup(), pools);
+    let setup = server.public_setup();
+    let params = S::layer(setup).params();
+    report.seconds.hint_bound = products_bound(&S::products(setup), params, pools);
     Ok(server)
 }
 
@@ -118,12 +211,24 @@ pub fn setup_server(
 /// reaches now on `pools.all` (`None` for a uniform public matrix, whose hint is the dense
 /// product).
 pub fn hint_bound(setup: &PublicSetup, pools: &Pools) -> Option<f64> {
-    if setup.params().matrix != MatrixKind::Negacyclic {
+    let g = setup.geometry();
+    products_bound(
+        &[(g.rows() as usize, g.cols() as usize)],
+        setup.params(),
+        pools,
+    )
+}
+
+/// [`hint_bound`] of hint products of these `(rows, columns)` under `params`.
+fn products_bound(products: &[(usize, usize)], params: LweParams, pools: &Pools) -> Option<f64> {
+    if params.matrix != MatrixKind::Negacyclic {
         return None;
     }
-    let g = setup.geometry();
-    let n = setup.params().n();
-    let butterflies = hint::ntt_butterflies(g.rows() as usize, g.cols() as usize, n);
+    let n = params.n();
+    let butterflies: u64 = products
+        .iter()
+        .map(|&(rows, cols)| hint::ntt_butterflies(rows, cols, n))
+        .sum();
     let rate = pools
         .all
         .install(|| hint::butterfly_rate(n, Duration::from_millis(300)));
@@ -139,8 +244,8 @@ pub enum Extra {
     Batches,
 }
 
-/// Runs an index preset on a database set up with `options` and fills `report`.
-pub fn run(
+/// Runs an index preset of scheme `S` on a database set up with `options` and fills `report`.
+pub fn run<S: Measured>(
     extra: Extra,
     records: u64,
     record_bytes: u64,
@@ -148,20 +253,27 @@ pub fn run(
     pools: &Pools,
     progress: &dyn Progress,
     report: &mut Report,
-) -> Result<()> {
+) -> Result<()>
+where
+    for<'a> S::Client: PirClient<Target<'a> = u64, Output = Vec<u8>>,
+    <S::Client as PirClient>::State: Send,
+    QueryOf<S>: Sync,
+{
     let data = pools.all.install(|| generate(records, record_bytes))?;
-    let server = setup_server(&data, record_bytes, options, pools, progress, report)?;
+    let server = setup_server::<S>(&data, record_bytes, options, pools, progress, report)?;
     let setup_bytes = server.public_setup().to_bytes();
-    let (client, client_seconds) = timed(|| PublicSetup::from_bytes(&setup_bytes).map(Client::new));
+    let (client, client_seconds) =
+        timed(|| SetupOf::<S>::from_bytes(&setup_bytes).map(S::Client::new));
     let mut client = client?;
 
     describe(
         report,
-        client.setup(),
+        S::layer(client.setup()),
         options.layout,
         records,
         record_bytes,
     );
+    report.scheme = S::REPORTED.into();
     report.seconds.client_setup = client_seconds;
 
     let mut indices = {
@@ -180,7 +292,7 @@ pub fn run(
     };
 
     // Prepared query: preparation, online step, answer (1 and all threads), decode.
-    let (prepared, prepare_seconds) = timed(|| pools.all.install(|| client.preprocess(1)));
+    let (prepared, prepare_seconds) = timed(|| pools.all.install(|| S::preprocess(&mut client, 1)));
     prepared?;
     let index = indices.next().expect("endless");
     let (query, query_seconds) = timed(|| client.query(index));
@@ -211,12 +323,26 @@ pub fn run(
         },
     };
     report.record(retrieval, database_bytes);
+    let also = S::also_streamed(server.public_setup());
+    if also > 0 {
+        let g = S::layer(server.public_setup()).geometry();
+        let matrix = g.rows() * g.cols();
+        let streamed = (matrix + also) as f64;
+        report.answer_reads = Some(AnswerReads {
+            database: matrix,
+            second_layer: also,
+            gbs: Pair {
+                one_thread: streamed / one / 1e9,
+                all_threads: streamed / all / 1e9,
+            },
+        });
+    }
 
     if extra == Extra::Batches {
         for k in BATCH_SIZES {
-            pools.all.install(|| client.preprocess(k))?;
+            pools.all.install(|| S::preprocess(&mut client, k))?;
             let mut queries = Vec::with_capacity(k);
-            let mut states: Vec<(u64, QueryState)> = Vec::with_capacity(k);
+            let mut states = Vec::with_capacity(k);
             for _ in 0..k {
                 let index = indices.next().expect("endless");
                 let (query, state) = client.query(index)?;

@@ -43,6 +43,18 @@ pub struct Bytes {
     pub answer: u64,
 }
 
+/// What each answer of a two-layer scheme (DoublePIR) streams: the database's matrix and the
+/// second layer's (the digits of the first layer's hint), and the answer's rate over both.
+#[derive(Clone, Debug, Serialize)]
+pub struct AnswerReads {
+    /// Bytes of the database's matrix.
+    pub database: u64,
+    /// Bytes of the second layer's matrix.
+    pub second_layer: u64,
+    /// Both, over the answer time, in 10^9 bytes per second.
+    pub gbs: Pair,
+}
+
 /// One batch size.
 #[derive(Clone, Debug, Serialize)]
 pub struct Batch {
@@ -90,6 +102,9 @@ pub struct Report {
     pub bytes: Bytes,
     /// Answer throughput (database bytes / answer seconds).
     pub answer_gbs: Pair,
+    /// What each answer streams, where it streams more than the database's matrix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer_reads: Option<AnswerReads>,
     /// Batched answers.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub batch: Vec<Batch>,
@@ -225,6 +240,20 @@ impl Tables for Report {
             ),
         ] {
             println!("| {name} | {gbs:.2} | {:.0}% |", 100.0 * gbs / bandwidth);
+        }
+        if let Some(reads) = &self.answer_reads {
+            println!(
+                "\n| each answer streams | bytes | GB/s, one / all threads | of bandwidth |\n|---|---|---|---|"
+            );
+            println!(
+                "| database matrix + second layer | {} + {} | {:.2} / {:.2} | {:.0}% / {:.0}% |",
+                reads.database,
+                reads.second_layer,
+                reads.gbs.one_thread,
+                reads.gbs.all_threads,
+                100.0 * reads.gbs.one_thread / self.bandwidth_gbs.one_thread,
+                100.0 * reads.gbs.all_threads / self.bandwidth_gbs.all_threads
+            );
         }
         if !self.batch.is_empty() {
             let single = self.batch[0].effective_gbs;

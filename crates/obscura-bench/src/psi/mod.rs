@@ -69,7 +69,9 @@ pub fn protocol(preset: Preset) -> Option<Protocol> {
         | Preset::Service
         | Preset::TreepirSetup
         | Preset::TreepirE2e
-        | Preset::StreamedSetup => None,
+        | Preset::StreamedSetup
+        | Preset::Double1g
+        | Preset::YpirSmall => None,
     }
 }
 

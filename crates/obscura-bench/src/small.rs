@@ -1,0 +1,269 @@
+//! The `ypir-small` preset: small databases of 3-byte records (1,000, 10,000 and 100,000), each
+//! served with SimplePIR and with DoublePIR on the same engine: server preprocessing, end-to-end
+//! latency with a fresh query and with one prepared ahead, and the message sizes, next to the
+//! reference run YPIR's authors published.
+
+use anyhow::Result;
+use obscura_pir::double::Double;
+use obscura_pir::lwe::{Lwe, SetupOptions};
+use obscura_pir::scheme::QueryOf;
+use obscura_pir::{Encode, PirClient, PirServer, SetupMessage};
+use serde::Serialize;
+
+use crate::lwe::Measured;
+use crate::measure::{generate, median, timed};
+use crate::pools::Pools;
+use crate::report::{human, print_bandwidth, print_correct, Pair, Params, Tables};
+
+/// Database sizes the preset runs unless `--records` names one.
+pub const SIZES: [u64; 3] = [1_000, 10_000, 100_000];
+
+/// Retrievals timed per scheme and size (the median is reported).
+const REPEATS: usize = 21;
+
+/// The reference run (YPIR's authors, an Apple laptop): preprocessing and end-to-end seconds at
+/// 1,000, 10,000 and 100,000 records of 3 bytes.
+const PUBLISHED: [(&str, [f64; 3], [f64; 3]); 2] = [
+    ("simple", [1.1e-3, 10.8e-3, 127e-3], [14e-6, 39e-6, 93e-6]),
+    ("double", [55e-3, 318e-3, 1.206], [333e-6, 356e-6, 634e-6]),
+];
+
+/// Step times of one run, in seconds.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SmallSeconds {
+    /// Server preprocessing (encoding and hints).
+    pub server_setup: f64,
+    /// Preparing one query ahead of time.
+    pub query_prepare: f64,
+    /// A prepared query's online step, its answer and its decoding (median).
+    pub end_to_end_prepared: f64,
+    /// A query made from scratch, its answer and its decoding (median).
+    pub end_to_end_fresh: f64,
+    /// The answer alone (median, from the prepared runs).
+    pub answer: f64,
+}
+
+/// Message sizes of one run, in bytes.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SmallBytes {
+    /// The public setup the client downloads.
+    pub hint: u64,
+    /// One query.
+    pub query: u64,
+    /// One answer.
+    pub answer: u64,
+}
+
+/// One scheme at one size.
+#[derive(Clone, Debug, Serialize)]
+pub struct SmallRun {
+    /// `simple` or `double`.
+    pub scheme: String,
+    /// Records in the database.
+    pub records: u64,
+    /// The database matrix's shape (rows, columns).
+    pub matrix: [u64; 2],
+    /// Plaintext modulus of the database.
+    pub p: u32,
+    /// Step times.
+    pub seconds: SmallSeconds,
+    /// Message sizes.
+    pub bytes: SmallBytes,
+}
+
+/// The JSON object `obscura bench ypir-small --json` prints.
+#[derive(Clone, Debug, Serialize)]
+pub struct SmallReport {
+    /// Preset name.
+    pub preset: String,
+    /// Threads of the server's steps.
+    pub threads: usize,
+    /// Bytes per record.
+    pub record_bytes: u64,
+    /// Parameters (the plaintext modulus of each database is in its run).
+    pub params: Params,
+    /// Streaming read bandwidth.
+    pub bandwidth_gbs: Pair,
+    /// One run per scheme and size.
+    pub runs: Vec<SmallRun>,
+    /// Whether every retrieved record matched the original.
+    pub correct: bool,
+}
+
+/// Runs both schemes over databases of `sizes` records of `record_bytes` bytes.
+pub fn run(
+    sizes: &[u64],
+    record_bytes: u64,
+    options: SetupOptions,
+    pools: &Pools,
+    bandwidth_gbs: Pair,
+) -> Result<SmallReport> {
+    let mut runs = Vec::new();
+    let mut correct = true;
+    for &records in sizes {
+        let data = generate(records, record_bytes)?;
+        let simple = measure::<Lwe>("simple", &data, records, record_bytes, options, pools)?;
+        let double = measure::<Double>("double", &data, records, record_bytes, options, pools)?;
+        for (run, ok) in [simple, double] {
+            correct &= ok;
+            runs.push(run);
+        }
+    }
+    Ok(SmallReport {
+        preset: "ypir-small".into(),
+        threads: pools.all.current_num_threads(),
+        record_bytes,
+        params: Params::of_params(&obscura_pir::params::LweParams {
+            set: options.params,
+            matrix: options
+                .matrix
+                .unwrap_or(obscura_pir::params::MatrixKind::default_for(options.params)),
+            log_p: 8,
+        }),
+        bandwidth_gbs,
+        runs,
+        correct,
+    })
+}
+
+/// One scheme over one database: its setup, then [`REPEATS`] retrievals each way, every record
+/// checked. Returns the run and whether every record matched.
+fn measure<S: Measured>(
+    name: &str,
+    data: &[u8],
+    records: u64,
+    record_bytes: u64,
+    options: SetupOptions,
+    pools: &Pools,
+) -> Result<(SmallRun, bool)>
+where
+    for<'a> S::Client: PirClient<Target<'a> = u64, Output = Vec<u8>>,
+    <S::Client as PirClient>::State: Send,
+    QueryOf<S>: Sync,
+{
+    let (server, setup_seconds) = timed(|| {
+        pools
+            .all
+            .install(|| S::setup(data, record_bytes, options, &|_, _| {}))
+    });
+    let server = server?;
+    let setup = server.public_setup();
+    let mut client = S::Client::new(setup.clone());
+    let mut correct = true;
+    let mut check = |index: u64, record: &[u8]| {
+        let start = (index * record_bytes) as usize;
+        correct &= record == &data[start..start + record_bytes as usize];
+    };
+    let index_of = |i: usize| (i as u64).wrapping_mul(0x9e37_79b9) % records;
+
+    let (prepared, prepare_seconds) =
+        timed(|| pools.all.install(|| S::preprocess(&mut client, REPEATS)));
+    prepared?;
+    let (mut prepared_times, mut answer_times, mut sizes) = (Vec::new(), Vec::new(), None);
+    for i in 0..REPEATS {
+        let index = index_of(i);
+        let started = std::time::Instant::now();
+        let (query, state) = client.query(index)?;
+        let (answer, answer_seconds) = timed(|| pools.all.install(|| server.answer(&query)));
+        let answer = answer?;
+        let record = client.decode(state, &answer)?;
+        prepared_times.push(started.elapsed().as_secs_f64());
+        answer_times.push(answer_seconds);
+        check(index, &record);
+        sizes.get_or_insert((query.to_bytes().len(), answer.to_bytes().len()));
+    }
+    let mut fresh_times = Vec::new();
+    for i in REPEATS..2 * REPEATS {
+        let index = index_of(i);
+        let (record, seconds) = timed(|| -> Result<Vec<u8>> {
+            let (query, state) = pools.all.install(|| client.query(index))?;
+            let answer = pools.all.install(|| server.answer(&query))?;
+            Ok(client.decode(state, &answer)?)
+        });
+        fresh_times.push(seconds);
+        check(index, &record?);
+    }
+    let (query_bytes, answer_bytes) = sizes.unwrap_or_default();
+    let g = S::layer(setup).geometry();
+    let run = SmallRun {
+        scheme: name.into(),
+        records,
+        matrix: [g.rows(), g.cols()],
+        p: S::layer(setup).params().p(),
+        seconds: SmallSeconds {
+            server_setup: setup_seconds,
+            query_prepare: prepare_seconds / REPEATS as f64,
+            end_to_end_prepared: median(prepared_times),
+            end_to_end_fresh: median(fresh_times),
+            answer: median(answer_times),
+        },
+        bytes: SmallBytes {
+            hint: setup.to_bytes().len() as u64,
+            query: query_bytes as u64,
+            answer: answer_bytes as u64,
+        },
+    };
+    Ok((run, correct))
+}
+
+/// The published figures of `scheme` at `records`, if the reference run has that size.
+fn published(scheme: &str, records: u64) -> Option<(f64, f64)> {
+    let size = SIZES.iter().position(|&s| s == records)?;
+    PUBLISHED
+        .iter()
+        .find(|(name, ..)| *name == scheme)
+        .map(|(_, setup, end_to_end)| (setup[size], end_to_end[size]))
+}
+
+impl Tables for SmallReport {
+    const WRONG: &'static str = "a retrieved record did not match the original";
+
+    fn correct(&self) -> bool {
+        self.correct
+    }
+
+    fn print_tables(&self) {
+        println!(
+            "preset {}: records of {} B, SimplePIR and DoublePIR on the same engine, {} threads",
+            self.preset, self.record_bytes, self.threads
+        );
+        println!(
+            "params: {} (n = {}, q = 2^{}, sigma = {}, {} A)",
+            self.params.set,
+            self.params.n,
+            self.params.log_q,
+            self.params.sigma,
+            self.params.matrix
+        );
+        print_bandwidth(&self.bandwidth_gbs);
+        println!("| scheme | records | matrix, p | preprocessing (published) | end to end, prepared | end to end, fresh (published) | answer | hint / query / answer bytes |");
+        println!("|---|---|---|---|---|---|---|---|");
+        for run in &self.runs {
+            let s = &run.seconds;
+            let (setup_ref, end_ref) = published(&run.scheme, run.records)
+                .map(|(a, b)| (format!(" ({})", human(a)), format!(" ({})", human(b))))
+                .unwrap_or_default();
+            println!(
+                "| {} | {} | {} x {}, {} | {}{setup_ref} | {} | {}{end_ref} | {} | {} / {} / {} |",
+                run.scheme,
+                run.records,
+                run.matrix[0],
+                run.matrix[1],
+                run.p,
+                human(s.server_setup),
+                human(s.end_to_end_prepared),
+                human(s.end_to_end_fresh),
+                human(s.answer),
+                run.bytes.hint,
+                run.bytes.query,
+                run.bytes.answer
+            );
+        }
+        println!("\npublished: YPIR's authors' reference run on an Apple laptop (their table of small databases)");
+        print_correct(
+            self.correct,
+            "every retrieved record matched",
+            "NO: a record came back wrong",
+        );
+    }
+}
