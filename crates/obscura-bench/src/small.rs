@@ -25,7 +25,11 @@ const REPEATS: usize = 21;
 /// 1,000, 10,000 and 100,000 records of 3 bytes.
 const PUBLISHED: [(&str, [f64; 3], [f64; 3]); 2] = [
     ("simple", [1.1e-3, 10.8e-3, 127e-3], [14e-6, 39e-6, 93e-6]),
-    ("double", [55e-3, 318e-3, 1.206], [333e-6, 356e-6, 634e-6]),
+    (
+        "double",
+        [55e-3, 318e-3, 1_206e-3],
+        [333e-6, 356e-6, 634e-6],
+    ),
 ];
 
 /// Step times of one run, in seconds.

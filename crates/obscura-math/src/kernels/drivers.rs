@@ -245,13 +245,50 @@ pub fn mat_vec(m: &[u32], v: &[u32], out: &mut [u32]) {
         out.fill(0);
         return;
     }
+    let backend = Backend::detect();
     out.par_chunks_mut(ROWS_PER_BLOCK)
         .zip(m.par_chunks(ROWS_PER_BLOCK * cols))
-        .for_each(|(out, m)| {
-            for (o, row) in out.iter_mut().zip(m.chunks_exact(cols)) {
-                *o = portable::dot_u32(row, v);
-            }
-        });
+        .for_each(|(out, m)| wide::dot_rows(backend, m, v, out));
+}
+
+/// The portable row dot products compiled for each backend's vector unit (the crate's baseline
+/// target has no 32-bit vector multiply).
+#[allow(unsafe_code)]
+mod wide {
+    use super::{portable, Backend};
+
+    /// `out[r] = m[r]·v` for the rows of `m` (each as long as `v`).
+    pub(super) fn dot_rows(backend: Backend, m: &[u32], v: &[u32], out: &mut [u32]) {
+        match backend {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the token proves avx512f, avx512bw, avx512dq and avx512vl, the features
+            // `dot_rows_avx512` enables.
+            Backend::Avx512(_) => unsafe { dot_rows_avx512(m, v, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the token proves avx2, the one feature `dot_rows_avx2` enables.
+            Backend::Avx2(_) => unsafe { dot_rows_avx2(m, v, out) },
+            _ => dot_rows_inline(m, v, out),
+        }
+    }
+
+    #[inline(always)]
+    fn dot_rows_inline(m: &[u32], v: &[u32], out: &mut [u32]) {
+        for (o, row) in out.iter_mut().zip(m.chunks_exact(v.len())) {
+            *o = portable::dot_u32(row, v);
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    unsafe fn dot_rows_avx512(m: &[u32], v: &[u32], out: &mut [u32]) {
+        dot_rows_inline(m, v, out)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn dot_rows_avx2(m: &[u32], v: &[u32], out: &mut [u32]) {
+        dot_rows_inline(m, v, out)
+    }
 }
 
 /// `H += D[:, first .. first + b] · B` over Z_{2^32}, where `D` is a plaintext matrix, `B` is a

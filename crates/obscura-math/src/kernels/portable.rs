@@ -53,6 +53,7 @@ pub fn dot_i8(d: &[u8], v: &[u32]) -> u32 {
 }
 
 /// `Σ a[j] · b[j]` over Z_{2^32}.
+#[inline(always)]
 pub fn dot_u32(a: &[u32], b: &[u32]) -> u32 {
     dot(a, b, |x| x)
 }

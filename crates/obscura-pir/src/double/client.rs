@@ -21,13 +21,13 @@ pub struct Client {
 }
 
 /// The masked vectors and secrets of one query, before Δ is added: the first layer's
-/// `A1·s1 + e1` and `s1`, and for each second-layer query `A2·s2 + e2`, `s2` and `H2·s2`.
-/// Wiped when dropped.
+/// `A1·s1 + e1` and `s1`, and for each second-layer query `A2·s2 + e2` (end to end, as the
+/// query carries them), `s2` and `H2·s2`. Wiped when dropped.
 #[derive(Zeroize, ZeroizeOnDrop)]
 struct Secrets {
     first_masked: Vec<u32>,
     first_secret: Vec<u32>,
-    second_masked: Vec<Vec<u32>>,
+    second_masked: Vec<u32>,
     second_secrets: Vec<Vec<u32>>,
     second_masks: Vec<Vec<u32>>,
 }
@@ -86,14 +86,20 @@ impl Client {
         let mut second_masked = self.second.masked(&seconds)?.into_iter();
         let mut seconds = seconds.into_iter();
         let hint = self.setup.second().hint();
+        let rows = self.setup.first().geometry().rows() as usize;
         Ok(firsts
             .into_iter()
             .map(|first_secret| {
                 let second_secrets: Vec<Vec<u32>> = seconds.by_ref().take(per_query).collect();
+                let mut joined = Vec::with_capacity(per_query * rows);
+                for mut masked in second_masked.by_ref().take(per_query) {
+                    joined.extend_from_slice(&masked);
+                    masked.zeroize();
+                }
                 Secrets {
                     first_masked: first_masked.next().expect("one per secret"),
                     first_secret,
-                    second_masked: second_masked.by_ref().take(per_query).collect(),
+                    second_masked: joined,
                     second_masks: second_secrets.iter().map(|s| hint.mul_vec(s)).collect(),
                     second_secrets,
                 }
@@ -162,12 +168,11 @@ impl PirClient for Client {
         first_values[column] = first_values[column].wrapping_add(first.params().delta());
         let rows = first.geometry().rows();
         let delta = self.setup.second().params().delta();
-        let mut second_values = Vec::with_capacity(secrets.second_masked.len() * rows as usize);
-        for (i, masked) in secrets.second_masked.iter_mut().enumerate() {
+        let mut second_values = std::mem::take(&mut secrets.second_masked);
+        for (i, masked) in second_values.chunks_exact_mut(rows as usize).enumerate() {
             // Rows past the record's last are asked for too, so every query has as many.
             let row = ((location.first_row + i as u64) % rows) as usize;
             masked[row] = masked[row].wrapping_add(delta);
-            second_values.extend_from_slice(masked);
         }
         let digest = *self.setup.digest();
         let state = QueryState {
