@@ -373,7 +373,7 @@ fn serve_and_get_over_http() {
                 "--server",
                 &url,
                 "--db",
-                &name,
+                name,
                 "--index",
                 &index.to_string(),
                 "--out",
