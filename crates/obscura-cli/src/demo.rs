@@ -4,8 +4,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
 use clap::Args;
-use obscura_pir::lwe::{Client, Layout, Lwe, SetupOptions};
-use obscura_pir::PirClient;
+use obscura_pir::double::{self, Double};
+use obscura_pir::lwe::{self, Layer, Layout, Lwe, SetupOptions};
+use obscura_pir::{Encode, PirClient, PirError, Scheme, SetupMessage};
 use obscura_server::catalog::Catalog;
 use obscura_server::client::HttpClient;
 use obscura_server::service::{BackgroundService, ServiceConfig};
@@ -42,7 +43,7 @@ fn ms(duration: Duration) -> String {
     format!("{:.3} ms", duration.as_secs_f64() * 1e3)
 }
 
-/// The two layouts the demo serves, by database name.
+/// The LWE engine's two layouts the demo serves, by database name.
 const LAYOUTS: [(&str, &str, Layout); 2] = [
     (
         "simplepir",
@@ -55,6 +56,61 @@ const LAYOUTS: [(&str, &str, Layout); 2] = [
         Layout::OnePerColumn,
     ),
 ];
+
+/// The DoublePIR database's name and title.
+const DOUBLE: (&str, &str) = (
+    "doublepir",
+    "DoublePIR (a second LWE layer over the SimplePIR layout's hint)",
+);
+
+/// What the demo shows of a database and how it prepares queries, per scheme.
+trait Shown: Scheme {
+    /// The shape and parameters of the database, on one line.
+    fn describe(setup: &Self::Setup) -> String;
+    /// Prepares `count` queries ahead of time.
+    fn preprocess(client: &mut Self::Client, count: usize) -> Result<(), PirError>;
+}
+
+/// One line for the layer of a database.
+fn describe_layer(layer: &Layer) -> String {
+    let (g, params) = (layer.geometry(), layer.params());
+    format!(
+        "matrix {} x {}, p = 2^{}, n = {} ({}, {} A)",
+        g.rows(),
+        g.cols(),
+        g.log_p(),
+        params.n(),
+        params.set.name(),
+        params.matrix.name()
+    )
+}
+
+impl Shown for Lwe {
+    fn describe(setup: &lwe::PublicSetup) -> String {
+        describe_layer(setup.layer())
+    }
+
+    fn preprocess(client: &mut lwe::Client, count: usize) -> Result<(), PirError> {
+        client.preprocess(count)
+    }
+}
+
+impl Shown for Double {
+    fn describe(setup: &double::PublicSetup) -> String {
+        let second = setup.second().geometry();
+        format!(
+            "{}; second layer {} x {}, {} of its queries per record",
+            describe_layer(setup.first()),
+            second.rows(),
+            second.cols(),
+            setup.rows_per_query()
+        )
+    }
+
+    fn preprocess(client: &mut double::Client, count: usize) -> Result<(), PirError> {
+        client.preprocess(count)
+    }
+}
 
 /// Runs `obscura demo`.
 pub fn run(args: DemoArgs) -> Result<()> {
@@ -78,50 +134,79 @@ pub fn run(args: DemoArgs) -> Result<()> {
         println!("server setup of {name:?}: {}", ms(started.elapsed()));
         catalog.insert(name.into(), server)?;
     }
+    let started = Instant::now();
+    let server = progress::with_bar("server setup", |progress| {
+        double::Server::setup(&data, args.record_size, SetupOptions::default(), progress)
+    })?;
+    println!("server setup of {:?}: {}", DOUBLE.0, ms(started.elapsed()));
+    catalog.insert(DOUBLE.0.into(), server)?;
     let service =
         BackgroundService::start(catalog, ServiceConfig::default(), "127.0.0.1:0".parse()?)?;
-    println!("serving both on {} (loopback)\n", service.url());
+    println!("serving all three on {} (loopback)\n", service.url());
 
     let cache = tempfile::tempdir()?;
     let http = HttpClient::new(&service.url(), Some(cache.path().to_path_buf()));
-    let wanted = [args.records / 3, args.records - 1, 0];
+    let demo = Demo {
+        http: &http,
+        data: &data,
+        record_bytes: args.record_size,
+        wanted: [args.records / 3, args.records - 1, 0],
+    };
     for (name, title, _) in LAYOUTS {
+        demo.show::<Lwe>(name, title)?;
+    }
+    demo.show::<Double>(DOUBLE.0, DOUBLE.1)?;
+    println!(
+        "DoublePIR's hint does not grow with the database (4n x n words); each of its queries \
+         asks for every row a record spans, so it suits records of a few bytes.\n"
+    );
+    drop(service);
+    println!("Every record matched the original; the server saw only LWE ciphertexts.");
+    Ok(())
+}
+
+/// The retrievals the demo makes from each database.
+struct Demo<'a> {
+    http: &'a HttpClient,
+    data: &'a [u8],
+    record_bytes: u64,
+    wanted: [u64; 3],
+}
+
+impl Demo<'_> {
+    /// Fetches the setup of database `name`, then each wanted record, checking it and printing
+    /// the sizes and the time of every step.
+    fn show<S: Shown>(&self, name: &str, title: &str) -> Result<()>
+    where
+        for<'a> S::Client: PirClient<Target<'a> = u64, Output = Vec<u8>>,
+    {
         println!("== {title}: GET /v1/databases/{name}/setup, then POST .../query");
         let started = Instant::now();
-        let setup = http.setup::<Lwe>(name)?;
+        let setup = self.http.setup::<S>(name)?;
         let download = started.elapsed();
-        let g = setup.geometry();
-        println!(
-            "  matrix {} x {}, p = 2^{}, n = {} ({}, {} A)",
-            g.rows(),
-            g.cols(),
-            g.log_p(),
-            setup.params().n(),
-            setup.params().set.name(),
-            setup.params().matrix.name()
-        );
-        let mut client = Client::new(setup.clone());
+        println!("  {}", S::describe(&setup));
+        let mut client = S::Client::new(setup.clone());
         let started = Instant::now();
-        client.preprocess(wanted.len())?;
+        S::preprocess(&mut client, self.wanted.len())?;
         println!(
             "  client setup (download + check) {}, preprocessing of {} queries {}",
             ms(download),
-            wanted.len(),
+            self.wanted.len(),
             ms(started.elapsed())
         );
-        for (i, &index) in wanted.iter().enumerate() {
+        for (i, &index) in self.wanted.iter().enumerate() {
             let started = Instant::now();
             let (query, state) = client.query(index)?;
             let query_time = started.elapsed();
             let started = Instant::now();
-            let answer = http.query::<Lwe>(name, &setup, &query)?;
+            let answer = self.http.query::<S>(name, &setup, &query)?;
             let round_trip = started.elapsed();
             let started = Instant::now();
             let record = client.decode(state, &answer)?;
             let decode_time = started.elapsed();
-            let start = (index * args.record_size) as usize;
+            let start = (index * self.record_bytes) as usize;
             ensure!(
-                record == data[start..start + args.record_size as usize],
+                record == self.data[start..start + self.record_bytes as usize],
                 "record {index} came back wrong"
             );
             if i == 0 {
@@ -141,8 +226,6 @@ pub fn run(args: DemoArgs) -> Result<()> {
             );
         }
         println!();
+        Ok(())
     }
-    drop(service);
-    println!("Every record matched the original; the server saw only LWE ciphertexts.");
-    Ok(())
 }

@@ -231,7 +231,8 @@ fn demo_retrieves_and_reports() {
             "Every record matched the original",
         ))
         .stdout(predicate::str::contains("query"))
-        .stdout(predicate::str::contains("answer"));
+        .stdout(predicate::str::contains("answer"))
+        .stdout(predicate::str::contains("== DoublePIR"));
 }
 
 /// Runs `obscura bench ARGS --json` and parses its output.
@@ -277,6 +278,43 @@ fn bench_presets_print_the_documented_json() {
         assert!(report["bytes"]["query"].as_u64().unwrap() > 0);
         let batches = report["batch"].as_array().map_or(0, |b| b.len());
         assert_eq!(batches, if preset == "simple-1g" { 4 } else { 0 });
+    }
+}
+
+/// The DoublePIR presets at small sizes: `double-1g` reports what each answer streams besides
+/// the database, `ypir-small` one run per scheme, every record checked.
+#[test]
+fn double_presets_print_their_json() {
+    let report = bench_json(&["double-1g", "--records", "20000"]);
+    assert_eq!(report["scheme"], "double");
+    assert_eq!(report["correct"], true);
+    assert_eq!(report["record_bytes"], 1);
+    assert_eq!(report["bytes"]["hint"], 16_777_416);
+    assert!(report["answer_reads"]["database"].as_u64().unwrap() >= 20000);
+    assert!(report["answer_reads"]["second_layer"].as_u64().unwrap() > 0);
+    assert!(
+        report["answer_reads"]["gbs"]["all_threads"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+
+    let small = bench_json(&["ypir-small", "--records", "500"]);
+    assert_eq!(small["correct"], true);
+    let runs = small["runs"].as_array().unwrap();
+    let schemes: Vec<&str> = runs.iter().map(|r| r["scheme"].as_str().unwrap()).collect();
+    assert_eq!(schemes, ["simple", "double"]);
+    for run in runs {
+        assert_eq!(run["records"], 500);
+        for key in [
+            "server_setup",
+            "end_to_end_prepared",
+            "end_to_end_fresh",
+            "answer",
+        ] {
+            assert!(run["seconds"][key].as_f64().unwrap() > 0.0, "{key}");
+        }
+        assert!(run["bytes"]["answer"].as_u64().unwrap() > 0);
     }
 }
 
