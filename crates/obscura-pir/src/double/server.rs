@@ -196,8 +196,9 @@ impl Server {
     }
 
     /// Answers queries already checked against the setup: one pass over the database for their
-    /// first parts, one over the second layer's matrix for all their second parts, then each
-    /// query's own first answer as digits, multiplied by its second parts and by `A2`.
+    /// first parts; then one pass over the second layer's matrix for all their second parts,
+    /// while each query's first answer is cut into digits and multiplied by its second parts
+    /// and by `A2`.
     fn answer_checked(&self, queries: &[&Query]) -> Vec<Answer> {
         let rows = self.setup.first().geometry().rows() as usize;
         let firsts: Vec<&[u32]> = queries.iter().map(|q| q.first.as_slice()).collect();
@@ -206,25 +207,36 @@ impl Server {
             .iter()
             .flat_map(|q| q.second.chunks_exact(rows))
             .collect();
-        let hint_answers = kernels::plaintext_mat_vecs(self.second.database(), &seconds);
-        let per_query = self.setup.rows_per_query() as usize;
         let answer_geometry = self.setup.answer_geometry();
-        queries
-            .iter()
-            .zip(first_answers)
-            .zip(hint_answers.chunks(per_query))
-            .map(|((query, first_answer), hint_answers)| {
-                let bytes: Vec<u8> = first_answer.iter().flat_map(|v| v.to_le_bytes()).collect();
-                let digits = encode_database(&bytes, &answer_geometry);
-                let own: Vec<&[u32]> = query.second.chunks_exact(rows).collect();
-                let digit_answers = kernels::plaintext_mat_vecs(&digits, &own);
+        let (hint_answers, digit_parts) = rayon::join(
+            || kernels::plaintext_mat_vecs(self.second.database(), &seconds),
+            || {
+                queries
+                    .iter()
+                    .zip(&first_answers)
+                    .map(|(query, first_answer)| {
+                        let bytes: Vec<u8> =
+                            first_answer.iter().flat_map(|v| v.to_le_bytes()).collect();
+                        let digits = encode_database(&bytes, &answer_geometry);
+                        let own: Vec<&[u32]> = query.second.chunks_exact(rows).collect();
+                        let answers = kernels::plaintext_mat_vecs(&digits, &own);
+                        let hint = hint::hint_product(&digits, &self.a2, &|_, _| {});
+                        (answers, hint)
+                    })
+                    .collect::<Vec<_>>()
+            },
+        );
+        let per_query = self.setup.rows_per_query() as usize;
+        hint_answers
+            .chunks(per_query)
+            .zip(digit_parts)
+            .map(|(hint_answers, (digit_answers, hint))| {
                 let mut values =
                     Vec::with_capacity(per_query * self.setup.second_answer_rows() as usize);
                 for (hint_part, digit_part) in hint_answers.iter().zip(&digit_answers) {
                     values.extend(switch_modulus(hint_part));
                     values.extend(switch_modulus(digit_part));
                 }
-                let hint = hint::hint_product(&digits, &self.a2, &|_, _| {});
                 Answer {
                     digest: *self.setup.digest(),
                     hint: hint.as_slice().to_vec(),
