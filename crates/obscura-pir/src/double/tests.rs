@@ -234,8 +234,60 @@ fn mismatched_and_malformed_messages_are_refused() {
     ));
 }
 
+/// A small database whose messages the hostile-input properties mutate, built once.
+fn fixture() -> &'static (Server, Vec<u8>, Vec<u8>, Vec<u8>) {
+    static FIXTURE: std::sync::OnceLock<(Server, Vec<u8>, Vec<u8>, Vec<u8>)> =
+        std::sync::OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let server = server(&bytes(120, 4), 3, SetupOptions::default());
+        let mut client = Client::new(server.public_setup().clone());
+        let (query, _) = client.query(7).unwrap();
+        let answer = server.answer(&query).unwrap();
+        let setup = server.public_setup().to_bytes();
+        (server, setup, query.to_bytes(), answer.to_bytes())
+    })
+}
+
+/// `bytes` with the byte at `at` (modulo the length) xored with `flip`, cut to `cut` bytes.
+fn mutated(bytes: &[u8], at: usize, flip: u8, cut: usize) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    if !out.is_empty() {
+        let at = at % out.len();
+        out[at] ^= flip;
+    }
+    out.truncate(cut);
+    out
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Mutated or cut setups, queries and answers are refused or used without a panic: a
+    /// setup that decodes serves a client, a query that decodes is answered, an answer that
+    /// decodes is decoded (to any record or an error).
+    #[test]
+    fn hostile_messages_are_refused_or_used_without_panics(
+        at in any::<usize>(),
+        flip in any::<u8>(),
+        cut in any::<usize>(),
+    ) {
+        let (server, setup, query, answer) = fixture();
+        let setup_bytes = mutated(setup, at % 200, flip, cut.max(150));
+        if let Ok(decoded) = PublicSetup::from_bytes(&setup_bytes) {
+            let mut client = Client::new(decoded);
+            let _ = client.query(0);
+        }
+        let query_bytes = mutated(query, at, flip, cut);
+        if let Ok(decoded) = Query::from_bytes(&query_bytes, server.public_setup()) {
+            prop_assert!(server.answer(&decoded).is_ok());
+        }
+        let answer_bytes = mutated(answer, at, flip, cut);
+        if let Ok(decoded) = Answer::from_bytes(&answer_bytes, server.public_setup()) {
+            let mut client = Client::new(server.public_setup().clone());
+            let (_, state) = client.query(7).unwrap();
+            let _ = client.decode(state, &decoded);
+        }
+    }
 
     /// The second layer's digits of a word (its little-endian bytes cut into `log_p`-bit
     /// digits, stored centered) read back, modulo p, into the word.
