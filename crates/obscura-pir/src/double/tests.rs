@@ -234,10 +234,12 @@ fn mismatched_and_malformed_messages_are_refused() {
     ));
 }
 
+/// A server and the encodings of its setup, of a query and of its answer.
+type Fixture = (Server, Vec<u8>, Vec<u8>, Vec<u8>);
+
 /// A small database whose messages the hostile-input properties mutate, built once.
-fn fixture() -> &'static (Server, Vec<u8>, Vec<u8>, Vec<u8>) {
-    static FIXTURE: std::sync::OnceLock<(Server, Vec<u8>, Vec<u8>, Vec<u8>)> =
-        std::sync::OnceLock::new();
+fn fixture() -> &'static Fixture {
+    static FIXTURE: std::sync::OnceLock<Fixture> = std::sync::OnceLock::new();
     FIXTURE.get_or_init(|| {
         let server = server(&bytes(120, 4), 3, SetupOptions::default());
         let mut client = Client::new(server.public_setup().clone());
