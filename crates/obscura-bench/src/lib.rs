@@ -242,18 +242,6 @@ pub fn run(args: BenchArgs, progress: &dyn Progress) -> Result<()> {
             )?;
             return output(&[report], args.json);
         }
-        Preset::Double1g => {
-            lwe::run::<obscura_pir::double::Double>(
-                lwe::Extra::Nothing,
-                records,
-                record_bytes,
-                engine.lwe,
-                &pools,
-                progress,
-                &mut report,
-            )?;
-            vec![report]
-        }
         Preset::StreamedSetup => {
             let report = streamed::run(
                 records,
@@ -293,11 +281,15 @@ pub fn run(args: BenchArgs, progress: &dyn Progress) -> Result<()> {
             )?
         }
         preset => {
+            let run = match preset {
+                Preset::Double1g => lwe::run::<obscura_pir::double::Double>,
+                _ => lwe::run::<obscura_pir::lwe::Lwe>,
+            };
             let extra = match preset {
                 Preset::Simple1g => lwe::Extra::Batches,
                 _ => lwe::Extra::Nothing,
             };
-            lwe::run::<obscura_pir::lwe::Lwe>(
+            run(
                 extra,
                 records,
                 record_bytes,

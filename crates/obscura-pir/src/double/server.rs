@@ -12,8 +12,8 @@ use super::setup::{
     first_log_failure, max_rows_per_record, second_geometry, second_log_failure, PublicSetup,
 };
 use crate::lwe::{
-    self, encode_database, encode_with_largest_p, switch_modulus, value_slot, value_slots,
-    Footprint, Geometry, Layout, RecordFormat, Records, SetupOptions,
+    self, encode_database, encode_with_largest_p, switch_modulus, value_slots, Footprint, Geometry,
+    Layout, RecordFormat, Records, SetupOptions,
 };
 use crate::scheme::Progress;
 use crate::{PirError, PirServer};
@@ -84,11 +84,9 @@ impl Server {
         longest: u64,
         options: SetupOptions,
     ) -> Result<Footprint, PirError> {
-        let slot = value_slot(longest)?;
-        let data_bytes = count.checked_mul(slot).ok_or_else(|| {
-            PirError::InvalidParameters(format!("{count} values of {slot} bytes are too many"))
-        })?;
-        Ok(Self::footprint(data_bytes, slot, options)?.holding(data_bytes))
+        lwe::values_footprint(count, longest, |data_bytes, slot| {
+            Self::footprint(data_bytes, slot, options)
+        })
     }
 
     /// Sets up slots of `record_bytes` bytes in `format`, laid end to end in `data`.

@@ -33,7 +33,7 @@ pub use scheme::{Lwe, Records};
 pub(crate) use server::centered;
 pub use server::Server;
 pub(crate) use server::{
-    encode_database, encode_with_largest_p, switch_modulus, value_slot, value_slots,
+    encode_database, encode_with_largest_p, switch_modulus, value_slots, values_footprint,
 };
 pub use setup::{Layer, PublicSetup, RecordFormat, SetupOptions};
 pub use stream::{StreamError, StreamedSetup};

@@ -66,11 +66,9 @@ impl Server {
         longest: u64,
         options: SetupOptions,
     ) -> Result<Footprint, PirError> {
-        let slot = value_slot(longest)?;
-        let data_bytes = count.checked_mul(slot).ok_or_else(|| {
-            PirError::InvalidParameters(format!("{count} values of {slot} bytes are too many"))
-        })?;
-        Ok(Self::footprint(data_bytes, slot, options)?.holding(data_bytes))
+        values_footprint(count, longest, |data_bytes, slot| {
+            Self::footprint(data_bytes, slot, options)
+        })
     }
 
     /// Sets up slots of `record_bytes` bytes laid end to end in `data`.
@@ -249,8 +247,22 @@ pub(crate) fn value_slots<V: AsRef<[u8]>>(values: &[V]) -> Result<(Vec<u8>, u64)
     Ok((data, slot as u64))
 }
 
+/// The footprint of a setup of `count` values, the longest of `longest` bytes, from the
+/// `footprint(data_bytes, slot)` of their slots laid end to end, which it also holds.
+pub(crate) fn values_footprint(
+    count: u64,
+    longest: u64,
+    footprint: impl FnOnce(u64, u64) -> Result<Footprint, PirError>,
+) -> Result<Footprint, PirError> {
+    let slot = value_slot(longest)?;
+    let data_bytes = count.checked_mul(slot).ok_or_else(|| {
+        PirError::InvalidParameters(format!("{count} values of {slot} bytes are too many"))
+    })?;
+    Ok(footprint(data_bytes, slot)?.holding(data_bytes))
+}
+
 /// The slot of a value of up to `longest` bytes: its length (a `u32`), then the bytes.
-pub(crate) fn value_slot(longest: u64) -> Result<u64, PirError> {
+fn value_slot(longest: u64) -> Result<u64, PirError> {
     let slot = longest.saturating_add(4);
     if slot > MAX_RECORD_BYTES {
         return Err(PirError::InvalidParameters(format!(
