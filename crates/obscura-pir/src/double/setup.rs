@@ -208,6 +208,64 @@ mod tests {
         assert_eq!(max_rows_per_record(&one), 1);
     }
 
+    /// A first layer whose modulus passes the engine's 2^-40 per digit but not DoublePIR's
+    /// stricter budget is refused, as is a second layer of another shape.
+    #[test]
+    fn setups_outside_the_failure_budget_are_refused() {
+        use obscura_math::expand::MatrixSeed;
+        use obscura_math::matrix::Matrix;
+
+        let set = ParamSet::Ypir1024;
+        let kind = crate::params::MatrixKind::Negacyclic;
+        // 2^20 columns: enough that the worst row norm passes the bound's limit.
+        let first_geometry = Geometry::new(1 << 20, 1, 1 << 20, 1, 8).unwrap();
+        // The largest row norm the engine's bound allows at p = 2^8.
+        let (mut low, mut high) = (1u64, 1u64 << 40);
+        while low < high {
+            let mid = low + (high - low).div_ceil(2);
+            if set.correct_at(8, mid, LOG_FAILURE) {
+                low = mid;
+            } else {
+                high = mid - 1;
+            }
+        }
+        assert!(!set.correct_at(8, low, first_log_failure(&first_geometry)));
+        let second_geometry = second_geometry(first_geometry.rows(), set, 1).unwrap();
+        let second = lwe::PublicSetup::new(
+            set,
+            kind,
+            RecordFormat::Raw,
+            second_geometry,
+            0,
+            MatrixSeed([2; 16]),
+            Matrix::zeros(second_geometry.rows() as usize, set.n()),
+        )
+        .unwrap();
+        let layer = |row_norm| {
+            Layer::new(
+                set,
+                kind,
+                RecordFormat::Raw,
+                first_geometry,
+                row_norm,
+                MatrixSeed([1; 16]),
+            )
+            .unwrap()
+        };
+        assert!(PublicSetup::new(layer(1000), second.clone()).is_ok());
+        assert!(PublicSetup::new(layer(low), second.clone()).is_err());
+        let narrower = Geometry::new(1 << 20, 1, 1 << 20, 2, 8).unwrap();
+        let other = Layer::new(
+            set,
+            kind,
+            RecordFormat::Raw,
+            narrower,
+            1000,
+            MatrixSeed([1; 16]),
+        );
+        assert!(PublicSetup::new(other.unwrap(), second).is_err());
+    }
+
     #[test]
     fn the_second_layer_is_correct_for_any_digits() {
         let g = second_geometry(32768, ParamSet::Ypir1024, 1).unwrap();
