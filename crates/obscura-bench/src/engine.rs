@@ -21,8 +21,9 @@ pub struct EngineArgs {
     /// Default: negacyclic where the parameter set allows it.
     #[arg(long)]
     matrix: Option<MatrixKind>,
-    /// Records per matrix column for frodo, simple-1g, service and treepir-e2e: square,
-    /// one-per-column or a count (default: one-per-column for frodo, square for the others).
+    /// Records per matrix column for frodo, simple-1g, double-1g, ypir-small, service and
+    /// treepir-e2e: square, one-per-column or a count (default: one-per-column for frodo, square
+    /// for the others).
     #[arg(long)]
     layout: Option<Layout>,
 }
@@ -30,7 +31,8 @@ pub struct EngineArgs {
 /// How a preset sets up its databases.
 #[derive(Clone, Copy, Debug)]
 pub struct Engine {
-    /// Index databases (`frodo`, `simple-1g`, `service`, the sub-databases of `treepir-e2e`).
+    /// Index databases (`frodo`, `simple-1g`, `double-1g`, `ypir-small`, `service`, the
+    /// sub-databases of `treepir-e2e`).
     pub lwe: SetupOptions,
     /// Keyword databases (`chalamet`; the arity is set per run).
     pub keyword: KeywordOptions,
@@ -148,7 +150,7 @@ mod tests {
         assert_eq!(
             error,
             "--params and --layout apply to the PIR presets (frodo, simple-1g, chalamet, \
-             service, treepir-e2e, streamed-setup), not to psi-kkrt"
+             service, treepir-e2e, double-1g, ypir-small, streamed-setup), not to psi-kkrt"
         );
         assert!(args(None, Some("uniform"), None)
             .for_preset(Preset::TreepirSetup)
