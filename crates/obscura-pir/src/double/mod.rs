@@ -14,13 +14,18 @@
 //! - **Decoding.** The client rounds away the second layer's noise to get `H1[r]` and `a1[r]`,
 //!   then `round((a1[r] − H1[r]·s1) / Δ1)` is the digit `D[r][c]`.
 //!
-//! The first layer's entries are not rounded (the second layer carries them exactly), so its
-//! plaintext modulus is the LWE engine's for the same database. The second layer's modulus is
-//! the one that is correct for any digits over R columns ([`params`](crate::params)), since
-//! `D'` changes with every query; both layers take δ = 2^-40 per decoded digit, so a record of
-//! d digits (the most rows a record spans) fails with probability at most
-//! `d·(33n / log2 p2 + 1)·2^-40` (the n + 1 words of the second layer each decoded digit by
-//! digit, then the first layer's digit).
+//! The first layer's entries are not rounded (the second layer carries them exactly). A record
+//! fails with probability at most 2^-40, split in halves:
+//!
+//! - the first layer decodes at most d digits for a record (d the most rows a record spans),
+//!   each with failure probability 2^-(41 + ⌈log2 d⌉), which picks its plaintext modulus from
+//!   the database's row norms as the LWE engine does ([`params`](crate::params));
+//! - the second layer decodes, for each of those rows, the digits of a row of `H1` and of an
+//!   entry of `a1` (4n + 4 with 8-bit digits), each with failure probability
+//!   2^-(41 + ⌈log2 (d·digits)⌉) (2^-54 for one-row records), with the modulus that is correct
+//!   for any digits over R columns, since `D'` changes with every query.
+//!
+//! [`PublicSetup::new`] checks both when a setup is assembled or decoded.
 //!
 //! A query asks for as many rows as the widest record spans, whatever the record, so it does
 //! not tell which one it wants. One record of d digits costs d second-layer queries and
