@@ -89,7 +89,7 @@ impl PublicSetup {
     }
 
     /// The geometry of one first-layer answer as a second-layer database: one entry
-    /// ([`ENTRY_BYTES`] bytes) per column, as digits of the second layer's modulus.
+    /// (a 4-byte word) per column, as digits of the second layer's modulus.
     pub fn answer_geometry(&self) -> Geometry {
         let rows = self.first.geometry().rows();
         Geometry::with_log_p(
