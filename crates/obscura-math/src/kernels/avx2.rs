@@ -81,6 +81,16 @@ pub unsafe fn vector_planes(v: &[u32]) -> Vec<u8> {
     planes
 }
 
+/// [`portable::dot_i8`](super::portable::dot_i8) compiled for this backend: the dot product of
+/// a group's narrower last step.
+///
+/// # Safety
+/// The CPU must support the features it enables.
+#[target_feature(enable = "avx2")]
+pub unsafe fn tail_dot(d: &[u8], v: &[u32]) -> u32 {
+    super::portable::dot_i8(d, v)
+}
+
 /// Sums of the `rows` (1 to 4) rows of a group in step order (see [`crate::layout`]) times the
 /// vector whose [`vector_planes`] are `planes`, over its first `steps` whole steps of
 /// [`STEP_COLS`]; the sums are in the first `rows` entries. Driven by

@@ -98,6 +98,16 @@ fn recombine(acc: &[__m512i; 4]) -> u32 {
     })
 }
 
+/// [`portable::dot_i8`](super::portable::dot_i8) compiled for this backend: the dot product of
+/// a group's narrower last step.
+///
+/// # Safety
+/// The CPU must support the features it enables.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+pub unsafe fn tail_dot(d: &[u8], v: &[u32]) -> u32 {
+    super::portable::dot_i8(d, v)
+}
+
 /// Sums of the `rows` (1 to 4) rows of a group in step order (see [`crate::layout`]) times the
 /// vector whose [`vector_planes`] are `planes`, over its first `steps` whole steps; the sums are
 /// in the first `rows` entries. Driven by [`super::gemv_in_steps`].

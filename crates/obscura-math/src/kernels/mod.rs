@@ -162,12 +162,16 @@ impl Backend {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the token proves avx2, the one feature `gemv_group` enables; the shapes
             // were checked above and `v` was prepared for this backend.
-            Self::Avx2(_) => unsafe { gemv_in_steps(avx2::gemv_group, group, v, out) },
+            Self::Avx2(_) => unsafe {
+                gemv_in_steps((avx2::gemv_group, avx2::tail_dot), group, v, out)
+            },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the token proves avx512f, avx512bw and avx512vnni, the features
             // `gemv_group` enables; the shapes were checked above and `v` was prepared for this
             // backend.
-            Self::Avx512(_) => unsafe { gemv_in_steps(avx512::gemv_group, group, v, out) },
+            Self::Avx512(_) => unsafe {
+                gemv_in_steps((avx512::gemv_group, avx512::tail_dot), group, v, out)
+            },
             #[cfg(not(target_arch = "x86_64"))]
             _ => unreachable!("no SIMD token exists off x86-64"),
         }
@@ -290,20 +294,30 @@ const PREFETCH_BYTES: usize = 1024;
 #[cfg(target_arch = "x86_64")]
 type StepKernel = unsafe fn(&[u8], usize, usize, &[u8]) -> [u32; GROUP_ROWS];
 
-/// [`Backend::gemv_group`] with a SIMD `kernel` over the whole steps; the narrower last step, if
-/// any, goes through the portable kernel.
+/// The same backend's dot product of a narrower last step ([`portable::dot_i8`] compiled for
+/// its vector unit).
+#[cfg(target_arch = "x86_64")]
+type TailKernel = unsafe fn(&[u8], &[u32]) -> u32;
+
+/// [`Backend::gemv_group`] with a SIMD `kernel` over the whole steps and `tail` over the
+/// narrower last step, if any (all of a group narrower than a step).
 ///
 /// # Safety
-/// The CPU must support the kernel's features; the shapes must have been checked as in
+/// The CPU must support the kernels' features; the shapes must have been checked as in
 /// [`Backend::gemv_group`] and `v` prepared for the kernel's backend.
 #[cfg(target_arch = "x86_64")]
-unsafe fn gemv_in_steps(kernel: StepKernel, group: &Group, v: &VectorOperand, out: &mut [u32]) {
+unsafe fn gemv_in_steps(
+    (kernel, tail_kernel): (StepKernel, TailKernel),
+    group: &Group,
+    v: &VectorOperand,
+    out: &mut [u32],
+) {
     let steps = group.full_steps();
     let sums = kernel(group.bytes, group.rows, steps, &v.planes);
     let tail = steps * STEP_COLS;
     for (i, (o, sum)) in out.iter_mut().zip(sums).take(group.rows).enumerate() {
         let tail = if tail < group.width {
-            portable::dot_i8(group.stretch(i, steps), &v.words[tail..])
+            tail_kernel(group.stretch(i, steps), &v.words[tail..])
         } else {
             0
         };

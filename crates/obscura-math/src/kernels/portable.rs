@@ -48,6 +48,7 @@ pub fn gemm_acc(
 }
 
 /// `Σ d[j] · v[j]` over Z_{2^32}, with `d[j]` read as a two's-complement `i8` digit.
+#[inline(always)]
 pub fn dot_i8(d: &[u8], v: &[u32]) -> u32 {
     dot(d, v, widen)
 }
