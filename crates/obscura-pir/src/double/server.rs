@@ -111,12 +111,6 @@ impl Server {
         )?
         .into_parts();
         let set = options.params;
-        let hint_bytes: Vec<u8> = first
-            .hint()
-            .as_slice()
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect();
         let g = first.geometry();
         let rows_per_query = max_rows_per_record(g);
         let geometry = second_geometry(g.rows(), set, rows_per_query)?;
@@ -126,9 +120,8 @@ impl Server {
             geometry,
             geometry.log_p(),
             |g| second_log_failure(rows_per_query, g),
-            |_| Ok((geometry, encode_database(&hint_bytes, &geometry))),
+            |_| Ok((geometry, word_digits(first.hint().as_slice(), &geometry))),
         )?;
-        drop(hint_bytes);
         let second_options = SetupOptions {
             layout: Layout::OnePerColumn,
             ..options
@@ -213,9 +206,7 @@ impl Server {
                     .iter()
                     .zip(&first_answers)
                     .map(|(query, first_answer)| {
-                        let bytes: Vec<u8> =
-                            first_answer.iter().flat_map(|v| v.to_le_bytes()).collect();
-                        let digits = encode_database(&bytes, &answer_geometry);
+                        let digits = word_digits(first_answer, &answer_geometry);
                         let own: Vec<&[u32]> = query.second.chunks_exact(rows).collect();
                         let answers = kernels::plaintext_mat_vecs(&digits, &own);
                         let hint = hint::hint_product(&digits, &self.a2, &|_, _| {});
@@ -243,6 +234,13 @@ impl Server {
             })
             .collect()
     }
+}
+
+/// Words (rows of the first layer's hint, or a first-layer answer) as a second-layer database
+/// of `geometry`: their little-endian bytes cut into its digits.
+fn word_digits(words: &[u32], geometry: &Geometry) -> PlaintextMatrix {
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    encode_database(&bytes, geometry)
 }
 
 impl PirServer for Server {
