@@ -4,9 +4,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
 use clap::Args;
+use obscura_bench::lwe::Measured;
 use obscura_pir::double::{self, Double};
-use obscura_pir::lwe::{self, Layer, Layout, Lwe, SetupOptions};
-use obscura_pir::{Encode, PirClient, PirError, Scheme, SetupMessage};
+use obscura_pir::lwe::{Layer, Layout, Lwe, SetupOptions};
+use obscura_pir::{Encode, PirClient, SetupMessage};
 use obscura_server::catalog::Catalog;
 use obscura_server::client::HttpClient;
 use obscura_server::service::{BackgroundService, ServiceConfig};
@@ -63,12 +64,13 @@ const DOUBLE: (&str, &str) = (
     "DoublePIR (a second LWE layer over the SimplePIR layout's hint)",
 );
 
-/// What the demo shows of a database and how it prepares queries, per scheme.
-trait Shown: Scheme {
+/// What the demo shows of a database, per scheme (queries are prepared as the benchmarks
+/// prepare them, through [`Measured`]).
+trait Shown: Measured {
     /// The shape and parameters of the database, on one line.
-    fn describe(setup: &Self::Setup) -> String;
-    /// Prepares `count` queries ahead of time.
-    fn preprocess(client: &mut Self::Client, count: usize) -> Result<(), PirError>;
+    fn describe(setup: &Self::Setup) -> String {
+        describe_layer(Self::layer(setup))
+    }
 }
 
 /// One line for the layer of a database.
@@ -85,15 +87,7 @@ fn describe_layer(layer: &Layer) -> String {
     )
 }
 
-impl Shown for Lwe {
-    fn describe(setup: &lwe::PublicSetup) -> String {
-        describe_layer(setup.layer())
-    }
-
-    fn preprocess(client: &mut lwe::Client, count: usize) -> Result<(), PirError> {
-        client.preprocess(count)
-    }
-}
+impl Shown for Lwe {}
 
 impl Shown for Double {
     fn describe(setup: &double::PublicSetup) -> String {
@@ -105,10 +99,6 @@ impl Shown for Double {
             second.cols(),
             setup.rows_per_query()
         )
-    }
-
-    fn preprocess(client: &mut double::Client, count: usize) -> Result<(), PirError> {
-        client.preprocess(count)
     }
 }
 
