@@ -84,7 +84,7 @@ pub struct SmallReport {
     pub threads: usize,
     /// Bytes per record.
     pub record_bytes: u64,
-    /// Parameters (the plaintext modulus of each database is in its run).
+    /// Parameters of the first database measured (the plaintext modulus of each is in its run).
     pub params: Params,
     /// Streaming read bandwidth.
     pub bandwidth_gbs: Pair,
@@ -102,14 +102,15 @@ pub fn run(
     pools: &Pools,
     bandwidth_gbs: Pair,
 ) -> Result<SmallReport> {
-    let mut runs = Vec::new();
+    let (mut runs, mut params) = (Vec::new(), None);
     let mut correct = true;
     for &records in sizes {
         let data = generate(records, record_bytes)?;
         let simple = measure::<Lwe>("simple", &data, records, record_bytes, options, pools)?;
         let double = measure::<Double>("double", &data, records, record_bytes, options, pools)?;
-        for (run, ok) in [simple, double] {
+        for (run, run_params, ok) in [simple, double] {
             correct &= ok;
+            params.get_or_insert(run_params);
             runs.push(run);
         }
     }
@@ -117,13 +118,7 @@ pub fn run(
         preset: "ypir-small".into(),
         threads: pools.all.current_num_threads(),
         record_bytes,
-        params: Params::of_params(&obscura_pir::params::LweParams {
-            set: options.params,
-            matrix: options
-                .matrix
-                .unwrap_or(obscura_pir::params::MatrixKind::default_for(options.params)),
-            log_p: 8,
-        }),
+        params: params.unwrap_or_default(),
         bandwidth_gbs,
         runs,
         correct,
@@ -131,7 +126,7 @@ pub fn run(
 }
 
 /// One scheme over one database: its setup, then [`REPEATS`] retrievals each way, every record
-/// checked. Returns the run and whether every record matched.
+/// checked. Returns the run, the database's parameters and whether every record matched.
 fn measure<S: Measured>(
     name: &str,
     data: &[u8],
@@ -139,7 +134,7 @@ fn measure<S: Measured>(
     record_bytes: u64,
     options: SetupOptions,
     pools: &Pools,
-) -> Result<(SmallRun, bool)>
+) -> Result<(SmallRun, Params, bool)>
 where
     for<'a> S::Client: PirClient<Target<'a> = u64, Output = Vec<u8>>,
     <S::Client as PirClient>::State: Send,
@@ -207,7 +202,7 @@ where
             answer: answer_bytes as u64,
         },
     };
-    Ok((run, correct))
+    Ok((run, Params::of_params(&S::layer(setup).params()), correct))
 }
 
 /// The published figures of `scheme` at `records`, if the reference run has that size.
