@@ -106,8 +106,14 @@ pub fn run(
     let mut correct = true;
     for &records in sizes {
         let data = generate(records, record_bytes)?;
-        let simple = measure::<Lwe>("simple", &data, records, record_bytes, options, pools)?;
-        let double = measure::<Double>("double", &data, records, record_bytes, options, pools)?;
+        // Both parties run on a thread of the pool, as a server's handler and a client's
+        // caller would: the steps hand no work across threads unless they go parallel.
+        let simple = pools
+            .all
+            .install(|| measure::<Lwe>("simple", &data, records, record_bytes, options))?;
+        let double = pools
+            .all
+            .install(|| measure::<Double>("double", &data, records, record_bytes, options))?;
         for (run, run_params, ok) in [simple, double] {
             correct &= ok;
             params.get_or_insert(run_params);
@@ -125,26 +131,22 @@ pub fn run(
     })
 }
 
-/// One scheme over one database: its setup, then [`REPEATS`] retrievals each way, every record
-/// checked. Returns the run, the database's parameters and whether every record matched.
+/// One scheme over one database, on the caller's rayon pool: its setup, then [`REPEATS`]
+/// retrievals each way, every record checked. Returns the run, the database's parameters and
+/// whether every record matched.
 fn measure<S: Measured>(
     name: &str,
     data: &[u8],
     records: u64,
     record_bytes: u64,
     options: SetupOptions,
-    pools: &Pools,
 ) -> Result<(SmallRun, Params, bool)>
 where
     for<'a> S::Client: PirClient<Target<'a> = u64, Output = Vec<u8>>,
     <S::Client as PirClient>::State: Send,
     QueryOf<S>: Sync,
 {
-    let (server, setup_seconds) = timed(|| {
-        pools
-            .all
-            .install(|| S::setup(data, record_bytes, options, &|_, _| {}))
-    });
+    let (server, setup_seconds) = timed(|| S::setup(data, record_bytes, options, &|_, _| {}));
     let server = server?;
     let setup = server.public_setup();
     let mut client = S::Client::new(setup.clone());
@@ -155,15 +157,14 @@ where
     };
     let index_of = |i: usize| (i as u64).wrapping_mul(0x9e37_79b9) % records;
 
-    let (prepared, prepare_seconds) =
-        timed(|| pools.all.install(|| S::preprocess(&mut client, REPEATS)));
+    let (prepared, prepare_seconds) = timed(|| S::preprocess(&mut client, REPEATS));
     prepared?;
     let (mut prepared_times, mut answer_times, mut sizes) = (Vec::new(), Vec::new(), None);
     for i in 0..REPEATS {
         let index = index_of(i);
         let started = std::time::Instant::now();
         let (query, state) = client.query(index)?;
-        let (answer, answer_seconds) = timed(|| pools.all.install(|| server.answer(&query)));
+        let (answer, answer_seconds) = timed(|| server.answer(&query));
         let answer = answer?;
         let record = client.decode(state, &answer)?;
         prepared_times.push(started.elapsed().as_secs_f64());
@@ -175,8 +176,8 @@ where
     for i in REPEATS..2 * REPEATS {
         let index = index_of(i);
         let (record, seconds) = timed(|| -> Result<Vec<u8>> {
-            let (query, state) = pools.all.install(|| client.query(index))?;
-            let answer = pools.all.install(|| server.answer(&query))?;
+            let (query, state) = client.query(index)?;
+            let answer = server.answer(&query)?;
             Ok(client.decode(state, &answer)?)
         });
         fresh_times.push(seconds);

@@ -12,11 +12,19 @@
 //!
 //! The known-answer tests below pin this definition, so a dependency bump cannot change `A`.
 
+use std::sync::Arc;
+
 use aes::cipher::{KeyIvInit, StreamCipher, StreamCipherSeek};
 use rayon::prelude::*;
 
 use crate::kernels::portable::dot_u32;
 use crate::ntt::{FixedMultiplier, NttPlan, Transformed};
+
+/// The most bytes of a public matrix's rows that a party multiplying by it many times keeps
+/// expanded ([`PublicMatrix::expanded`]; 1,024 rows at n = 1024): its products then read them
+/// from the caches instead of expanding or transforming `A` again, which costs more for so few
+/// rows.
+pub const MAX_EXPANDED_BYTES: usize = 4 << 20;
 
 /// The most memory [`PublicMatrix::precompute`] spends on transformed blocks (12 bytes per row).
 pub const MAX_PRECOMPUTED_BYTES: usize = 64 << 20;
@@ -122,7 +130,7 @@ const PRODUCT_BLOCK: usize = 256;
 pub struct NegacyclicMatrix {
     polynomials: SeededMatrix,
     rows: usize,
-    plan: Box<NttPlan>,
+    plan: Arc<NttPlan>,
     /// The forward transform of every block, once [`PublicMatrix::precompute`] made them.
     transformed: Option<Vec<Transformed>>,
 }
@@ -131,7 +139,7 @@ impl NegacyclicMatrix {
     /// The matrix with the given seed, domain tag and shape; `None` unless `n` is a power of two
     /// that the NTT supports.
     pub fn new(seed: MatrixSeed, domain: u64, rows: usize, n: usize) -> Option<Self> {
-        let plan = Box::new(NttPlan::new(n)?);
+        let plan = NttPlan::shared(n)?;
         Some(Self {
             polynomials: SeededMatrix::new(seed, domain, rows.div_ceil(n), n),
             rows,
@@ -208,6 +216,16 @@ impl PublicMatrix {
             Self::Uniform(m) => m.fill_rows(first, out),
             Self::Negacyclic(m) => m.fill_rows(first, out),
         }
+    }
+
+    /// Every row, row-major, if they fit in [`MAX_EXPANDED_BYTES`].
+    pub fn expanded(&self) -> Option<Vec<u32>> {
+        let words = self.rows().checked_mul(self.cols())?;
+        (words.checked_mul(4)? <= MAX_EXPANDED_BYTES).then(|| {
+            let mut rows = vec![0u32; words];
+            self.fill_rows(0, &mut rows);
+            rows
+        })
     }
 
     /// Makes later products [`mul_secrets`](Self::mul_secrets) cheaper, for a client that

@@ -38,6 +38,12 @@ const DENSE_BLOCK: usize = 256;
 /// the kernel prepares from it.
 const DENSE_OPERANDS: usize = 2;
 
+/// Multiply-adds of the dense kernel that cost about as much as one butterfly of the
+/// negacyclic product, for `D` of one block of columns (AVX-512, Zen 4: 60-85 G multiply-adds/s
+/// on two threads against 7.5 G butterflies/s, where each row's inverse transform and CRT weigh
+/// as much as its forward transform).
+const DENSE_PER_BUTTERFLY: u64 = 10;
+
 /// Rows of a uniform `A` expanded by one parallel task.
 const EXPAND_ROWS: usize = 16;
 
@@ -65,7 +71,8 @@ pub fn working_bytes(cols: usize, n: usize, threads: usize) -> u64 {
 
 /// The butterflies [`hint_product`] computes for `D` of `rows x cols` and a negacyclic `A` of
 /// degree `n`, counted per row: for each prime, a forward transform of each of the row's
-/// `n`-column slices and one inverse transform.
+/// `n`-column slices and one inverse transform. (A `D` narrower than about a fifth of a block
+/// is multiplied by the dense kernel instead.)
 pub fn ntt_butterflies(rows: usize, cols: usize, n: usize) -> u64 {
     let per_transform = (n / 2) as u64 * u64::from(n.max(1).trailing_zeros());
     let transforms = rows as u64 * (cols.div_ceil(n.max(1)) as u64 + 1);
@@ -141,6 +148,9 @@ pub fn hint_accumulate(
         PublicMatrix::Negacyclic(m) => {
             let block = m.plan().degree();
             assert!(first.is_multiple_of(block), "a band starts at a block");
+            if runs_dense(d.rows(), d.cols(), block) {
+                return dense(d, a, first, hint, progress);
+            }
             let product = Product::new(d, m, first / block, primes_for(d.cols()));
             negacyclic(Backend::detect(), &product, hint, progress)
         }
@@ -167,6 +177,81 @@ fn dense(
         kernels::plaintext_mat_mul_acc(d, first, &block, n, hint.as_mut_slice());
         first += count;
         progress(first as u64, cols as u64);
+    }
+}
+
+/// Whether the product of a `rows x cols` `D` and a negacyclic `A` of degree `n` is cheaper
+/// with `A`'s rows expanded and the dense kernel: for `D` narrower than about a fifth of a
+/// block, where each row's transforms cost more than its multiply-adds.
+fn runs_dense(rows: usize, cols: usize, n: usize) -> bool {
+    let multiply_adds = (rows as u64)
+        .saturating_mul(cols as u64)
+        .saturating_mul(n as u64);
+    multiply_adds <= DENSE_PER_BUTTERFLY.saturating_mul(ntt_butterflies(rows, cols, n))
+}
+
+/// A public matrix `A` held ready for many products `D·A` with `D` of a few rows (a DoublePIR
+/// server multiplies each query's digits by its second layer's matrix): its rows expanded when
+/// they fit [`MAX_EXPANDED_BYTES`](crate::expand::MAX_EXPANDED_BYTES), each product then one pass over them; otherwise, for a negacyclic `A`,
+/// the transforms of its blocks, so a product costs one band of transforms instead of
+/// expanding and transforming `A` again. A larger uniform `A` is expanded for each product.
+pub struct PreparedProduct {
+    a: PublicMatrix,
+    form: Prepared,
+}
+
+/// What a [`PreparedProduct`] keeps.
+enum Prepared {
+    /// `A`, row-major.
+    Rows(Vec<u32>),
+    /// The transforms of a negacyclic `A`'s blocks over the primes its products need.
+    Transforms(Vec<BlockTransform>),
+    /// Nothing: each product expands `A`.
+    Nothing,
+}
+
+impl PreparedProduct {
+    /// `A` prepared for products with a `D` of `A.rows()` columns, on the rayon pool.
+    pub fn new(a: PublicMatrix) -> Self {
+        let (rows, n) = (a.rows(), a.cols());
+        let form = if let Some(words) = a.expanded() {
+            Prepared::Rows(words)
+        } else if let PublicMatrix::Negacyclic(m) = &a {
+            let blocks = rows.div_ceil(n);
+            block_transforms(m, 0, blocks, primes_for(rows))
+                .map_or(Prepared::Nothing, Prepared::Transforms)
+        } else {
+            Prepared::Nothing
+        };
+        Self { a, form }
+    }
+
+    /// `D·A`, bit for bit [`hint_product`]'s.
+    ///
+    /// # Panics
+    /// If `D` does not have a column per row of `A`.
+    pub fn product(&self, d: &PlaintextMatrix) -> Matrix {
+        let (rows, cols, n) = (d.rows(), d.cols(), self.a.cols());
+        assert_eq!(self.a.rows(), cols, "A needs a row per column of D");
+        match (&self.form, &self.a) {
+            (Prepared::Rows(words), _) => {
+                let mut digits = vec![0u8; rows * cols];
+                d.copy_block(0..rows, 0..cols, &mut digits);
+                let mut hint = Matrix::zeros(rows, n);
+                kernels::few_rows_mul_acc(&digits, rows, words, n, hint.as_mut_slice());
+                hint
+            }
+            (Prepared::Transforms(table), PublicMatrix::Negacyclic(m)) => {
+                let product = Product {
+                    table: Some(Cow::Borrowed(table)),
+                    ..Product::without_table(d, m, 0, primes_for(cols))
+                };
+                let mut hint = Matrix::zeros(rows, n);
+                negacyclic(Backend::detect(), &product, &mut hint, &|_, _| {});
+                hint
+            }
+            _ => hint_product(d, &self.a, &|_, _| {}),
+        }
     }
 }
 
@@ -234,7 +319,7 @@ struct Product<'a> {
     primes: usize,
     blocks: usize,
     /// Every block's transform, when they fit [`MAX_TABLE_BYTES`].
-    table: Option<Vec<BlockTransform>>,
+    table: Option<Cow<'a, [BlockTransform]>>,
 }
 
 /// One task's working memory: the digits of a band's slice, its transform, the sums.
@@ -271,35 +356,31 @@ impl<'a> Product<'a> {
         first_block: usize,
         primes: usize,
     ) -> Self {
-        let n = a.plan().degree();
-        let product = Self {
+        let product = Self::without_table(d, a, first_block, primes);
+        let table = product.make_table().map(Cow::Owned);
+        Self { table, ..product }
+    }
+
+    /// The product with no transforms made yet.
+    fn without_table(
+        d: &'a PlaintextMatrix,
+        a: &'a NegacyclicMatrix,
+        first_block: usize,
+        primes: usize,
+    ) -> Self {
+        Self {
             d,
             a,
             first_block,
             primes,
-            blocks: d.cols().div_ceil(n),
+            blocks: d.cols().div_ceil(a.plan().degree()),
             table: None,
-        };
-        let table_bytes = product.blocks * primes * n * 8;
-        let table = (table_bytes <= MAX_TABLE_BYTES).then(|| {
-            (0..product.blocks)
-                .into_par_iter()
-                .map(|block| product.transform_block(block))
-                .collect()
-        });
-        Self { table, ..product }
+        }
     }
 
-    /// The transform of block `block` of `A` modulo each prime, reversed (see
-    /// [`Product::band_inline`]).
-    fn transform_block(&self, block: usize) -> BlockTransform {
-        let plan = self.a.plan();
-        let mut coefficients = vec![0u32; plan.degree()];
-        self.a
-            .polynomial(self.first_block + block, &mut coefficients);
-        (0..self.primes)
-            .map(|k| transform_one(plan, k, &coefficients))
-            .collect()
+    /// Every block's transform, if they fit [`MAX_TABLE_BYTES`].
+    fn make_table(&self) -> Option<Vec<BlockTransform>> {
+        block_transforms(self.a, self.first_block, self.blocks, self.primes)
     }
 
     /// Sums `d̃_i·a_i` over the blocks in the NTT domain for the band's rows, then inverts and
@@ -331,7 +412,11 @@ impl<'a> Product<'a> {
                 .copy_block(first..first + band_rows, start..start + width, digits);
             let a_hat = match &self.table {
                 Some(table) => Cow::Borrowed(&table[block]),
-                None => Cow::Owned(self.transform_block(block)),
+                None => Cow::Owned(transform_block(
+                    self.a,
+                    self.first_block + block,
+                    self.primes,
+                )),
             };
             // The digits read as i8, the band's rows side by side (zero past the block's end).
             scratch.signed[width..].fill([0; LANES]);
@@ -555,6 +640,34 @@ mod wide {
     }
 }
 
+/// The transforms of blocks `first .. first + blocks` of `A` over `primes` primes, if they fit
+/// [`MAX_TABLE_BYTES`].
+fn block_transforms(
+    a: &NegacyclicMatrix,
+    first: usize,
+    blocks: usize,
+    primes: usize,
+) -> Option<Vec<BlockTransform>> {
+    let table_bytes = blocks * primes * a.plan().degree() * 8;
+    (table_bytes <= MAX_TABLE_BYTES).then(|| {
+        (first..first + blocks)
+            .into_par_iter()
+            .map(|block| transform_block(a, block, primes))
+            .collect()
+    })
+}
+
+/// The transform of block `block` of `A` modulo each of the first `primes` primes, reversed
+/// (see [`Product::band_inline`]).
+fn transform_block(a: &NegacyclicMatrix, block: usize, primes: usize) -> BlockTransform {
+    let plan = a.plan();
+    let mut coefficients = vec![0u32; plan.degree()];
+    a.polynomial(block, &mut coefficients);
+    (0..primes)
+        .map(|k| transform_one(plan, k, &coefficients))
+        .collect()
+}
+
 /// The forward transform of the centered lift of `coefficients` modulo prime `k`, in reversed
 /// order, each value with its Shoup quotient.
 fn transform_one(plan: &NttPlan, k: usize, coefficients: &[u32]) -> Vec<(u32, u32)> {
@@ -650,13 +763,23 @@ mod tests {
         }
     }
 
+    /// `H += D·A[first ..]` through the transforms, whatever [`runs_dense`] would choose.
+    fn ntt_accumulate(d: &PlaintextMatrix, a: &PublicMatrix, first: usize, hint: &mut Matrix) {
+        let PublicMatrix::Negacyclic(m) = a else {
+            unreachable!("a negacyclic matrix")
+        };
+        let product = Product::new(d, m, first / m.plan().degree(), primes_for(d.cols()));
+        negacyclic(Backend::detect(), &product, hint, &|_, _| {});
+    }
+
     #[test]
     fn bands_of_columns_add_up_to_the_whole_product() {
         // Bands that start at blocks (n = 64 and 16) and end anywhere, the last one short.
         for (rows, cols, n, band) in [(21, 1000, 64, 128), (17, 333, 16, 48), (3, 64, 64, 64)] {
             let whole = digits(rows, cols, 5);
+            let negacyclic = negacyclic_a(cols, n, 2);
             for a in [
-                negacyclic_a(cols, n, 2),
+                negacyclic.clone(),
                 PublicMatrix::Uniform(SeededMatrix::new(MatrixSeed([4; 16]), 3, cols, n)),
             ] {
                 let mut hint = Matrix::zeros(rows, n);
@@ -668,6 +791,57 @@ mod tests {
                     hint.as_slice(),
                     &schoolbook(&whole, &a)[..],
                     "{rows} x {cols}, n = {n}"
+                );
+            }
+            let mut hint = Matrix::zeros(rows, n);
+            for first in (0..cols).step_by(band) {
+                let d = digit_columns(rows, first..(first + band).min(cols), 5);
+                ntt_accumulate(&d, &negacyclic, first, &mut hint);
+            }
+            assert_eq!(hint.as_slice(), &schoolbook(&whole, &negacyclic)[..]);
+        }
+    }
+
+    #[test]
+    fn narrow_products_run_dense() {
+        // One block of n = 1024: the transforms cost more than 200 columns of multiply-adds.
+        assert!(runs_dense(4096, 200, 1024) && !runs_dense(4096, 220, 1024));
+        assert!(!runs_dense(16, 32768, 1024));
+    }
+
+    #[test]
+    fn prepared_products_are_the_products() {
+        // Rows kept (uniform and negacyclic), block transforms kept (negacyclic, beyond
+        // MAX_EXPANDED_BYTES: 65,536 rows at n = 16), and nothing kept (a larger uniform one).
+        let n = 16;
+        let many = (1 << 16) + 5;
+        let cases = [
+            (negacyclic_a(300, n, 1), "rows"),
+            (
+                PublicMatrix::Uniform(SeededMatrix::new(MatrixSeed([5; 16]), 3, 300, n)),
+                "rows",
+            ),
+            (negacyclic_a(many, n, 2), "transforms"),
+            (
+                PublicMatrix::Uniform(SeededMatrix::new(MatrixSeed([6; 16]), 3, many, n)),
+                "nothing",
+            ),
+        ];
+        for (a, kept) in cases {
+            let cols = a.rows();
+            let prepared = PreparedProduct::new(a.clone());
+            let form = match prepared.form {
+                Prepared::Rows(_) => "rows",
+                Prepared::Transforms(_) => "transforms",
+                Prepared::Nothing => "nothing",
+            };
+            assert_eq!(form, kept, "{cols} rows");
+            for rows in [1, 4, 5] {
+                let d = digits(rows, cols, rows as u64);
+                assert_eq!(
+                    prepared.product(&d).as_slice(),
+                    &schoolbook(&d, &a)[..],
+                    "{rows} x {cols}, {kept}"
                 );
             }
         }
@@ -713,7 +887,11 @@ mod tests {
             let d = digits(rows, cols, seed);
             let a = negacyclic_a(cols, n, seed as u8);
             let product = hint_product(&d, &a, &|_, _| {});
-            prop_assert_eq!(product.as_slice(), &schoolbook(&d, &a)[..]);
+            let reference = schoolbook(&d, &a);
+            prop_assert_eq!(product.as_slice(), &reference[..]);
+            let mut ntt = Matrix::zeros(rows, n);
+            ntt_accumulate(&d, &a, 0, &mut ntt);
+            prop_assert_eq!(ntt.as_slice(), &reference[..]);
         }
     }
 }

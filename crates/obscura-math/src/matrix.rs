@@ -18,13 +18,20 @@ pub struct Matrix {
 }
 
 impl Matrix {
-    /// The all-zero `rows x cols` matrix.
+    /// The all-zero `rows x cols` matrix, every entry of a large one written on the rayon
+    /// pool: a product that adds into fresh memory would read it first, which maps the shared
+    /// zero page, then copy that page at its first write, flushing every core's TLB once per
+    /// page.
     pub fn zeros(rows: usize, cols: usize) -> Self {
-        Self {
-            rows,
-            cols,
-            data: vec![0; rows * cols],
-        }
+        let len = rows * cols;
+        let data = if len * 4 < kernels::SEQUENTIAL_BYTES {
+            vec![0; len]
+        } else {
+            let mut data = Vec::with_capacity(len);
+            data.par_extend(rayon::iter::repeat_n(0, len));
+            data
+        };
+        Self { rows, cols, data }
     }
 
     /// A matrix over existing row-major data; `None` if the length does not match the shape.

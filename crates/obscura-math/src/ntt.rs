@@ -13,6 +13,8 @@
 //! butterflies with bit-reversed powers of ψ (a primitive 2n-th root), so no separate twisting
 //! pass is needed; twiddles use Shoup's precomputed quotients.
 
+use std::sync::{Arc, Mutex, PoisonError};
+
 use crate::kernels::Backend;
 
 /// The three NTT primes: the largest below 2^30 that are ≡ 1 modulo 2^13.
@@ -76,18 +78,20 @@ impl PrimeTables {
         let psi = pow_mod(g, (p64 - 1) / (2 * n as u64), p64);
         let psi_inv = pow_mod(psi, p64 - 2, p64);
         let bits = n.trailing_zeros();
+        // Powers in order, one product each, then placed at their bit-reversed index.
         let table = |root: u64| -> Vec<(u32, u32)> {
-            (0..n)
-                .map(|i| {
-                    let e = if bits == 0 {
-                        0
-                    } else {
-                        (i.reverse_bits() >> (usize::BITS - bits)) as u64
-                    };
-                    let w = pow_mod(root, e, p64) as u32;
-                    (w, shoup(w, p))
-                })
-                .collect()
+            let mut table = vec![(0, 0); n];
+            let mut w = 1u64;
+            for e in 0..n {
+                let i = if bits == 0 {
+                    0
+                } else {
+                    e.reverse_bits() >> (usize::BITS - bits)
+                };
+                table[i] = (w as u32, shoup(w as u32, p));
+                w = w * root % p64;
+            }
+            table
         };
         let n_inv = pow_mod(n as u64, p64 - 2, p64) as u32;
         Self {
@@ -233,7 +237,7 @@ pub struct NttPlan {
 impl NttPlan {
     /// The plan for degree `n`, a power of two from 2 to [`MAX_DEGREE`].
     pub fn new(n: usize) -> Option<Self> {
-        if !n.is_power_of_two() || !(2..=MAX_DEGREE).contains(&n) {
+        if !Self::supports(n) {
             return None;
         }
         let [p0, p1, p2] = PRIMES.map(u64::from);
@@ -248,6 +252,25 @@ impl NttPlan {
             tables: PRIMES.map(|p| PrimeTables::new(p, n)),
             crt,
         })
+    }
+
+    /// Whether there is a plan for degree `n`: a power of two from 2 to [`MAX_DEGREE`].
+    pub fn supports(n: usize) -> bool {
+        n.is_power_of_two() && (2..=MAX_DEGREE).contains(&n)
+    }
+
+    /// The plan for degree `n` as [`new`](Self::new) makes it, shared by every caller in the
+    /// process: the tables are made once per degree.
+    pub fn shared(n: usize) -> Option<Arc<Self>> {
+        /// The plans made so far, one per degree.
+        static PLANS: Mutex<Vec<Arc<NttPlan>>> = Mutex::new(Vec::new());
+        let mut plans = PLANS.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(plan) = plans.iter().find(|plan| plan.n == n) {
+            return Some(Arc::clone(plan));
+        }
+        let plan = Arc::new(Self::new(n)?);
+        plans.push(Arc::clone(&plan));
+        Some(plan)
     }
 
     /// The ring degree.

@@ -193,7 +193,7 @@ impl ParamSet {
 
     /// Whether the set can use a public matrix of this kind (negacyclic needs n a power of two).
     pub fn supports(self, kind: MatrixKind) -> bool {
-        kind == MatrixKind::Uniform || obscura_math::ntt::NttPlan::new(self.n()).is_some()
+        kind == MatrixKind::Uniform || obscura_math::ntt::NttPlan::supports(self.n())
     }
 
     /// The largest plaintext modulus exponent that is correct for `columns` columns of any

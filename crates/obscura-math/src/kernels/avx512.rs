@@ -89,50 +89,49 @@ pub fn matrix_planes(b: &[u32], stride: usize, rows: usize, width: usize) -> Vec
     planes
 }
 
-/// `Σ_k 2^{8k}·(sum of the lanes of acc[k])`, wrapping.
+/// `Σ_k 2^{8k}·(sum of the lanes of acc[k])`, wrapping: the planes are shifted and added lane
+/// by lane, then the lanes summed once.
 #[inline]
 #[target_feature(enable = "avx512f")]
 fn recombine(acc: &[__m512i; 4]) -> u32 {
-    (0..4).fold(0u32, |sum, k| {
-        sum.wrapping_add((_mm512_reduce_add_epi32(acc[k]) as u32) << (8 * k))
-    })
+    let sum = _mm512_add_epi32(
+        _mm512_add_epi32(acc[0], _mm512_slli_epi32::<8>(acc[1])),
+        _mm512_add_epi32(
+            _mm512_slli_epi32::<16>(acc[2]),
+            _mm512_slli_epi32::<24>(acc[3]),
+        ),
+    );
+    _mm512_reduce_add_epi32(sum) as u32
 }
 
-/// [`portable::dot_i8`](super::portable::dot_i8) compiled for this backend: the dot product of
-/// a group's narrower last step.
+/// Sums of the `rows` (1 to 4) rows of a group of `width` columns in step order (see
+/// [`crate::layout`]) times the vector whose [`vector_planes`] are `planes`; the sums are in the
+/// first `rows` entries. The narrower last step, if any, is read with masked loads against its
+/// zero-padded planes.
 ///
 /// # Safety
-/// The CPU must support the features it enables.
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-pub unsafe fn tail_dot(d: &[u8], v: &[u32]) -> u32 {
-    super::portable::dot_i8(d, v)
-}
-
-/// Sums of the `rows` (1 to 4) rows of a group in step order (see [`crate::layout`]) times the
-/// vector whose [`vector_planes`] are `planes`, over its first `steps` whole steps; the sums are
-/// in the first `rows` entries. Driven by [`super::gemv_in_steps`].
-///
-/// # Safety
-/// The CPU must support AVX-512F, BW and VNNI; `group` must hold `rows` rows of at least
-/// `steps` whole steps, and `planes` cover `steps` steps.
+/// The CPU must support AVX-512F, BW and VNNI; `group` must hold `rows` rows of `width`
+/// columns, and `planes` cover them.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-pub unsafe fn gemv_group(group: &[u8], rows: usize, steps: usize, planes: &[u8]) -> [u32; 4] {
+pub unsafe fn gemv_group(group: &[u8], rows: usize, width: usize, planes: &[u8]) -> [u32; 4] {
+    debug_assert!(group.len() >= rows * width && planes.len() >= 4 * width.next_multiple_of(STEP));
     match rows {
-        4 => gemv_rows::<4>(group, steps, planes),
-        3 => gemv_rows::<3>(group, steps, planes),
-        2 => gemv_rows::<2>(group, steps, planes),
-        _ => gemv_rows::<1>(group, steps, planes),
+        4 => gemv_rows::<4>(group, width, planes),
+        3 => gemv_rows::<3>(group, width, planes),
+        2 => gemv_rows::<2>(group, width, planes),
+        _ => gemv_rows::<1>(group, width, planes),
     }
 }
 
 /// [`gemv_group`] for `R` rows: each step's `R` rows are 64 contiguous bytes each, read as one
 /// stream (and fetched into L2 [`PREFETCH_BYTES`] ahead), and each of the step's four planes is
-/// loaded once for all rows.
+/// loaded once for all rows. The last step's `R` rows are `width % 64` bytes each.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-unsafe fn gemv_rows<const R: usize>(group: &[u8], steps: usize, planes: &[u8]) -> [u32; 4] {
+unsafe fn gemv_rows<const R: usize>(group: &[u8], width: usize, planes: &[u8]) -> [u32; 4] {
     const _: () = assert!(STEP == STEP_COLS);
     let mut acc = [[_mm512_setzero_si512(); 4]; R];
     let (dp, pp) = (group.as_ptr(), planes.as_ptr());
+    let (steps, tail) = (width / STEP, width % STEP);
     for s in 0..steps {
         let at = s * R * STEP;
         // The prefetches go first: issued behind loads that miss, they would wait for them.
@@ -145,6 +144,22 @@ unsafe fn gemv_rows<const R: usize>(group: &[u8], steps: usize, planes: &[u8]) -
         }
         for k in 0..4 {
             let p = _mm512_loadu_si512(pp.add((4 * s + k) * STEP).cast());
+            for (acc, &x) in acc.iter_mut().zip(&x) {
+                acc[k] = _mm512_dpbusd_epi32(acc[k], p, x);
+            }
+        }
+    }
+    if tail > 0 {
+        // Masked-off bytes read as zero (and are not touched), and the planes past the
+        // vector's end are zero.
+        let mask: __mmask64 = (1u64 << tail) - 1;
+        let at = steps * R * STEP;
+        let mut x = [_mm512_setzero_si512(); R];
+        for (i, x) in x.iter_mut().enumerate() {
+            *x = _mm512_maskz_loadu_epi8(mask, dp.add(at + i * tail).cast());
+        }
+        for k in 0..4 {
+            let p = _mm512_loadu_si512(pp.add((4 * steps + k) * STEP).cast());
             for (acc, &x) in acc.iter_mut().zip(&x) {
                 acc[k] = _mm512_dpbusd_epi32(acc[k], p, x);
             }

@@ -22,6 +22,10 @@ const ROWS_PER_BLOCK: usize = 16;
 /// rebalance when one thread falls behind.
 const RUNS_PER_THREAD: usize = 8;
 
+/// Bytes of matrix below which a product runs on the calling thread: handing it to the pool
+/// (waking a thread, 10-50 µs on a virtual machine) costs more than the pool saves.
+pub const SEQUENTIAL_BYTES: usize = 256 << 10;
+
 /// Bytes of matrix operand per column tile of a batch product.
 const MATRIX_TILE_BYTES: usize = 256 << 10;
 
@@ -66,8 +70,17 @@ pub fn plaintext_mat_vecs_with(
         k.next_multiple_of(GEMM_MIN_BATCH)
     };
     let panels: Vec<Panel> = d.panels().collect();
-    let threads = rayon::current_num_threads();
-    let runs = RUNS_PER_THREAD * threads;
+    let sequential = rows.saturating_mul(d.cols()) < SEQUENTIAL_BYTES;
+    let threads = if sequential {
+        1
+    } else {
+        rayon::current_num_threads()
+    };
+    let runs = if sequential {
+        1
+    } else {
+        RUNS_PER_THREAD * threads
+    };
     let mut sums = vec![0u32; rows * width];
     let add = |total: &mut [u32], partial: Vec<u32>| {
         total
@@ -78,19 +91,16 @@ pub fn plaintext_mat_vecs_with(
     if panels.len() >= 2 * threads {
         // Runs of whole panels, each preparing its panels' slices of the vectors.
         let runs = runs.min(panels.len());
-        let partial: Vec<Vec<u32>> = (0..runs)
-            .into_par_iter()
-            .map(|t| {
-                let mut sums = vec![0u32; rows * width];
-                let count = panels.len();
-                for panel in &panels[t * count / runs..(t + 1) * count / runs] {
-                    let prepared = Prepared::new(panel, vectors, width);
-                    let operands = prepared.operands(backend);
-                    panel_mat_vecs(backend, panel, 0..rows, &operands, width, &mut sums);
-                }
-                sums
-            })
-            .collect();
+        let partial: Vec<Vec<u32>> = map_runs(runs, sequential, |t| {
+            let mut sums = vec![0u32; rows * width];
+            let count = panels.len();
+            for panel in &panels[t * count / runs..(t + 1) * count / runs] {
+                let prepared = Prepared::new(panel, vectors, width);
+                let operands = prepared.operands(backend);
+                panel_mat_vecs(backend, panel, 0..rows, &operands, width, &mut sums);
+            }
+            sums
+        });
         for partial in partial {
             add(&mut sums, partial);
         }
@@ -108,21 +118,19 @@ pub fn plaintext_mat_vecs_with(
             .map(|panel| Prepared::new(panel, vectors, width))
             .collect();
         let operands: Vec<Operands> = prepared.iter().map(|p| p.operands(backend)).collect();
-        let partial: Vec<Vec<u32>> = tasks
-            .par_iter()
-            .map(|(p, here)| {
-                let mut sums = vec![0u32; here.len() * width];
-                panel_mat_vecs(
-                    backend,
-                    &panels[*p],
-                    here.clone(),
-                    &operands[*p],
-                    width,
-                    &mut sums,
-                );
-                sums
-            })
-            .collect();
+        let partial: Vec<Vec<u32>> = map_runs(tasks.len(), sequential, |t| {
+            let (p, here) = &tasks[t];
+            let mut sums = vec![0u32; here.len() * width];
+            panel_mat_vecs(
+                backend,
+                &panels[*p],
+                here.clone(),
+                &operands[*p],
+                width,
+                &mut sums,
+            );
+            sums
+        });
         for ((_, here), partial) in tasks.iter().zip(partial) {
             add(&mut sums[here.start * width..here.end * width], partial);
         }
@@ -130,6 +138,20 @@ pub fn plaintext_mat_vecs_with(
     (0..k)
         .map(|j| (0..rows).map(|r| sums[r * width + j]).collect())
         .collect()
+}
+
+/// `run(t)` for `t < count`, in order: on the calling thread when `sequential`, on the rayon
+/// pool otherwise.
+fn map_runs<R: Send>(
+    count: usize,
+    sequential: bool,
+    run: impl Fn(usize) -> R + Sync + Send,
+) -> Vec<R> {
+    if sequential {
+        (0..count).map(run).collect()
+    } else {
+        (0..count).into_par_iter().map(run).collect()
+    }
 }
 
 /// A panel's slices of a batch of vectors, in the form its kernel takes before the backend
@@ -238,6 +260,7 @@ fn panel_mat_vecs(
 }
 
 /// `out = M · v` over Z_{2^32}, where `M` is row-major with `out.len()` rows and `v.len()` columns.
+/// A matrix below [`SEQUENTIAL_BYTES`] is multiplied on the calling thread.
 pub fn mat_vec(m: &[u32], v: &[u32], out: &mut [u32]) {
     let cols = v.len();
     assert_eq!(m.len(), out.len() * cols, "matrix shape");
@@ -246,9 +269,26 @@ pub fn mat_vec(m: &[u32], v: &[u32], out: &mut [u32]) {
         return;
     }
     let backend = Backend::detect();
+    if m.len() * 4 < SEQUENTIAL_BYTES {
+        return wide::dot_rows(backend, m, v, out);
+    }
     out.par_chunks_mut(ROWS_PER_BLOCK)
         .zip(m.par_chunks(ROWS_PER_BLOCK * cols))
         .for_each(|(out, m)| wide::dot_rows(backend, m, v, out));
+}
+
+/// `H += D · B` over Z_{2^32} on the calling thread, for `D` of a few rows (`rows x cols`
+/// digits read as `i8`, row-major in `digits`) and `B` a row-major `cols x n` matrix: each row
+/// of `B` is read once and added, times each row's digit, to the `rows x n` sums in `h`, which
+/// stay in the L1 cache for a handful of rows.
+///
+/// # Panics
+/// If the shapes do not fit.
+pub fn few_rows_mul_acc(digits: &[u8], rows: usize, b: &[u32], n: usize, h: &mut [u32]) {
+    assert!(n > 0 && b.len().is_multiple_of(n), "B's shape");
+    assert_eq!(digits.len(), rows * (b.len() / n), "D's shape");
+    assert_eq!(h.len(), rows * n, "H's shape");
+    wide::few_rows(Backend::detect(), digits, b, n, h)
 }
 
 /// The portable row dot products compiled for each backend's vector unit (the crate's baseline
@@ -269,6 +309,44 @@ mod wide {
             Backend::Avx2(_) => unsafe { dot_rows_avx2(m, v, out) },
             _ => dot_rows_inline(m, v, out),
         }
+    }
+
+    /// [`super::few_rows_mul_acc`] on `backend`'s vector unit.
+    pub(super) fn few_rows(backend: Backend, digits: &[u8], b: &[u32], n: usize, h: &mut [u32]) {
+        match backend {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as for `dot_rows_avx512`.
+            Backend::Avx512(_) => unsafe { few_rows_avx512(digits, b, n, h) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as for `dot_rows_avx2`.
+            Backend::Avx2(_) => unsafe { few_rows_avx2(digits, b, n, h) },
+            _ => few_rows_inline(digits, b, n, h),
+        }
+    }
+
+    #[inline(always)]
+    fn few_rows_inline(digits: &[u8], b: &[u32], n: usize, h: &mut [u32]) {
+        let cols = b.len() / n;
+        for (c, b_row) in b.chunks_exact(n).enumerate() {
+            for (r, h_row) in h.chunks_exact_mut(n).enumerate() {
+                let digit = i32::from(digits[r * cols + c] as i8) as u32;
+                for (sum, &x) in h_row.iter_mut().zip(b_row) {
+                    *sum = sum.wrapping_add(x.wrapping_mul(digit));
+                }
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    unsafe fn few_rows_avx512(digits: &[u8], b: &[u32], n: usize, h: &mut [u32]) {
+        few_rows_inline(digits, b, n, h)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn few_rows_avx2(digits: &[u8], b: &[u32], n: usize, h: &mut [u32]) {
+        few_rows_inline(digits, b, n, h)
     }
 
     #[inline(always)]

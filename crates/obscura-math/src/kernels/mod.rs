@@ -38,8 +38,8 @@ use std::sync::OnceLock;
 
 pub use crate::features::{Avx2Token, Avx512Token};
 pub use drivers::{
-    mat_vec, plaintext_mat_mul_acc, plaintext_mat_mul_acc_with, plaintext_mat_vecs,
-    plaintext_mat_vecs_with,
+    few_rows_mul_acc, mat_vec, plaintext_mat_mul_acc, plaintext_mat_mul_acc_with,
+    plaintext_mat_vecs, plaintext_mat_vecs_with, SEQUENTIAL_BYTES,
 };
 
 #[cfg(target_arch = "x86_64")]
@@ -170,7 +170,10 @@ impl Backend {
             // `gemv_group` enables; the shapes were checked above and `v` was prepared for this
             // backend.
             Self::Avx512(_) => unsafe {
-                gemv_in_steps((avx512::gemv_group, avx512::tail_dot), group, v, out)
+                let sums = avx512::gemv_group(group.bytes, group.rows, group.width, &v.planes);
+                for (o, sum) in out.iter_mut().zip(sums).take(group.rows) {
+                    *o = o.wrapping_add(sum);
+                }
             },
             #[cfg(not(target_arch = "x86_64"))]
             _ => unreachable!("no SIMD token exists off x86-64"),
@@ -289,7 +292,7 @@ impl Backend {
 #[cfg(target_arch = "x86_64")]
 const PREFETCH_BYTES: usize = 1024;
 
-/// A SIMD matrix-vector kernel over the whole steps of a group (`gemv_group` of a backend):
+/// A SIMD matrix-vector kernel over the whole steps of a group (the AVX2 `gemv_group`):
 /// `(group bytes, rows, whole steps, vector planes)` to the rows' sums.
 #[cfg(target_arch = "x86_64")]
 type StepKernel = unsafe fn(&[u8], usize, usize, &[u8]) -> [u32; GROUP_ROWS];

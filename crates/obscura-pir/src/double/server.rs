@@ -1,8 +1,7 @@
 //! The DoublePIR server: sets up both layers and answers a query in one pass over the database
 //! and one over the second layer's matrix.
 
-use obscura_math::expand::PublicMatrix;
-use obscura_math::hint;
+use obscura_math::hint::PreparedProduct;
 use obscura_math::kernels;
 use obscura_math::matrix::PlaintextMatrix;
 
@@ -19,12 +18,13 @@ use crate::scheme::Progress;
 use crate::{PirError, PirServer};
 
 /// The server side of DoublePIR: the database, the second layer (the digits of the first
-/// layer's hint, with their setup) and the second layer's public matrix.
+/// layer's hint, with their setup) and the second layer's public matrix, prepared for the
+/// product with each query's digits.
 pub struct Server {
     setup: PublicSetup,
     database: PlaintextMatrix,
     second: lwe::Server,
-    a2: PublicMatrix,
+    a2: PreparedProduct,
 }
 
 impl Server {
@@ -172,7 +172,7 @@ impl Server {
     }
 
     fn assemble(setup: PublicSetup, database: PlaintextMatrix, second: lwe::Server) -> Self {
-        let a2 = setup.second().matrix_a();
+        let a2 = PreparedProduct::new(setup.second().matrix_a());
         Self {
             setup,
             database,
@@ -209,7 +209,7 @@ impl Server {
                         let digits = word_digits(first_answer, &answer_geometry);
                         let own: Vec<&[u32]> = query.second.chunks_exact(rows).collect();
                         let answers = kernels::plaintext_mat_vecs(&digits, &own);
-                        let hint = hint::hint_product(&digits, &self.a2, &|_, _| {});
+                        let hint = self.a2.product(&digits);
                         (answers, hint)
                     })
                     .collect::<Vec<_>>()

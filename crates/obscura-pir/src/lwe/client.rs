@@ -2,6 +2,7 @@
 
 use obscura_math::expand::PublicMatrix;
 use obscura_math::kernels::portable::dot_u32;
+use obscura_math::matrix::Matrix;
 use obscura_math::pack;
 use obscura_math::sample::{DiscreteGaussian, OsSampler};
 use rayon::prelude::*;
@@ -25,22 +26,36 @@ pub struct Client {
 /// is negacyclic) and the samplers of the secret and the error.
 pub(crate) struct Masker {
     a: PublicMatrix,
+    /// `A` expanded, when it is small enough that multiplying its rows beats transforming.
+    rows: Option<Matrix>,
     set: ParamSet,
     gaussian: Option<DiscreteGaussian>,
 }
 
 impl Masker {
-    /// The masker of `layer`. With a negacyclic matrix it keeps the forward transforms of `A`
-    /// (12 bytes per column, up to 64 MiB), which halves the work of masking each query.
+    /// The masker of `layer`. It keeps `A`'s rows when they fit
+    /// [`MAX_EXPANDED_BYTES`](obscura_math::expand::MAX_EXPANDED_BYTES); otherwise, with a
+    /// negacyclic matrix, the forward transforms of `A` (12 bytes per column, up to 64 MiB),
+    /// which halves the work of masking each query.
     pub(crate) fn new(layer: &Layer) -> Self {
         let mut a = layer.matrix_a();
-        a.precompute();
+        let rows = a
+            .expanded()
+            .and_then(|words| Matrix::from_vec(a.rows(), a.cols(), words));
+        if rows.is_none() {
+            a.precompute();
+        }
         let set = layer.params().set;
         let gaussian = match set.error() {
             Distribution::Gaussian(sigma) => Some(DiscreteGaussian::new(sigma)),
             _ => None,
         };
-        Self { a, set, gaussian }
+        Self {
+            a,
+            rows,
+            set,
+            gaussian,
+        }
     }
 
     /// A fresh secret from the OS CSPRNG.
@@ -55,12 +70,15 @@ impl Masker {
         Ok(secret)
     }
 
-    /// `A·s + e` for each secret: `A` streamed block by block, or multiplied by NTTs when it is
-    /// negacyclic.
+    /// `A·s + e` for each secret: `A`'s kept rows multiplied, or `A` streamed block by block,
+    /// or multiplied by NTTs when it is negacyclic.
     pub(crate) fn masked(&self, secrets: &[Vec<u32>]) -> Result<Vec<Vec<u32>>, PirError> {
         /// Error entries sampled per parallel task.
         const ERROR_CHUNK: usize = 1 << 16;
-        let mut queries = self.a.mul_secrets(secrets);
+        let mut queries = match &self.rows {
+            Some(rows) => secrets.iter().map(|s| rows.mul_vec(s)).collect(),
+            None => self.a.mul_secrets(secrets),
+        };
         let error = self.set.error();
         for query in &mut queries {
             query.par_chunks_mut(ERROR_CHUNK).try_for_each(|chunk| {
