@@ -74,6 +74,15 @@ impl Matrix {
         kernels::mat_vec(&self.data, v, &mut out);
         out
     }
+
+    /// `M · v` for every vector of `vs` (each of length `cols`), in one pass over the matrix.
+    pub fn mul_vecs(&self, vs: &[&[u32]]) -> Vec<Vec<u32>> {
+        assert!(vs.iter().all(|v| v.len() == self.cols), "vector length");
+        if self.cols == 0 {
+            return vec![vec![0; self.rows]; vs.len()];
+        }
+        kernels::mat_vecs(&self.data, vs)
+    }
 }
 
 /// A fill of one row's stretch at a time as a fill of a group of rows (see
@@ -664,6 +673,28 @@ mod tests {
             let v: Vec<u32> = (0..cols).map(|_| next()).collect();
             let matrix = Matrix::from_vec(rows, cols, m.clone()).unwrap();
             prop_assert_eq!(matrix.mul_vec(&v), naive(rows, cols, &m, &v));
+            let others: Vec<Vec<u32>> = (0..3).map(|_| (0..cols).map(|_| next()).collect()).collect();
+            let vs: Vec<&[u32]> = std::iter::once(&v[..]).chain(others.iter().map(|o| &o[..])).collect();
+            let batch = matrix.mul_vecs(&vs);
+            prop_assert_eq!(batch.len(), vs.len());
+            for (product, v) in batch.iter().zip(&vs) {
+                prop_assert_eq!(product, &naive(rows, cols, &m, v));
+            }
+        }
+
+        #[test]
+        fn large_batches_match_one_at_a_time(k in 1usize..5, seed in any::<u64>()) {
+            // 300 x 300 words: past the size multiplied on the calling thread.
+            let (rows, cols) = (300, 300);
+            let mut x = seed | 1;
+            let mut next = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u32 };
+            let matrix = Matrix::from_vec(rows, cols, (0..rows * cols).map(|_| next()).collect()).unwrap();
+            let vs: Vec<Vec<u32>> = (0..k).map(|_| (0..cols).map(|_| next()).collect()).collect();
+            let refs: Vec<&[u32]> = vs.iter().map(|v| &v[..]).collect();
+            let batch = matrix.mul_vecs(&refs);
+            for (product, v) in batch.iter().zip(&vs) {
+                prop_assert_eq!(product, &matrix.mul_vec(v));
+            }
         }
 
         #[test]

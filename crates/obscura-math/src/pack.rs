@@ -45,6 +45,12 @@ pub fn unpack_into(digits: &[u8], width: u32, skip: u64, out: &mut [u8]) {
         digits.len() as u64 * u64::from(width) >= needed,
         "not enough digits"
     );
+    if width == 8 && skip.is_multiple_of(8) {
+        // Byte digits: the stream is the digits themselves.
+        let start = (skip / 8) as usize;
+        out.copy_from_slice(&digits[start..start + out.len()]);
+        return;
+    }
     let mut acc: u32 = 0;
     let mut held: u32 = 0;
     let mut digits = digits.iter();

@@ -276,3 +276,24 @@ unsafe fn gemm_tile<const R: usize>(
         store(o, _mm256_add_epi32(load(o), sum));
     }
 }
+
+/// [`portable::gemm_acc`](super::portable::gemm_acc) compiled for this backend's vector unit:
+/// the columns outside the matrix-matrix kernel's groups.
+///
+/// # Safety
+/// The CPU must support the features it enables.
+#[target_feature(enable = "avx2")]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_edge(
+    d: &[u8],
+    d_stride: usize,
+    rows: usize,
+    cols: usize,
+    b: &[u32],
+    b_stride: usize,
+    width: usize,
+    out: &mut [u32],
+    out_stride: usize,
+) {
+    super::portable::gemm_acc(d, d_stride, rows, cols, b, b_stride, width, out, out_stride)
+}

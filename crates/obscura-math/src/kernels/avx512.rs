@@ -17,7 +17,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::PREFETCH_BYTES;
-use crate::layout::STEP_COLS;
+use crate::layout::{Group, STEP_COLS};
 
 /// Columns per `vpdpbusd` step of the matrix-vector kernel (one 64-byte load of digits).
 pub const STEP: usize = 64;
@@ -89,19 +89,60 @@ pub fn matrix_planes(b: &[u32], stride: usize, rows: usize, width: usize) -> Vec
     planes
 }
 
-/// `Σ_k 2^{8k}·(sum of the lanes of acc[k])`, wrapping: the planes are shifted and added lane
-/// by lane, then the lanes summed once.
+/// `Σ_k 2^{8k}·acc[k]` lane by lane, wrapping: a row's four plane sums as one vector.
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn recombine(acc: &[__m512i; 4]) -> u32 {
-    let sum = _mm512_add_epi32(
+fn combine(acc: &[__m512i; 4]) -> __m512i {
+    _mm512_add_epi32(
         _mm512_add_epi32(acc[0], _mm512_slli_epi32::<8>(acc[1])),
         _mm512_add_epi32(
             _mm512_slli_epi32::<16>(acc[2]),
             _mm512_slli_epi32::<24>(acc[3]),
         ),
+    )
+}
+
+/// The sums of the lanes of each of four vectors, wrapping: pairs of vectors interleaved and
+/// added twice leave each 128-bit lane holding a partial sum of every vector, and the four
+/// 128-bit lanes are then added, instead of four full reductions.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn lane_sums(v: [__m512i; 4]) -> [u32; 4] {
+    let t0 = _mm512_add_epi32(
+        _mm512_unpacklo_epi32(v[0], v[1]),
+        _mm512_unpackhi_epi32(v[0], v[1]),
     );
-    _mm512_reduce_add_epi32(sum) as u32
+    let t1 = _mm512_add_epi32(
+        _mm512_unpacklo_epi32(v[2], v[3]),
+        _mm512_unpackhi_epi32(v[2], v[3]),
+    );
+    // Each 128-bit lane: a partial sum of v[0], v[1], v[2], v[3] in that order.
+    let u = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+    let halves = _mm512_add_epi32(u, _mm512_shuffle_i32x4::<0b01_00_11_10>(u, u));
+    let quarters = _mm512_add_epi32(
+        halves,
+        _mm512_shuffle_i32x4::<0b10_11_00_01>(halves, halves),
+    );
+    let mut sums = [0u32; 4];
+    // SAFETY: `sums` holds the 16 bytes stored.
+    unsafe { _mm_storeu_si128(sums.as_mut_ptr().cast(), _mm512_castsi512_si128(quarters)) };
+    sums
+}
+
+/// For each group in turn, [`gemv_group`]'s sums added to the next entries of `out`.
+///
+/// # Safety
+/// As for [`gemv_group`], for every group; `out` must have an entry per row of the groups.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+pub unsafe fn gemv_groups(groups: &[Group], planes: &[u8], out: &mut [u32]) {
+    let mut at = 0;
+    for group in groups {
+        let sums = gemv_group(group.bytes, group.rows, group.width, planes);
+        for (o, sum) in out[at..at + group.rows].iter_mut().zip(sums) {
+            *o = o.wrapping_add(sum);
+        }
+        at += group.rows;
+    }
 }
 
 /// Sums of the `rows` (1 to 4) rows of a group of `width` columns in step order (see
@@ -113,7 +154,7 @@ fn recombine(acc: &[__m512i; 4]) -> u32 {
 /// The CPU must support AVX-512F, BW and VNNI; `group` must hold `rows` rows of `width`
 /// columns, and `planes` cover them.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-pub unsafe fn gemv_group(group: &[u8], rows: usize, width: usize, planes: &[u8]) -> [u32; 4] {
+unsafe fn gemv_group(group: &[u8], rows: usize, width: usize, planes: &[u8]) -> [u32; 4] {
     debug_assert!(group.len() >= rows * width && planes.len() >= 4 * width.next_multiple_of(STEP));
     match rows {
         4 => gemv_rows::<4>(group, width, planes),
@@ -165,11 +206,11 @@ unsafe fn gemv_rows<const R: usize>(group: &[u8], width: usize, planes: &[u8]) -
             }
         }
     }
-    let mut sums = [0u32; 4];
-    for (sum, acc) in sums.iter_mut().zip(&acc) {
-        *sum = recombine(acc);
+    let mut rows = [_mm512_setzero_si512(); 4];
+    for (row, acc) in rows.iter_mut().zip(&acc) {
+        *row = combine(acc);
     }
-    sums
+    lane_sums(rows)
 }
 
 /// `out[r·out_stride + j] += Σ_{c ∈ quads} d[r·d_stride + c]·b[c][j]` for `j < width`, with
@@ -268,4 +309,25 @@ unsafe fn gemm_tile<const R: usize>(
         }
         _mm512_storeu_si512(o.cast(), sum);
     }
+}
+
+/// [`portable::gemm_acc`](super::portable::gemm_acc) compiled for this backend's vector unit:
+/// the columns outside the matrix-matrix kernel's groups.
+///
+/// # Safety
+/// The CPU must support the features it enables.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_edge(
+    d: &[u8],
+    d_stride: usize,
+    rows: usize,
+    cols: usize,
+    b: &[u32],
+    b_stride: usize,
+    width: usize,
+    out: &mut [u32],
+    out_stride: usize,
+) {
+    super::portable::gemm_acc(d, d_stride, rows, cols, b, b_stride, width, out, out_stride)
 }

@@ -70,17 +70,8 @@ pub fn plaintext_mat_vecs_with(
         k.next_multiple_of(GEMM_MIN_BATCH)
     };
     let panels: Vec<Panel> = d.panels().collect();
-    let sequential = rows.saturating_mul(d.cols()) < SEQUENTIAL_BYTES;
-    let threads = if sequential {
-        1
-    } else {
-        rayon::current_num_threads()
-    };
-    let runs = if sequential {
-        1
-    } else {
-        RUNS_PER_THREAD * threads
-    };
+    let threads = rayon::current_num_threads();
+    let runs = RUNS_PER_THREAD * threads;
     let mut sums = vec![0u32; rows * width];
     let add = |total: &mut [u32], partial: Vec<u32>| {
         total
@@ -88,19 +79,29 @@ pub fn plaintext_mat_vecs_with(
             .zip(partial)
             .for_each(|(a, b)| *a = a.wrapping_add(b));
     };
-    if panels.len() >= 2 * threads {
+    if rows.saturating_mul(d.cols()) < SEQUENTIAL_BYTES {
+        // One run on the calling thread, straight into the sums.
+        for panel in &panels {
+            let prepared = Prepared::new(panel, vectors, width);
+            let operands = prepared.operands(backend);
+            panel_mat_vecs(backend, panel, 0..rows, &operands, width, &mut sums);
+        }
+    } else if panels.len() >= 2 * threads {
         // Runs of whole panels, each preparing its panels' slices of the vectors.
         let runs = runs.min(panels.len());
-        let partial: Vec<Vec<u32>> = map_runs(runs, sequential, |t| {
-            let mut sums = vec![0u32; rows * width];
-            let count = panels.len();
-            for panel in &panels[t * count / runs..(t + 1) * count / runs] {
-                let prepared = Prepared::new(panel, vectors, width);
-                let operands = prepared.operands(backend);
-                panel_mat_vecs(backend, panel, 0..rows, &operands, width, &mut sums);
-            }
-            sums
-        });
+        let partial: Vec<Vec<u32>> = (0..runs)
+            .into_par_iter()
+            .map(|t| {
+                let mut sums = vec![0u32; rows * width];
+                let count = panels.len();
+                for panel in &panels[t * count / runs..(t + 1) * count / runs] {
+                    let prepared = Prepared::new(panel, vectors, width);
+                    let operands = prepared.operands(backend);
+                    panel_mat_vecs(backend, panel, 0..rows, &operands, width, &mut sums);
+                }
+                sums
+            })
+            .collect();
         for partial in partial {
             add(&mut sums, partial);
         }
@@ -118,19 +119,21 @@ pub fn plaintext_mat_vecs_with(
             .map(|panel| Prepared::new(panel, vectors, width))
             .collect();
         let operands: Vec<Operands> = prepared.iter().map(|p| p.operands(backend)).collect();
-        let partial: Vec<Vec<u32>> = map_runs(tasks.len(), sequential, |t| {
-            let (p, here) = &tasks[t];
-            let mut sums = vec![0u32; here.len() * width];
-            panel_mat_vecs(
-                backend,
-                &panels[*p],
-                here.clone(),
-                &operands[*p],
-                width,
-                &mut sums,
-            );
-            sums
-        });
+        let partial: Vec<Vec<u32>> = tasks
+            .par_iter()
+            .map(|(p, here)| {
+                let mut sums = vec![0u32; here.len() * width];
+                panel_mat_vecs(
+                    backend,
+                    &panels[*p],
+                    here.clone(),
+                    &operands[*p],
+                    width,
+                    &mut sums,
+                );
+                sums
+            })
+            .collect();
         for ((_, here), partial) in tasks.iter().zip(partial) {
             add(&mut sums[here.start * width..here.end * width], partial);
         }
@@ -138,20 +141,6 @@ pub fn plaintext_mat_vecs_with(
     (0..k)
         .map(|j| (0..rows).map(|r| sums[r * width + j]).collect())
         .collect()
-}
-
-/// `run(t)` for `t < count`, in order: on the calling thread when `sequential`, on the rayon
-/// pool otherwise.
-fn map_runs<R: Send>(
-    count: usize,
-    sequential: bool,
-    run: impl Fn(usize) -> R + Sync + Send,
-) -> Vec<R> {
-    if sequential {
-        (0..count).map(run).collect()
-    } else {
-        (0..count).into_par_iter().map(run).collect()
-    }
 }
 
 /// A panel's slices of a batch of vectors, in the form its kernel takes before the backend
@@ -215,36 +204,34 @@ fn panel_mat_vecs(
     sums: &mut [u32],
 ) {
     let cols = panel.width;
-    let groups: Vec<(usize, Group)> = panel.groups(rows.clone()).collect();
+    // Whole groups of GROUP_ROWS rows, the last one possibly shorter.
+    let groups: Vec<Group> = panel.groups(rows.clone()).map(|(_, g)| g).collect();
     let mut row_major = match operands {
         Operands::Vectors(_) => Vec::new(),
         Operands::Matrix(_) => vec![0u8; ROWS_PER_BLOCK * cols],
     };
     // Blocks of groups that every vector of the batch goes over while they are in cache.
-    for block in groups.chunks(ROWS_PER_BLOCK / GROUP_ROWS) {
-        let first = block[0].0 - rows.start;
-        let block_rows: usize = block.iter().map(|(_, g)| g.rows).sum();
+    let per_block = ROWS_PER_BLOCK / GROUP_ROWS;
+    for (b, block) in groups.chunks(per_block).enumerate() {
+        let first = b * ROWS_PER_BLOCK;
+        let block_rows: usize = block.iter().map(|g| g.rows).sum();
         let sums = &mut sums[first * width..(first + block_rows) * width];
         match operands {
             Operands::Vectors(operands) => {
                 for (j, operand) in operands.iter().enumerate() {
-                    for (start, group) in block {
-                        let mut group_sums = [0u32; GROUP_ROWS];
-                        backend.gemv_group(group, operand, &mut group_sums);
-                        let at = start - rows.start - first;
-                        for (i, &sum) in group_sums[..group.rows].iter().enumerate() {
-                            let entry = &mut sums[(at + i) * width + j];
-                            *entry = entry.wrapping_add(sum);
-                        }
+                    let mut block_sums = [0u32; ROWS_PER_BLOCK];
+                    backend.gemv_groups(block, operand, &mut block_sums);
+                    for (i, &sum) in block_sums[..block_rows].iter().enumerate() {
+                        let entry = &mut sums[i * width + j];
+                        *entry = entry.wrapping_add(sum);
                     }
                 }
             }
             Operands::Matrix(operand) => {
                 // The matrix-matrix kernel takes the block row-major.
                 let digits = &mut row_major[..block_rows * cols];
-                for (start, group) in block {
-                    let at = start - rows.start - first;
-                    group.untile(0..cols, &mut digits[at * cols..]);
+                for (g, group) in block.iter().enumerate() {
+                    group.untile(0..cols, &mut digits[g * GROUP_ROWS * cols..]);
                 }
                 let tile = (MATRIX_TILE_BYTES / (4 * width))
                     .next_multiple_of(4)
@@ -275,6 +262,57 @@ pub fn mat_vec(m: &[u32], v: &[u32], out: &mut [u32]) {
     out.par_chunks_mut(ROWS_PER_BLOCK)
         .zip(m.par_chunks(ROWS_PER_BLOCK * cols))
         .for_each(|(out, m)| wide::dot_rows(backend, m, v, out));
+}
+
+/// `M · v` over Z_{2^32} for every vector of `vs` (each as long as a row of the row-major `M`),
+/// in one pass over `M`: each block of rows is multiplied by every vector while it is in cache.
+/// A matrix below [`SEQUENTIAL_BYTES`] is multiplied on the calling thread.
+pub fn mat_vecs(m: &[u32], vs: &[&[u32]]) -> Vec<Vec<u32>> {
+    let cols = vs.first().map_or(0, |v| v.len());
+    assert!(vs.iter().all(|v| v.len() == cols), "vector lengths");
+    if cols == 0 {
+        return vec![Vec::new(); vs.len()];
+    }
+    assert!(m.len().is_multiple_of(cols), "matrix shape");
+    let rows = m.len() / cols;
+    let backend = Backend::detect();
+    // Entry r·k + j is (M·v_j)[r].
+    let k = vs.len();
+    let mut interleaved = vec![0u32; rows * k];
+    let block = |m: &[u32], out: &mut [u32]| {
+        let mut sums = [0u32; ROWS_PER_BLOCK];
+        let block_rows = m.len() / cols;
+        for (j, v) in vs.iter().enumerate() {
+            wide::dot_rows(backend, m, v, &mut sums[..block_rows]);
+            for (r, &sum) in sums[..block_rows].iter().enumerate() {
+                out[r * k + j] = sum;
+            }
+        }
+    };
+    let (m_blocks, out_blocks) = (
+        m.chunks(ROWS_PER_BLOCK * cols),
+        interleaved.chunks_mut(ROWS_PER_BLOCK * k),
+    );
+    if m.len() * 4 < SEQUENTIAL_BYTES {
+        m_blocks.zip(out_blocks).for_each(|(m, out)| block(m, out));
+    } else {
+        m.par_chunks(ROWS_PER_BLOCK * cols)
+            .zip(interleaved.par_chunks_mut(ROWS_PER_BLOCK * k))
+            .for_each(|(m, out)| block(m, out));
+    }
+    (0..k)
+        .map(|j| (0..rows).map(|r| interleaved[r * k + j]).collect())
+        .collect()
+}
+
+/// `a · b` over Z_{2^32} (slices of equal length), on the calling thread's vector unit.
+pub fn dot(a: &[u32], b: &[u32]) -> u32 {
+    assert_eq!(a.len(), b.len(), "lengths");
+    let mut out = [0u32];
+    if !b.is_empty() {
+        wide::dot_rows(Backend::detect(), a, b, &mut out);
+    }
+    out[0]
 }
 
 /// `H += D · B` over Z_{2^32} on the calling thread, for `D` of a few rows (`rows x cols`

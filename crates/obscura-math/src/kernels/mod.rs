@@ -38,7 +38,7 @@ use std::sync::OnceLock;
 
 pub use crate::features::{Avx2Token, Avx512Token};
 pub use drivers::{
-    few_rows_mul_acc, mat_vec, plaintext_mat_mul_acc, plaintext_mat_mul_acc_with,
+    dot, few_rows_mul_acc, mat_vec, mat_vecs, plaintext_mat_mul_acc, plaintext_mat_mul_acc_with,
     plaintext_mat_vecs, plaintext_mat_vecs_with, SEQUENTIAL_BYTES,
 };
 
@@ -169,14 +169,47 @@ impl Backend {
             // SAFETY: the token proves avx512f, avx512bw and avx512vnni, the features
             // `gemv_group` enables; the shapes were checked above and `v` was prepared for this
             // backend.
-            Self::Avx512(_) => unsafe {
-                let sums = avx512::gemv_group(group.bytes, group.rows, group.width, &v.planes);
-                for (o, sum) in out.iter_mut().zip(sums).take(group.rows) {
-                    *o = o.wrapping_add(sum);
-                }
-            },
+            Self::Avx512(_) => unsafe { avx512::gemv_groups(&[*group], &v.planes, out) },
             #[cfg(not(target_arch = "x86_64"))]
             _ => unreachable!("no SIMD token exists off x86-64"),
+        }
+    }
+
+    /// [`Backend::gemv_group`] over consecutive groups of a panel: `out[i] += ` the sum of the
+    /// `i`-th of their rows taken in order.
+    ///
+    /// # Panics
+    /// As [`Backend::gemv_group`] for any of the groups, or if `out` is shorter than their rows.
+    pub fn gemv_groups(self, groups: &[Group], v: &VectorOperand, out: &mut [u32]) {
+        let rows: usize = groups.iter().map(|g| g.rows).sum();
+        assert!(out.len() >= rows, "output shorter than the groups' rows");
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx512(_) => {
+                assert_eq!(
+                    v.backend, self,
+                    "the vector was prepared for another backend"
+                );
+                for group in groups {
+                    assert!(
+                        (1..=GROUP_ROWS).contains(&group.rows)
+                            && group.bytes.len() == group.rows * group.width
+                            && v.words.len() == group.width,
+                        "group shape"
+                    );
+                }
+                // SAFETY: the token proves avx512f, avx512bw and avx512vnni, the features
+                // `gemv_groups` enables; every group's shape was checked above and `v` was
+                // prepared for this backend.
+                unsafe { avx512::gemv_groups(groups, &v.planes, out) }
+            }
+            _ => {
+                let mut at = 0;
+                for group in groups {
+                    self.gemv_group(group, v, &mut out[at..]);
+                    at += group.rows;
+                }
+            }
         }
     }
 
@@ -214,22 +247,29 @@ impl Backend {
             out.len() >= (rows - 1) * out_stride + width,
             "output too short"
         );
-        // The reference kernel over a column range.
+        // The reference kernel over a column range, compiled for the backend's vector unit.
         let portable = |cols: Range<usize>, out: &mut [u32]| {
             if cols.is_empty() {
                 return;
             }
-            portable::gemm_acc(
-                &d[cols.start..],
-                d_stride,
-                rows,
-                cols.len(),
-                &b.words[cols.start * b.stride..],
-                b.stride,
-                width,
-                out,
-                out_stride,
-            )
+            let b_stride = b.stride;
+            let (d, b) = (&d[cols.start..], &b.words[cols.start * b_stride..]);
+            let cols = cols.len();
+            match self {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: the token proves the features `gemm_edge` enables.
+                Self::Avx512(_) => unsafe {
+                    avx512::gemm_edge(d, d_stride, rows, cols, b, b_stride, width, out, out_stride)
+                },
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: the token proves avx2, the one feature `gemm_edge` enables.
+                Self::Avx2(_) => unsafe {
+                    avx2::gemm_edge(d, d_stride, rows, cols, b, b_stride, width, out, out_stride)
+                },
+                _ => {
+                    portable::gemm_acc(d, d_stride, rows, cols, b, b_stride, width, out, out_stride)
+                }
+            }
         };
         match self {
             Self::Portable => portable(cols, out),

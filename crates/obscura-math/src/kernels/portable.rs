@@ -20,7 +20,9 @@ pub fn gemv_group(group: &Group, v: &[u32], out: &mut [u32]) {
 
 /// `out[r·out_stride + j] += Σ_c d[r·d_stride + c] · b[c·b_stride + j]` for `r < rows`,
 /// `c < cols`, `j < width`, over Z_{2^32}, with `d` read as two's-complement `i8` digits.
+/// Inlined into the SIMD backends' wrappers for the columns outside their kernels' groups.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 pub fn gemm_acc(
     d: &[u8],
     d_stride: usize,

@@ -1,6 +1,6 @@
 //! The DoublePIR client: queries of both layers (fresh or prepared ahead) and decoding.
 
-use obscura_math::kernels::portable::dot_u32;
+use obscura_math::kernels::dot;
 use obscura_math::pack;
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
@@ -84,8 +84,10 @@ impl Client {
             .collect::<Result<Vec<_>, _>>()?;
         let mut first_masked = self.first.masked(&firsts)?.into_iter();
         let mut second_masked = self.second.masked(&seconds)?.into_iter();
+        // H2·s2 for every second-layer secret in one pass over the 16 MiB hint.
+        let refs: Vec<&[u32]> = seconds.iter().map(|s| &s[..]).collect();
+        let mut masks = self.setup.second().hint().mul_vecs(&refs).into_iter();
         let mut seconds = seconds.into_iter();
-        let hint = self.setup.second().hint();
         let rows = self.setup.first().geometry().rows() as usize;
         Ok(firsts
             .into_iter()
@@ -100,7 +102,7 @@ impl Client {
                     first_masked: first_masked.next().expect("one per secret"),
                     first_secret,
                     second_masked: joined,
-                    second_masks: second_secrets.iter().map(|s| hint.mul_vec(s)).collect(),
+                    second_masks: masks.by_ref().take(per_query).collect(),
                     second_secrets,
                 }
             })
@@ -126,7 +128,7 @@ impl Client {
             .chunks_exact(n)
             .enumerate()
             .map(|(k, row)| {
-                let mask = dot_u32(row, &state.second_secrets[i]);
+                let mask = dot(row, &state.second_secrets[i]);
                 round_digit(received(hint_rows + k).wrapping_sub(mask), log_p)
             })
             .collect();
@@ -202,7 +204,7 @@ impl PirClient for Client {
         let digits: Vec<u8> = (0..location.row_count as usize)
             .map(|i| {
                 let (hint_row, entry) = self.second_layer(&state, answer, i);
-                let mask = dot_u32(&hint_row, &state.first_secret);
+                let mask = dot(&hint_row, &state.first_secret);
                 round_digit(entry.wrapping_sub(mask), first.params().log_p)
             })
             .collect();

@@ -8,7 +8,8 @@ use obscura_math::matrix::PlaintextMatrix;
 use super::messages::{Answer, Query};
 use super::scheme::Double;
 use super::setup::{
-    first_log_failure, max_rows_per_record, second_geometry, second_log_failure, PublicSetup,
+    first_log_failure, first_options, max_rows_per_record, second_geometry, second_log_failure,
+    PublicSetup,
 };
 use crate::lwe::{
     self, encode_database, encode_with_largest_p, switch_modulus, value_slots, Footprint, Geometry,
@@ -23,7 +24,8 @@ use crate::{PirError, PirServer};
 pub struct Server {
     setup: PublicSetup,
     database: PlaintextMatrix,
-    second: lwe::Server,
+    /// The second layer's database: the digits of the first layer's hint.
+    hint_digits: PlaintextMatrix,
     a2: PreparedProduct,
 }
 
@@ -61,13 +63,8 @@ impl Server {
         options: SetupOptions,
     ) -> Result<Footprint, PirError> {
         let set = options.params;
-        let first = Geometry::plan_at(
-            data_bytes,
-            record_bytes,
-            options.layout,
-            set,
-            first_log_failure,
-        )?;
+        let layout = first_options(data_bytes, record_bytes, options)?.layout;
+        let first = Geometry::plan_at(data_bytes, record_bytes, layout, set, first_log_failure)?;
         let second = second_geometry(first.rows(), set, max_rows_per_record(&first))?;
         let hint_bytes = first.rows().saturating_mul(set.n() as u64 * 4);
         Ok(Footprint::side_by_side([
@@ -105,7 +102,7 @@ impl Server {
             data,
             record_bytes,
             format,
-            options,
+            first_options(data.len() as u64, record_bytes, options)?,
             first_log_failure,
             &first_progress,
         )?
@@ -139,8 +136,9 @@ impl Server {
             second_options,
             &second_progress,
         )?;
-        let setup = PublicSetup::new(first.layer().clone(), second.public_setup().clone())?;
-        Ok(Self::assemble(setup, database, second))
+        let (second_setup, hint_digits) = second.into_parts();
+        let setup = PublicSetup::new(first.layer().clone(), second_setup)?;
+        Ok(Self::assemble(setup, database, hint_digits))
     }
 
     /// A server from a stored setup, database and second-layer matrix; checks that they fit
@@ -167,16 +165,20 @@ impl Server {
                 setup.first().row_norm()
             )));
         }
-        let second = lwe::Server::from_parts(setup.second().clone(), hint_digits)?;
-        Ok(Self::assemble(setup, database, second))
+        let hint_digits = lwe::Server::check_parts(setup.second(), hint_digits)?;
+        Ok(Self::assemble(setup, database, hint_digits))
     }
 
-    fn assemble(setup: PublicSetup, database: PlaintextMatrix, second: lwe::Server) -> Self {
+    fn assemble(
+        setup: PublicSetup,
+        database: PlaintextMatrix,
+        hint_digits: PlaintextMatrix,
+    ) -> Self {
         let a2 = PreparedProduct::new(setup.second().matrix_a());
         Self {
             setup,
             database,
-            second,
+            hint_digits,
             a2,
         }
     }
@@ -199,22 +201,28 @@ impl Server {
             .flat_map(|q| q.second.chunks_exact(rows))
             .collect();
         let answer_geometry = self.setup.answer_geometry();
-        let (hint_answers, digit_parts) = rayon::join(
-            || kernels::plaintext_mat_vecs(self.second.database(), &seconds),
-            || {
-                queries
-                    .iter()
-                    .zip(&first_answers)
-                    .map(|(query, first_answer)| {
-                        let digits = word_digits(first_answer, &answer_geometry);
-                        let own: Vec<&[u32]> = query.second.chunks_exact(rows).collect();
-                        let answers = kernels::plaintext_mat_vecs(&digits, &own);
-                        let hint = self.a2.product(&digits);
-                        (answers, hint)
-                    })
-                    .collect::<Vec<_>>()
-            },
-        );
+        let hint_answers = || kernels::plaintext_mat_vecs(&self.hint_digits, &seconds);
+        let digit_parts = || {
+            queries
+                .iter()
+                .zip(&first_answers)
+                .map(|(query, first_answer)| {
+                    let digits = word_digits(first_answer, &answer_geometry);
+                    let own: Vec<&[u32]> = query.second.chunks_exact(rows).collect();
+                    let answers = kernels::plaintext_mat_vecs(&digits, &own);
+                    let hint = self.a2.product(&digits);
+                    (answers, hint)
+                })
+                .collect::<Vec<_>>()
+        };
+        // A small second layer is answered faster than another thread wakes up.
+        let second = &self.hint_digits;
+        let (hint_answers, digit_parts) =
+            if second.rows() * second.cols() < kernels::SEQUENTIAL_BYTES {
+                (hint_answers(), digit_parts())
+            } else {
+                rayon::join(hint_answers, digit_parts)
+            };
         let per_query = self.setup.rows_per_query() as usize;
         hint_answers
             .chunks(per_query)
@@ -277,7 +285,7 @@ impl PirServer for Server {
     }
 
     fn matrices(&self) -> Vec<&PlaintextMatrix> {
-        vec![&self.database, self.second.database()]
+        vec![&self.database, &self.hint_digits]
     }
 
     fn from_parts(setup: PublicSetup, matrices: Vec<PlaintextMatrix>) -> Result<Self, PirError> {

@@ -3,7 +3,7 @@
 
 use sha2::{Digest as _, Sha256};
 
-use crate::lwe::{self, Geometry, Layer, Layout, RecordFormat};
+use crate::lwe::{self, Geometry, Layer, Layout, RecordFormat, SetupOptions};
 use crate::params::{ParamSet, LOG_FAILURE};
 use crate::wire::{self, Digest, Kind, Reader};
 use crate::PirError;
@@ -158,6 +158,37 @@ pub(super) fn second_geometry(
     })
 }
 
+/// The first layer's options for `data_bytes` bytes of records of `record_bytes` bytes: a
+/// [`Layout::Square`] layout becomes the shape that balances the query's two parts, the
+/// first layer's columns against the second-layer queries (one per row a record spans, each as
+/// long as the first layer has rows). With `d` digits per record and `N` records, `k = √N / d`
+/// records per column give about `√N` rows and `d·√N` columns: for records of one digit
+/// that is the square, and for wider ones the second layer, a column per first-layer row and
+/// a pass per row of a record, shrinks by `√d` while the query does too. Other layouts are
+/// kept.
+pub(super) fn first_options(
+    data_bytes: u64,
+    record_bytes: u64,
+    options: SetupOptions,
+) -> Result<SetupOptions, PirError> {
+    if options.layout != Layout::Square {
+        return Ok(options);
+    }
+    let square = Geometry::plan_at(
+        data_bytes,
+        record_bytes,
+        Layout::Square,
+        options.params,
+        first_log_failure,
+    )?;
+    let digits = (record_bytes * 8).div_ceil(u64::from(square.log_p()));
+    let per_column = ((square.records() as f64).sqrt() / digits as f64).round() as u64;
+    Ok(SetupOptions {
+        layout: Layout::PerColumn(per_column.max(1)),
+        ..options
+    })
+}
+
 /// The failure exponent of each first-layer digit: a record decodes at most
 /// [`max_rows_per_record`] of them, which share half of the 2^-40 a record may fail with.
 pub(super) fn first_log_failure(geometry: &Geometry) -> u32 {
@@ -264,6 +295,42 @@ mod tests {
             MatrixSeed([1; 16]),
         );
         assert!(PublicSetup::new(other.unwrap(), second).is_err());
+    }
+
+    #[test]
+    fn square_first_layers_balance_the_query() {
+        let options = SetupOptions::default();
+        let first = |records: u64, record_bytes: u64, options| {
+            let data = records * record_bytes;
+            let layout = first_options(data, record_bytes, options).unwrap().layout;
+            Geometry::plan_at(
+                data,
+                record_bytes,
+                layout,
+                options.params,
+                first_log_failure,
+            )
+            .unwrap()
+        };
+        // One-byte records: the square.
+        let bytes = first(1 << 20, 1, options);
+        assert_eq!((bytes.rows(), bytes.cols()), (1024, 1024));
+        // 3-byte records span 3 rows: about √N rows, and the query's two parts (the columns
+        // and 3 second-layer queries of a row each) within a few percent of each other.
+        let g = first(10_000, 3, options);
+        assert_eq!(max_rows_per_record(&g), 3);
+        assert!((90..=110).contains(&g.rows()), "{} rows", g.rows());
+        let (columns, second) = (g.cols() as f64, 3.0 * g.rows() as f64);
+        assert!(
+            (columns / second - 1.0).abs() < 0.05,
+            "{columns} against {second}"
+        );
+        // Another layout is kept.
+        let kept = SetupOptions {
+            layout: Layout::PerColumn(7),
+            ..options
+        };
+        assert_eq!(first(10_000, 3, kept).per_column(), 7);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The client: queries (fresh or from a pool of prepared ones) and decoding.
 
 use obscura_math::expand::PublicMatrix;
-use obscura_math::kernels::portable::dot_u32;
+use obscura_math::kernels::dot;
 use obscura_math::matrix::Matrix;
 use obscura_math::pack;
 use obscura_math::sample::{DiscreteGaussian, OsSampler};
@@ -151,16 +151,18 @@ impl Client {
         &self.setup
     }
 
-    /// Prepares `count` more queries for the pool, in one pass over `A`. Each later call to
-    /// [`PirClient::query`] takes one from the pool, so its online cost is one addition.
+    /// Prepares `count` more queries for the pool, in one pass over `A` and one over the hint.
+    /// Each later call to [`PirClient::query`] takes one from the pool, so its online cost is
+    /// one addition.
     pub fn preprocess(&mut self, count: usize) -> Result<(), PirError> {
         let secrets = (0..count)
             .map(|_| self.masker.secret())
             .collect::<Result<Vec<_>, _>>()?;
         let masked = self.masker.masked(&secrets)?;
-        for (secret, masked) in secrets.into_iter().zip(masked) {
-            let hint_mask = self.setup.hint().mul_vec(&secret);
-            let mut secret = secret;
+        // H·s for every secret in one pass over the hint.
+        let refs: Vec<&[u32]> = secrets.iter().map(|s| &s[..]).collect();
+        let hint_masks = self.setup.hint().mul_vecs(&refs);
+        for ((mut secret, masked), hint_mask) in secrets.into_iter().zip(masked).zip(hint_masks) {
             secret.zeroize();
             self.pool.push(PreparedQuery { masked, hint_mask });
         }
@@ -245,7 +247,7 @@ impl Client {
         let log_p = self.setup.params().log_p;
         rows.map(|r| {
             let mask = match &state.mask {
-                Mask::Secret(secret) => dot_u32(self.setup.hint().row(r), secret),
+                Mask::Secret(secret) => dot(self.setup.hint().row(r), secret),
                 Mask::Rows(rows) => rows[r],
             };
             let received = u32::from(answer.values[r]) << (32 - ANSWER_BITS);

@@ -133,6 +133,15 @@ impl Server {
     /// A server from a stored setup and database; checks that they fit together, the database's
     /// row norms included (one pass over it).
     pub fn from_parts(setup: PublicSetup, database: PlaintextMatrix) -> Result<Self, PirError> {
+        let database = Self::check_parts(&setup, database)?;
+        Ok(Self { setup, database })
+    }
+
+    /// `database` if it fits `setup`: its shape, and its row norms within the setup's.
+    pub(crate) fn check_parts(
+        setup: &PublicSetup,
+        database: PlaintextMatrix,
+    ) -> Result<PlaintextMatrix, PirError> {
         let g = setup.geometry();
         if database.rows() as u64 != g.rows() || database.cols() as u64 != g.cols() {
             return Err(PirError::InvalidParameters(format!(
@@ -150,7 +159,7 @@ impl Server {
                 setup.row_norm()
             )));
         }
-        Ok(Self { setup, database })
+        Ok(database)
     }
 
     /// The public setup to hand to clients.
