@@ -12,7 +12,7 @@
 //!
 //! The known-answer tests below pin this definition, so a dependency bump cannot change `A`.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use aes::cipher::{KeyIvInit, StreamCipher, StreamCipherSeek};
 use rayon::prelude::*;
@@ -130,7 +130,9 @@ const PRODUCT_BLOCK: usize = 256;
 pub struct NegacyclicMatrix {
     polynomials: SeededMatrix,
     rows: usize,
-    plan: Arc<NttPlan>,
+    n: usize,
+    /// The transforms of degree `n`, made at the first product that needs them.
+    plan: OnceLock<Arc<NttPlan>>,
     /// The forward transform of every block, once [`PublicMatrix::precompute`] made them.
     transformed: Option<Vec<Transformed>>,
 }
@@ -139,18 +141,27 @@ impl NegacyclicMatrix {
     /// The matrix with the given seed, domain tag and shape; `None` unless `n` is a power of two
     /// that the NTT supports.
     pub fn new(seed: MatrixSeed, domain: u64, rows: usize, n: usize) -> Option<Self> {
-        let plan = NttPlan::shared(n)?;
+        if !NttPlan::supports(n) {
+            return None;
+        }
         Some(Self {
             polynomials: SeededMatrix::new(seed, domain, rows.div_ceil(n), n),
             rows,
-            plan,
+            n,
+            plan: OnceLock::new(),
             transformed: None,
         })
     }
 
     /// The transforms of its degree.
     pub(crate) fn plan(&self) -> &NttPlan {
-        &self.plan
+        self.plan
+            .get_or_init(|| NttPlan::shared(self.n).expect("a degree checked by `new`"))
+    }
+
+    /// The degree of its blocks.
+    pub(crate) fn degree(&self) -> usize {
+        self.n
     }
 
     /// Writes the coefficients of block `block`'s polynomial `a_block` into `out` (length n).
@@ -160,7 +171,7 @@ impl NegacyclicMatrix {
 
     /// Writes rows `first .. first + out.len() / n` into `out` (row-major).
     pub fn fill_rows(&self, first: usize, out: &mut [u32]) {
-        let n = self.plan.degree();
+        let n = self.n;
         assert!(out.len().is_multiple_of(n), "partial row");
         assert!(first + out.len() / n <= self.rows, "rows out of range");
         let mut block = usize::MAX;
@@ -206,7 +217,7 @@ impl PublicMatrix {
     pub fn cols(&self) -> usize {
         match self {
             Self::Uniform(m) => m.cols(),
-            Self::Negacyclic(m) => m.plan.degree(),
+            Self::Negacyclic(m) => m.n,
         }
     }
 
@@ -237,7 +248,7 @@ impl PublicMatrix {
         let Self::Negacyclic(m) = self else {
             return;
         };
-        let (n, blocks) = (m.plan.degree(), m.rows.div_ceil(m.plan.degree()));
+        let (n, blocks) = (m.n, m.rows.div_ceil(m.n));
         if m.transformed.is_some() || blocks * n * 12 > MAX_PRECOMPUTED_BYTES {
             return;
         }
@@ -247,7 +258,7 @@ impl PublicMatrix {
                 || vec![0u32; n],
                 |a, block| {
                     m.polynomials.fill_rows(block, a);
-                    m.plan.forward(a)
+                    m.plan().forward(a)
                 },
             )
             .collect();
@@ -280,7 +291,7 @@ impl PublicMatrix {
             Self::Negacyclic(m) => {
                 let multipliers: Vec<_> = secrets
                     .iter()
-                    .map(|s| FixedMultiplier::new(&m.plan, s))
+                    .map(|s| FixedMultiplier::new(m.plan(), s))
                     .collect();
                 interleaved
                     .par_chunks_mut(n * k)
@@ -294,7 +305,7 @@ impl PublicMatrix {
                             None => {
                                 let mut a = vec![0u32; n];
                                 m.polynomials.fill_rows(block, &mut a);
-                                made = m.plan.forward(&a);
+                                made = m.plan().forward(&a);
                                 &made
                             }
                         };

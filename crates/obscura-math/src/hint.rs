@@ -44,6 +44,11 @@ const DENSE_OPERANDS: usize = 2;
 /// as much as its forward transform).
 const DENSE_PER_BUTTERFLY: u64 = 10;
 
+/// Rows of `D` below which a negacyclic product stays on the transforms: the dense kernel
+/// expands `A`'s rows and splits them into byte planes once per product, which took longer
+/// than the whole transform product for the 54 rows of a 3,000-byte database.
+const DENSE_MIN_ROWS: usize = 256;
+
 /// Rows of a uniform `A` expanded by one parallel task.
 const EXPAND_ROWS: usize = 16;
 
@@ -146,7 +151,7 @@ pub fn hint_accumulate(
     match a {
         PublicMatrix::Uniform(_) => dense(d, a, first, hint, progress),
         PublicMatrix::Negacyclic(m) => {
-            let block = m.plan().degree();
+            let block = m.degree();
             assert!(first.is_multiple_of(block), "a band starts at a block");
             if runs_dense(d.rows(), d.cols(), block) {
                 return dense(d, a, first, hint, progress);
@@ -182,12 +187,14 @@ fn dense(
 
 /// Whether the product of a `rows x cols` `D` and a negacyclic `A` of degree `n` is cheaper
 /// with `A`'s rows expanded and the dense kernel: for `D` narrower than about a fifth of a
-/// block, where each row's transforms cost more than its multiply-adds.
+/// block, where each row's transforms cost more than its multiply-adds, and of at least
+/// [`DENSE_MIN_ROWS`] rows.
 fn runs_dense(rows: usize, cols: usize, n: usize) -> bool {
     let multiply_adds = (rows as u64)
         .saturating_mul(cols as u64)
         .saturating_mul(n as u64);
-    multiply_adds <= DENSE_PER_BUTTERFLY.saturating_mul(ntt_butterflies(rows, cols, n))
+    rows >= DENSE_MIN_ROWS
+        && multiply_adds <= DENSE_PER_BUTTERFLY.saturating_mul(ntt_butterflies(rows, cols, n))
 }
 
 /// A public matrix `A` held ready for many products `D·A` with `D` of a few rows (a DoublePIR
@@ -373,7 +380,7 @@ impl<'a> Product<'a> {
             a,
             first_block,
             primes,
-            blocks: d.cols().div_ceil(a.plan().degree()),
+            blocks: d.cols().div_ceil(a.degree()),
             table: None,
         }
     }
@@ -648,7 +655,7 @@ fn block_transforms(
     blocks: usize,
     primes: usize,
 ) -> Option<Vec<BlockTransform>> {
-    let table_bytes = blocks * primes * a.plan().degree() * 8;
+    let table_bytes = blocks * primes * a.degree() * 8;
     (table_bytes <= MAX_TABLE_BYTES).then(|| {
         (first..first + blocks)
             .into_par_iter()
@@ -768,7 +775,7 @@ mod tests {
         let PublicMatrix::Negacyclic(m) = a else {
             unreachable!("a negacyclic matrix")
         };
-        let product = Product::new(d, m, first / m.plan().degree(), primes_for(d.cols()));
+        let product = Product::new(d, m, first / m.degree(), primes_for(d.cols()));
         negacyclic(Backend::detect(), &product, hint, &|_, _| {});
     }
 
@@ -806,7 +813,7 @@ mod tests {
     fn narrow_products_run_dense() {
         // One block of n = 1024: the transforms cost more than 200 columns of multiply-adds.
         assert!(runs_dense(4096, 200, 1024) && !runs_dense(4096, 220, 1024));
-        assert!(!runs_dense(16, 32768, 1024));
+        assert!(!runs_dense(16, 32768, 1024) && !runs_dense(54, 56, 1024));
     }
 
     #[test]

@@ -52,26 +52,24 @@ impl OsSampler {
 
     /// Fills `out` with uniform elements of Z_{2^32}.
     pub fn fill_uniform(&mut self, out: &mut [u32]) -> Result<(), RngError> {
-        for pair in out.chunks_mut(2) {
-            let word = self.next_u64()?;
-            pair[0] = word as u32;
-            if let Some(second) = pair.get_mut(1) {
-                *second = (word >> 32) as u32;
+        self.fill_with(out, 4, |bytes, chunk| {
+            for (value, word) in chunk.iter_mut().zip(bytes.chunks_exact(4)) {
+                *value = u32::from_le_bytes(word.try_into().expect("4 bytes"));
             }
-        }
-        Ok(())
+        })
     }
 
     /// Fills `out` with uniform ternary values {-1, 0, 1}, stored as elements of Z_{2^32}.
     ///
     /// A 64-bit word `u` maps to `floor(3u / 2^64) - 1`: constant time, bias below 2^-64.
     pub fn fill_ternary(&mut self, out: &mut [u32]) -> Result<(), RngError> {
-        for value in out.iter_mut() {
-            let word = self.next_u64()?;
-            let digit = ((u128::from(word) * 3) >> 64) as u32;
-            *value = digit.wrapping_sub(1);
-        }
-        Ok(())
+        self.fill_with(out, 8, |bytes, chunk| {
+            for (value, word) in chunk.iter_mut().zip(bytes.chunks_exact(8)) {
+                let word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+                let digit = ((u128::from(word) * 3) >> 64) as u32;
+                *value = digit.wrapping_sub(1);
+            }
+        })
     }
 
     /// Fills `out` with samples of `gaussian`, stored as elements of Z_{2^32}.
@@ -80,15 +78,23 @@ impl OsSampler {
         gaussian: &DiscreteGaussian,
         out: &mut [u32],
     ) -> Result<(), RngError> {
-        // A buffer of fresh words at a time, wiped once it is used up; whatever happens, none of
-        // it is handed out again.
+        self.fill_with(out, 8, |bytes, chunk| gaussian.sample_words(bytes, chunk))
+    }
+
+    /// Fills `out` a buffer at a time: `bytes_each` fresh bytes of the OS CSPRNG per value,
+    /// turned into the values by `convert(bytes, values)`, then wiped. Whatever happens, none
+    /// of the bytes is handed out again.
+    fn fill_with(
+        &mut self,
+        out: &mut [u32],
+        bytes_each: usize,
+        convert: impl Fn(&[u8], &mut [u32]),
+    ) -> Result<(), RngError> {
         self.used = BUFFER_BYTES;
-        for chunk in out.chunks_mut(BUFFER_BYTES / 8) {
-            let bytes = &mut self.buffer[..8 * chunk.len()];
+        for chunk in out.chunks_mut(BUFFER_BYTES / bytes_each) {
+            let bytes = &mut self.buffer[..bytes_each * chunk.len()];
             getrandom::getrandom(bytes).map_err(RngError)?;
-            for (value, word) in chunk.iter_mut().zip(bytes.chunks_exact(8)) {
-                *value = gaussian.sample(u64::from_le_bytes(word.try_into().expect("8 bytes")));
-            }
+            convert(bytes, chunk);
             bytes.zeroize();
         }
         Ok(())
@@ -150,6 +156,46 @@ impl DiscreteGaussian {
         self.sigma
     }
 
+    /// One sample per 8 little-endian bytes of `words`, into `out` (as long as `words` has
+    /// words), each as [`sample`](Self::sample) makes it: [`SAMPLE_LANES`] at a time, every
+    /// table entry compared with that many words side by side, so the comparisons vectorize
+    /// across samples on the CPU's vector unit.
+    pub fn sample_words(&self, words: &[u8], out: &mut [u32]) {
+        assert_eq!(words.len(), 8 * out.len(), "8 bytes per sample");
+        wide::sample_words(crate::kernels::Backend::detect(), self, words, out)
+    }
+
+    /// [`sample_words`](Self::sample_words) written for the compiler to vectorize.
+    #[inline(always)]
+    fn sample_words_inline(&self, words: &[u8], out: &mut [u32]) {
+        for (out, words) in out
+            .chunks_mut(SAMPLE_LANES)
+            .zip(words.chunks(8 * SAMPLE_LANES))
+        {
+            let mut uniform = [0u64; SAMPLE_LANES];
+            let mut negative = [0u32; SAMPLE_LANES];
+            for ((u, n), word) in uniform
+                .iter_mut()
+                .zip(&mut negative)
+                .zip(words.chunks_exact(8))
+            {
+                let word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+                (*u, *n) = (word >> 1, (word & 1) as u32);
+            }
+            let mut magnitude = [0u64; SAMPLE_LANES];
+            for &threshold in &self.cdf {
+                for (m, &u) in magnitude.iter_mut().zip(&uniform) {
+                    *m += threshold.wrapping_sub(u).wrapping_sub(1) >> 63;
+                }
+            }
+            for ((value, &m), &n) in out.iter_mut().zip(&magnitude).zip(&negative) {
+                *value = ((m as u32) ^ n.wrapping_neg()).wrapping_add(n);
+            }
+            uniform.zeroize();
+            magnitude.zeroize();
+        }
+    }
+
     /// Maps 64 uniform bits to one sample (as an element of Z_{2^32}), in constant time.
     pub fn sample(&self, word: u64) -> u32 {
         let uniform = word >> 1;
@@ -165,12 +211,76 @@ impl DiscreteGaussian {
     }
 }
 
+/// Samples a Gaussian sampler compares with each table entry side by side (eight 64-bit lanes
+/// make one AVX-512 register).
+pub const SAMPLE_LANES: usize = 8;
+
+/// [`DiscreteGaussian::sample_words`] compiled for each kernel backend's vector unit (the
+/// crate's baseline target has two 64-bit lanes).
+#[allow(unsafe_code)]
+mod wide {
+    use super::DiscreteGaussian;
+    use crate::kernels::Backend;
+
+    pub(super) fn sample_words(
+        backend: Backend,
+        gaussian: &DiscreteGaussian,
+        words: &[u8],
+        out: &mut [u32],
+    ) {
+        match backend {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the token proves avx512f, avx512bw, avx512dq and avx512vl.
+            Backend::Avx512(_) => unsafe { sample_avx512(gaussian, words, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the token proves avx2.
+            Backend::Avx2(_) => unsafe { sample_avx2(gaussian, words, out) },
+            _ => gaussian.sample_words_inline(words, out),
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    unsafe fn sample_avx512(gaussian: &DiscreteGaussian, words: &[u8], out: &mut [u32]) {
+        gaussian.sample_words_inline(words, out)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn sample_avx2(gaussian: &DiscreteGaussian, words: &[u8], out: &mut [u32]) {
+        gaussian.sample_words_inline(words, out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn signed(value: u32) -> i64 {
         i64::from(value as i32)
+    }
+
+    #[test]
+    fn batched_samples_are_the_single_ones() {
+        // Every table boundary and its neighbours, both signs, and a partial last batch.
+        let gaussian = DiscreteGaussian::new(11.0);
+        let mut words: Vec<u64> = gaussian
+            .cdf
+            .iter()
+            .flat_map(|&t| [t.wrapping_sub(1), t, t + 1])
+            .flat_map(|u| [u << 1, (u << 1) | 1])
+            .collect();
+        words.extend([0, 1, u64::MAX, u64::MAX - 1, 0x8000_0000_0000_0000]);
+        let mut rng = OsSampler::new();
+        for _ in 0..1003 {
+            words.push(rng.next_u64().unwrap());
+        }
+        assert_ne!(words.len() % SAMPLE_LANES, 0);
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mut batched = vec![0u32; words.len()];
+        gaussian.sample_words(&bytes, &mut batched);
+        let single: Vec<u32> = words.iter().map(|&w| gaussian.sample(w)).collect();
+        assert_eq!(batched, single);
     }
 
     #[test]

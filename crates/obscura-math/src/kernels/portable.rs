@@ -61,15 +61,19 @@ pub fn dot_u32(a: &[u32], b: &[u32]) -> u32 {
     dot(a, b, |x| x)
 }
 
-/// `Σ lift(a[j]) · b[j]` over Z_{2^32}, in eight independent lanes so it vectorizes.
+/// Lanes of [`dot`]'s accumulator.
+const DOT_LANES: usize = 16;
+
+/// `Σ lift(a[j]) · b[j]` over Z_{2^32}, in sixteen independent lanes so it vectorizes
+/// (one AVX-512 register, two AVX2 ones).
 #[inline(always)]
 fn dot<T: Copy>(a: &[T], b: &[u32], lift: impl Fn(T) -> u32) -> u32 {
     debug_assert_eq!(a.len(), b.len());
-    let mut lanes = [0u32; 8];
-    let mut a_chunks = a.chunks_exact(8);
-    let mut b_chunks = b.chunks_exact(8);
+    let mut lanes = [0u32; DOT_LANES];
+    let mut a_chunks = a.chunks_exact(DOT_LANES);
+    let mut b_chunks = b.chunks_exact(DOT_LANES);
     for (ac, bc) in (&mut a_chunks).zip(&mut b_chunks) {
-        for k in 0..8 {
+        for k in 0..DOT_LANES {
             lanes[k] = lanes[k].wrapping_add(lift(ac[k]).wrapping_mul(bc[k]));
         }
     }
