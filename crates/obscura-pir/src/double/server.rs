@@ -245,10 +245,17 @@ impl Server {
 }
 
 /// Words (rows of the first layer's hint, or a first-layer answer) as a second-layer database
-/// of `geometry`: their little-endian bytes cut into its digits.
+/// of `geometry`: their little-endian bytes cut into its digits. On a little-endian machine
+/// those bytes are the words' memory, read in place (the hint is 128 MiB at 1 GiB).
 fn word_digits(words: &[u32], geometry: &Geometry) -> PlaintextMatrix {
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    encode_database(&bytes, geometry)
+    #[cfg(target_endian = "little")]
+    let bytes: &[u8] = bytemuck::cast_slice(words);
+    #[cfg(not(target_endian = "little"))]
+    let bytes: &[u8] = &words
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect::<Vec<u8>>();
+    encode_database(bytes, geometry)
 }
 
 impl PirServer for Server {
