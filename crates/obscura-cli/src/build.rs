@@ -76,7 +76,8 @@ const DOUBLE_SMALL_ROWS: u64 = 8;
 /// How the LWE engine is set up: the options `obscura build` and `obscura merkle build` share.
 #[derive(Args)]
 pub struct EngineArgs {
-    /// Records per matrix column: `square` (SimplePIR), `one-per-column` (FrodoPIR), or a count.
+    /// Records per matrix column: `square` (SimplePIR; for DoublePIR, the shape that balances
+    /// its query's two parts), `one-per-column` (FrodoPIR), or a count.
     #[arg(long, default_value = "square")]
     pub layout: Layout,
     /// LWE parameter set: ypir-1024, hintless-1408 or frodo-1774.

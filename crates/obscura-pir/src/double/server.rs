@@ -31,9 +31,10 @@ pub struct Server {
 
 impl Server {
     /// Sets up a database of records of `record_bytes` bytes laid end to end in `data` (the last
-    /// one may be short): the first layer as the LWE engine sets it up with `options`, then the
-    /// second over the rows of its hint. `progress(done, total)` follows both hint products on
-    /// one scale (the first layer's columns, then the second's work in the same units).
+    /// one may be short): the first layer as the LWE engine sets it up with `options` (a square
+    /// layout shaped to balance the query: about √N rows for N records), then the second over
+    /// the rows of its hint. `progress(done, total)` follows both hint products on one scale
+    /// (the first layer's columns, then the second's work in the same units).
     pub fn setup(
         data: &[u8],
         record_bytes: u64,

@@ -18,7 +18,9 @@ const MAX_COLS: u64 = 1 << 33;
 pub enum Layout {
     /// One record per column (FrodoPIR, ChalametPIR): small hint and answer, long query.
     OnePerColumn,
-    /// As many records per column as makes the matrix near square (SimplePIR).
+    /// As many records per column as makes the matrix near square (SimplePIR). DoublePIR
+    /// reads it as the shape that balances its query's two parts (see
+    /// [`crate::double`]).
     #[default]
     Square,
     /// Exactly this many records per column (at least 1).
