@@ -305,6 +305,32 @@ pub fn mat_vecs(m: &[u32], vs: &[&[u32]]) -> Vec<Vec<u32>> {
         .collect()
 }
 
+/// `M · v` over Z_{2^32} for every vector of `vs` (each of `t.len() / width` entries), with `M`
+/// given by its transpose `t`: a row-major matrix of digits read as `i8`, `width` of them per
+/// row (one per row of `M`). On the calling thread, a row of `t` at a time added to every
+/// product times the vector's entry, so no product ends in a horizontal sum: for a tall `M` a
+/// few columns wide, where a row-by-row kernel would spend more on each row's sum than on its
+/// multiply-adds.
+///
+/// # Panics
+/// If `t` is not whole rows of `width`, or a vector's length is not `t`'s row count.
+pub fn transposed_mat_vecs(t: &[u8], width: usize, vs: &[&[u32]]) -> Vec<Vec<u32>> {
+    /// Entries of each product held while every row of `t` is added (4 KiB per vector).
+    const TILE: usize = 1024;
+    assert!(width > 0 && t.len().is_multiple_of(width), "t's shape");
+    let rows = t.len() / width;
+    assert!(vs.iter().all(|v| v.len() == rows), "vector lengths");
+    let backend = Backend::detect();
+    let mut out = vec![vec![0u32; width]; vs.len()];
+    for first in (0..width).step_by(TILE) {
+        let end = (first + TILE).min(width);
+        for (v, out) in vs.iter().zip(&mut out) {
+            wide::scaled_rows(backend, t, width, first..end, v, &mut out[first..end]);
+        }
+    }
+    out
+}
+
 /// `a · b` over Z_{2^32} (slices of equal length), on the calling thread's vector unit.
 pub fn dot(a: &[u32], b: &[u32]) -> u32 {
     assert_eq!(a.len(), b.len(), "lengths");
@@ -333,6 +359,8 @@ pub fn few_rows_mul_acc(digits: &[u8], rows: usize, b: &[u32], n: usize, h: &mut
 /// target has no 32-bit vector multiply).
 #[allow(unsafe_code)]
 mod wide {
+    use std::ops::Range;
+
     use super::{portable, Backend};
 
     /// `out[r] = m[r]·v` for the rows of `m` (each as long as `v`).
@@ -385,6 +413,60 @@ mod wide {
     #[target_feature(enable = "avx2")]
     unsafe fn few_rows_avx2(digits: &[u8], b: &[u32], n: usize, h: &mut [u32]) {
         few_rows_inline(digits, b, n, h)
+    }
+
+    /// `out[j] += Σ_c v[c]·t[c][cols.start + j]` for the row-major `t` of `width` digits per
+    /// row, on `backend`'s vector unit.
+    pub(super) fn scaled_rows(
+        backend: Backend,
+        t: &[u8],
+        width: usize,
+        cols: Range<usize>,
+        v: &[u32],
+        out: &mut [u32],
+    ) {
+        match backend {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as for `dot_rows_avx512`.
+            Backend::Avx512(_) => unsafe { scaled_rows_avx512(t, width, cols, v, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as for `dot_rows_avx2`.
+            Backend::Avx2(_) => unsafe { scaled_rows_avx2(t, width, cols, v, out) },
+            _ => scaled_rows_inline(t, width, cols, v, out),
+        }
+    }
+
+    #[inline(always)]
+    fn scaled_rows_inline(t: &[u8], width: usize, cols: Range<usize>, v: &[u32], out: &mut [u32]) {
+        for (row, &scale) in t.chunks_exact(width).zip(v) {
+            for (sum, &digit) in out.iter_mut().zip(&row[cols.clone()]) {
+                *sum = sum.wrapping_add(scale.wrapping_mul(i32::from(digit as i8) as u32));
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    unsafe fn scaled_rows_avx512(
+        t: &[u8],
+        width: usize,
+        cols: Range<usize>,
+        v: &[u32],
+        out: &mut [u32],
+    ) {
+        scaled_rows_inline(t, width, cols, v, out)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn scaled_rows_avx2(
+        t: &[u8],
+        width: usize,
+        cols: Range<usize>,
+        v: &[u32],
+        out: &mut [u32],
+    ) {
+        scaled_rows_inline(t, width, cols, v, out)
     }
 
     #[inline(always)]

@@ -26,6 +26,9 @@ pub struct Server {
     database: PlaintextMatrix,
     /// The second layer's database: the digits of the first layer's hint.
     hint_digits: PlaintextMatrix,
+    /// The same matrix transposed, a row per first-layer row (the digits of that row of the
+    /// first layer's hint), kept when it has at most [`NARROW_ROWS`] of them.
+    hint_rows: Option<Vec<u8>>,
     a2: PreparedProduct,
 }
 
@@ -176,10 +179,23 @@ impl Server {
         hint_digits: PlaintextMatrix,
     ) -> Self {
         let a2 = PreparedProduct::new(setup.second().matrix_a());
+        let (rows, cols) = (hint_digits.rows(), hint_digits.cols());
+        let hint_rows = (cols <= NARROW_ROWS).then(|| {
+            let mut row_major = vec![0u8; rows * cols];
+            hint_digits.copy_block(0..rows, 0..cols, &mut row_major);
+            let mut transposed = vec![0u8; rows * cols];
+            for (r, row) in row_major.chunks_exact(cols.max(1)).enumerate() {
+                for (c, &digit) in row.iter().enumerate() {
+                    transposed[c * rows + r] = digit;
+                }
+            }
+            transposed
+        });
         Self {
             setup,
             database,
             hint_digits,
+            hint_rows,
             a2,
         }
     }
@@ -202,7 +218,10 @@ impl Server {
             .flat_map(|q| q.second.chunks_exact(rows))
             .collect();
         let answer_geometry = self.setup.answer_geometry();
-        let hint_answers = || kernels::plaintext_mat_vecs(&self.hint_digits, &seconds);
+        let hint_answers = || match &self.hint_rows {
+            Some(rows) => kernels::transposed_mat_vecs(rows, self.hint_digits.rows(), &seconds),
+            None => kernels::plaintext_mat_vecs(&self.hint_digits, &seconds),
+        };
         let digit_parts = || {
             queries
                 .iter()
@@ -244,6 +263,12 @@ impl Server {
             .collect()
     }
 }
+
+/// First-layer rows up to which the second layer's pass runs on its matrix transposed
+/// ([`kernels::transposed_mat_vecs`]): a row of the first layer's hint at a time, no row of the
+/// second layer's matrix ending in a horizontal sum. Past about a step of the row-by-row kernel
+/// (64 digits) its multiply-adds outweigh those sums.
+const NARROW_ROWS: usize = 64;
 
 /// Words (rows of the first layer's hint, or a first-layer answer) as a second-layer database
 /// of `geometry`: their little-endian bytes cut into its digits. On a little-endian machine
