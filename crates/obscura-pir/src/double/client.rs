@@ -119,8 +119,14 @@ impl Client {
         let per = self.setup.second_answer_rows() as usize;
         let values = &answer.values[i * per..(i + 1) * per];
         let received = |j: usize| u32::from(values[j]) << (32 - ANSWER_BITS);
-        let hint_digits: Vec<u8> = (0..hint_rows)
-            .map(|j| round_digit(received(j).wrapping_sub(state.second_masks[i][j]), log_p))
+        // Zipped rather than indexed, so the rounding runs on the vector unit.
+        let hint_digits: Vec<u8> = values[..hint_rows]
+            .iter()
+            .zip(&state.second_masks[i])
+            .map(|(&value, &mask)| {
+                let received = u32::from(value) << (32 - ANSWER_BITS);
+                round_digit(received.wrapping_sub(mask), log_p)
+            })
             .collect();
         let n = second.params().n();
         let entry_digits: Vec<u8> = answer
