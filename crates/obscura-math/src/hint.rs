@@ -26,7 +26,7 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 
 use crate::expand::{NegacyclicMatrix, PublicMatrix};
-use crate::kernels::{self, Backend};
+use crate::kernels::{self, Backend, MatrixOperand};
 use crate::matrix::{Matrix, PlaintextMatrix};
 use crate::ntt::{add_mod, mul_shoup, shoup, Lanes, NttPlan, PrimeTables, LANES, PRIMES};
 
@@ -198,7 +198,8 @@ fn runs_dense(rows: usize, cols: usize, n: usize) -> bool {
 }
 
 /// A public matrix `A` held ready for many products `D·A` with `D` of a few rows (a DoublePIR
-/// server multiplies each query's digits by its second layer's matrix): its rows expanded when
+/// server multiplies each query's digits by its second layer's matrix): its rows expanded and
+/// prepared for the matrix-matrix kernel when
 /// they fit [`MAX_EXPANDED_BYTES`](crate::expand::MAX_EXPANDED_BYTES), each product then one pass over them; otherwise, for a negacyclic `A`,
 /// the transforms of its blocks, so a product costs one band of transforms instead of
 /// expanding and transforming `A` again. A larger uniform `A` is expanded for each product.
@@ -209,8 +210,8 @@ pub struct PreparedProduct {
 
 /// What a [`PreparedProduct`] keeps.
 enum Prepared {
-    /// `A`, row-major.
-    Rows(Vec<u32>),
+    /// `A`'s rows, prepared for the matrix-matrix kernel.
+    Rows(MatrixOperand<'static>),
     /// The transforms of a negacyclic `A`'s blocks over the primes its products need.
     Transforms(Vec<BlockTransform>),
     /// Nothing: each product expands `A`.
@@ -222,7 +223,11 @@ impl PreparedProduct {
     pub fn new(a: PublicMatrix) -> Self {
         let (rows, n) = (a.rows(), a.cols());
         let form = if let Some(words) = a.expanded() {
-            Prepared::Rows(words)
+            Prepared::Rows(
+                Backend::detect()
+                    .prepare_matrix(&words, n, rows, n)
+                    .into_owned(),
+            )
         } else if let PublicMatrix::Negacyclic(m) = &a {
             let blocks = rows.div_ceil(n);
             block_transforms(m, 0, blocks, primes_for(rows))
@@ -241,11 +246,19 @@ impl PreparedProduct {
         let (rows, cols, n) = (d.rows(), d.cols(), self.a.cols());
         assert_eq!(self.a.rows(), cols, "A needs a row per column of D");
         match (&self.form, &self.a) {
-            (Prepared::Rows(words), _) => {
+            (Prepared::Rows(operand), _) => {
                 let mut digits = vec![0u8; rows * cols];
                 d.copy_block(0..rows, 0..cols, &mut digits);
                 let mut hint = Matrix::zeros(rows, n);
-                kernels::few_rows_mul_acc(&digits, rows, words, n, hint.as_mut_slice());
+                Backend::detect().gemm_acc(
+                    &digits,
+                    cols,
+                    rows,
+                    operand,
+                    0..cols,
+                    hint.as_mut_slice(),
+                    n,
+                );
                 hint
             }
             (Prepared::Transforms(table), PublicMatrix::Negacyclic(m)) => {

@@ -341,20 +341,6 @@ pub fn dot(a: &[u32], b: &[u32]) -> u32 {
     out[0]
 }
 
-/// `H += D · B` over Z_{2^32} on the calling thread, for `D` of a few rows (`rows x cols`
-/// digits read as `i8`, row-major in `digits`) and `B` a row-major `cols x n` matrix: each row
-/// of `B` is read once and added, times each row's digit, to the `rows x n` sums in `h`, which
-/// stay in the L1 cache for a handful of rows.
-///
-/// # Panics
-/// If the shapes do not fit.
-pub fn few_rows_mul_acc(digits: &[u8], rows: usize, b: &[u32], n: usize, h: &mut [u32]) {
-    assert!(n > 0 && b.len().is_multiple_of(n), "B's shape");
-    assert_eq!(digits.len(), rows * (b.len() / n), "D's shape");
-    assert_eq!(h.len(), rows * n, "H's shape");
-    wide::few_rows(Backend::detect(), digits, b, n, h)
-}
-
 /// The portable row dot products compiled for each backend's vector unit (the crate's baseline
 /// target has no 32-bit vector multiply).
 #[allow(unsafe_code)]
@@ -375,44 +361,6 @@ mod wide {
             Backend::Avx2(_) => unsafe { dot_rows_avx2(m, v, out) },
             _ => dot_rows_inline(m, v, out),
         }
-    }
-
-    /// [`super::few_rows_mul_acc`] on `backend`'s vector unit.
-    pub(super) fn few_rows(backend: Backend, digits: &[u8], b: &[u32], n: usize, h: &mut [u32]) {
-        match backend {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: as for `dot_rows_avx512`.
-            Backend::Avx512(_) => unsafe { few_rows_avx512(digits, b, n, h) },
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: as for `dot_rows_avx2`.
-            Backend::Avx2(_) => unsafe { few_rows_avx2(digits, b, n, h) },
-            _ => few_rows_inline(digits, b, n, h),
-        }
-    }
-
-    #[inline(always)]
-    fn few_rows_inline(digits: &[u8], b: &[u32], n: usize, h: &mut [u32]) {
-        let cols = b.len() / n;
-        for (c, b_row) in b.chunks_exact(n).enumerate() {
-            for (r, h_row) in h.chunks_exact_mut(n).enumerate() {
-                let digit = i32::from(digits[r * cols + c] as i8) as u32;
-                for (sum, &x) in h_row.iter_mut().zip(b_row) {
-                    *sum = sum.wrapping_add(x.wrapping_mul(digit));
-                }
-            }
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-    unsafe fn few_rows_avx512(digits: &[u8], b: &[u32], n: usize, h: &mut [u32]) {
-        few_rows_inline(digits, b, n, h)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn few_rows_avx2(digits: &[u8], b: &[u32], n: usize, h: &mut [u32]) {
-        few_rows_inline(digits, b, n, h)
     }
 
     /// `out[j] += Σ_c v[c]·t[c][cols.start + j]` for the row-major `t` of `width` digits per

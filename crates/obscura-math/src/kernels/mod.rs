@@ -33,13 +33,14 @@ pub mod portable;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::OnceLock;
 
 pub use crate::features::{Avx2Token, Avx512Token};
 pub use drivers::{
-    dot, few_rows_mul_acc, mat_vec, mat_vecs, plaintext_mat_mul_acc, plaintext_mat_mul_acc_with,
-    plaintext_mat_vecs, plaintext_mat_vecs_with, transposed_mat_vecs, SEQUENTIAL_BYTES,
+    dot, mat_vec, mat_vecs, plaintext_mat_mul_acc, plaintext_mat_mul_acc_with, plaintext_mat_vecs,
+    plaintext_mat_vecs_with, transposed_mat_vecs, SEQUENTIAL_BYTES,
 };
 
 #[cfg(target_arch = "x86_64")]
@@ -131,7 +132,7 @@ impl Backend {
         };
         MatrixOperand {
             backend: self,
-            words: b,
+            words: Cow::Borrowed(b),
             stride,
             rows,
             width,
@@ -288,7 +289,7 @@ impl Backend {
                             d,
                             d_stride,
                             rows,
-                            b.words,
+                            &b.words,
                             b.stride,
                             width,
                             &b.planes,
@@ -313,7 +314,7 @@ impl Backend {
                     // inside `cols`.
                     unsafe {
                         avx512::gemm_acc(
-                            d, d_stride, rows, b.words, b.stride, width, &b.planes, quads, out,
+                            d, d_stride, rows, &b.words, b.stride, width, &b.planes, quads, out,
                             out_stride,
                         )
                     }
@@ -380,11 +381,21 @@ pub struct VectorOperand<'a> {
 /// A matrix prepared for one backend's [`Backend::gemm_acc`].
 pub struct MatrixOperand<'a> {
     backend: Backend,
-    words: &'a [u32],
+    words: Cow<'a, [u32]>,
     stride: usize,
     rows: usize,
     width: usize,
     /// The SIMD backends' form of the matrix (empty for the portable one).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     planes: Vec<u32>,
+}
+
+impl MatrixOperand<'_> {
+    /// The operand owning its matrix, to be kept and used for many products.
+    pub fn into_owned(self) -> MatrixOperand<'static> {
+        MatrixOperand {
+            words: Cow::Owned(self.words.into_owned()),
+            ..self
+        }
+    }
 }

@@ -4,8 +4,7 @@
 use proptest::prelude::*;
 
 use super::{
-    few_rows_mul_acc, plaintext_mat_mul_acc_with, plaintext_mat_vecs_with, portable,
-    transposed_mat_vecs, Backend,
+    plaintext_mat_mul_acc_with, plaintext_mat_vecs_with, portable, transposed_mat_vecs, Backend,
 };
 use crate::layout::{Group, GROUP_ROWS};
 use crate::matrix::PlaintextMatrix;
@@ -54,28 +53,6 @@ proptest! {
         }
     }
 
-    #[test]
-    fn few_rows_products_match_naive(
-        rows in 0usize..6, cols in 0usize..70, n in 1usize..40, seed in any::<u64>()
-    ) {
-        let mut next = random(seed);
-        let digits: Vec<u8> = (0..rows * cols).map(|_| next() as u8).collect();
-        let b: Vec<u32> = (0..cols * n).map(|_| next()).collect();
-        let start: Vec<u32> = (0..rows * n).map(|_| next()).collect();
-        let mut expected = start.clone();
-        for r in 0..rows {
-            for c in 0..cols {
-                let digit = digits[r * cols + c] as i8 as i32 as u32;
-                for j in 0..n {
-                    let sum = &mut expected[r * n + j];
-                    *sum = sum.wrapping_add(digit.wrapping_mul(b[c * n + j]));
-                }
-            }
-        }
-        let mut h = start;
-        few_rows_mul_acc(&digits, rows, &b, n, &mut h);
-        prop_assert_eq!(h, expected);
-    }
 }
 
 proptest! {
