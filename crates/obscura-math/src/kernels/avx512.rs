@@ -331,3 +331,59 @@ pub unsafe fn gemm_edge(
 ) {
     super::portable::gemm_acc(d, d_stride, rows, cols, b, b_stride, width, out, out_stride)
 }
+
+/// `out[j] = Σ_c v[c]·d[c][j]` for `j < width`, with the digits `d` laid out by
+/// [`super::quad_interleaved`] and `planes[4q + k]` packing byte `k` of `v[4q .. 4q + 4]`:
+/// sixteen columns of `d` at a time, their sums held in registers over every quad (one
+/// contiguous stream per block), so no sum is reduced across lanes.
+///
+/// # Safety
+/// The CPU must support AVX-512F, BW and VNNI; `t4` must hold `⌈width / 16⌉` blocks of
+/// `planes.len() / 4` quads and `out` `width` entries.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+pub unsafe fn quads_mat_vec(t4: &[u8], width: usize, planes: &[u32], out: &mut [u32]) {
+    const _: () = assert!(super::QUAD_BLOCK == LANES);
+    let quads = planes.len() / 4;
+    let blocks = width.div_ceil(LANES);
+    debug_assert!(t4.len() >= blocks * quads * 64 && out.len() >= width);
+    let block = |b: usize| t4.as_ptr().add(b * quads * 64);
+    let store = |b: usize, sum: __m512i, out: &mut [u32]| {
+        let lanes = (width - b * LANES).min(LANES);
+        let mask: __mmask16 = if lanes == LANES {
+            !0
+        } else {
+            (1u16 << lanes) - 1
+        };
+        _mm512_mask_storeu_epi32(out.as_mut_ptr().add(b * LANES).cast(), mask, sum);
+    };
+    // Two blocks at a time share each broadcast of the vector's planes.
+    let mut b = 0;
+    while b + 1 < blocks {
+        let (first, second) = (block(b), block(b + 1));
+        let (mut a0, mut a1) = ([_mm512_setzero_si512(); 4], [_mm512_setzero_si512(); 4]);
+        for q in 0..quads {
+            let x0 = _mm512_loadu_si512(first.add(q * 64).cast());
+            let x1 = _mm512_loadu_si512(second.add(q * 64).cast());
+            for k in 0..4 {
+                let p = _mm512_set1_epi32(planes[4 * q + k] as i32);
+                a0[k] = _mm512_dpbusd_epi32(a0[k], p, x0);
+                a1[k] = _mm512_dpbusd_epi32(a1[k], p, x1);
+            }
+        }
+        store(b, combine(&a0), out);
+        store(b + 1, combine(&a1), out);
+        b += 2;
+    }
+    if b < blocks {
+        let only = block(b);
+        let mut acc = [_mm512_setzero_si512(); 4];
+        for q in 0..quads {
+            let x = _mm512_loadu_si512(only.add(q * 64).cast());
+            for (k, acc) in acc.iter_mut().enumerate() {
+                let p = _mm512_set1_epi32(planes[4 * q + k] as i32);
+                *acc = _mm512_dpbusd_epi32(*acc, p, x);
+            }
+        }
+        store(b, combine(&acc), out);
+    }
+}

@@ -305,30 +305,73 @@ pub fn mat_vecs(m: &[u32], vs: &[&[u32]]) -> Vec<Vec<u32>> {
         .collect()
 }
 
-/// `M · v` over Z_{2^32} for every vector of `vs` (each of `t.len() / width` entries), with `M`
-/// given by its transpose `t`: a row-major matrix of digits read as `i8`, `width` of them per
-/// row (one per row of `M`). On the calling thread, a row of `t` at a time added to every
-/// product times the vector's entry, so no product ends in a horizontal sum: for a tall `M` a
-/// few columns wide, where a row-by-row kernel would spend more on each row's sum than on its
+/// Rows of `M` per block of [`quad_interleaved`]'s layout (one AVX-512 register of sums).
+pub const QUAD_BLOCK: usize = 16;
+
+/// The `rows x width` matrix of digits `m` (row-major) laid out for [`transposed_mat_vecs`]:
+/// blocks of [`QUAD_BLOCK`] rows (the last one zero-padded), each holding, quad of columns by
+/// quad of columns, every row's four digits of that quad: byte `t` of entry
+/// `(b·quads + q)·QUAD_BLOCK + i` is `m[b·QUAD_BLOCK + i][4q + t]` (zero past the last column).
+/// A block's quads are contiguous, so the kernel reads each block as one stream.
+pub fn quad_interleaved(m: &[u8], rows: usize, width: usize) -> Vec<u8> {
+    assert_eq!(m.len(), rows * width, "m's shape");
+    let quads = width.div_ceil(4);
+    let blocks = rows.div_ceil(QUAD_BLOCK);
+    let mut t4 = vec![0u8; blocks * quads * QUAD_BLOCK * 4];
+    for (r, row) in m.chunks_exact(width.max(1)).enumerate() {
+        let (b, i) = (r / QUAD_BLOCK, r % QUAD_BLOCK);
+        for (c, &digit) in row.iter().enumerate() {
+            t4[((b * quads + c / 4) * QUAD_BLOCK + i) * 4 + c % 4] = digit;
+        }
+    }
+    t4
+}
+
+/// `M · v` over Z_{2^32} for every vector of `vs`, each with an entry per column of `M`, with `M`
+/// (`width` rows of digits read as `i8`) given by its transpose interleaved by quads
+/// ([`quad_interleaved`]). On the calling thread: a few columns of `M` at a time, their sums
+/// held over every quad of rows, so no product ends in a sum across lanes. For a tall `M` a
+/// few columns wide, where a row-by-row kernel spends more on each row's sum than on its
 /// multiply-adds.
 ///
 /// # Panics
-/// If `t` is not whole rows of `width`, or a vector's length is not `t`'s row count.
-pub fn transposed_mat_vecs(t: &[u8], width: usize, vs: &[&[u32]]) -> Vec<Vec<u32>> {
-    /// Entries of each product held while every row of `t` is added (4 KiB per vector).
-    const TILE: usize = 1024;
-    assert!(width > 0 && t.len().is_multiple_of(width), "t's shape");
-    let rows = t.len() / width;
-    assert!(vs.iter().all(|v| v.len() == rows), "vector lengths");
+/// If `t4` does not hold whole quads of `width` entries for every vector's length.
+pub fn transposed_mat_vecs(t4: &[u8], width: usize, vs: &[&[u32]]) -> Vec<Vec<u32>> {
+    if width == 0 {
+        return vec![Vec::new(); vs.len()];
+    }
+    let block_bytes = 4 * QUAD_BLOCK * width.div_ceil(QUAD_BLOCK);
+    let quads = t4.len() / block_bytes;
+    assert_eq!(t4.len(), quads * block_bytes, "t4's shape");
+    assert!(
+        vs.iter().all(|v| v.len().div_ceil(4) == quads),
+        "vector lengths"
+    );
     let backend = Backend::detect();
-    let mut out = vec![vec![0u32; width]; vs.len()];
-    for first in (0..width).step_by(TILE) {
-        let end = (first + TILE).min(width);
-        for (v, out) in vs.iter().zip(&mut out) {
-            wide::scaled_rows(backend, t, width, first..end, v, &mut out[first..end]);
+    vs.iter()
+        .map(|v| {
+            let mut out = vec![0u32; width];
+            quads_on(backend, t4, width, &quad_planes(v), &mut out);
+            out
+        })
+        .collect()
+}
+
+/// The planes of `v` for [`transposed_mat_vecs`]: entry `4q + k` packs byte `k` of
+/// `v[4q .. 4q + 4]`, one byte per entry (zero past the end).
+pub(super) fn quad_planes(v: &[u32]) -> Vec<u32> {
+    let mut planes = vec![0u32; 4 * v.len().div_ceil(4)];
+    for (i, word) in v.iter().enumerate() {
+        for (k, byte) in word.to_le_bytes().into_iter().enumerate() {
+            planes[4 * (i / 4) + k] |= u32::from(byte) << (8 * (i % 4));
         }
     }
-    out
+    planes
+}
+
+/// `M · v` from `t4` ([`quad_interleaved`]) and `v`'s [`quad_planes`], on `backend`.
+pub(super) fn quads_on(backend: Backend, t4: &[u8], width: usize, planes: &[u32], out: &mut [u32]) {
+    wide::quads(backend, t4, width, planes, out)
 }
 
 /// `a · b` over Z_{2^32} (slices of equal length), on the calling thread's vector unit.
@@ -345,9 +388,7 @@ pub fn dot(a: &[u32], b: &[u32]) -> u32 {
 /// target has no 32-bit vector multiply).
 #[allow(unsafe_code)]
 mod wide {
-    use std::ops::Range;
-
-    use super::{portable, Backend};
+    use super::{portable, Backend, QUAD_BLOCK};
 
     /// `out[r] = m[r]·v` for the rows of `m` (each as long as `v`).
     pub(super) fn dot_rows(backend: Backend, m: &[u32], v: &[u32], out: &mut [u32]) {
@@ -363,58 +404,65 @@ mod wide {
         }
     }
 
-    /// `out[j] += Σ_c v[c]·t[c][cols.start + j]` for the row-major `t` of `width` digits per
-    /// row, on `backend`'s vector unit.
-    pub(super) fn scaled_rows(
+    /// [`avx512::quads_mat_vec`](super::super::avx512::quads_mat_vec) on `backend`: the
+    /// kernel itself on AVX-512, its definition in portable code otherwise.
+    pub(super) fn quads(
         backend: Backend,
-        t: &[u8],
+        t4: &[u8],
         width: usize,
-        cols: Range<usize>,
-        v: &[u32],
+        planes: &[u32],
         out: &mut [u32],
     ) {
         match backend {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: as for `dot_rows_avx512`.
-            Backend::Avx512(_) => unsafe { scaled_rows_avx512(t, width, cols, v, out) },
+            // SAFETY: the token proves avx512f, avx512bw and avx512vnni; the shapes were
+            // checked by the caller.
+            Backend::Avx512(_) => unsafe {
+                super::super::avx512::quads_mat_vec(t4, width, planes, out)
+            },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as for `dot_rows_avx2`.
-            Backend::Avx2(_) => unsafe { scaled_rows_avx2(t, width, cols, v, out) },
-            _ => scaled_rows_inline(t, width, cols, v, out),
+            Backend::Avx2(_) => unsafe { quads_avx2(t4, planes, out) },
+            _ => quads_inline(t4, planes, out),
         }
     }
 
+    /// `out[j] = Σ_q Σ_t v[4q + t]·t4[((b·quads + q)·QUAD_BLOCK + i)·4 + t]` for
+    /// `j = b·QUAD_BLOCK + i`, the digits read as `i8` and `v` rebuilt from its planes.
     #[inline(always)]
-    fn scaled_rows_inline(t: &[u8], width: usize, cols: Range<usize>, v: &[u32], out: &mut [u32]) {
-        for (row, &scale) in t.chunks_exact(width).zip(v) {
-            for (sum, &digit) in out.iter_mut().zip(&row[cols.clone()]) {
-                *sum = sum.wrapping_add(scale.wrapping_mul(i32::from(digit as i8) as u32));
+    fn quads_inline(t4: &[u8], planes: &[u32], out: &mut [u32]) {
+        let quads = planes.len() / 4;
+        // The quads' entries of v, rebuilt from their planes.
+        let v: Vec<[u32; 4]> = (0..quads)
+            .map(|q| {
+                std::array::from_fn(|t| {
+                    (0..4).fold(0u32, |word, k| {
+                        word | ((planes[4 * q + k] >> (8 * t)) & 0xff) << (8 * k)
+                    })
+                })
+            })
+            .collect();
+        let block_bytes = 4 * QUAD_BLOCK * quads;
+        for (block, out) in t4
+            .chunks_exact(block_bytes.max(1))
+            .zip(out.chunks_mut(QUAD_BLOCK))
+        {
+            let mut sums = [0u32; QUAD_BLOCK];
+            for (quad, v) in block.chunks_exact(4 * QUAD_BLOCK).zip(&v) {
+                for (sum, digits) in sums.iter_mut().zip(quad.chunks_exact(4)) {
+                    for (&x, &digit) in v.iter().zip(digits) {
+                        *sum = sum.wrapping_add(x.wrapping_mul(i32::from(digit as i8) as u32));
+                    }
+                }
             }
+            out.copy_from_slice(&sums[..out.len()]);
         }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-    unsafe fn scaled_rows_avx512(
-        t: &[u8],
-        width: usize,
-        cols: Range<usize>,
-        v: &[u32],
-        out: &mut [u32],
-    ) {
-        scaled_rows_inline(t, width, cols, v, out)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn scaled_rows_avx2(
-        t: &[u8],
-        width: usize,
-        cols: Range<usize>,
-        v: &[u32],
-        out: &mut [u32],
-    ) {
-        scaled_rows_inline(t, width, cols, v, out)
+    unsafe fn quads_avx2(t4: &[u8], planes: &[u32], out: &mut [u32]) {
+        quads_inline(t4, planes, out)
     }
 
     #[inline(always)]

@@ -40,7 +40,7 @@ use std::sync::OnceLock;
 pub use crate::features::{Avx2Token, Avx512Token};
 pub use drivers::{
     dot, mat_vec, mat_vecs, plaintext_mat_mul_acc, plaintext_mat_mul_acc_with, plaintext_mat_vecs,
-    plaintext_mat_vecs_with, transposed_mat_vecs, SEQUENTIAL_BYTES,
+    plaintext_mat_vecs_with, quad_interleaved, transposed_mat_vecs, QUAD_BLOCK, SEQUENTIAL_BYTES,
 };
 
 #[cfg(target_arch = "x86_64")]

@@ -4,7 +4,8 @@
 use proptest::prelude::*;
 
 use super::{
-    plaintext_mat_mul_acc_with, plaintext_mat_vecs_with, portable, transposed_mat_vecs, Backend,
+    plaintext_mat_mul_acc_with, plaintext_mat_vecs_with, portable, quad_interleaved,
+    transposed_mat_vecs, Backend,
 };
 use crate::layout::{Group, GROUP_ROWS};
 use crate::matrix::PlaintextMatrix;
@@ -35,21 +36,27 @@ fn naive_gemv(digits: &[u8], rows: usize, v: &[u32]) -> Vec<u32> {
 proptest! {
     #[test]
     fn transposed_products_match_naive(
-        rows in 0usize..40, width in 1usize..2100, k in 1usize..4, seed in any::<u64>()
+        rows in 0usize..70, cols in 0usize..40, k in 1usize..4, seed in any::<u64>()
     ) {
+        // M is rows x cols; the kernel takes its transpose interleaved by quads of columns.
         let mut next = random(seed);
-        let t: Vec<u8> = (0..rows * width).map(|_| next() as u8).collect();
-        let vs: Vec<Vec<u32>> = (0..k).map(|_| (0..rows).map(|_| next()).collect()).collect();
+        let m: Vec<u8> = (0..rows * cols).map(|_| next() as u8).collect();
+        let vs: Vec<Vec<u32>> = (0..k).map(|_| (0..cols).map(|_| next()).collect()).collect();
         let refs: Vec<&[u32]> = vs.iter().map(|v| &v[..]).collect();
-        let products = transposed_mat_vecs(&t, width, &refs);
+        let t4 = quad_interleaved(&m, rows, cols);
+        let products = transposed_mat_vecs(&t4, rows, &refs);
         for (v, product) in vs.iter().zip(&products) {
-            // M = tᵀ, so (M·v)[j] = Σ_c t[c][j]·v[c].
-            let expected: Vec<u32> = (0..width)
-                .map(|j| (0..rows).fold(0u32, |sum, c| {
-                    sum.wrapping_add((t[c * width + j] as i8 as i32 as u32).wrapping_mul(v[c]))
-                }))
-                .collect();
+            let expected = naive_gemv(&m, rows, v);
             prop_assert_eq!(product, &expected);
+        }
+        // Every backend's form of the kernel agrees.
+        for backend in Backend::available() {
+            for v in &vs {
+                let planes = super::drivers::quad_planes(v);
+                let mut out = vec![0u32; rows];
+                super::drivers::quads_on(backend, &t4, rows, &planes, &mut out);
+                prop_assert_eq!(&out, &naive_gemv(&m, rows, v));
+            }
         }
     }
 
