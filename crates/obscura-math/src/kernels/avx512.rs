@@ -356,10 +356,10 @@ pub unsafe fn quads_mat_vec(t4: &[u8], width: usize, planes: &[u32], out: &mut [
         };
         _mm512_mask_storeu_epi32(out.as_mut_ptr().add(b * LANES).cast(), mask, sum);
     };
-    // Two blocks at a time share each broadcast of the vector's planes.
-    let mut b = 0;
-    while b + 1 < blocks {
-        let (first, second) = (block(b), block(b + 1));
+    // Two blocks at a time share each broadcast of the vector's planes (an odd last block is
+    // paired with itself).
+    for b in (0..blocks).step_by(2) {
+        let (first, second) = (block(b), block((b + 1).min(blocks - 1)));
         let (mut a0, mut a1) = ([_mm512_setzero_si512(); 4], [_mm512_setzero_si512(); 4]);
         for q in 0..quads {
             let x0 = _mm512_loadu_si512(first.add(q * 64).cast());
@@ -371,19 +371,8 @@ pub unsafe fn quads_mat_vec(t4: &[u8], width: usize, planes: &[u32], out: &mut [
             }
         }
         store(b, combine(&a0), out);
-        store(b + 1, combine(&a1), out);
-        b += 2;
-    }
-    if b < blocks {
-        let only = block(b);
-        let mut acc = [_mm512_setzero_si512(); 4];
-        for q in 0..quads {
-            let x = _mm512_loadu_si512(only.add(q * 64).cast());
-            for (k, acc) in acc.iter_mut().enumerate() {
-                let p = _mm512_set1_epi32(planes[4 * q + k] as i32);
-                *acc = _mm512_dpbusd_epi32(*acc, p, x);
-            }
+        if b + 1 < blocks {
+            store(b + 1, combine(&a1), out);
         }
-        store(b, combine(&acc), out);
     }
 }
