@@ -289,12 +289,10 @@ pub fn mat_vecs(m: &[u32], vs: &[&[u32]]) -> Vec<Vec<u32>> {
             }
         }
     };
-    let (m_blocks, out_blocks) = (
-        m.chunks(ROWS_PER_BLOCK * cols),
-        interleaved.chunks_mut(ROWS_PER_BLOCK * k),
-    );
     if m.len() * 4 < SEQUENTIAL_BYTES {
-        m_blocks.zip(out_blocks).for_each(|(m, out)| block(m, out));
+        m.chunks(ROWS_PER_BLOCK * cols)
+            .zip(interleaved.chunks_mut(ROWS_PER_BLOCK * k))
+            .for_each(|(m, out)| block(m, out));
     } else {
         m.par_chunks(ROWS_PER_BLOCK * cols)
             .zip(interleaved.par_chunks_mut(ROWS_PER_BLOCK * k))
