@@ -28,6 +28,10 @@ const PLANE_TILE_BYTES: usize = 256 << 10;
 /// Output lanes per vector.
 const LANES: usize = 16;
 
+/// Blocks of [`quads_mat_vec`] that share each broadcast of a vector's planes (four blocks'
+/// sums take 16 of the 32 registers).
+const SHARED_BLOCKS: usize = 4;
+
 /// The four byte planes of `v`, interleaved by steps of 64 columns so that one step's planes
 /// are 256 contiguous bytes: byte `k` of `v[64·s + i]` is at `256·s + 64·k + i`. The last
 /// partial step is zero-padded. This runs once per panel of every answer (a few KiB), on the
@@ -356,23 +360,26 @@ pub unsafe fn quads_mat_vec(t4: &[u8], width: usize, planes: &[u32], out: &mut [
         };
         _mm512_mask_storeu_epi32(out.as_mut_ptr().add(b * LANES).cast(), mask, sum);
     };
-    // Two blocks at a time share each broadcast of the vector's planes (an odd last block is
-    // paired with itself).
-    for b in (0..blocks).step_by(2) {
-        let (first, second) = (block(b), block((b + 1).min(blocks - 1)));
-        let (mut a0, mut a1) = ([_mm512_setzero_si512(); 4], [_mm512_setzero_si512(); 4]);
+    // Four blocks at a time share each broadcast of the vector's planes (the last ones repeat
+    // the final block where fewer are left).
+    for b in (0..blocks).step_by(SHARED_BLOCKS) {
+        let starts: [*const u8; SHARED_BLOCKS] =
+            std::array::from_fn(|i| block((b + i).min(blocks - 1)));
+        let mut acc = [[_mm512_setzero_si512(); 4]; SHARED_BLOCKS];
         for q in 0..quads {
-            let x0 = _mm512_loadu_si512(first.add(q * 64).cast());
-            let x1 = _mm512_loadu_si512(second.add(q * 64).cast());
+            let x: [__m512i; SHARED_BLOCKS] =
+                std::array::from_fn(|i| _mm512_loadu_si512(starts[i].add(q * 64).cast()));
             for k in 0..4 {
                 let p = _mm512_set1_epi32(planes[4 * q + k] as i32);
-                a0[k] = _mm512_dpbusd_epi32(a0[k], p, x0);
-                a1[k] = _mm512_dpbusd_epi32(a1[k], p, x1);
+                for (acc, &x) in acc.iter_mut().zip(&x) {
+                    acc[k] = _mm512_dpbusd_epi32(acc[k], p, x);
+                }
             }
         }
-        store(b, combine(&a0), out);
-        if b + 1 < blocks {
-            store(b + 1, combine(&a1), out);
+        for (i, acc) in acc.iter().enumerate() {
+            if b + i < blocks {
+                store(b + i, combine(acc), out);
+            }
         }
     }
 }

@@ -261,10 +261,10 @@ impl Server {
 
 /// First-layer rows up to which the second layer's pass runs on a transposed copy of its
 /// matrix ([`kernels::transposed_mat_vecs`]: sixteen of its rows at a time over every column, no
-/// row ending in a sum across lanes). Timed on Zen 4 at 33, 99 and 315 rows (three queries):
-/// 15 against 25 µs, 36 against 58 µs, then 146 against 106 µs, where the row-by-row kernel's
-/// whole steps share each load of the query's planes among four rows.
-const TRANSPOSED_ROWS: usize = 128;
+/// row ending in a sum across lanes). Whole answers with three queries on Zen 4, at 33, 99 and
+/// 315 rows: 15, 29-38 and 91-97 µs, against 25, 58 and 102-120 µs with the row-by-row
+/// kernel. At 1,024 rows the copy is 4 MiB; past that the matrix is streamed once, as stored.
+const TRANSPOSED_ROWS: usize = 1024;
 
 /// Words (rows of the first layer's hint, or a first-layer answer) as a second-layer database
 /// of `geometry`: their little-endian bytes cut into its digits. On a little-endian machine

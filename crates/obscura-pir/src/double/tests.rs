@@ -45,9 +45,11 @@ fn check_record(server: &Server, client: &mut Client, data: &[u8], record_bytes:
 #[test]
 fn records_of_every_shape_are_retrieved() {
     // (data bytes, record bytes, layout): single bytes, the 3-byte records of the ypir-small
-    // workload, records that span rows, a short last record, one record per column.
+    // workload, records that span rows, a short last record, one record per column, and a
+    // first layer of 1,500 rows, past those whose second layer is answered on a transposed copy.
     let shapes = [
         (1, 1, Layout::Square),
+        (1500 * 1500, 1, Layout::Square),
         (1000, 1, Layout::Square),
         (3000, 3, Layout::Square),
         (1700, 17, Layout::Square),
