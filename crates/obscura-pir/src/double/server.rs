@@ -61,7 +61,8 @@ impl Server {
 
     /// What [`Server::setup`] of `data_bytes` bytes of records of `record_bytes` bytes will
     /// hold and produce, computed before anything is allocated: both layers' matrices and hints
-    /// at once, and the bytes of the first layer's hint that the second layer encodes.
+    /// at once, the bytes of the first layer's hint that the second layer encodes, and the
+    /// second layer's transposed copy where one is kept.
     pub fn footprint(
         data_bytes: u64,
         record_bytes: u64,
@@ -72,11 +73,17 @@ impl Server {
         let first = Geometry::plan_at(data_bytes, record_bytes, layout, set, first_log_failure)?;
         let second = second_geometry(first.rows(), set, max_rows_per_record(&first))?;
         let hint_bytes = first.rows().saturating_mul(set.n() as u64 * 4);
+        // The second layer's transposed copy, for a first layer of few rows (at most 4 MiB).
+        let transposed = if first.rows() <= TRANSPOSED_ROWS as u64 {
+            second.rows().saturating_mul(second.cols())
+        } else {
+            0
+        };
         Ok(Footprint::side_by_side([
             Footprint::engine(&first, set),
             Footprint::engine(&second, set),
         ])
-        .holding(hint_bytes))
+        .holding(hint_bytes.saturating_add(transposed)))
     }
 
     /// What [`Server::setup_values`] of `count` values, the longest of `longest` bytes, will
