@@ -249,19 +249,8 @@ fn panel_mat_vecs(
 /// `out = M · v` over Z_{2^32}, where `M` is row-major with `out.len()` rows and `v.len()` columns.
 /// A matrix below [`SEQUENTIAL_BYTES`] is multiplied on the calling thread.
 pub fn mat_vec(m: &[u32], v: &[u32], out: &mut [u32]) {
-    let cols = v.len();
-    assert_eq!(m.len(), out.len() * cols, "matrix shape");
-    if cols == 0 {
-        out.fill(0);
-        return;
-    }
-    let backend = Backend::detect();
-    if m.len() * 4 < SEQUENTIAL_BYTES {
-        return wide::dot_rows(backend, m, v, out);
-    }
-    out.par_chunks_mut(ROWS_PER_BLOCK)
-        .zip(m.par_chunks(ROWS_PER_BLOCK * cols))
-        .for_each(|(out, m)| wide::dot_rows(backend, m, v, out));
+    assert_eq!(m.len(), out.len() * v.len(), "matrix shape");
+    mat_vecs_interleaved(m, &[v], out);
 }
 
 /// `M · v` over Z_{2^32} for every vector of `vs` (each as long as a row of the row-major `M`),
@@ -269,16 +258,29 @@ pub fn mat_vec(m: &[u32], v: &[u32], out: &mut [u32]) {
 /// A matrix below [`SEQUENTIAL_BYTES`] is multiplied on the calling thread.
 pub fn mat_vecs(m: &[u32], vs: &[&[u32]]) -> Vec<Vec<u32>> {
     let cols = vs.first().map_or(0, |v| v.len());
-    assert!(vs.iter().all(|v| v.len() == cols), "vector lengths");
     if cols == 0 {
         return vec![Vec::new(); vs.len()];
     }
     assert!(m.len().is_multiple_of(cols), "matrix shape");
-    let rows = m.len() / cols;
-    let backend = Backend::detect();
-    // Entry r·k + j is (M·v_j)[r].
-    let k = vs.len();
+    let (rows, k) = (m.len() / cols, vs.len());
     let mut interleaved = vec![0u32; rows * k];
+    mat_vecs_interleaved(m, vs, &mut interleaved);
+    (0..k)
+        .map(|j| (0..rows).map(|r| interleaved[r * k + j]).collect())
+        .collect()
+}
+
+/// [`mat_vecs`] into `out`, entry `r·k + j` holding `(M·v_j)[r]` for the `k` vectors (a single
+/// vector's product is `out` as it is).
+fn mat_vecs_interleaved(m: &[u32], vs: &[&[u32]], out: &mut [u32]) {
+    let cols = vs.first().map_or(0, |v| v.len());
+    assert!(vs.iter().all(|v| v.len() == cols), "vector lengths");
+    if cols == 0 {
+        out.fill(0);
+        return;
+    }
+    let k = vs.len();
+    let backend = Backend::detect();
     let block = |m: &[u32], out: &mut [u32]| {
         let mut sums = [0u32; ROWS_PER_BLOCK];
         let block_rows = m.len() / cols;
@@ -291,16 +293,13 @@ pub fn mat_vecs(m: &[u32], vs: &[&[u32]]) -> Vec<Vec<u32>> {
     };
     if m.len() * 4 < SEQUENTIAL_BYTES {
         m.chunks(ROWS_PER_BLOCK * cols)
-            .zip(interleaved.chunks_mut(ROWS_PER_BLOCK * k))
+            .zip(out.chunks_mut(ROWS_PER_BLOCK * k))
             .for_each(|(m, out)| block(m, out));
     } else {
         m.par_chunks(ROWS_PER_BLOCK * cols)
-            .zip(interleaved.par_chunks_mut(ROWS_PER_BLOCK * k))
+            .zip(out.par_chunks_mut(ROWS_PER_BLOCK * k))
             .for_each(|(m, out)| block(m, out));
     }
-    (0..k)
-        .map(|j| (0..rows).map(|r| interleaved[r * k + j]).collect())
-        .collect()
 }
 
 /// Rows of `M` per block of [`quad_interleaved`]'s layout (one AVX-512 register of sums).
