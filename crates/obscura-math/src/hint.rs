@@ -28,6 +28,7 @@ use rayon::prelude::*;
 use crate::expand::{NegacyclicMatrix, PublicMatrix};
 use crate::kernels::{self, Backend, MatrixOperand};
 use crate::matrix::{Matrix, PlaintextMatrix};
+use crate::memory::written;
 use crate::ntt::{add_mod, mul_shoup, shoup, Lanes, NttPlan, PrimeTables, LANES, PRIMES};
 
 /// Columns of `D` (rows of a uniform `A`) per step of the dense product (a 256 x 1024 block of
@@ -305,11 +306,14 @@ fn negacyclic(
     let reported = Mutex::new((0u64, 0u64));
     let (rows_total, cols_total) = (rows as u64, cols as u64);
     // A few chunks of bands per thread, each with one scratch: enough to balance the load, few
-    // enough that the scratch (a few hundred KiB) is allocated a handful of times.
-    let chunk_bands = rows
-        .div_ceil(LANES)
-        .div_ceil(8 * rayon::current_num_threads())
-        .max(1);
+    // enough that the scratch (a few hundred KiB) is allocated a handful of times. A small hint
+    // is one chunk on the calling thread, with one scratch.
+    let bands = rows.div_ceil(LANES);
+    let chunk_bands = if rows * n * 4 < kernels::SEQUENTIAL_BYTES {
+        bands.max(1)
+    } else {
+        bands.div_ceil(8 * rayon::current_num_threads()).max(1)
+    };
     hint.as_mut_slice()
         .par_chunks_mut(chunk_bands * LANES * n)
         .enumerate()
@@ -358,10 +362,10 @@ impl Scratch {
 
     fn new(n: usize, primes: usize) -> Self {
         Self {
-            digits: vec![0; LANES * n],
-            signed: vec![[0; LANES]; n],
-            lanes: vec![[0; LANES]; n],
-            sums: vec![vec![[0; LANES]; n]; primes],
+            digits: written(LANES * n, 0),
+            signed: written(n, [0; LANES]),
+            lanes: written(n, [0; LANES]),
+            sums: (0..primes).map(|_| written(n, [0; LANES])).collect(),
         }
     }
 }

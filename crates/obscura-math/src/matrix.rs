@@ -18,14 +18,14 @@ pub struct Matrix {
 }
 
 impl Matrix {
-    /// The all-zero `rows x cols` matrix, every entry of a large one written on the rayon
-    /// pool: a product that adds into fresh memory would read it first, which maps the shared
-    /// zero page, then copy that page at its first write, flushing every core's TLB once per
-    /// page.
+    /// The all-zero `rows x cols` matrix, every entry written (those of a large one on the
+    /// rayon pool): a product that adds into fresh memory would read it first, which maps the
+    /// shared zero page, then copy that page at its first write, flushing every core's TLB once
+    /// per page.
     pub fn zeros(rows: usize, cols: usize) -> Self {
         let len = rows * cols;
         let data = if len * 4 < kernels::SEQUENTIAL_BYTES {
-            vec![0; len]
+            crate::memory::written(len, 0)
         } else {
             let mut data = Vec::with_capacity(len);
             data.par_extend(rayon::iter::repeat_n(0, len));

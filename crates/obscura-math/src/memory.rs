@@ -117,3 +117,13 @@ mod tests {
         }
     }
 }
+
+/// `len` copies of `value`, every byte written now. `vec![value; len]` of zeros takes fresh
+/// pages that stay unmapped until touched: a buffer that is added into is read first, which maps
+/// the shared zero page, then copied at its first write with a TLB flush on every core the
+/// process runs on, once per page.
+pub(crate) fn written<T: Clone>(len: usize, value: T) -> Vec<T> {
+    let mut values = Vec::with_capacity(len);
+    values.resize(len, value);
+    values
+}
