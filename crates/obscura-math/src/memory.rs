@@ -1,4 +1,5 @@
-//! Large zeroed buffers for the operands that are streamed from memory.
+//! Fresh memory: large zeroed buffers for the operands that are streamed from memory, and
+//! buffers written before their first use.
 
 use std::ops::{Deref, DerefMut};
 
@@ -99,6 +100,16 @@ pub fn prefetch<T: ?Sized>(value: &T) {
     let _ = value;
 }
 
+/// `len` copies of `value`, every byte written now. `vec![value; len]` of zeros takes fresh
+/// pages that stay unmapped until touched: a buffer that is added into is read first, which maps
+/// the shared zero page, then copied at its first write with a TLB flush on every core the
+/// process runs on, once per page.
+pub(crate) fn written<T: Clone>(len: usize, value: T) -> Vec<T> {
+    let mut values = Vec::with_capacity(len);
+    values.resize(len, value);
+    values
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,14 +127,4 @@ mod tests {
             assert!(copy.iter().enumerate().all(|(i, &b)| b == i as u8));
         }
     }
-}
-
-/// `len` copies of `value`, every byte written now. `vec![value; len]` of zeros takes fresh
-/// pages that stay unmapped until touched: a buffer that is added into is read first, which maps
-/// the shared zero page, then copied at its first write with a TLB flush on every core the
-/// process runs on, once per page.
-pub(crate) fn written<T: Clone>(len: usize, value: T) -> Vec<T> {
-    let mut values = Vec::with_capacity(len);
-    values.resize(len, value);
-    values
 }
