@@ -10,6 +10,8 @@
 //! - [`expand`]: public matrices expanded from a 16-byte seed with AES-128-CTR, block by block;
 //! - [`sample`]: secret vectors (uniform, ternary, discrete Gaussian) drawn from the OS CSPRNG;
 //! - [`pack`]: dense packing of byte strings into `w`-bit plaintext digits and back;
+//! - [`ring`]: ring-LWE arithmetic modulo a product of two NTT primes (transforms,
+//!   automorphisms, gadget decomposition, key and modulus switching);
 //! - [`kernels`]: the hot loops (matrix-vector and matrix-matrix products), portable reference
 //!   first, SIMD backends chosen at run time.
 //!
@@ -30,4 +32,5 @@ pub mod ntt;
 #[cfg(target_arch = "x86_64")]
 mod ntt_avx512;
 pub mod pack;
+pub mod ring;
 pub mod sample;

@@ -37,7 +37,7 @@ pub(crate) fn shoup(b: u32, p: u32) -> u32 {
     ((u64::from(b) << 32) / u64::from(p)) as u32
 }
 
-fn pow_mod(mut base: u64, mut exp: u64, p: u64) -> u64 {
+pub(crate) fn pow_mod(mut base: u64, mut exp: u64, p: u64) -> u64 {
     let mut result = 1;
     base %= p;
     while exp > 0 {
@@ -69,7 +69,7 @@ pub(crate) struct PrimeTables {
 }
 
 impl PrimeTables {
-    fn new(p: u32, n: usize) -> Self {
+    pub(crate) fn new(p: u32, n: usize) -> Self {
         let p64 = u64::from(p);
         // A quadratic non-residue g gives ψ = g^((p-1)/2n) with ψ^n = g^((p-1)/2) = -1.
         let g = (2..p64)
@@ -201,7 +201,7 @@ impl PrimeTables {
 
     /// In place, bit-reversed order in, natural order out, including the 1/n scaling.
     #[inline(always)]
-    fn inverse(&self, a: &mut [u32]) {
+    pub(crate) fn inverse(&self, a: &mut [u32]) {
         let p = self.p;
         self.inverse_stages(a, |x, y, w, w_shoup| gentleman_sande(x, y, w, w_shoup, p));
         let (s, s_shoup) = self.n_inv;
@@ -388,7 +388,7 @@ pub(crate) fn add_mod(a: u32, b: u32, p: u32) -> u32 {
 
 /// `(a − b) mod p` for `a, b < p`.
 #[inline(always)]
-fn sub_mod(a: u32, b: u32, p: u32) -> u32 {
+pub(crate) fn sub_mod(a: u32, b: u32, p: u32) -> u32 {
     let difference = a.wrapping_sub(b);
     difference.min(difference.wrapping_add(p))
 }

@@ -1,0 +1,159 @@
+//! RLWE ciphertexts and key switching.
+
+use super::{Automorphism, Coefficients, Evaluations, Gadget, Poly, Ring};
+
+/// An RLWE ciphertext `(a, b)` under a secret `s`: its phase `b − a·s` is the (scaled) message
+/// plus a small error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ciphertext {
+    /// The mask.
+    pub a: Poly<Coefficients>,
+    /// The body, `a·s + e + message`.
+    pub b: Poly<Coefficients>,
+}
+
+impl Ciphertext {
+    /// The ciphertext with mask `a` of `message` (already scaled) under `s`, with error `e`.
+    pub fn encrypt(
+        ring: &Ring,
+        s: &Poly<Evaluations>,
+        a: Poly<Coefficients>,
+        e: &Poly<Coefficients>,
+        message: &Poly<Coefficients>,
+    ) -> Self {
+        let mut b = ring.inverse(&ring.multiply(&ring.forward(&a), s));
+        ring.add_assign(&mut b, e);
+        ring.add_assign(&mut b, message);
+        Self { a, b }
+    }
+
+    /// The phase `b − a·s`.
+    pub fn phase(&self, ring: &Ring, s: &Poly<Evaluations>) -> Poly<Coefficients> {
+        let mut phase = self.b.clone();
+        ring.sub_assign(
+            &mut phase,
+            &ring.inverse(&ring.multiply(&ring.forward(&self.a), s)),
+        );
+        phase
+    }
+
+    /// `self + other`.
+    pub fn add(&self, ring: &Ring, other: &Self) -> Self {
+        let (mut a, mut b) = (self.a.clone(), self.b.clone());
+        ring.add_assign(&mut a, &other.a);
+        ring.add_assign(&mut b, &other.b);
+        Self { a, b }
+    }
+
+    /// `self − other`.
+    pub fn sub(&self, ring: &Ring, other: &Self) -> Self {
+        let (mut a, mut b) = (self.a.clone(), self.b.clone());
+        ring.sub_assign(&mut a, &other.a);
+        ring.sub_assign(&mut b, &other.b);
+        Self { a, b }
+    }
+
+    /// `self · x^k`: the message and the error times `x^k`.
+    pub fn multiply_monomial(&self, ring: &Ring, k: usize) -> Self {
+        Self {
+            a: ring.multiply_monomial(&self.a, k),
+            b: ring.multiply_monomial(&self.b, k),
+        }
+    }
+
+    /// `τ_k` of both parts: a ciphertext of `τ_k(message)` under `τ_k(s)`, with error `τ_k(e)`.
+    pub fn automorphism(&self, ring: &Ring, tau: &Automorphism) -> Self {
+        Self {
+            a: tau.apply(ring, &self.a),
+            b: tau.apply(ring, &self.b),
+        }
+    }
+}
+
+/// A key that turns a ciphertext under `s'` into one of the same message under `s`: rows
+/// `(a_j, b_j)` with `b_j = a_j·s + e_j − B^j·s'` for each gadget digit `j`, held in evaluation
+/// form.
+///
+/// Switching `(a, b)` decomposes `a = Σ B^j·d_j` and returns `(Σ d_j·a_j, b + Σ d_j·b_j)`,
+/// whose phase under `s` is `b − a·s' + Σ d_j·e_j`: the old phase plus an error of variance
+/// `ℓ·n·σ_e²·B²/12` per coefficient (digits near uniform on `[−B/2, B/2)`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeySwitchKey {
+    gadget: Gadget,
+    rows: Vec<(Poly<Evaluations>, Poly<Evaluations>)>,
+}
+
+impl KeySwitchKey {
+    /// The key from `from` (`s'`) to `to` (`s`) with masks `a` and errors `errors`, one of each
+    /// per gadget digit.
+    ///
+    /// # Panics
+    /// If there are not [`Gadget::digits`] masks and errors.
+    pub fn new(
+        ring: &Ring,
+        gadget: Gadget,
+        from: &Poly<Coefficients>,
+        to: &Poly<Evaluations>,
+        a: &[Poly<Coefficients>],
+        errors: &[Poly<Coefficients>],
+    ) -> Self {
+        assert!(
+            a.len() == gadget.digits() && errors.len() == gadget.digits(),
+            "one mask and one error per digit"
+        );
+        let rows = a
+            .iter()
+            .zip(errors)
+            .enumerate()
+            .map(|(j, (a, e))| {
+                let a_hat = ring.forward(a);
+                let mut b = ring.inverse(&ring.multiply(&a_hat, to));
+                ring.add_assign(&mut b, e);
+                ring.sub_assign(&mut b, &ring.scale(from, gadget.power(ring, j)));
+                (a_hat, ring.forward(&b))
+            })
+            .collect();
+        Self { gadget, rows }
+    }
+
+    /// A key from its rows `(a_j, b_j)` in evaluation form; `None` unless there is one per
+    /// gadget digit, each of `ring`'s degree.
+    pub fn from_rows(
+        ring: &Ring,
+        gadget: Gadget,
+        rows: Vec<(Poly<Evaluations>, Poly<Evaluations>)>,
+    ) -> Option<Self> {
+        let fits = rows.len() == gadget.digits()
+            && rows
+                .iter()
+                .all(|(a, b)| a.degree() == ring.degree() && b.degree() == ring.degree());
+        fits.then_some(Self { gadget, rows })
+    }
+
+    /// The rows `(a_j, b_j)`, in evaluation form.
+    pub fn rows(&self) -> &[(Poly<Evaluations>, Poly<Evaluations>)] {
+        &self.rows
+    }
+
+    /// The gadget the key decomposes with.
+    pub fn gadget(&self) -> Gadget {
+        self.gadget
+    }
+
+    /// `ct` (under `s'`) as a ciphertext of the same message under `s`.
+    pub fn switch(&self, ring: &Ring, ct: &Ciphertext) -> Ciphertext {
+        let n = ring.degree();
+        let (mut a, mut b) = (Poly::zero(n), Poly::zero(n));
+        for (digit, (key_a, key_b)) in self.gadget.decompose(ring, &ct.a).iter().zip(&self.rows) {
+            let digit = ring.forward(digit);
+            ring.multiply_add(&mut a, &digit, key_a);
+            ring.multiply_add(&mut b, &digit, key_b);
+        }
+        let mut b = ring.inverse(&b);
+        ring.add_assign(&mut b, &ct.b);
+        Ciphertext {
+            a: ring.inverse(&a),
+            b,
+        }
+    }
+}
