@@ -7,6 +7,7 @@
 //! - [`Automorphism`]: `x ↦ x^k` for odd `k`, in either form;
 //! - [`Gadget`]: decomposition into signed base-`2^b` digits;
 //! - [`Ciphertext`] and [`KeySwitchKey`]: RLWE ciphertexts and key switching;
+//! - [`pack`]: LWE ciphertexts packed into one RLWE ciphertext with [`PackingKeys`];
 //! - [`Ring::switch_modulus`]: rounding a polynomial modulo `q` to a smaller modulus.
 //!
 //! The transforms are [`crate::ntt`]'s (merged-twist Cooley–Tukey and Gentleman–Sande with
@@ -15,6 +16,7 @@
 mod automorphism;
 mod gadget;
 mod keyswitch;
+mod packing;
 mod poly;
 mod wide;
 
@@ -23,6 +25,7 @@ use std::sync::{Arc, OnceLock};
 pub use automorphism::Automorphism;
 pub use gadget::Gadget;
 pub use keyswitch::{Ciphertext, KeySwitchKey};
+pub use packing::{lwe_to_rlwe, pack, packing_factor, PackingKeys};
 pub use poly::{Coefficients, Evaluations, Form, Poly};
 
 use crate::ntt::{mul_shoup, pow_mod, shoup, PrimeTables};

@@ -371,3 +371,70 @@ proptest! {
         }
     }
 }
+
+/// Packs `count` LWE encryptions of random digits modulo 16 over `ring` and checks that each
+/// lands at `x^(j·n/count)` and that every other coefficient decodes to zero.
+fn check_packing(ring: &Ring, count: usize, seed: u64) {
+    let (n, q) = (ring.degree(), ring.modulus());
+    let gadget = Gadget::covering(ring, 19).unwrap();
+    let mut words = Words(seed);
+    let s = words.small(ring, 1);
+    let secret = ring.values(&s);
+    let keys = PackingKeys::new(
+        ring,
+        gadget,
+        &s,
+        |_, _| Words(seed ^ 0x5555).uniform(ring),
+        |_, _| Words(seed ^ 0xaaaa).small(ring, 8),
+    );
+    let delta = q / 16;
+    let factor = packing_factor(ring);
+    let mut messages = Vec::new();
+    let cts: Vec<Ciphertext> = (0..count)
+        .map(|_| {
+            let m = words.next() % 16;
+            messages.push(m);
+            let a: Vec<u64> = (0..n).map(|_| words.next() % q).collect();
+            let inner = a.iter().zip(&secret).fold(0u128, |sum, (&a, &s)| {
+                (sum + u128::from(a) * u128::from(s)) % u128::from(q)
+            });
+            let e = (words.next() % 17) as i128 - 8;
+            let b = (inner as i128 + e + i128::from(delta * m)).rem_euclid(i128::from(q)) as u64;
+            let ct = lwe_to_rlwe(ring, &a, b);
+            Ciphertext {
+                a: ring.scale(&ct.a, factor),
+                b: ring.scale(&ct.b, factor),
+            }
+        })
+        .collect();
+    let packed = pack(ring, &keys, &cts);
+    let phase = ring.values(&packed.phase(ring, &ring.forward(&s)));
+    let stride = n / count;
+    for (i, &x) in phase.iter().enumerate() {
+        let decoded = ((u128::from(x) * 16 + u128::from(q / 2)) / u128::from(q)) % 16;
+        let expected = if i % stride == 0 {
+            messages[i / stride]
+        } else {
+            0
+        };
+        assert_eq!(
+            decoded as u64, expected,
+            "coefficient {i} of {count} packed in degree {n}"
+        );
+    }
+}
+
+#[test]
+fn packing_fills_ypir_ring() {
+    check_packing(&Ring::ypir(), 2048, 7);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn packing_places_every_phase(log_n in 1u32..=8, log_count in 0u32..=8, seed in 1u64..) {
+        let log_count = log_count.min(log_n);
+        check_packing(&small_ring(log_n), 1 << log_count, seed);
+    }
+}
