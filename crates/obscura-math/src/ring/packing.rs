@@ -111,7 +111,7 @@ pub fn packing_factor(ring: &Ring) -> u64 {
     let q = u128::from(ring.modulus());
     let n = ring.degree() as u128;
     // q is odd and n a power of two: n · ((q + 1) / 2)^(log n) ≡ 1.
-    let half = (q + 1) / 2;
+    let half = q.div_ceil(2);
     let mut inverse = 1u128;
     for _ in 0..n.trailing_zeros() {
         inverse = inverse * half % q;
