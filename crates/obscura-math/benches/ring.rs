@@ -3,7 +3,8 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use obscura_math::ring::{
-    lwe_to_rlwe, pack, Automorphism, Ciphertext, Gadget, KeySwitchKey, PackingKeys, Poly, Ring,
+    lwe_to_rlwe, pack, Automorphism, Ciphertext, Gadget, KeySwitchKey, PackingKeys, PackingPlan,
+    Poly, Ring,
 };
 
 /// A polynomial of pseudo-random coefficients modulo `q` (xorshift from `seed`).
@@ -67,6 +68,15 @@ fn ring_operations(c: &mut Criterion) {
     let mut group = c.benchmark_group("packing_2048");
     group.sample_size(10);
     group.bench_function("pack", |b| b.iter(|| pack(&ring, &keys, &cts)));
+    let masks: Vec<_> = cts.iter().map(|ct| ct.a.clone()).collect();
+    group.bench_function("plan", |b| {
+        b.iter(|| PackingPlan::new(&ring, &keys, &masks))
+    });
+    let plan = PackingPlan::new(&ring, &keys, &masks);
+    let bodies: Vec<u64> = (0..ring.degree() as u64).collect();
+    group.bench_function("pack_planned", |b| {
+        b.iter(|| plan.pack(&ring, &keys, &bodies))
+    });
     group.finish();
 }
 

@@ -143,17 +143,49 @@ impl KeySwitchKey {
     /// `ct` (under `s'`) as a ciphertext of the same message under `s`.
     pub fn switch(&self, ring: &Ring, ct: &Ciphertext) -> Ciphertext {
         let n = ring.degree();
+        let digits = self.decompose(ring, &ct.a);
         let (mut a, mut b) = (Poly::zero(n), Poly::zero(n));
-        for (digit, (key_a, key_b)) in self.gadget.decompose(ring, &ct.a).iter().zip(&self.rows) {
-            let digit = ring.forward(digit);
-            ring.multiply_add(&mut a, &digit, key_a);
-            ring.multiply_add(&mut b, &digit, key_b);
-        }
+        self.add_masks(ring, &digits, &mut a);
+        self.add_bodies(ring, &digits, &mut b);
         let mut b = ring.inverse(&b);
         ring.add_assign(&mut b, &ct.b);
         Ciphertext {
             a: ring.inverse(&a),
             b,
+        }
+    }
+
+    /// The gadget digits of a mask `a`, in evaluation form: what [`switch`](Self::switch)
+    /// multiplies the key's rows by.
+    pub fn decompose(&self, ring: &Ring, a: &Poly<Coefficients>) -> Vec<Poly<Evaluations>> {
+        self.gadget
+            .decompose(ring, a)
+            .iter()
+            .map(|digit| ring.forward(digit))
+            .collect()
+    }
+
+    /// `acc += Σ d_j·a_j`: the switched ciphertext's mask, from the digits of the old one.
+    pub fn add_masks(
+        &self,
+        ring: &Ring,
+        digits: &[Poly<Evaluations>],
+        acc: &mut Poly<Evaluations>,
+    ) {
+        for (digit, (a, _)) in digits.iter().zip(&self.rows) {
+            ring.multiply_add(acc, digit, a);
+        }
+    }
+
+    /// `acc += Σ d_j·b_j`: what the switch adds to the body, from the digits of the old mask.
+    pub fn add_bodies(
+        &self,
+        ring: &Ring,
+        digits: &[Poly<Evaluations>],
+        acc: &mut Poly<Evaluations>,
+    ) {
+        for (digit, (_, b)) in digits.iter().zip(&self.rows) {
+            ring.multiply_add(acc, digit, b);
         }
     }
 }

@@ -25,7 +25,7 @@ use std::sync::{Arc, OnceLock};
 pub use automorphism::Automorphism;
 pub use gadget::Gadget;
 pub use keyswitch::{Ciphertext, KeySwitchKey};
-pub use packing::{lwe_to_rlwe, pack, packing_factor, PackingKeys};
+pub use packing::{lwe_to_rlwe, pack, packing_factor, PackingKeys, PackingPlan};
 pub use poly::{Coefficients, Evaluations, Form, Poly};
 
 use crate::ntt::{mul_shoup, pow_mod, shoup, PrimeTables};

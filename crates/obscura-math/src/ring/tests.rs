@@ -438,3 +438,34 @@ proptest! {
         check_packing(&small_ring(log_n), 1 << log_count, seed);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// A plan made from the masks alone packs exactly as the full packing does, for any bodies.
+    #[test]
+    fn plans_pack_as_the_full_packing(log_n in 1u32..=7, log_count in 0u32..=7, seed in 1u64..) {
+        let ring = small_ring(log_n);
+        let count = 1usize << log_count.min(log_n);
+        let (n, q) = (ring.degree(), ring.modulus());
+        let gadget = Gadget::covering(&ring, 19).unwrap();
+        let mut words = Words(seed);
+        let s = words.small(&ring, 1);
+        let keys = PackingKeys::new(
+            &ring,
+            gadget,
+            &s,
+            |_, _| Words(seed ^ 0x5555).uniform(&ring),
+            |_, _| Words(seed ^ 0xaaaa).small(&ring, 8),
+        );
+        let rows: Vec<Vec<u64>> = (0..count)
+            .map(|_| (0..n).map(|_| words.next() % q).collect())
+            .collect();
+        let bodies: Vec<u64> = (0..count).map(|_| words.next() % q).collect();
+        let cts: Vec<_> = rows.iter().zip(&bodies).map(|(a, &b)| lwe_to_rlwe(&ring, a, b)).collect();
+        let masks: Vec<_> = cts.iter().map(|ct| ct.a.clone()).collect();
+        let plan = PackingPlan::new(&ring, &keys, &masks);
+        prop_assert_eq!(plan.count(), count);
+        prop_assert_eq!(plan.pack(&ring, &keys, &bodies), pack(&ring, &keys, &cts));
+    }
+}
