@@ -469,3 +469,58 @@ proptest! {
         prop_assert_eq!(plan.pack(&ring, &keys, &bodies), pack(&ring, &keys, &cts));
     }
 }
+
+/// The packing error at degree 2048 has the variance the analysis predicts: a key switch adds
+/// `n·σ_e²·Σ_j E[d_j²]` per coefficient, and the later levels amplify level `ℓ`'s by
+/// `4^(L−ℓ)` coherently, `(n² − 1)/3` in all. Balanced digits of a uniform mask have
+/// `E[d²] = B²/12`, except the top one, uniform over `±q/(2·B^(ℓ−1))`.
+#[test]
+fn packing_noise_matches_the_analysis() {
+    let ring = Ring::ypir();
+    let (n, q) = (ring.degree(), ring.modulus());
+    let gadget = Gadget::covering(&ring, 19).unwrap();
+    let mut words = Words(99);
+    let s = words.small(&ring, 1);
+    let bound = 8;
+    let error_variance = ((2 * bound + 1) * (2 * bound + 1) - 1) as f64 / 12.0;
+    let keys = PackingKeys::new(
+        &ring,
+        gadget,
+        &s,
+        |k, j| Words(1000 + 10 * k as u64 + j as u64).uniform(&ring),
+        |k, j| Words(5000 + 10 * k as u64 + j as u64).small(&ring, bound),
+    );
+    let rows: Vec<Vec<u64>> = (0..n)
+        .map(|_| (0..n).map(|_| words.next() % q).collect())
+        .collect();
+    let secret = ring.values(&s);
+    // Bodies with zero phase: b = ⟨a, s⟩ · n^{-1}, so the packed phase is the packing error.
+    let factor = packing_factor(&ring);
+    let bodies: Vec<u64> = rows
+        .iter()
+        .map(|a| {
+            let inner = a.iter().zip(&secret).fold(0u128, |sum, (&a, &s)| {
+                (sum + u128::from(a) * u128::from(s)) % u128::from(q)
+            });
+            (inner * u128::from(factor) % u128::from(q)) as u64
+        })
+        .collect();
+    let masks: Vec<_> = rows
+        .iter()
+        .map(|a| ring.scale(&lwe_to_rlwe(&ring, a, 0).a, factor))
+        .collect();
+    let packed = PackingPlan::new(&ring, &keys, &masks).pack(&ring, &keys, &bodies);
+    let phase = ring.centered(&packed.phase(&ring, &ring.forward(&s)));
+    let measured = phase.iter().map(|&x| (x as f64).powi(2)).sum::<f64>() / n as f64;
+
+    let base = (1u64 << gadget.base_bits()) as f64;
+    let top = q as f64 / (2.0 * base.powi(gadget.digits() as i32 - 1));
+    let digits = (gadget.digits() - 1) as f64 * base * base / 12.0 + top * top / 3.0;
+    let per_switch = n as f64 * error_variance * digits;
+    let predicted = per_switch * ((n * n - 1) as f64 / 3.0);
+    let ratio = measured / predicted;
+    assert!(
+        (0.8..1.25).contains(&ratio),
+        "measured {measured:e}, predicted {predicted:e}"
+    );
+}
