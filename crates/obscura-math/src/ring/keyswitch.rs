@@ -172,9 +172,7 @@ impl KeySwitchKey {
         digits: &[Poly<Evaluations>],
         acc: &mut Poly<Evaluations>,
     ) {
-        for (digit, (a, _)) in digits.iter().zip(&self.rows) {
-            ring.multiply_add(acc, digit, a);
-        }
+        self.add_products(ring, digits, acc, |(a, _)| a);
     }
 
     /// `acc += Σ d_j·b_j`: what the switch adds to the body, from the digits of the old mask.
@@ -184,8 +182,19 @@ impl KeySwitchKey {
         digits: &[Poly<Evaluations>],
         acc: &mut Poly<Evaluations>,
     ) {
-        for (digit, (_, b)) in digits.iter().zip(&self.rows) {
-            ring.multiply_add(acc, digit, b);
+        self.add_products(ring, digits, acc, |(_, b)| b);
+    }
+
+    /// `acc += Σ d_j·part(row_j)`.
+    fn add_products(
+        &self,
+        ring: &Ring,
+        digits: &[Poly<Evaluations>],
+        acc: &mut Poly<Evaluations>,
+        part: impl Fn(&(Poly<Evaluations>, Poly<Evaluations>)) -> &Poly<Evaluations>,
+    ) {
+        for (digit, row) in digits.iter().zip(&self.rows) {
+            ring.multiply_add(acc, digit, part(row));
         }
     }
 }

@@ -137,14 +137,7 @@ impl Ring {
     /// # Panics
     /// If `values` does not hold `n` coefficients.
     pub fn from_values(&self, values: &[u64]) -> Poly<Coefficients> {
-        assert_eq!(values.len(), self.n, "a polynomial has n coefficients");
-        let mut poly = Poly::zero(self.n);
-        for (i, &x) in values.iter().enumerate() {
-            let [r0, r1] = self.residues(x);
-            poly.data[i] = r0;
-            poly.data[self.n + i] = r1;
-        }
-        poly
+        self.poly_with(values, |x| self.residues(x))
     }
 
     /// The polynomial with the small signed coefficients `values` (errors, secrets, digits).
@@ -152,10 +145,19 @@ impl Ring {
     /// # Panics
     /// If `values` does not hold `n` coefficients.
     pub fn from_signed(&self, values: &[i64]) -> Poly<Coefficients> {
+        self.poly_with(values, |x| self.signed_residues(x))
+    }
+
+    /// The polynomial whose coefficient `i` has the residues `residues(values[i])`.
+    fn poly_with<T: Copy>(
+        &self,
+        values: &[T],
+        residues: impl Fn(T) -> [u32; 2],
+    ) -> Poly<Coefficients> {
         assert_eq!(values.len(), self.n, "a polynomial has n coefficients");
         let mut poly = Poly::zero(self.n);
         for (i, &x) in values.iter().enumerate() {
-            let [r0, r1] = self.signed_residues(x);
+            let [r0, r1] = residues(x);
             poly.data[i] = r0;
             poly.data[self.n + i] = r1;
         }
