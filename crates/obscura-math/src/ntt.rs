@@ -50,6 +50,14 @@ pub(crate) fn pow_mod(mut base: u64, mut exp: u64, p: u64) -> u64 {
     result
 }
 
+/// Whether `p` is prime (trial division).
+pub(crate) fn is_prime(p: u32) -> bool {
+    p > 1
+        && (2u64..)
+            .take_while(|d| d * d <= u64::from(p))
+            .all(|d| !u64::from(p).is_multiple_of(d))
+}
+
 /// Polynomials transformed side by side: one coefficient of each.
 pub(crate) const LANES: usize = 16;
 
@@ -570,17 +578,10 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn is_prime(p: u64) -> bool {
-        p > 1
-            && (2..)
-                .take_while(|d| d * d <= p)
-                .all(|d| !p.is_multiple_of(d))
-    }
-
     #[test]
     fn primes_fit_the_transforms() {
         for p in PRIMES {
-            assert!(is_prime(u64::from(p)) && p < 1 << 30);
+            assert!(is_prime(p) && p < 1 << 30);
             assert_eq!((p - 1) % (2 * MAX_DEGREE as u32), 0);
         }
         let plan = NttPlan::new(1024).unwrap();

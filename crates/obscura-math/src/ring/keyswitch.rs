@@ -21,7 +21,7 @@ impl Ciphertext {
         e: &Poly<Coefficients>,
         message: &Poly<Coefficients>,
     ) -> Self {
-        let mut b = ring.inverse(&ring.multiply(&ring.forward(&a), s));
+        let mut b = times_secret(ring, &a, s);
         ring.add_assign(&mut b, e);
         ring.add_assign(&mut b, message);
         Self { a, b }
@@ -30,10 +30,7 @@ impl Ciphertext {
     /// The phase `b − a·s`.
     pub fn phase(&self, ring: &Ring, s: &Poly<Evaluations>) -> Poly<Coefficients> {
         let mut phase = self.b.clone();
-        ring.sub_assign(
-            &mut phase,
-            &ring.inverse(&ring.multiply(&ring.forward(&self.a), s)),
-        );
+        ring.sub_assign(&mut phase, &times_secret(ring, &self.a, s));
         phase
     }
 
@@ -68,6 +65,11 @@ impl Ciphertext {
             b: tau.apply(ring, &self.b),
         }
     }
+}
+
+/// `a·s` in coefficient form, for `s` in evaluation form.
+fn times_secret(ring: &Ring, a: &Poly<Coefficients>, s: &Poly<Evaluations>) -> Poly<Coefficients> {
+    ring.inverse(&ring.multiply(&ring.forward(a), s))
 }
 
 /// A key that turns a ciphertext under `s'` into one of the same message under `s`: rows

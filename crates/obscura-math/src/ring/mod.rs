@@ -28,7 +28,7 @@ pub use keyswitch::{Ciphertext, KeySwitchKey};
 pub use packing::{lwe_to_rlwe, pack, packing_factor, PackingKeys, PackingPlan};
 pub use poly::{Coefficients, Evaluations, Form, Poly};
 
-use crate::ntt::{mul_shoup, pow_mod, shoup, PrimeTables};
+use crate::ntt::{is_prime, mul_shoup, pow_mod, shoup, PrimeTables};
 
 /// YPIR's ring degree.
 pub const YPIR_DEGREE: usize = 2048;
@@ -212,13 +212,6 @@ impl Ring {
         self.zip_residues(&mut a.data, &b.data, crate::ntt::sub_mod);
     }
 
-    /// `−a`, in either form.
-    pub fn negate<F: Form>(&self, a: &Poly<F>) -> Poly<F> {
-        let mut negated = Poly::zero(self.n);
-        self.sub_assign(&mut negated, a);
-        negated
-    }
-
     /// `c · a` for an integer `c` (taken modulo `q`), in either form.
     pub fn scale<F: Form>(&self, a: &Poly<F>, c: u64) -> Poly<F> {
         let mut scaled = a.clone();
@@ -336,14 +329,6 @@ impl Ring {
             })
             .collect()
     }
-}
-
-/// Whether `p` is prime (trial division; `p < 2^30`).
-fn is_prime(p: u32) -> bool {
-    p > 1
-        && (2..)
-            .take_while(|d| d * d <= p)
-            .all(|d| !p.is_multiple_of(d))
 }
 
 #[cfg(test)]

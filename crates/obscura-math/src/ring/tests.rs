@@ -467,6 +467,16 @@ proptest! {
         let plan = PackingPlan::new(&ring, &keys, &masks);
         prop_assert_eq!(plan.count(), count);
         prop_assert_eq!(plan.pack(&ring, &keys, &bodies), pack(&ring, &keys, &cts));
+        // The keys rebuilt from their rows, as a server rebuilds a client's, pack the same.
+        let rebuilt: Vec<_> = keys
+            .keys()
+            .map(|key| KeySwitchKey::from_rows(&ring, gadget, key.rows().to_vec()).unwrap())
+            .collect();
+        prop_assert!(PackingKeys::from_keys(&ring, rebuilt[1..].to_vec()).is_none());
+        let rebuilt = PackingKeys::from_keys(&ring, rebuilt).unwrap();
+        prop_assert_eq!(plan.pack(&ring, &rebuilt, &bodies), pack(&ring, &keys, &cts));
+        let short = keys.keys().next().unwrap().rows()[1..].to_vec();
+        prop_assert!(KeySwitchKey::from_rows(&ring, gadget, short).is_none());
     }
 }
 
