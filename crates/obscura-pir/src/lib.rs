@@ -8,7 +8,8 @@
 //! - [`params`]: the LWE parameter table, its security argument and the correctness bound that
 //!   picks the plaintext modulus;
 //! - [`wire`]: the versioned binary envelope shared by every message;
-//! - [`scheme`]: the small trait family every scheme implements.
+//! - [`scheme`]: the small trait family every scheme implements;
+//! - [`ypir`]: YPIR and YPIR+SP, no hint to download and packed answers of 12 KB per ciphertext.
 //!
 //! ```
 //! use obscura_pir::lwe::{Client, Layout, Server, SetupOptions};
@@ -39,6 +40,7 @@ pub mod lwe;
 pub mod params;
 pub mod scheme;
 pub mod wire;
+pub mod ypir;
 
 pub use error::{ParseError, PirError};
 pub use scheme::{Encode, Message, PirClient, PirServer, Scheme, SetupMessage};

@@ -91,6 +91,12 @@ impl Kind {
     pub const DOUBLE_QUERY: Self = Self(10);
     /// A DoublePIR answer: the second layer's answers and the hint of the first answer's digits.
     pub const DOUBLE_ANSWER: Self = Self(11);
+    /// The public setup of a YPIR database (variant, shape and seed; no hint).
+    pub const YPIR_SETUP: Self = Self(12);
+    /// A YPIR query: first-layer queries, the packed layer's query and the packing keys.
+    pub const YPIR_QUERY: Self = Self(13);
+    /// A YPIR answer: packed ciphertexts.
+    pub const YPIR_ANSWER: Self = Self(14);
     /// A stored database file.
     pub const DATABASE_FILE: Self = Self(16);
 
@@ -126,6 +132,9 @@ impl Kind {
             Self::DOUBLE_SETUP => "DoublePIR setup",
             Self::DOUBLE_QUERY => "DoublePIR query",
             Self::DOUBLE_ANSWER => "DoublePIR answer",
+            Self::YPIR_SETUP => "YPIR setup",
+            Self::YPIR_QUERY => "YPIR query",
+            Self::YPIR_ANSWER => "YPIR answer",
             Self::DATABASE_FILE => "database file",
             _ => "message",
         }
@@ -173,6 +182,34 @@ impl Word for u32 {
     }
     fn get(bytes: &[u8]) -> Self {
         Self::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+    }
+}
+
+/// Bytes of `count` values of `width` bits packed end to end; `None` on overflow.
+pub fn packed_len(count: u64, width: u32) -> Option<u64> {
+    Some(count.checked_mul(u64::from(width))?.div_ceil(8))
+}
+
+/// Appends `values` of `width` bits (1 to 64; higher bits must be zero) packed end to end,
+/// least significant bit first, the last byte padded with zero bits.
+pub fn write_packed(out: &mut Vec<u8>, values: impl IntoIterator<Item = u64>, width: u32) {
+    debug_assert!((1..=64).contains(&width));
+    let (mut buffer, mut held) = (0u128, 0u32);
+    for value in values {
+        debug_assert!(
+            width == 64 || value >> width == 0,
+            "a value wider than its field"
+        );
+        buffer |= u128::from(value) << held;
+        held += width;
+        while held >= 8 {
+            out.push(buffer as u8);
+            buffer >>= 8;
+            held -= 8;
+        }
+    }
+    if held > 0 {
+        out.push(buffer as u8);
     }
 }
 
@@ -309,6 +346,37 @@ impl<'a> Reader<'a> {
         Ok(bytes.chunks_exact(W::BYTES).map(W::get).collect())
     }
 
+    /// The next `count` values of `width` bits (1 to 64) packed LSB-first ([`write_packed`]);
+    /// the bits that pad the last byte must be zero, so that every value list has one encoding.
+    pub fn packed(&mut self, count: usize, width: u32) -> Result<Vec<u64>, PirError> {
+        let len = packed_len(count as u64, width)
+            .and_then(|len| usize::try_from(len).ok())
+            .ok_or_else(|| self.error("length overflows"))?;
+        let bytes = self.take(len)?;
+        let mask = if width == 64 {
+            u64::MAX
+        } else {
+            (1u64 << width) - 1
+        };
+        let (mut buffer, mut held) = (0u128, 0u32);
+        let mut input = bytes.iter();
+        let mut values = Vec::with_capacity(count);
+        for _ in 0..count {
+            while held < width {
+                let byte = input.next().expect("a length checked above");
+                buffer |= u128::from(*byte) << held;
+                held += 8;
+            }
+            values.push(buffer as u64 & mask);
+            buffer >>= width;
+            held -= width;
+        }
+        if buffer != 0 {
+            return Err(self.error("nonzero padding bits after packed values"));
+        }
+        Ok(values)
+    }
+
     /// The bytes not read yet.
     pub fn rest(&self) -> &'a [u8] {
         self.bytes
@@ -327,6 +395,45 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packed_values_round_trip_and_padding_is_checked() {
+        for width in [1u32, 13, 20, 28, 56, 64] {
+            let mask = if width == 64 {
+                u64::MAX
+            } else {
+                (1 << width) - 1
+            };
+            let values: Vec<u64> = (0..37u64)
+                .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) & mask)
+                .collect();
+            let mut out = Vec::new();
+            write_packed(&mut out, values.iter().copied(), width);
+            assert_eq!(out.len() as u64, packed_len(37, width).unwrap());
+            let mut reader = Reader {
+                bytes: &out,
+                what: "test",
+            };
+            assert_eq!(reader.packed(37, width).unwrap(), values);
+            reader.finish().unwrap();
+        }
+        // 3 values of 5 bits leave a padding bit; setting it is refused.
+        let mut out = Vec::new();
+        write_packed(&mut out, [1, 2, 3], 5);
+        out[1] |= 0x80;
+        assert!(Reader {
+            bytes: &out,
+            what: "test"
+        }
+        .packed(3, 5)
+        .is_err());
+        assert!(Reader {
+            bytes: &out[..1],
+            what: "test"
+        }
+        .packed(3, 5)
+        .is_err());
+    }
 
     #[test]
     fn the_envelope_names_its_kind() {

@@ -109,13 +109,28 @@ impl KeySwitchKey {
             .enumerate()
             .map(|(j, (a, e))| {
                 let a_hat = ring.forward(a);
-                let mut b = ring.inverse(&ring.multiply(&a_hat, to));
-                ring.add_assign(&mut b, e);
-                ring.sub_assign(&mut b, &ring.scale(from, gadget.power(ring, j)));
+                let b = Self::body(ring, gadget.power(ring, j), from, to, &a_hat, e);
                 (a_hat, ring.forward(&b))
             })
             .collect();
         Self { gadget, rows }
+    }
+
+    /// The body `a·s + e − power·s'` of a key row with mask `a` (in evaluation form), for
+    /// `from` = `s'` and `to` = `s`: what a party that holds `s` sends for a row whose mask
+    /// both sides expand from a seed.
+    pub fn body(
+        ring: &Ring,
+        power: u64,
+        from: &Poly<Coefficients>,
+        to: &Poly<Evaluations>,
+        a: &Poly<Evaluations>,
+        e: &Poly<Coefficients>,
+    ) -> Poly<Coefficients> {
+        let mut b = ring.inverse(&ring.multiply(a, to));
+        ring.add_assign(&mut b, e);
+        ring.sub_assign(&mut b, &ring.scale(from, power));
+        b
     }
 
     /// A key from its rows `(a_j, b_j)` in evaluation form; `None` unless there is one per

@@ -122,9 +122,9 @@ impl Ring {
         self.moduli.map(|p| x.rem_euclid(i64::from(p)) as u32)
     }
 
-    /// The integer in `[0, q)` with residues `r0`, `r1` (Garner).
+    /// The integer in `[0, q)` with residues `r0 < p0`, `r1 < p1` (Garner).
     #[inline(always)]
-    fn combine(&self, r0: u32, r1: u32) -> u64 {
+    pub fn combine(&self, r0: u32, r1: u32) -> u64 {
         let [p0, p1] = self.moduli;
         let r0_mod_p1 = if r0 >= p1 { r0 - p1 } else { r0 };
         let difference = crate::ntt::sub_mod(r1, r0_mod_p1, p1);

@@ -63,3 +63,9 @@ impl<F: Form> Poly<F> {
         self.data.len() / 2
     }
 }
+
+impl<F: Form> zeroize::Zeroize for Poly<F> {
+    fn zeroize(&mut self) {
+        self.data.zeroize();
+    }
+}

@@ -1,0 +1,414 @@
+//! The YPIR server: sets a database up (the first layer and its hint for YPIR, the packed
+//! matrix and its packing plans for both) and answers queries.
+
+use obscura_math::expand::{MatrixSeed, NegacyclicMatrix, PublicMatrix};
+use obscura_math::hint::PreparedProduct;
+use obscura_math::kernels;
+use obscura_math::matrix::PlaintextMatrix;
+use obscura_math::pack;
+use obscura_math::ring::{pack, Ciphertext, PackingKeys, PackingPlan, Poly};
+use rayon::prelude::*;
+
+use super::bits::regroup;
+use super::messages::{Answer, Query};
+use super::packed::PackedLayer;
+use super::params::{CHUNK_BITS, DEGREE, FIRST_DIMENSION, ROUNDED_BITS, WORD_BITS};
+use super::pass::{pass, word_at, word_matrix, Residues};
+use super::scheme::Ypir;
+use super::setup::PublicSetup;
+use super::shape::{DoubleShape, Shape, SimpleShape, Variant, HINT_CHUNKS};
+use crate::lwe::{centered, value_slots, RecordFormat, Records};
+use crate::scheme::Progress;
+use crate::{PirError, PirServer};
+
+/// The domain of YPIR's first-layer matrix under the database's seed.
+pub(super) const FIRST_DOMAIN: u64 = 0x5950_4952_0000_0003;
+
+/// Choices made when a server sets up a YPIR database.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct YpirOptions {
+    /// The variant; `None` picks [`Variant::auto`] for the records.
+    pub variant: Option<Variant>,
+}
+
+/// The server side of YPIR.
+pub struct Server {
+    setup: PublicSetup,
+    layer: PackedLayer,
+    /// The packed layer's matrix ([`word_matrix`]): YPIR+SP's 14-bit words, one column per
+    /// column of records; YPIR's 15-bit chunks of the first layer's rounded hint, 2,048 rows
+    /// and one column per first-layer row.
+    packed: PlaintextMatrix,
+    /// One plan per ciphertext of the answer.
+    plans: Vec<PackingPlan>,
+    /// YPIR's first layer: the records' digits.
+    first: Option<PlaintextMatrix>,
+}
+
+/// The first layer's public matrix `A1` (`columns x 1024`, negacyclic blocks).
+pub(super) fn first_matrix(seed: MatrixSeed, columns: u64) -> PublicMatrix {
+    PublicMatrix::Negacyclic(
+        NegacyclicMatrix::new(seed, FIRST_DOMAIN, columns as usize, FIRST_DIMENSION)
+            .expect("a power-of-two dimension"),
+    )
+}
+
+/// A first-layer value rounded to [`ROUNDED_BITS`] bits: `round(x / 16) mod 2^28`.
+pub(super) fn round_first(x: u32) -> u32 {
+    x.wrapping_add(1 << (31 - ROUNDED_BITS)) >> (32 - ROUNDED_BITS)
+}
+
+impl Server {
+    /// Sets up a database of records of `record_bytes` bytes laid end to end in `data` (the last
+    /// one may be short); `progress(done, total)` follows the setup.
+    pub fn setup(
+        data: &[u8],
+        record_bytes: u64,
+        options: YpirOptions,
+        progress: Progress<'_>,
+    ) -> Result<Self, PirError> {
+        Self::setup_slots(data, record_bytes, RecordFormat::Raw, options, progress)
+    }
+
+    /// Sets up a database of variable-length values, each stored as its length and bytes in a
+    /// slot as large as the longest.
+    pub fn setup_values<V: AsRef<[u8]>>(
+        values: &[V],
+        options: YpirOptions,
+        progress: Progress<'_>,
+    ) -> Result<Self, PirError> {
+        let (data, slot) = value_slots(values)?;
+        Self::setup_slots(&data, slot, RecordFormat::LengthPrefixed, options, progress)
+    }
+
+    fn setup_slots(
+        data: &[u8],
+        record_bytes: u64,
+        format: RecordFormat,
+        options: YpirOptions,
+        progress: Progress<'_>,
+    ) -> Result<Self, PirError> {
+        if data.is_empty() || record_bytes == 0 {
+            return Err(PirError::InvalidParameters(
+                "the database has no records".into(),
+            ));
+        }
+        let records = (data.len() as u64).div_ceil(record_bytes);
+        let variant = options
+            .variant
+            .unwrap_or_else(|| Variant::auto(records, record_bytes));
+        let shape = Shape::plan(variant, records, record_bytes)?;
+        let seed = MatrixSeed::random().map_err(obscura_math::sample::RngError)?;
+        let setup = PublicSetup::new(shape, format, data.len() as u64, seed)?;
+        match shape {
+            Shape::Simple(s) => {
+                let packed = simple_words(data, &s);
+                Ok(Self::assemble(setup, packed, None, progress))
+            }
+            Shape::Double(s) => {
+                let first = first_digits(data, &s);
+                let hint = PreparedProduct::new(first_matrix(seed, s.columns())).product(&first);
+                let packed = hint_chunks(hint.as_slice(), &s);
+                Ok(Self::assemble(setup, packed, Some(first), progress))
+            }
+        }
+    }
+
+    /// A server from its setup and matrices: the packed layer's masks and plans are worked out
+    /// again.
+    fn assemble(
+        setup: PublicSetup,
+        packed: PlaintextMatrix,
+        first: Option<PlaintextMatrix>,
+        progress: Progress<'_>,
+    ) -> Self {
+        let rows = packed.rows();
+        let layer = PackedLayer::new(setup.seed(), packed.cols() / 2);
+        let group = match setup.shape() {
+            Shape::Simple(s) => s.packing().group,
+            Shape::Double(_) => DEGREE,
+        };
+        let total = (rows + rows.div_ceil(group) * group) as u64;
+        progress(0, total);
+        let masks = layer.masks(rows, |r, j| word_at(&packed, r, j));
+        progress(rows as u64, total);
+        let zero = Poly::zero(DEGREE);
+        let plans = masks
+            .par_chunks(group)
+            .map(|chunk| {
+                let mut padded = chunk.to_vec();
+                padded.resize(group, zero.clone());
+                layer.plan(&padded)
+            })
+            .collect();
+        progress(total, total);
+        Self {
+            setup,
+            layer,
+            packed,
+            plans,
+            first,
+        }
+    }
+
+    /// The public setup to hand to clients.
+    pub fn public_setup(&self) -> &PublicSetup {
+        &self.setup
+    }
+
+    /// Answers queries already checked against the setup.
+    fn answer_checked(&self, queries: &[&Query]) -> Vec<Answer> {
+        let ring = self.layer.ring();
+        let residues: Vec<Residues> = queries
+            .iter()
+            .map(|q| Residues::new(ring, &q.second))
+            .collect();
+        let (bodies, firsts) = rayon::join(
+            || pass(ring, &self.packed, &residues),
+            || self.first_answers(queries),
+        );
+        queries
+            .par_iter()
+            .zip(bodies)
+            .zip(residues.par_iter())
+            .enumerate()
+            .map(|(i, ((query, bodies), residues))| {
+                let keys = self.layer.packing_keys(Some(&query.keys));
+                let cts = match self.setup.shape() {
+                    Shape::Simple(_) => self.pack_groups(&keys, &bodies),
+                    Shape::Double(s) => {
+                        let answers = &firsts[i * s.digits() as usize..][..s.digits() as usize];
+                        vec![self.pack_double(s, &keys, bodies, answers, residues)]
+                    }
+                };
+                let (mut masks, mut values) = (Vec::new(), Vec::new());
+                for ct in &cts {
+                    let (mask, body) = self.layer.switch(ct);
+                    masks.extend(mask);
+                    values.extend(body);
+                }
+                Answer {
+                    digest: *self.setup.digest(),
+                    masks,
+                    bodies: values,
+                }
+            })
+            .collect()
+    }
+
+    /// YPIR's first pass: every query's first-layer vectors over the database at once.
+    fn first_answers(&self, queries: &[&Query]) -> Vec<Vec<u32>> {
+        let (Some(first), Shape::Double(s)) = (&self.first, self.setup.shape()) else {
+            return Vec::new();
+        };
+        let vectors: Vec<&[u32]> = queries
+            .iter()
+            .flat_map(|q| q.first.chunks_exact(s.columns() as usize))
+            .collect();
+        kernels::plaintext_mat_vecs(first, &vectors)
+    }
+
+    /// YPIR+SP's answer: each group of rows' bodies packed with its plan.
+    fn pack_groups(&self, keys: &PackingKeys, bodies: &[u64]) -> Vec<Ciphertext> {
+        self.plans
+            .iter()
+            .enumerate()
+            .map(|(g, plan)| {
+                let group = plan.count();
+                let mut padded = bodies[(g * group).min(bodies.len())..].to_vec();
+                padded.resize(group, 0);
+                plan.pack(self.layer.ring(), keys, &padded)
+            })
+            .collect()
+    }
+
+    /// YPIR's answer: the hint chunks' bodies packed with the plan, the answer chunks (which
+    /// change with every query) packed from scratch at their coefficients, the two added.
+    fn pack_double(
+        &self,
+        shape: &DoubleShape,
+        keys: &PackingKeys,
+        mut bodies: Vec<u64>,
+        answers: &[Vec<u32>],
+        residues: &Residues,
+    ) -> Ciphertext {
+        let ring = self.layer.ring();
+        let rows = shape.rows() as usize;
+        let chunks = shape.answer_chunks();
+        // Row r's answers, rounded, cut into chunks.
+        let per_row: Vec<Vec<u32>> = (0..rows)
+            .map(|r| {
+                let rounded = answers.iter().map(|a| round_first(a[r]));
+                regroup(rounded, ROUNDED_BITS, CHUNK_BITS, chunks)
+            })
+            .collect();
+        let chunk_matrix = word_matrix(chunks, rows, |i, r| per_row[r][i] as u16);
+        let chunk_bodies = pass(ring, &chunk_matrix, std::slice::from_ref(residues)).remove(0);
+        for (i, body) in chunk_bodies.into_iter().enumerate() {
+            bodies[shape.answer_position(i)] = body;
+        }
+        let mut ct = self.plans[0].pack(ring, keys, &bodies);
+        let masks = self.layer.masks(chunks, |i, r| per_row[r][i] as u16);
+        let zero = Poly::zero(DEGREE);
+        let mut inputs = vec![
+            Ciphertext {
+                a: zero.clone(),
+                b: zero.clone(),
+            };
+            shape.answer_group()
+        ];
+        for (input, mask) in inputs.iter_mut().zip(masks) {
+            input.a = mask;
+        }
+        let stride = DEGREE / shape.answer_group();
+        let chunks_ct = pack(ring, keys, &inputs).multiply_monomial(ring, stride - 1);
+        ct = ct.add(ring, &chunks_ct);
+        ct
+    }
+
+    /// A server from a stored setup and matrices; checks that they fit together.
+    pub fn from_parts(
+        setup: PublicSetup,
+        matrices: Vec<PlaintextMatrix>,
+    ) -> Result<Self, PirError> {
+        let shapes = matrix_shapes(&setup);
+        if matrices.len() != shapes.len()
+            || matrices
+                .iter()
+                .zip(&shapes)
+                .any(|(m, &shape)| (m.rows(), m.cols()) != shape)
+        {
+            return Err(PirError::malformed(
+                "database",
+                "its matrices do not have the shapes of its YPIR setup",
+            ));
+        }
+        let mut matrices = matrices.into_iter();
+        let first = match setup.shape() {
+            Shape::Simple(_) => None,
+            Shape::Double(_) => matrices.next(),
+        };
+        let packed = matrices.next().expect("a packed matrix");
+        Ok(Self::assemble(setup, packed, first, &|_, _| {}))
+    }
+}
+
+/// The `(rows, columns)` of the matrices a server of `setup` streams, in file order: YPIR's
+/// first layer, then the packed layer's bytes.
+pub(super) fn matrix_shapes(setup: &PublicSetup) -> Vec<(usize, usize)> {
+    match setup.shape() {
+        Shape::Simple(s) => vec![(s.rows() as usize, 2 * s.columns() as usize)],
+        Shape::Double(s) => vec![
+            (s.rows() as usize, s.columns() as usize),
+            (DEGREE, 2 * s.rows() as usize),
+        ],
+    }
+}
+
+/// YPIR+SP's matrix: column `c` is the bit stream of its records cut into 14-bit words.
+fn simple_words(data: &[u8], shape: &SimpleShape) -> PlaintextMatrix {
+    let column_bytes = (shape.per_column() * shape.record_bytes()) as usize;
+    let (rows, columns) = (shape.rows() as usize, shape.columns() as usize);
+    word_matrix(rows, columns, |r, c| {
+        let start = c * column_bytes;
+        let stream = &data[start..(start + column_bytes).min(data.len())];
+        word_in(stream, r as u64 * u64::from(WORD_BITS), WORD_BITS) as u16
+    })
+}
+
+/// The `width`-bit value (at most 16) at bit `offset` of `bytes`, zero past their end.
+fn word_in(bytes: &[u8], offset: u64, width: u32) -> u32 {
+    let first = (offset / 8) as usize;
+    let window = (0..3).fold(0u32, |acc, i| {
+        acc | u32::from(bytes.get(first + i).copied().unwrap_or(0)) << (8 * i)
+    });
+    (window >> (offset % 8)) & ((1 << width) - 1)
+}
+
+/// YPIR's first layer: row `r` holds records `r·m … r·m + m − 1`, each as its `k` digits in
+/// consecutive columns, stored centered.
+fn first_digits(data: &[u8], shape: &DoubleShape) -> PlaintextMatrix {
+    let (per_row, digits) = (shape.per_row() as usize, shape.digits() as usize);
+    let (record_bytes, width) = (shape.record_bytes() as usize, u32::from(shape.log_p()));
+    let records = shape.records() as usize;
+    PlaintextMatrix::from_fn(
+        shape.rows() as usize,
+        shape.columns() as usize,
+        |r, c, out| {
+            for (i, entry) in out.iter_mut().enumerate() {
+                let (record, digit) = (r * per_row + (c + i) / digits, (c + i) % digits);
+                *entry = if record < records {
+                    let start = record * record_bytes;
+                    let bytes = &data[start..(start + record_bytes).min(data.len())];
+                    let offset = (digit as u32 * width) as u64;
+                    centered(
+                        pack::digit_at(bytes, offset, width, bytes.len() as u64 * 8),
+                        width,
+                    )
+                } else {
+                    0
+                };
+            }
+        },
+    )
+}
+
+/// YPIR's packed matrix: column `r` holds the 15-bit chunks of the first layer's hint row `r`
+/// (1,024 values rounded to 28 bits) at [`DoubleShape::hint_positions`]; the answer chunks'
+/// rows are zero.
+fn hint_chunks(hint: &[u32], shape: &DoubleShape) -> PlaintextMatrix {
+    let rows = shape.rows() as usize;
+    let chunks: Vec<Vec<u32>> = hint
+        .par_chunks_exact(FIRST_DIMENSION)
+        .map(|row| {
+            let rounded = row.iter().map(|&x| round_first(x));
+            regroup(rounded, ROUNDED_BITS, CHUNK_BITS, HINT_CHUNKS)
+        })
+        .collect();
+    let mut slot = vec![None; DEGREE];
+    for (t, position) in shape.hint_positions().into_iter().enumerate() {
+        slot[position] = Some(t);
+    }
+    word_matrix(DEGREE, rows, |c, r| {
+        slot[c].map_or(0, |t| chunks[r][t] as u16)
+    })
+}
+
+impl PirServer for Server {
+    type Scheme = Ypir;
+    type Data<'a> = Records<'a>;
+    type Options = YpirOptions;
+
+    fn build(
+        records: Records<'_>,
+        options: YpirOptions,
+        progress: Progress<'_>,
+    ) -> Result<Self, PirError> {
+        Self::setup(records.bytes, records.record_bytes, options, progress)
+    }
+
+    fn public_setup(&self) -> &PublicSetup {
+        &self.setup
+    }
+
+    fn answer(&self, query: &Query) -> Result<Answer, PirError> {
+        query.check(&self.setup)?;
+        Ok(self.answer_checked(&[query]).remove(0))
+    }
+
+    fn answer_batch(&self, queries: &[Query]) -> Result<Vec<Answer>, PirError> {
+        for query in queries {
+            query.check(&self.setup)?;
+        }
+        let queries: Vec<&Query> = queries.iter().collect();
+        Ok(self.answer_checked(&queries))
+    }
+
+    fn matrices(&self) -> Vec<&PlaintextMatrix> {
+        self.first.iter().chain([&self.packed]).collect()
+    }
+
+    fn from_parts(setup: PublicSetup, matrices: Vec<PlaintextMatrix>) -> Result<Self, PirError> {
+        Server::from_parts(setup, matrices)
+    }
+}
