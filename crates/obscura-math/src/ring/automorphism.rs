@@ -51,6 +51,11 @@ impl Automorphism {
         })
     }
 
+    /// For each evaluation slot, the slot of the input it takes its value from.
+    pub(super) fn evaluation_sources(&self) -> &[u32] {
+        &self.evaluations
+    }
+
     /// `k`.
     pub fn exponent(&self) -> usize {
         self.k

@@ -8,7 +8,8 @@
 //! - [`Gadget`]: decomposition into signed base-`2^b` digits;
 //! - [`Ciphertext`] and [`KeySwitchKey`]: RLWE ciphertexts and key switching;
 //! - [`pack`]: LWE ciphertexts packed into one RLWE ciphertext with [`PackingKeys`];
-//! - [`Ring::switch_modulus`]: rounding a polynomial modulo `q` to a smaller modulus.
+//! - [`Ring::switch_modulus`]: rounding a polynomial modulo `q` to a smaller modulus;
+//! - [`words`]: matrices of 16-bit words times vectors modulo `q`.
 //!
 //! The transforms are [`crate::ntt`]'s (merged-twist Cooley–Tukey and Gentleman–Sande with
 //! Shoup's products), compiled for each kernel [`Backend`](crate::kernels::Backend).
@@ -19,6 +20,7 @@ mod keyswitch;
 mod packing;
 mod poly;
 mod wide;
+pub mod words;
 
 use std::sync::{Arc, OnceLock};
 
@@ -301,8 +303,10 @@ impl Ring {
         let p = self.moduli[k];
         let (bits, m) = self.barrett[k];
         let x = u64::from(a) * u64::from(b);
-        let quotient = ((x >> (bits - 2)) * m) >> (bits + 2);
-        let r = x.wrapping_sub(quotient.wrapping_mul(u64::from(p))) as u32;
+        // Both factors of the estimate fit 32 bits (x >> (b − 2) < 2^(b+2), m ≤ 2^(b+1)), and the
+        // remainder is below 2^32, so the products run on 32-bit lanes.
+        let quotient = (u64::from((x >> (bits - 2)) as u32) * (m as u32 as u64)) >> (bits + 2);
+        let r = (x as u32).wrapping_sub((quotient as u32).wrapping_mul(p));
         let r = r.min(r.wrapping_sub(2 * p));
         r.min(r.wrapping_sub(p))
     }

@@ -23,8 +23,12 @@
 //! runs the masks ahead of time and keeps the digits, so that packing ciphertexts with those
 //! masks is then only products in evaluation form, with no transform before the last.
 
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+
 use super::{
-    Automorphism, Ciphertext, Coefficients, Evaluations, Gadget, KeySwitchKey, Poly, Ring,
+    wide, Automorphism, Ciphertext, Coefficients, Evaluations, Gadget, KeySwitchKey, Poly, Ring,
 };
 
 /// The automorphism key switches [`pack`] needs: from `τ_(2^k+1)(s)` back to `s` for
@@ -122,6 +126,18 @@ pub fn packing_factor(ring: &Ring) -> u64 {
     inverse as u64
 }
 
+/// The pairs `(d_j, b_j)` of a key switch's digits and the key's bodies.
+fn products<'a>(
+    digits: &'a [Poly<Evaluations>],
+    key: &'a KeySwitchKey,
+) -> Vec<(&'a [u32], &'a [u32])> {
+    digits
+        .iter()
+        .zip(key.rows())
+        .map(|(d, (_, b))| (d.residues(), b.residues()))
+        .collect()
+}
+
 /// One step of packing `count` ciphertexts: a combine of working entries `i` and `i + h` at a
 /// level, or a trace level on entry 0.
 #[derive(Clone, Copy, Debug)]
@@ -189,13 +205,15 @@ pub fn pack(ring: &Ring, keys: &PackingKeys, cts: &[Ciphertext]) -> Ciphertext {
 /// for every key switch, the digits of the mask it switches (in evaluation form; about
 /// `3 · 16 KiB` per step at degree 2048 over YPIR's primes, `count − 1 + log(n/count)` steps).
 /// [`PackingPlan::pack`] then packs ciphertexts with those masks and any bodies.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct PackingPlan {
     count: usize,
     mask: Poly<Coefficients>,
     digits: Vec<Vec<Poly<Evaluations>>>,
     /// `y = x^(n/2^ℓ)` in evaluation form for each level `ℓ = 1 … log n`.
     monomials: Vec<Poly<Evaluations>>,
+    /// Working memory of earlier packs, kept so that each pack does not fault in fresh pages.
+    buffers: Mutex<Vec<Vec<u32>>>,
 }
 
 impl PackingPlan {
@@ -243,6 +261,30 @@ impl PackingPlan {
             mask: work.swap_remove(0),
             digits,
             monomials,
+            buffers: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A working buffer of `len` words from the kept ones, or a new one.
+    fn take_buffer(&self, len: usize) -> Vec<u32> {
+        let kept = self
+            .buffers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop();
+        kept.filter(|b| b.len() == len)
+            .unwrap_or_else(|| crate::memory::written(len, 0u32))
+    }
+
+    /// Keeps a working buffer for a later pack (at most two: one per concurrent pack is
+    /// enough for a server's answers).
+    fn return_buffer(&self, buffer: Vec<u32>) {
+        let mut kept = self
+            .buffers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if kept.len() < 2 {
+            kept.push(buffer);
         }
     }
 
@@ -252,7 +294,8 @@ impl PackingPlan {
     }
 
     /// [`pack`] of the ciphertexts with the plan's masks and the constant bodies `bodies` (one
-    /// per input, as [`lwe_to_rlwe`] makes them), with `keys` whose masks are the plan's.
+    /// per input, as [`lwe_to_rlwe`] makes them), with `keys` whose masks are the plan's. The
+    /// combines of a level are independent and run on the rayon pool.
     ///
     /// # Panics
     /// If there is not one body per input.
@@ -260,28 +303,60 @@ impl PackingPlan {
         assert_eq!(bodies.len(), self.count, "one body per packed ciphertext");
         let n = ring.degree();
         // A constant body has no garbage: the tree takes it to n·β at x^(j·n/count) exactly,
-        // so the working bodies start at zero and carry only what the key switches add.
-        let mut work = vec![Poly::<Evaluations>::zero(n); self.count];
-        for (step, digits) in steps(n, self.count).into_iter().zip(&self.digits) {
-            let (tau, key) = &keys.keys[step.level() - 1];
-            match step {
-                Step::Combine { level, i, h } => {
-                    let odd = ring.multiply(&work[i + h], &self.monomials[level - 1]);
-                    let mut difference = work[i].clone();
-                    ring.sub_assign(&mut difference, &odd);
-                    ring.add_assign(&mut work[i], &odd);
-                    let moved = tau.apply(ring, &difference);
-                    ring.add_assign(&mut work[i], &moved);
-                    key.add_bodies(ring, digits, &mut work[i]);
-                }
-                Step::Trace { .. } => {
-                    let moved = tau.apply(ring, &work[0]);
-                    ring.add_assign(&mut work[0], &moved);
-                    key.add_bodies(ring, digits, &mut work[0]);
-                }
+        // so the working bodies start at zero and carry only what the key switches add. Level
+        // 1 writes the first half of the entries; each later level works within it.
+        let entry = 2 * n;
+        let mut work = self.take_buffer(entry * (self.count / 2).max(1));
+        work.fill(0);
+        let zero = vec![0u32; entry];
+        let mut digits = self.digits.iter();
+        for (level, (tau, key)) in keys.keys.iter().enumerate().map(|(k, key)| (k + 1, key)) {
+            let h = self.count >> level;
+            let (y, sources) = (
+                self.monomials[level - 1].residues(),
+                tau.evaluation_sources(),
+            );
+            if h == 0 {
+                // A trace level: entry 0 plus its automorphism, switched.
+                let products = products(digits.next().expect("a step per level"), key);
+                let combine = wide::Combine {
+                    y,
+                    sources,
+                    products: &products,
+                };
+                let mut scratch = vec![0u32; 3 * n];
+                wide::combine(ring, &combine, &mut work[..entry], &zero, &mut scratch);
+                continue;
             }
+            let level_digits: Vec<_> = digits.by_ref().take(h).collect();
+            // At level 1 every entry is still zero: the odd ones are not stored.
+            let (front, back) = work.split_at_mut(h * entry);
+            let odd = |i: usize| -> &[u32] {
+                if level == 1 {
+                    &zero
+                } else {
+                    &back[i * entry..(i + 1) * entry]
+                }
+            };
+            front
+                .par_chunks_mut(entry)
+                .zip(level_digits)
+                .enumerate()
+                .for_each_init(
+                    || vec![0u32; 3 * n],
+                    |scratch, (i, (e, d))| {
+                        let products = products(d, key);
+                        let combine = wide::Combine {
+                            y,
+                            sources,
+                            products: &products,
+                        };
+                        wide::combine(ring, &combine, e, odd(i), scratch);
+                    },
+                );
         }
-        let mut b = ring.inverse(&work[0]);
+        let mut b = ring.inverse(&Poly::from_data(work[..entry].to_vec()));
+        self.return_buffer(work);
         let stride = n / self.count;
         let mut constants = vec![0u64; n];
         let q = u128::from(ring.modulus());

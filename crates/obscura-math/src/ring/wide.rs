@@ -68,6 +68,132 @@ pub(super) fn multiply_add_on(
     }
 }
 
+/// One combine of packing's body side, in evaluation form: with `yo = o·y`,
+/// `e ← e + yo + τ(e − yo) + Σ_j d_j·b_j`, `τ` given by the source slot of each output slot,
+/// the `(d_j, b_j)` pairs by `products`; `scratch` holds `3n` words.
+pub(super) struct Combine<'a> {
+    /// `y = x^(n/2^ℓ)` in evaluation form.
+    pub y: &'a [u32],
+    /// The automorphism's source slot for each slot.
+    pub sources: &'a [u32],
+    /// The digits and the key's bodies they multiply.
+    pub products: &'a [(&'a [u32], &'a [u32])],
+}
+
+/// [`Combine`] of `e` with `o` on the detected backend.
+pub(super) fn combine(
+    ring: &Ring,
+    step: &Combine<'_>,
+    e: &mut [u32],
+    o: &[u32],
+    scratch: &mut [u32],
+) {
+    combine_on(Backend::detect(), ring, step, e, o, scratch)
+}
+
+/// [`combine`] on `backend`.
+pub(super) fn combine_on(
+    backend: Backend,
+    ring: &Ring,
+    step: &Combine<'_>,
+    e: &mut [u32],
+    o: &[u32],
+    scratch: &mut [u32],
+) {
+    match backend {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as for `forward_on`.
+        Backend::Avx512(_) => unsafe { combine_avx512(ring, step, e, o, scratch) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as for `forward_on`.
+        Backend::Avx2(_) => unsafe { combine_avx2(ring, step, e, o, scratch) },
+        _ => combine_inline(ring, step, e, o, scratch),
+    }
+}
+
+#[inline(always)]
+fn combine_inline(ring: &Ring, step: &Combine<'_>, e: &mut [u32], o: &[u32], scratch: &mut [u32]) {
+    let n = ring.degree();
+    let (yo, rest) = scratch[..3 * n].split_at_mut(n);
+    let (t, moved) = rest.split_at_mut(n);
+    for (k, (e, o)) in e.chunks_exact_mut(n).zip(o.chunks_exact(n)).enumerate() {
+        let p = ring.moduli()[k];
+        let y = &step.y[k * n..(k + 1) * n];
+        for (((yo, t), (&o, &y)), &e) in yo
+            .iter_mut()
+            .zip(t.iter_mut())
+            .zip(o.iter().zip(y))
+            .zip(e.iter())
+        {
+            *yo = ring.multiply_mod(k, o, y);
+            *t = crate::ntt::sub_mod(e, *yo, p);
+        }
+        // The automorphism alone, so that the sums around it run on vector lanes.
+        for (moved, &source) in moved.iter_mut().zip(step.sources) {
+            *moved = t[source as usize];
+        }
+        for ((e, &yo), &moved) in e.iter_mut().zip(yo.iter()).zip(moved.iter()) {
+            *e = add_mod(add_mod(*e, yo, p), moved, p);
+        }
+        for pair in step.products.chunks(2) {
+            match pair {
+                [(d0, b0), (d1, b1)] => {
+                    let (d0, b0, d1, b1) = (
+                        residue(d0, k, n),
+                        residue(b0, k, n),
+                        residue(d1, k, n),
+                        residue(b1, k, n),
+                    );
+                    for (i, e) in e.iter_mut().enumerate() {
+                        let sum = add_mod(
+                            ring.multiply_mod(k, d0[i], b0[i]),
+                            ring.multiply_mod(k, d1[i], b1[i]),
+                            p,
+                        );
+                        *e = add_mod(*e, sum, p);
+                    }
+                }
+                [(d, b)] => {
+                    for ((e, &d), &b) in e.iter_mut().zip(residue(d, k, n)).zip(residue(b, k, n)) {
+                        *e = add_mod(*e, ring.multiply_mod(k, d, b), p);
+                    }
+                }
+                _ => unreachable!("chunks of one or two"),
+            }
+        }
+    }
+}
+
+/// Residue `k` of a polynomial of degree `n`.
+#[inline(always)]
+fn residue(x: &[u32], k: usize, n: usize) -> &[u32] {
+    &x[k * n..(k + 1) * n]
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+unsafe fn combine_avx512(
+    ring: &Ring,
+    step: &Combine<'_>,
+    e: &mut [u32],
+    o: &[u32],
+    scratch: &mut [u32],
+) {
+    combine_inline(ring, step, e, o, scratch)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn combine_avx2(
+    ring: &Ring,
+    step: &Combine<'_>,
+    e: &mut [u32],
+    o: &[u32],
+    scratch: &mut [u32],
+) {
+    combine_inline(ring, step, e, o, scratch)
+}
+
 #[inline(always)]
 fn forward_inline(ring: &Ring, data: &mut [u32]) {
     for (k, residues) in data.chunks_exact_mut(ring.degree()).enumerate() {

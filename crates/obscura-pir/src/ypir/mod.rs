@@ -28,7 +28,6 @@ mod client;
 mod messages;
 mod packed;
 pub mod params;
-mod pass;
 mod scheme;
 mod server;
 mod setup;

@@ -13,13 +13,13 @@ use super::bits::regroup;
 use super::messages::{Answer, Query};
 use super::packed::PackedLayer;
 use super::params::{CHUNK_BITS, DEGREE, FIRST_DIMENSION, ROUNDED_BITS, WORD_BITS};
-use super::pass::{pass, word_at, word_matrix, Residues};
 use super::scheme::Ypir;
 use super::setup::PublicSetup;
 use super::shape::{DoubleShape, Shape, SimpleShape, Variant, HINT_CHUNKS};
 use crate::lwe::{centered, value_slots, RecordFormat, Records};
 use crate::scheme::Progress;
 use crate::{PirError, PirServer};
+use obscura_math::ring::words::{pass, word_at, word_matrix, Residues};
 
 /// The domain of YPIR's first-layer matrix under the database's seed.
 pub(super) const FIRST_DOMAIN: u64 = 0x5950_4952_0000_0003;
