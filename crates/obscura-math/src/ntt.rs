@@ -111,10 +111,68 @@ impl PrimeTables {
     }
 
     /// In place, natural order in, bit-reversed order out; values in `[0, p)`.
+    ///
+    /// The stages whose butterflies pair entries fewer than [`LANES`] apart run on
+    /// [`LANES`] butterflies gathered from neighbouring blocks ([`Self::short_stage`]), so
+    /// that every stage runs on vector lanes.
     #[inline(always)]
     pub(crate) fn forward(&self, a: &mut [u32]) {
         let p = self.p;
-        self.forward_stages(a, |x, y, w, w_shoup| cooley_tukey(x, y, w, w_shoup, p));
+        let n = a.len();
+        if n < 2 * LANES {
+            return self.forward_stages(a, |x, y, w, w_shoup| cooley_tukey(x, y, w, w_shoup, p));
+        }
+        let butterfly = |x: &mut u32, y: &mut u32, w, w_shoup| cooley_tukey(x, y, w, w_shoup, p);
+        let mut t = n;
+        let mut m = 1;
+        while t > LANES {
+            t /= 2;
+            for i in 0..m {
+                let (w, w_shoup) = self.psi[m + i];
+                let (lo, hi) = a[2 * i * t..2 * i * t + 2 * t].split_at_mut(t);
+                for (lo, hi) in lo.chunks_exact_mut(LANES).zip(hi.chunks_exact_mut(LANES)) {
+                    for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
+                        butterfly(x, y, w, w_shoup);
+                    }
+                }
+            }
+            m *= 2;
+        }
+        self.short_stage::<8>(a, &self.psi, m, butterfly);
+        self.short_stage::<4>(a, &self.psi, 2 * m, butterfly);
+        self.short_stage::<2>(a, &self.psi, 4 * m, butterfly);
+        self.short_stage::<1>(a, &self.psi, 8 * m, butterfly);
+    }
+
+    /// One stage whose blocks pair entries `T` apart (`T < LANES`): twiddle `table[m + g]` for
+    /// block `g`, the butterflies of `LANES / T` neighbouring blocks gathered into lanes.
+    #[inline(always)]
+    fn short_stage<const T: usize>(
+        &self,
+        a: &mut [u32],
+        table: &[(u32, u32)],
+        m: usize,
+        butterfly: impl Fn(&mut u32, &mut u32, u32, u32),
+    ) {
+        let blocks = LANES / T;
+        for (chunk, base) in a.chunks_exact_mut(2 * LANES).zip((m..).step_by(blocks)) {
+            let (mut x, mut y) = ([0u32; LANES], [0u32; LANES]);
+            let (mut w, mut w_shoup) = ([0u32; LANES], [0u32; LANES]);
+            for j in 0..LANES {
+                let (g, o) = (j / T, j % T);
+                x[j] = chunk[2 * T * g + o];
+                y[j] = chunk[2 * T * g + T + o];
+                (w[j], w_shoup[j]) = table[base + g];
+            }
+            for j in 0..LANES {
+                butterfly(&mut x[j], &mut y[j], w[j], w_shoup[j]);
+            }
+            for j in 0..LANES {
+                let (g, o) = (j / T, j % T);
+                chunk[2 * T * g + o] = x[j];
+                chunk[2 * T * g + T + o] = y[j];
+            }
+        }
     }
 
     /// [`forward`](Self::forward) of [`LANES`] polynomials at once, stored coefficient by
@@ -207,11 +265,37 @@ impl PrimeTables {
         self.n_inv
     }
 
-    /// In place, bit-reversed order in, natural order out, including the 1/n scaling.
+    /// In place, bit-reversed order in, natural order out, including the 1/n scaling; the
+    /// short stages as in [`Self::forward`].
     #[inline(always)]
     pub(crate) fn inverse(&self, a: &mut [u32]) {
         let p = self.p;
-        self.inverse_stages(a, |x, y, w, w_shoup| gentleman_sande(x, y, w, w_shoup, p));
+        let n = a.len();
+        let butterfly = |x: &mut u32, y: &mut u32, w, w_shoup| gentleman_sande(x, y, w, w_shoup, p);
+        if n < 2 * LANES {
+            self.inverse_stages(a, butterfly);
+        } else {
+            self.short_stage::<1>(a, &self.psi_inv, n / 2, butterfly);
+            self.short_stage::<2>(a, &self.psi_inv, n / 4, butterfly);
+            self.short_stage::<4>(a, &self.psi_inv, n / 8, butterfly);
+            self.short_stage::<8>(a, &self.psi_inv, n / 16, butterfly);
+            let mut t = LANES;
+            let mut m = n / LANES;
+            while m > 1 {
+                let h = m / 2;
+                for i in 0..h {
+                    let (w, w_shoup) = self.psi_inv[h + i];
+                    let (lo, hi) = a[2 * i * t..2 * i * t + 2 * t].split_at_mut(t);
+                    for (lo, hi) in lo.chunks_exact_mut(LANES).zip(hi.chunks_exact_mut(LANES)) {
+                        for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
+                            butterfly(x, y, w, w_shoup);
+                        }
+                    }
+                }
+                t *= 2;
+                m = h;
+            }
+        }
         let (s, s_shoup) = self.n_inv;
         for x in a.iter_mut() {
             *x = mul_shoup(*x, s, s_shoup, p);
