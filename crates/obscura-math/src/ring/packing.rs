@@ -307,7 +307,6 @@ impl PackingPlan {
         // 1 writes the first half of the entries; each later level works within it.
         let entry = 2 * n;
         let mut work = self.take_buffer(entry * (self.count / 2).max(1));
-        work.fill(0);
         let zero = vec![0u32; entry];
         let mut digits = self.digits.iter();
         for (level, (tau, key)) in keys.keys.iter().enumerate().map(|(k, key)| (k + 1, key)) {
@@ -323,6 +322,7 @@ impl PackingPlan {
                     y,
                     sources,
                     products: &products,
+                    from_zero: false,
                 };
                 let mut scratch = vec![0u32; 3 * n];
                 wide::combine(ring, &combine, &mut work[..entry], &zero, &mut scratch);
@@ -350,6 +350,7 @@ impl PackingPlan {
                             y,
                             sources,
                             products: &products,
+                            from_zero: level == 1,
                         };
                         wide::combine(ring, &combine, e, odd(i), scratch);
                     },

@@ -78,6 +78,8 @@ pub(super) struct Combine<'a> {
     pub sources: &'a [u32],
     /// The digits and the key's bodies they multiply.
     pub products: &'a [(&'a [u32], &'a [u32])],
+    /// Whether `e` and `o` are zero (packing's first level): then `e ← Σ_j d_j·b_j`.
+    pub from_zero: bool,
 }
 
 /// [`Combine`] of `e` with `o` on the detected backend.
@@ -118,22 +120,10 @@ fn combine_inline(ring: &Ring, step: &Combine<'_>, e: &mut [u32], o: &[u32], scr
     let (t, moved) = rest.split_at_mut(n);
     for (k, (e, o)) in e.chunks_exact_mut(n).zip(o.chunks_exact(n)).enumerate() {
         let p = ring.moduli()[k];
-        let y = &step.y[k * n..(k + 1) * n];
-        for (((yo, t), (&o, &y)), &e) in yo
-            .iter_mut()
-            .zip(t.iter_mut())
-            .zip(o.iter().zip(y))
-            .zip(e.iter())
-        {
-            *yo = ring.multiply_mod(k, o, y);
-            *t = crate::ntt::sub_mod(e, *yo, p);
-        }
-        // The automorphism alone, so that the sums around it run on vector lanes.
-        for (moved, &source) in moved.iter_mut().zip(step.sources) {
-            *moved = t[source as usize];
-        }
-        for ((e, &yo), &moved) in e.iter_mut().zip(yo.iter()).zip(moved.iter()) {
-            *e = add_mod(add_mod(*e, yo, p), moved, p);
+        if step.from_zero {
+            e.fill(0);
+        } else {
+            combine_automorphism(ring, k, step, e, o, yo, t, moved);
         }
         for pair in step.products.chunks(2) {
             match pair {
@@ -161,6 +151,40 @@ fn combine_inline(ring: &Ring, step: &Combine<'_>, e: &mut [u32], o: &[u32], scr
                 _ => unreachable!("chunks of one or two"),
             }
         }
+    }
+}
+
+/// `e ← e + yo + τ(e − yo)` for residue `k`, with `yo = o·y`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn combine_automorphism(
+    ring: &Ring,
+    k: usize,
+    step: &Combine<'_>,
+    e: &mut [u32],
+    o: &[u32],
+    yo: &mut [u32],
+    t: &mut [u32],
+    moved: &mut [u32],
+) {
+    let n = ring.degree();
+    let p = ring.moduli()[k];
+    let y = &step.y[k * n..(k + 1) * n];
+    for (((yo, t), (&o, &y)), &e) in yo
+        .iter_mut()
+        .zip(t.iter_mut())
+        .zip(o.iter().zip(y))
+        .zip(e.iter())
+    {
+        *yo = ring.multiply_mod(k, o, y);
+        *t = crate::ntt::sub_mod(e, *yo, p);
+    }
+    // The automorphism alone, so that the sums around it run on vector lanes.
+    for (moved, &source) in moved.iter_mut().zip(step.sources) {
+        *moved = t[source as usize];
+    }
+    for ((e, &yo), &moved) in e.iter_mut().zip(yo.iter()).zip(moved.iter()) {
+        *e = add_mod(add_mod(*e, yo, p), moved, p);
     }
 }
 
