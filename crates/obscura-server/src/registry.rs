@@ -20,6 +20,7 @@ use obscura_pir::lwe::{self, Lwe};
 use obscura_pir::params::LweParams;
 use obscura_pir::scheme::{QueryOf, SetupOf};
 use obscura_pir::wire::{Digest, Kind, Reader};
+use obscura_pir::ypir::Ypir;
 use obscura_pir::{Encode, Message, PirError, PirServer, Scheme, SetupMessage};
 
 /// A query decoded for a [`Database`], waiting to be answered (its type is the scheme's).
@@ -28,7 +29,8 @@ pub struct DecodedQuery(Box<dyn Any + Send>);
 /// What a listing says about a database, whatever its scheme.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Listing {
-    /// The scheme's name for its databases (`index`, `double`, `keyword`, `treepir`, `pbc`).
+    /// The scheme's name for its databases (`index`, `double`, `ypir`, `keyword`, `treepir`,
+    /// `pbc`).
     pub kind: &'static str,
     /// Records, keys or leaves.
     pub items: u64,
@@ -250,6 +252,7 @@ pub fn built_in(kind: Kind) -> Option<&'static dyn StoredScheme> {
         Kind::TREEPIR_SETUP => Some(&Stored::<TreePir>::SCHEME),
         Kind::PBC_SETUP => Some(&Stored::<Pbc>::SCHEME),
         Kind::DOUBLE_SETUP => Some(&Stored::<Double>::SCHEME),
+        Kind::YPIR_SETUP => Some(&Stored::<Ypir>::SCHEME),
         _ => None,
     }
 }

@@ -307,6 +307,10 @@ impl PackingPlan {
         // 1 writes the first half of the entries; each later level works within it.
         let entry = 2 * n;
         let mut work = self.take_buffer(entry * (self.count / 2).max(1));
+        if self.count == 1 {
+            // No combine: the trace starts from the zero body.
+            work.fill(0);
+        }
         let zero = vec![0u32; entry];
         let mut digits = self.digits.iter();
         for (level, (tau, key)) in keys.keys.iter().enumerate().map(|(k, key)| (k + 1, key)) {

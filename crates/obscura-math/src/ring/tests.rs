@@ -440,9 +440,10 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(12))]
+    #![proptest_config(ProptestConfig::with_cases(40))]
 
-    /// A plan made from the masks alone packs exactly as the full packing does, for any bodies.
+    /// A plan made from the masks alone packs exactly as the full packing does, for any bodies,
+    /// every count from 1 to n at n = 2^7 among the cases.
     #[test]
     fn plans_pack_as_the_full_packing(log_n in 1u32..=7, log_count in 0u32..=7, seed in 1u64..) {
         let ring = small_ring(log_n);
@@ -475,6 +476,8 @@ proptest! {
         prop_assert!(PackingKeys::from_keys(&ring, rebuilt[1..].to_vec()).is_none());
         let rebuilt = PackingKeys::from_keys(&ring, rebuilt).unwrap();
         prop_assert_eq!(plan.pack(&ring, &rebuilt, &bodies), pack(&ring, &keys, &cts));
+        // Packing again (on the plan's kept working memory) packs the same.
+        prop_assert_eq!(plan.pack(&ring, &keys, &bodies), pack(&ring, &keys, &cts));
         let short = keys.keys().next().unwrap().rows()[1..].to_vec();
         prop_assert!(KeySwitchKey::from_rows(&ring, gadget, short).is_none());
     }

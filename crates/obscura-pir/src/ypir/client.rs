@@ -10,7 +10,7 @@ use zeroize::{Zeroize, ZeroizeOnDrop};
 use super::bits::{bytes_at, regroup};
 use super::messages::{Answer, Query};
 use super::packed::{PackedLayer, Secret};
-use super::params::{CHUNK_BITS, DEGREE, FIRST_SIGMA, ROUNDED_BITS, WORD_BITS};
+use super::params::{DEGREE, FIRST_SIGMA, PLAINTEXT_BITS, ROUNDED_BITS};
 use super::scheme::Ypir;
 use super::server::first_matrix;
 use super::setup::PublicSetup;
@@ -114,14 +114,16 @@ impl Client {
             .chunks_exact(DEGREE)
             .zip(answer.bodies.chunks_exact(DEGREE))
             .flat_map(|(mask, body)| {
-                let values = self.layer.decrypt(&state.secret, mask, body, WORD_BITS);
+                let values = self
+                    .layer
+                    .decrypt(&state.secret, mask, body, PLAINTEXT_BITS);
                 (0..packing.group).map(move |i| values[i * stride])
             })
             .take(shape.rows() as usize)
             .collect();
         let (_, start) = shape.locate(state.index).expect("a located index");
         let len = self.setup.record_len(state.index) as usize;
-        bytes_at(&words, WORD_BITS, start, len)
+        bytes_at(&words, PLAINTEXT_BITS, start, len)
     }
 
     /// YPIR's record: the hint row and the answers from the packed chunks, then each digit.
@@ -131,14 +133,14 @@ impl Client {
         state: &QueryState,
         answer: &Answer,
     ) -> Result<Vec<u8>, PirError> {
-        let chunks = self
-            .layer
-            .decrypt(&state.secret, &answer.masks, &answer.bodies, CHUNK_BITS);
+        let chunks =
+            self.layer
+                .decrypt(&state.secret, &answer.masks, &answer.bodies, PLAINTEXT_BITS);
         let hint_chunks = shape.hint_positions().into_iter().map(|c| chunks[c]);
         let lift = |v: u32| v << (32 - ROUNDED_BITS);
         let hint: Vec<u32> = regroup(
             hint_chunks,
-            CHUNK_BITS,
+            PLAINTEXT_BITS,
             ROUNDED_BITS,
             super::params::FIRST_DIMENSION,
         )
@@ -148,7 +150,7 @@ impl Client {
         let answer_chunks = (0..shape.answer_chunks()).map(|i| chunks[shape.answer_position(i)]);
         let answers = regroup(
             answer_chunks,
-            CHUNK_BITS,
+            PLAINTEXT_BITS,
             ROUNDED_BITS,
             shape.digits() as usize,
         );
@@ -184,13 +186,13 @@ impl PirClient for Client {
         let (first, first_secrets, second) = match (self.setup.shape(), &self.first) {
             (Shape::Simple(s), _) => {
                 let (column, _) = s.locate(index)?;
-                let second = self.layer.query(&secret, column as usize, WORD_BITS)?;
+                let second = self.layer.query(&secret, column as usize, PLAINTEXT_BITS)?;
                 (Vec::new(), Vec::new(), second)
             }
             (Shape::Double(s), Some(a)) => {
                 let (row, first_column) = s.locate(index)?;
                 let (first, secrets) = self.first_queries(a, s, first_column)?;
-                let second = self.layer.query(&secret, row as usize, CHUNK_BITS)?;
+                let second = self.layer.query(&secret, row as usize, PLAINTEXT_BITS)?;
                 (first, secrets, second)
             }
             (Shape::Double(_), None) => unreachable!("a YPIR client keeps its first matrix"),

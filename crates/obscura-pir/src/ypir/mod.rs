@@ -13,7 +13,7 @@
 //!   at setup; the answers' chunks change with every query and are packed apart (by the
 //!   trace, a few key switches) and added.
 //! - **YPIR+SP** ([`Variant::Simple`]) is SimplePIR over the packed layer itself: a matrix of
-//!   14-bit words, a column of records per query entry, every row's product packed, 2,048 rows
+//!   15-bit words, a column of records per query entry, every row's product packed, 2,048 rows
 //!   to a ciphertext.
 //!
 //! The packed layer and both layers' parameters, with their security and correctness, are

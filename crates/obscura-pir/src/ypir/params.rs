@@ -23,7 +23,7 @@
 //! # Correctness of the packed layer
 //!
 //! In units of the body modulus `Q_b = 2^20`, coefficient `c` decodes correctly when its error
-//! stays below `τ = Q_b/(2p)` (`p` the plaintext modulus: 2^15 for YPIR, 2^14 for YPIR+SP). The
+//! stays below `τ = Q_b/(2p)` (`p = 2^15` the plaintext modulus of both variants). The
 //! error is
 //!
 //! - **packing**: each key switch adds `Σ_j δ_j·e_j` (digits `δ_j` of a uniform mask, balanced in
@@ -40,8 +40,10 @@
 //!
 //! Treating the packed error as Gaussian under the independence heuristic (as YPIR, Spiral
 //! and CDKS do), a coefficient fails with probability at most `2·exp(−(τ − 1)²/(2V))`, `V`
-//! the sum of the variances above; a ciphertext fails with at most `d` times that. At p = 2^15
-//! that is 2^-58 for a 2048-coefficient answer; at p = 2^14, below 2^-200.
+//! the sum of the variances above; a ciphertext fails with at most `d` times that: 2^-58 for
+//! 2^15 columns. (YPIR's reference code takes p = 2^14 for YPIR+SP, for the margin its
+//! unsigned gadget digits need; balanced digits have it at 2^15, which packs 7% more of a
+//! record into each ciphertext.)
 //!
 //! # The first layer (YPIR)
 //!
@@ -79,11 +81,9 @@ pub const MASK_BITS: u32 = 28;
 /// Bits of the answer's body modulus.
 pub const BODY_BITS: u32 = 20;
 
-/// Bits of a YPIR+SP database word (its plaintext modulus is 2^14).
-pub const WORD_BITS: u32 = 14;
-
-/// Bits of a YPIR second-layer chunk (its plaintext modulus is 2^15).
-pub const CHUNK_BITS: u32 = 15;
+/// Bits of the packed layer's plaintexts (its modulus is 2^15): YPIR's chunks and YPIR+SP's
+/// words.
+pub const PLAINTEXT_BITS: u32 = 15;
 
 /// The standard deviation of YPIR's first-layer secret and error.
 pub const FIRST_SIGMA: f64 = 11.0;
@@ -163,14 +163,14 @@ mod tests {
     #[test]
     fn packed_failure_matches_the_analysis() {
         // p = 2^15 over 2^15 columns: about 2^-58 per ciphertext.
-        let ypir = packed_log_failure(CHUNK_BITS, 1 << 15, 1.0, 1.0);
+        let ypir = packed_log_failure(PLAINTEXT_BITS, 1 << 15, 1.0, 1.0);
         assert!((-62.0..-54.0).contains(&ypir), "{ypir}");
         // The answer's chunks carry two packings' errors but tolerate ±1.
-        assert!(packed_log_failure(CHUNK_BITS, 1 << 15, 2.0, 3.0) < -200.0);
+        assert!(packed_log_failure(PLAINTEXT_BITS, 1 << 15, 2.0, 3.0) < -200.0);
         // Two packings at the exact threshold would not be enough.
-        assert!(packed_log_failure(CHUNK_BITS, 1 << 15, 2.0, 1.0) > -40.0);
-        // p = 2^14 has four times the margin in variance.
-        assert!(packed_log_failure(WORD_BITS, 1 << 15, 1.0, 1.0) < -200.0);
+        assert!(packed_log_failure(PLAINTEXT_BITS, 1 << 15, 2.0, 1.0) > -40.0);
+        // A plaintext bit less has four times the margin in variance.
+        assert!(packed_log_failure(PLAINTEXT_BITS - 1, 1 << 15, 1.0, 1.0) < -200.0);
     }
 
     #[test]

@@ -12,11 +12,11 @@ use rayon::prelude::*;
 use super::bits::regroup;
 use super::messages::{Answer, Query};
 use super::packed::PackedLayer;
-use super::params::{CHUNK_BITS, DEGREE, FIRST_DIMENSION, ROUNDED_BITS, WORD_BITS};
+use super::params::{DEGREE, FIRST_DIMENSION, GADGET_DIGITS, LEVELS, PLAINTEXT_BITS, ROUNDED_BITS};
 use super::scheme::Ypir;
 use super::setup::PublicSetup;
 use super::shape::{DoubleShape, Shape, SimpleShape, Variant, HINT_CHUNKS};
-use crate::lwe::{centered, value_slots, RecordFormat, Records};
+use crate::lwe::{centered, value_slots, values_footprint, Footprint, RecordFormat, Records};
 use crate::scheme::Progress;
 use crate::{PirError, PirServer};
 use obscura_math::ring::words::{pass, word_at, word_matrix, Residues};
@@ -35,7 +35,7 @@ pub struct YpirOptions {
 pub struct Server {
     setup: PublicSetup,
     layer: PackedLayer,
-    /// The packed layer's matrix ([`word_matrix`]): YPIR+SP's 14-bit words, one column per
+    /// The packed layer's matrix ([`word_matrix`]): YPIR+SP's 15-bit words, one column per
     /// column of records; YPIR's 15-bit chunks of the first layer's rounded hint, 2,048 rows
     /// and one column per first-layer row.
     packed: PlaintextMatrix,
@@ -79,6 +79,68 @@ impl Server {
     ) -> Result<Self, PirError> {
         let (data, slot) = value_slots(values)?;
         Self::setup_slots(&data, slot, RecordFormat::LengthPrefixed, options, progress)
+    }
+
+    /// What [`Server::setup`] of `data_bytes` bytes of records of `record_bytes` bytes will
+    /// hold and produce, computed before anything is allocated: the matrices it keeps and
+    /// stores, the packing plans it keeps (about 96 MiB per answer ciphertext), and what it
+    /// holds for a while (YPIR's first hint and its chunks, or a group's masks).
+    pub fn footprint(
+        data_bytes: u64,
+        record_bytes: u64,
+        options: YpirOptions,
+    ) -> Result<Footprint, PirError> {
+        if data_bytes == 0 || record_bytes == 0 {
+            return Err(PirError::InvalidParameters(
+                "the database has no records".into(),
+            ));
+        }
+        let records = data_bytes.div_ceil(record_bytes);
+        let variant = options
+            .variant
+            .unwrap_or_else(|| Variant::auto(records, record_bytes));
+        let poly = (2 * DEGREE * 4) as u64;
+        let plan = |group: usize| {
+            let steps = group - 1 + (DEGREE / group).trailing_zeros() as usize;
+            poly * (steps * GADGET_DIGITS + 2 + LEVELS) as u64
+        };
+        let setup_bytes = 160;
+        Ok(match Shape::plan(variant, records, record_bytes)? {
+            Shape::Simple(s) => {
+                let packing = s.packing();
+                Footprint::of(
+                    s.rows().saturating_mul(2 * s.columns()),
+                    packing.ciphertexts as u64 * plan(packing.group),
+                    packing.group as u64 * poly,
+                    setup_bytes,
+                )
+            }
+            Shape::Double(s) => {
+                let rows = s.rows();
+                let first = rows.saturating_mul(s.columns());
+                let packed = rows.saturating_mul(2 * DEGREE as u64);
+                // The first hint, and its chunks row by row.
+                let hint = rows.saturating_mul(FIRST_DIMENSION as u64 * 4 + HINT_CHUNKS as u64 * 4);
+                Footprint::of(
+                    first.saturating_add(packed),
+                    plan(DEGREE),
+                    hint.max(DEGREE as u64 * poly),
+                    setup_bytes,
+                )
+            }
+        })
+    }
+
+    /// What [`Server::setup_values`] of `count` values, the longest of `longest` bytes, will
+    /// hold and produce (the values themselves not counted).
+    pub fn values_footprint(
+        count: u64,
+        longest: u64,
+        options: YpirOptions,
+    ) -> Result<Footprint, PirError> {
+        values_footprint(count, longest, |data_bytes, slot| {
+            Self::footprint(data_bytes, slot, options)
+        })
     }
 
     fn setup_slots(
@@ -128,20 +190,21 @@ impl Server {
             Shape::Simple(s) => s.packing().group,
             Shape::Double(_) => DEGREE,
         };
-        let total = (rows + rows.div_ceil(group) * group) as u64;
+        // Each group's masks are worked out, planned and dropped in turn.
+        let total = rows.div_ceil(group) as u64;
         progress(0, total);
-        let masks = layer.masks(rows, |r, j| word_at(&packed, r, j));
-        progress(rows as u64, total);
         let zero = Poly::zero(DEGREE);
-        let plans = masks
-            .par_chunks(group)
-            .map(|chunk| {
-                let mut padded = chunk.to_vec();
-                padded.resize(group, zero.clone());
-                layer.plan(&padded)
+        let plans = (0..rows.div_ceil(group))
+            .map(|g| {
+                let first = g * group;
+                let count = group.min(rows - first);
+                let mut masks = layer.masks(count, |r, j| word_at(&packed, first + r, j));
+                masks.resize(group, zero.clone());
+                let plan = layer.plan(&masks);
+                progress(g as u64 + 1, total);
+                plan
             })
             .collect();
-        progress(total, total);
         Self {
             setup,
             layer,
@@ -239,7 +302,7 @@ impl Server {
         let per_row: Vec<Vec<u32>> = (0..rows)
             .map(|r| {
                 let rounded = answers.iter().map(|a| round_first(a[r]));
-                regroup(rounded, ROUNDED_BITS, CHUNK_BITS, chunks)
+                regroup(rounded, ROUNDED_BITS, PLAINTEXT_BITS, chunks)
             })
             .collect();
         let chunk_matrix = word_matrix(chunks, rows, |i, r| per_row[r][i] as u16);
@@ -305,14 +368,14 @@ pub(super) fn matrix_shapes(setup: &PublicSetup) -> Vec<(usize, usize)> {
     }
 }
 
-/// YPIR+SP's matrix: column `c` is the bit stream of its records cut into 14-bit words.
+/// YPIR+SP's matrix: column `c` is the bit stream of its records cut into 15-bit words.
 fn simple_words(data: &[u8], shape: &SimpleShape) -> PlaintextMatrix {
     let column_bytes = (shape.per_column() * shape.record_bytes()) as usize;
     let (rows, columns) = (shape.rows() as usize, shape.columns() as usize);
     word_matrix(rows, columns, |r, c| {
         let start = c * column_bytes;
         let stream = &data[start..(start + column_bytes).min(data.len())];
-        word_in(stream, r as u64 * u64::from(WORD_BITS), WORD_BITS) as u16
+        word_in(stream, r as u64 * u64::from(PLAINTEXT_BITS), PLAINTEXT_BITS) as u16
     })
 }
 
@@ -362,7 +425,7 @@ fn hint_chunks(hint: &[u32], shape: &DoubleShape) -> PlaintextMatrix {
         .par_chunks_exact(FIRST_DIMENSION)
         .map(|row| {
             let rounded = row.iter().map(|&x| round_first(x));
-            regroup(rounded, ROUNDED_BITS, CHUNK_BITS, HINT_CHUNKS)
+            regroup(rounded, ROUNDED_BITS, PLAINTEXT_BITS, HINT_CHUNKS)
         })
         .collect();
     let mut slot = vec![None; DEGREE];

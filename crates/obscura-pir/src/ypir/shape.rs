@@ -1,7 +1,7 @@
 //! How a YPIR database is laid out, for each variant, and where a record lies.
 
 use super::params::{
-    first_log_failure, log_sum, packed_log_failure, CHUNK_BITS, DEGREE, ROUNDED_BITS, WORD_BITS,
+    first_log_failure, log_sum, packed_log_failure, DEGREE, PLAINTEXT_BITS, ROUNDED_BITS,
 };
 use crate::lwe::MAX_RECORD_BYTES;
 use crate::params::LOG_FAILURE;
@@ -11,12 +11,12 @@ use crate::PirError;
 const HINT_BITS: u64 = super::params::FIRST_DIMENSION as u64 * ROUNDED_BITS as u64;
 
 /// Chunks of a hint row: `⌈1024 · 28 / 15⌉`.
-pub(super) const HINT_CHUNKS: usize = HINT_BITS.div_ceil(CHUNK_BITS as u64) as usize;
+pub(super) const HINT_CHUNKS: usize = HINT_BITS.div_ceil(PLAINTEXT_BITS as u64) as usize;
 
 /// The most digits a YPIR record may have: their rounded answers fill the chunks the hint
 /// leaves free.
 pub const MAX_DOUBLE_DIGITS: u64 =
-    ((DEGREE - HINT_CHUNKS) as u64 * CHUNK_BITS as u64) / ROUNDED_BITS as u64;
+    ((DEGREE - HINT_CHUNKS) as u64 * PLAINTEXT_BITS as u64) / ROUNDED_BITS as u64;
 
 /// The most columns (query entries) a layer may have.
 const MAX_COLUMNS: u64 = 1 << 28;
@@ -63,7 +63,7 @@ pub const AUTO_DOUBLE_BYTES: u64 = 8;
 pub const AUTO_DOUBLE_DATA: u64 = 4 << 20;
 
 /// YPIR+SP's layout: `per_column` records per column, each column their bit stream cut into
-/// 14-bit words, one per row.
+/// 15-bit words, one per row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SimpleShape {
     records: u64,
@@ -114,8 +114,8 @@ impl SimpleShape {
         let words = records
             .checked_mul(bits)
             .ok_or_else(|| PirError::InvalidParameters("the database is too large".into()))?
-            / u64::from(WORD_BITS);
-        let per_record = bits.div_ceil(u64::from(WORD_BITS));
+            / u64::from(PLAINTEXT_BITS);
+        let per_record = bits.div_ceil(u64::from(PLAINTEXT_BITS));
         let per_column = ((words as f64).sqrt() / per_record as f64).floor() as u64;
         Self::new(records, record_bytes, per_column.clamp(1, records))
     }
@@ -169,14 +169,14 @@ impl SimpleShape {
         self.records.div_ceil(self.per_column)
     }
 
-    /// Rows: 14-bit words per column.
+    /// Rows: 15-bit words per column.
     pub fn rows(&self) -> u64 {
-        (self.per_column * self.record_bytes * 8).div_ceil(u64::from(WORD_BITS))
+        (self.per_column * self.record_bytes * 8).div_ceil(u64::from(PLAINTEXT_BITS))
     }
 
     /// `log2` of the probability that a query fails.
     pub fn log_failure(&self) -> f64 {
-        let one = packed_log_failure(WORD_BITS, self.columns(), 1.0, 1.0);
+        let one = packed_log_failure(PLAINTEXT_BITS, self.columns(), 1.0, 1.0);
         one + (self.packing().ciphertexts as f64).log2()
     }
 
@@ -328,14 +328,14 @@ impl DoubleShape {
         let worst_norm = self.columns().saturating_mul(half * half);
         let first =
             first_log_failure(u32::from(self.log_p), worst_norm) + (self.digits() as f64).log2();
-        let hint = packed_log_failure(CHUNK_BITS, self.rows(), 1.0, 1.0);
-        let answers = packed_log_failure(CHUNK_BITS, self.rows(), 2.0, 3.0);
+        let hint = packed_log_failure(PLAINTEXT_BITS, self.rows(), 1.0, 1.0);
+        let answers = packed_log_failure(PLAINTEXT_BITS, self.rows(), 2.0, 3.0);
         log_sum(first, log_sum(hint, answers))
     }
 
     /// Chunks of a row's answers: `⌈28·k / 15⌉`.
     pub fn answer_chunks(&self) -> usize {
-        (self.digits() * u64::from(ROUNDED_BITS)).div_ceil(u64::from(CHUNK_BITS)) as usize
+        (self.digits() * u64::from(ROUNDED_BITS)).div_ceil(u64::from(PLAINTEXT_BITS)) as usize
     }
 
     /// The answers' packing: a power of two of ciphertexts, at least one per answer chunk.
@@ -458,13 +458,13 @@ mod tests {
         let sp = SimpleShape::plan(1 << 15, 32 << 10).unwrap();
         assert_eq!(
             (sp.per_column(), sp.columns(), sp.rows()),
-            (1, 1 << 15, 18725)
+            (1, 1 << 15, 17477)
         );
         assert_eq!(
             sp.packing(),
             Packing {
                 group: 2048,
-                ciphertexts: 10
+                ciphertexts: 9
             }
         );
         let small = SimpleShape::plan(1000, 3).unwrap();
