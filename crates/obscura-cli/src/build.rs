@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
 use clap::Args;
-use obscura_pir::double;
+use obscura_pir::{double, ypir};
 use obscura_pir::keyword::fuse::Arity;
 use obscura_pir::keyword::{KeywordOptions, KeywordServer};
 use obscura_pir::lwe::{Footprint, Geometry, Layout, Server, SetupOptions, StreamedSetup};
@@ -46,9 +46,12 @@ pub struct BuildArgs {
     /// Database file to write.
     #[arg(long)]
     out: PathBuf,
-    /// How records are served: `index` (SimplePIR or FrodoPIR, as --layout says) or `double`
+    /// How records are served: `index` (SimplePIR or FrodoPIR, as --layout says), `double`
     /// (DoublePIR: the client downloads a hint of 16 MiB whatever the database's size; for
-    /// records of a few bytes, since a query asks for every row a record spans).
+    /// records of a few bytes, since a query asks for every row a record spans), `ypir` (YPIR:
+    /// no hint at all and a 12 KiB answer, for records of up to 72 bytes; a query carries
+    /// about 0.5-1 MB of packing keys and vectors) or `ypir-sp` (YPIR+SP: the same for records
+    /// of any size, 12 KiB of answer per 3.75 KiB of record).
     #[arg(long, value_enum, default_value = "index")]
     scheme: RecordScheme,
     /// Raw input only: stream the setup from the input file to the database file, a band of
@@ -68,6 +71,21 @@ enum RecordScheme {
     Index,
     /// DoublePIR: a second LWE layer over the engine's hint.
     Double,
+    /// YPIR: DoublePIR with its second layer packed into one RLWE ciphertext; no hint.
+    Ypir,
+    /// YPIR+SP: SimplePIR over a ring, its answer packed; no hint.
+    YpirSp,
+}
+
+impl RecordScheme {
+    /// The YPIR variant this scheme builds, if it is one.
+    fn ypir(self) -> Option<ypir::Variant> {
+        match self {
+            Self::Ypir => Some(ypir::Variant::Double),
+            Self::YpirSp => Some(ypir::Variant::Simple),
+            Self::Index | Self::Double => None,
+        }
+    }
 }
 
 /// Rows a DoublePIR record may span before `obscura build` says that its answers grow with it.
@@ -188,15 +206,19 @@ pub fn run(args: BuildArgs) -> Result<()> {
     let format = args
         .format
         .unwrap_or_else(|| InputFormat::guess(&args.input));
-    let doubled = args.scheme == RecordScheme::Double;
+    let indexed_only = args.scheme != RecordScheme::Index;
     ensure!(
-        !(doubled && args.key_column.is_some()),
-        "--scheme double serves records by index; a keyword database takes --key-column alone"
+        !(indexed_only && args.key_column.is_some()),
+        "--scheme {} serves records by index; a keyword database takes --key-column alone",
+        scheme_name(args.scheme)
     );
     ensure!(
-        !(doubled && args.stream),
+        !(indexed_only && args.stream),
         "--stream builds index databases (--scheme index)"
     );
+    let ypir_options = ypir::YpirOptions {
+        variant: args.scheme.ypir(),
+    };
     let input = match format {
         InputFormat::Raw => {
             ensure!(
@@ -226,12 +248,15 @@ pub fn run(args: BuildArgs) -> Result<()> {
                     RecordScheme::Double => {
                         double::Server::footprint(size, record_size, options(layout))
                     }
+                    RecordScheme::Ypir | RecordScheme::YpirSp => {
+                        ypir::Server::footprint(size, record_size, ypir_options)
+                    }
                 });
             let streamed = StreamedSetup::plan(size, record_size, args.engine.options())?;
             let stream_fits = memory::fits(streamed.peak_bytes(), args.engine.max_memory);
             match in_memory {
                 _ if args.stream => return build_streamed(&args, &streamed),
-                Err(reason) if stream_fits && !doubled => {
+                Err(reason) if stream_fits && !indexed_only => {
                     eprintln!(
                         "streaming the setup, in about {} of memory: in memory {reason:#}",
                         memory::human(streamed.peak_bytes())
@@ -307,6 +332,9 @@ pub fn run(args: BuildArgs) -> Result<()> {
                     RecordScheme::Double => {
                         double::Server::values_footprint(count, longest, options(layout))
                     }
+                    RecordScheme::Ypir | RecordScheme::YpirSp => {
+                        ypir::Server::values_footprint(count, longest, ypir_options)
+                    }
                 })?;
         }
         Input::Pairs(pairs) => {
@@ -348,6 +376,18 @@ pub fn run(args: BuildArgs) -> Result<()> {
                 })?
                 .into()
             }
+            (Input::Raw { data, record_size }, RecordScheme::Ypir | RecordScheme::YpirSp) => {
+                progress::with_bar("planning the packing", |progress| {
+                    ypir::Server::setup(data, *record_size, ypir_options, progress)
+                })?
+                .into()
+            }
+            (Input::Values(values), RecordScheme::Ypir | RecordScheme::YpirSp) => {
+                progress::with_bar("planning the packing", |progress| {
+                    ypir::Server::setup_values(values, ypir_options, progress)
+                })?
+                .into()
+            }
             (Input::Pairs(pairs), _) => progress::keyword_with_bar(pairs, keyword_options)?.into(),
         })
     })?;
@@ -361,6 +401,10 @@ pub fn run(args: BuildArgs) -> Result<()> {
         }
     }
     let written = obscura_server::store::write_database(&args.out, &database)?;
+    if let Some(server) = database.server::<ypir::Ypir>() {
+        report_ypir(&args, server.public_setup(), &written, started);
+        return Ok(());
+    }
     let listing = database.listing();
     let engine = listing
         .engine
@@ -397,6 +441,55 @@ fn build_streamed(args: &BuildArgs, plan: &StreamedSetup) -> Result<()> {
     let params = (plan.params().set, plan.params().matrix);
     report(args, "index", &items, g, params, &written, started);
     Ok(())
+}
+
+/// The name `--scheme` takes for `scheme`.
+fn scheme_name(scheme: RecordScheme) -> &'static str {
+    match scheme {
+        RecordScheme::Index => "index",
+        RecordScheme::Double => "double",
+        RecordScheme::Ypir => "ypir",
+        RecordScheme::YpirSp => "ypir-sp",
+    }
+}
+
+/// Prints what `obscura build` wrote for a YPIR database.
+fn report_ypir(
+    args: &BuildArgs,
+    setup: &ypir::PublicSetup,
+    written: &WrittenSetup,
+    started: Instant,
+) {
+    use obscura_pir::SetupMessage;
+    let shape = match setup.shape() {
+        ypir::Shape::Double(s) => format!(
+            "first layer {} x {} of {}-bit digits ({} per record), packed layer 2048 x {}",
+            s.rows(),
+            s.columns(),
+            s.log_p(),
+            s.digits(),
+            s.rows()
+        ),
+        ypir::Shape::Simple(s) => format!(
+            "{} x {} words of 15 bits, {} records per column",
+            s.rows(),
+            s.columns(),
+            s.per_column()
+        ),
+    };
+    println!(
+        "wrote {}: {} database, {} records of {} bytes, {shape}, query {} bytes, answer {} bytes, failure probability 2^{:.0}, public setup {} bytes (no hint), setup sha256 {}, setup {:.2?}",
+        args.out.display(),
+        setup.variant().name(),
+        setup.shape().records(),
+        setup.shape().record_bytes(),
+        setup.query_bytes(),
+        setup.answer_bytes(),
+        setup.shape().log_failure(),
+        written.bytes,
+        hex::encode(written.sha256),
+        started.elapsed()
+    );
 }
 
 /// Prints what `obscura build` wrote.

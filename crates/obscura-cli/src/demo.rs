@@ -4,10 +4,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
 use clap::Args;
-use obscura_bench::lwe::Measured;
 use obscura_pir::double::{self, Double};
-use obscura_pir::lwe::{Layer, Layout, Lwe, SetupOptions};
-use obscura_pir::{Encode, PirClient, SetupMessage};
+use obscura_pir::lwe::{self, Layer, Layout, Lwe, SetupOptions};
+use obscura_pir::ypir::{self, Ypir};
+use obscura_pir::{Encode, PirClient, PirError, Scheme, SetupMessage};
 use obscura_server::catalog::Catalog;
 use obscura_server::client::HttpClient;
 use obscura_server::service::{BackgroundService, ServiceConfig};
@@ -64,13 +64,19 @@ const DOUBLE: (&str, &str) = (
     "DoublePIR (a second LWE layer over the SimplePIR layout's hint)",
 );
 
-/// What the demo shows of a database, per scheme (queries are prepared as the benchmarks
-/// prepare them, through [`Measured`]).
-trait Shown: Measured {
+/// The YPIR database's name and title.
+const YPIR: (&str, &str) = (
+    "ypir",
+    "YPIR (no hint: the query carries packing keys, the answer is packed into 12 KiB ciphertexts)",
+);
+
+/// What the demo shows of a database, per scheme.
+trait Shown: Scheme {
     /// The shape and parameters of the database, on one line.
-    fn describe(setup: &Self::Setup) -> String {
-        describe_layer(Self::layer(setup))
-    }
+    fn describe(setup: &Self::Setup) -> String;
+
+    /// Prepares `count` queries ahead of time, where the scheme can; says what it did.
+    fn preprocess(client: &mut Self::Client, count: usize) -> Result<String, PirError>;
 }
 
 /// One line for the layer of a database.
@@ -87,7 +93,16 @@ fn describe_layer(layer: &Layer) -> String {
     )
 }
 
-impl Shown for Lwe {}
+impl Shown for Lwe {
+    fn describe(setup: &lwe::PublicSetup) -> String {
+        describe_layer(setup.layer())
+    }
+
+    fn preprocess(client: &mut lwe::Client, count: usize) -> Result<String, PirError> {
+        client.preprocess(count)?;
+        Ok(format!("preprocessing of {count} queries"))
+    }
+}
 
 impl Shown for Double {
     fn describe(setup: &double::PublicSetup) -> String {
@@ -99,6 +114,39 @@ impl Shown for Double {
             second.cols(),
             setup.rows_per_query()
         )
+    }
+
+    fn preprocess(client: &mut double::Client, count: usize) -> Result<String, PirError> {
+        client.preprocess(count)?;
+        Ok(format!("preprocessing of {count} queries"))
+    }
+}
+
+impl Shown for Ypir {
+    fn describe(setup: &ypir::PublicSetup) -> String {
+        let shape = match setup.shape() {
+            ypir::Shape::Simple(s) => format!(
+                "{} x {} words of 15 bits, {} record(s) per column",
+                s.rows(),
+                s.columns(),
+                s.per_column()
+            ),
+            ypir::Shape::Double(s) => format!(
+                "first layer {} x {}, packed layer 2048 x {}",
+                s.rows(),
+                s.columns(),
+                s.rows()
+            ),
+        };
+        format!(
+            "{}: {shape}, ring degree 2048, q ≈ 2^56, failure probability 2^{:.0}",
+            setup.variant().name(),
+            setup.shape().log_failure()
+        )
+    }
+
+    fn preprocess(_: &mut ypir::Client, _: usize) -> Result<String, PirError> {
+        Ok("no preprocessing (every query has its own secret and packing keys)".into())
     }
 }
 
@@ -130,9 +178,15 @@ pub fn run(args: DemoArgs) -> Result<()> {
     })?;
     println!("server setup of {:?}: {}", DOUBLE.0, ms(started.elapsed()));
     catalog.insert(DOUBLE.0.into(), server)?;
+    let started = Instant::now();
+    let server = progress::with_bar("server setup", |progress| {
+        ypir::Server::setup(&data, args.record_size, ypir::YpirOptions::default(), progress)
+    })?;
+    println!("server setup of {:?}: {}", YPIR.0, ms(started.elapsed()));
+    catalog.insert(YPIR.0.into(), server)?;
     let service =
         BackgroundService::start(catalog, ServiceConfig::default(), "127.0.0.1:0".parse()?)?;
-    println!("serving all three on {} (loopback)\n", service.url());
+    println!("serving all four on {} (loopback)\n", service.url());
 
     let cache = tempfile::tempdir()?;
     let http = HttpClient::new(&service.url(), Some(cache.path().to_path_buf()));
@@ -150,8 +204,15 @@ pub fn run(args: DemoArgs) -> Result<()> {
         "DoublePIR's hint does not grow with the database (4n x n words); each of its queries \
          asks for every row a record spans, so it suits records of a few bytes.\n"
     );
+    demo.show::<Ypir>(YPIR.0, YPIR.1)?;
+    println!(
+        "YPIR has no hint to download; its query carries fresh packing keys (462 KiB) and its \
+         answer is 12 KiB per packed ciphertext.\n"
+    );
     drop(service);
-    println!("Every record matched the original; the server saw only LWE ciphertexts.");
+    println!(
+        "Every record matched the original; the server saw only LWE and RLWE ciphertexts."
+    );
     Ok(())
 }
 
@@ -177,11 +238,10 @@ impl Demo<'_> {
         println!("  {}", S::describe(&setup));
         let mut client = S::Client::new(setup.clone());
         let started = Instant::now();
-        S::preprocess(&mut client, self.wanted.len())?;
+        let prepared = S::preprocess(&mut client, self.wanted.len())?;
         println!(
-            "  client setup (download + check) {}, preprocessing of {} queries {}",
+            "  client setup (download + check) {}, {prepared} {}",
             ms(download),
-            self.wanted.len(),
             ms(started.elapsed())
         );
         for (i, &index) in self.wanted.iter().enumerate() {
@@ -208,7 +268,7 @@ impl Demo<'_> {
                 );
             }
             println!(
-                "  record {index}: query {} (online, prepared), HTTP round trip {}, decode {} -> {:?}",
+                "  record {index}: query {}, HTTP round trip {}, decode {} -> {:?}",
                 ms(query_time),
                 ms(round_trip),
                 ms(decode_time),

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, ensure, Context, Result};
 use clap::Args;
 use obscura_pir::double::Double;
+use obscura_pir::ypir::Ypir;
 use obscura_pir::keyword::Keyword;
 use obscura_pir::lwe::Lwe;
 use obscura_pir::wire::Kind;
@@ -209,11 +210,12 @@ pub fn run(args: GetArgs) -> Result<()> {
             .ok_or_else(|| NotFound(key.to_vec()))?,
         (Kind::LWE_PUBLIC_SETUP, None, Some(index)) => answerer.retrieve::<Lwe>(index)?,
         (Kind::DOUBLE_SETUP, None, Some(index)) => answerer.retrieve::<Double>(index)?,
+        (Kind::YPIR_SETUP, None, Some(index)) => answerer.retrieve::<Ypir>(index)?,
         (Kind::KEYWORD_SETUP, None, _) => bail!(
             "{} is a keyword database: fetch with --key or --key-hex",
             args.db
         ),
-        (Kind::LWE_PUBLIC_SETUP | Kind::DOUBLE_SETUP, Some(_), _) => {
+        (Kind::LWE_PUBLIC_SETUP | Kind::DOUBLE_SETUP | Kind::YPIR_SETUP, Some(_), _) => {
             bail!("{} is an index database: fetch with --index", args.db)
         }
         (Kind::TREEPIR_SETUP, ..) => bail!(

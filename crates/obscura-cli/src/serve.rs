@@ -135,13 +135,15 @@ fn describe(entry: &Entry) {
         );
         return;
     }
-    let per_lookup = info.params.as_ref().map_or(0, |p| p.records_per_column);
+    let layout = info.params.as_ref().map_or(String::new(), |p| {
+        format!(", {} per column", p.records_per_column)
+    });
     let items = match info.kind.as_str() {
         "keyword" => format!("{} keys, rows of", info.records),
         _ => format!("{} records of", info.records),
     };
     eprintln!(
-        "{}: {} database, {items} {} B, {per_lookup} per column, public setup {} B, query {} B, answer {} B",
+        "{}: {} database, {items} {} B{layout}, public setup {} B, query {} B, answer {} B",
         info.name, info.kind, info.record_bytes, info.hint_bytes, info.query_bytes, info.answer_bytes
     );
 }
