@@ -1,19 +1,20 @@
 //! The `ypir-small` preset: small databases of 3-byte records (1,000, 10,000 and 100,000), each
-//! served with SimplePIR and with DoublePIR on the same engine: server preprocessing, end-to-end
-//! latency with a fresh query and with one prepared ahead, and the message sizes, next to the
-//! reference run YPIR's authors published.
+//! served with SimplePIR and DoublePIR on the same engine and with both YPIR variants: server
+//! preprocessing, end-to-end latency with a fresh query and with one prepared ahead (the LWE
+//! schemes), and the message sizes, next to the reference run YPIR's authors published.
 
 use anyhow::Result;
 use obscura_pir::double::Double;
 use obscura_pir::lwe::{Lwe, SetupOptions};
-use obscura_pir::scheme::QueryOf;
-use obscura_pir::{Encode, PirClient, PirServer, SetupMessage};
+use obscura_pir::ypir::{self, Variant, Ypir, YpirOptions};
+use obscura_pir::{Encode, PirClient, PirError, PirServer, Scheme, SetupMessage};
 use serde::Serialize;
 
 use crate::lwe::Measured;
 use crate::measure::{generate, median, timed};
 use crate::pools::Pools;
 use crate::report::{human, print_bandwidth, print_correct, Pair, Params, Tables};
+use obscura_pir::ypir::params::PLAINTEXT_BITS;
 
 /// Database sizes the preset runs unless `--records` names one.
 pub const SIZES: [u64; 3] = [1_000, 10_000, 100_000];
@@ -23,12 +24,17 @@ const REPEATS: usize = 21;
 
 /// The reference run (YPIR's authors, an Apple laptop): preprocessing and end-to-end
 /// microseconds at 1,000, 10,000 and 100,000 records of 3 bytes.
-const PUBLISHED_MICROS: [(&str, [f64; 3], [f64; 3]); 2] = [
+const PUBLISHED_MICROS: [(&str, [f64; 3], [f64; 3]); 3] = [
     ("simple", [1_100.0, 10_800.0, 127_000.0], [14.0, 39.0, 93.0]),
     (
         "double",
         [55_000.0, 318_000.0, 1_206_000.0],
         [333.0, 356.0, 634.0],
+    ),
+    (
+        "ypir",
+        [49_000.0, 321_000.0, 1_177_000.0],
+        [191_000.0, 252_000.0, 420_000.0],
     ),
 ];
 
@@ -94,7 +100,53 @@ pub struct SmallReport {
     pub correct: bool,
 }
 
-/// Runs both schemes over databases of `sizes` records of `record_bytes` bytes.
+/// How the preset drives one scheme: its setup, its query preparation (nothing for YPIR, whose
+/// queries are made fresh), the database matrix's `(rows, columns)` and plaintext modulus, and
+/// its LWE parameters where it runs on the engine.
+struct Driver<'a, S: Scheme> {
+    name: &'a str,
+    setup: &'a dyn Fn() -> Result<S::Server, PirError>,
+    preprocess: &'a dyn Fn(&mut S::Client, usize) -> Result<(), PirError>,
+    shape: &'a dyn Fn(&S::Setup) -> ([u64; 2], u32),
+    params: &'a dyn Fn(&S::Setup) -> Option<Params>,
+}
+
+/// The driver of an LWE-engine scheme.
+fn engine_driver<'a, S: Measured>(
+    name: &'a str,
+    setup: &'a dyn Fn() -> Result<S::Server, PirError>,
+) -> Driver<'a, S> {
+    Driver {
+        name,
+        setup,
+        preprocess: &|client, count| S::preprocess(client, count),
+        shape: &|setup| {
+            let layer = S::layer(setup);
+            let g = layer.geometry();
+            ([g.rows(), g.cols()], layer.params().p())
+        },
+        params: &|setup| Some(Params::of_params(&S::layer(setup).params())),
+    }
+}
+
+/// The driver of YPIR in `variant`.
+fn ypir_driver<'a>(
+    variant: Variant,
+    setup: &'a dyn Fn() -> Result<ypir::Server, PirError>,
+) -> Driver<'a, Ypir> {
+    Driver {
+        name: variant.name(),
+        setup,
+        preprocess: &|_, _| Ok(()),
+        shape: &|setup| match setup.shape() {
+            ypir::Shape::Double(s) => ([s.rows(), s.columns()], 1 << s.log_p()),
+            ypir::Shape::Simple(s) => ([s.rows(), s.columns()], 1 << PLAINTEXT_BITS),
+        },
+        params: &|_| None,
+    }
+}
+
+/// Runs the four schemes over databases of `sizes` records of `record_bytes` bytes.
 pub fn run(
     sizes: &[u64],
     record_bytes: u64,
@@ -108,15 +160,42 @@ pub fn run(
         let data = generate(records, record_bytes)?;
         // Both parties run on a thread of the pool, as a server's handler and a client's
         // caller would: the steps hand no work across threads unless they go parallel.
-        let simple = pools
-            .all
-            .install(|| measure::<Lwe>("simple", &data, records, record_bytes, options))?;
-        let double = pools
-            .all
-            .install(|| measure::<Double>("double", &data, records, record_bytes, options))?;
-        for (run, run_params, ok) in [simple, double] {
+        let mut results = Vec::new();
+        let lwe_setup = || Lwe::setup(&data, record_bytes, options, &|_, _| {});
+        results.push(pools.all.install(|| {
+            measure(
+                engine_driver::<Lwe>("simple", &lwe_setup),
+                &data,
+                records,
+                record_bytes,
+            )
+        }));
+        let double_setup = || Double::setup(&data, record_bytes, options, &|_, _| {});
+        results.push(pools.all.install(|| {
+            measure(
+                engine_driver::<Double>("double", &double_setup),
+                &data,
+                records,
+                record_bytes,
+            )
+        }));
+        for variant in [Variant::Double, Variant::Simple] {
+            let ypir_options = YpirOptions {
+                variant: Some(variant),
+            };
+            let setup = || ypir::Server::setup(&data, record_bytes, ypir_options, &|_, _| {});
+            results.push(
+                pools.all.install(|| {
+                    measure(ypir_driver(variant, &setup), &data, records, record_bytes)
+                }),
+            );
+        }
+        for result in results {
+            let (run, run_params, ok) = result?;
             correct &= ok;
-            params.get_or_insert(run_params);
+            if let Some(run_params) = run_params {
+                params.get_or_insert(run_params);
+            }
             runs.push(run);
         }
     }
@@ -132,21 +211,18 @@ pub fn run(
 }
 
 /// One scheme over one database, on the caller's rayon pool: its setup, then [`REPEATS`]
-/// retrievals each way, every record checked. Returns the run, the database's parameters and
-/// whether every record matched.
-fn measure<S: Measured>(
-    name: &str,
+/// retrievals each way, every record checked. Returns the run, the database's LWE parameters
+/// where it has them and whether every record matched.
+fn measure<S: Scheme>(
+    driver: Driver<'_, S>,
     data: &[u8],
     records: u64,
     record_bytes: u64,
-    options: SetupOptions,
-) -> Result<(SmallRun, Params, bool)>
+) -> Result<(SmallRun, Option<Params>, bool)>
 where
     for<'a> S::Client: PirClient<Target<'a> = u64, Output = Vec<u8>>,
-    <S::Client as PirClient>::State: Send,
-    QueryOf<S>: Sync,
 {
-    let (server, setup_seconds) = timed(|| S::setup(data, record_bytes, options, &|_, _| {}));
+    let (server, setup_seconds) = timed(|| (driver.setup)());
     let server = server?;
     let setup = server.public_setup();
     let mut client = S::Client::new(setup.clone());
@@ -157,7 +233,7 @@ where
     };
     let index_of = |i: usize| (i as u64).wrapping_mul(0x9e37_79b9) % records;
 
-    let (prepared, prepare_seconds) = timed(|| S::preprocess(&mut client, REPEATS));
+    let (prepared, prepare_seconds) = timed(|| (driver.preprocess)(&mut client, REPEATS));
     prepared?;
     let (mut prepared_times, mut answer_times, mut sizes) = (Vec::new(), Vec::new(), None);
     for i in 0..REPEATS {
@@ -184,12 +260,12 @@ where
         check(index, &record?);
     }
     let (query_bytes, answer_bytes) = sizes.unwrap_or_default();
-    let g = S::layer(setup).geometry();
+    let (matrix, p) = (driver.shape)(setup);
     let run = SmallRun {
-        scheme: name.into(),
+        scheme: driver.name.into(),
         records,
-        matrix: [g.rows(), g.cols()],
-        p: S::layer(setup).params().p(),
+        matrix,
+        p,
         seconds: SmallSeconds {
             server_setup: setup_seconds,
             query_prepare: prepare_seconds / REPEATS as f64,
@@ -203,7 +279,7 @@ where
             answer: answer_bytes as u64,
         },
     };
-    Ok((run, Params::of_params(&S::layer(setup).params()), correct))
+    Ok((run, (driver.params)(setup), correct))
 }
 
 /// The published figures of `scheme` at `records`, if the reference run has that size.
@@ -211,7 +287,7 @@ fn published(scheme: &str, records: u64) -> Option<(f64, f64)> {
     let size = SIZES.iter().position(|&s| s == records)?;
     PUBLISHED_MICROS
         .iter()
-        .find(|(name, ..)| *name == scheme)
+        .find(|(name, ..)| *name == scheme || (*name == "ypir" && scheme.starts_with("ypir")))
         .map(|(_, setup, end_to_end)| (setup[size] * 1e-6, end_to_end[size] * 1e-6))
 }
 
@@ -224,7 +300,7 @@ impl Tables for SmallReport {
 
     fn print_tables(&self) {
         println!(
-            "preset {}: records of {} B, SimplePIR and DoublePIR on the same engine, {} threads",
+            "preset {}: records of {} B, SimplePIR and DoublePIR on the same engine, YPIR and YPIR+SP, {} threads",
             self.preset, self.record_bytes, self.threads
         );
         println!(
@@ -259,7 +335,7 @@ impl Tables for SmallReport {
                 run.bytes.answer
             );
         }
-        println!("\npublished: YPIR's authors' reference run on an Apple laptop (their table of small databases)");
+        println!("\npublished: YPIR's authors' reference run on an Apple laptop (their table of small databases); both YPIR rows are compared with its YPIR figures. YPIR has no query preparation: its prepared and fresh runs are the same.");
         print_correct(
             self.correct,
             "every retrieved record matched",

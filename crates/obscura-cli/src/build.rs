@@ -5,12 +5,12 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
 use clap::Args;
-use obscura_pir::{double, ypir};
 use obscura_pir::keyword::fuse::Arity;
 use obscura_pir::keyword::{KeywordOptions, KeywordServer};
 use obscura_pir::lwe::{Footprint, Geometry, Layout, Server, SetupOptions, StreamedSetup};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_pir::PirError;
+use obscura_pir::{double, ypir};
 use obscura_server::direct::SequentialReader;
 use obscura_server::store::{self, Database, WrittenSetup};
 

@@ -180,7 +180,12 @@ pub fn run(args: DemoArgs) -> Result<()> {
     catalog.insert(DOUBLE.0.into(), server)?;
     let started = Instant::now();
     let server = progress::with_bar("server setup", |progress| {
-        ypir::Server::setup(&data, args.record_size, ypir::YpirOptions::default(), progress)
+        ypir::Server::setup(
+            &data,
+            args.record_size,
+            ypir::YpirOptions::default(),
+            progress,
+        )
     })?;
     println!("server setup of {:?}: {}", YPIR.0, ms(started.elapsed()));
     catalog.insert(YPIR.0.into(), server)?;
@@ -210,9 +215,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
          answer is 12 KiB per packed ciphertext.\n"
     );
     drop(service);
-    println!(
-        "Every record matched the original; the server saw only LWE and RLWE ciphertexts."
-    );
+    println!("Every record matched the original; the server saw only LWE and RLWE ciphertexts.");
     Ok(())
 }
 

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use anyhow::{bail, ensure, Context, Result};
 use clap::Args;
 use obscura_pir::double::Double;
-use obscura_pir::ypir::Ypir;
 use obscura_pir::keyword::Keyword;
 use obscura_pir::lwe::Lwe;
 use obscura_pir::wire::Kind;
+use obscura_pir::ypir::Ypir;
 use obscura_server::answerer::Answerer;
 use obscura_server::client::{
     ClientOptions, HttpClient, Sha256, DEFAULT_MAX_QUERY_BYTES, DEFAULT_MAX_SETUP_BYTES,

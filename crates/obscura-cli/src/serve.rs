@@ -144,7 +144,12 @@ fn describe(entry: &Entry) {
     };
     eprintln!(
         "{}: {} database, {items} {} B{layout}, public setup {} B, query {} B, answer {} B",
-        info.name, info.kind, info.record_bytes, info.hint_bytes, info.query_bytes, info.answer_bytes
+        info.name,
+        info.kind,
+        info.record_bytes,
+        info.hint_bytes,
+        info.query_bytes,
+        info.answer_bytes
     );
 }
 
