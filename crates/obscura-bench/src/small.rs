@@ -106,10 +106,13 @@ pub struct SmallReport {
 struct Driver<'a, S: Scheme> {
     name: &'a str,
     setup: &'a dyn Fn() -> Result<S::Server, PirError>,
-    preprocess: &'a dyn Fn(&mut S::Client, usize) -> Result<(), PirError>,
+    preprocess: &'a Preprocess<S>,
     shape: &'a dyn Fn(&S::Setup) -> ([u64; 2], u32),
     params: &'a dyn Fn(&S::Setup) -> Option<Params>,
 }
+
+/// Prepares queries ahead of time: `(client, count)`.
+type Preprocess<S> = dyn Fn(&mut <S as Scheme>::Client, usize) -> Result<(), PirError>;
 
 /// The driver of an LWE-engine scheme.
 fn engine_driver<'a, S: Measured>(
