@@ -21,6 +21,7 @@ pub mod service;
 pub mod small;
 pub mod streamed;
 pub mod treepir;
+pub mod ypir;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
@@ -68,11 +69,18 @@ pub enum Preset {
     /// entries): a hint that does not grow with the database.
     #[value(name = "double-1g")]
     Double1g,
-    /// 1,000, 10,000 and 100,000 records of 3 bytes (`--records` for one size), SimplePIR and
-    /// DoublePIR: server preprocessing, end-to-end latency with a fresh and with a prepared
-    /// query, message sizes (YPIR's small-database table).
+    /// 1,000, 10,000 and 100,000 records of 3 bytes (`--records` for one size), SimplePIR,
+    /// DoublePIR, YPIR and YPIR+SP: server preprocessing, end-to-end latency with a fresh and
+    /// with a prepared query, message sizes (YPIR's small-database table).
     #[value(name = "ypir-small")]
     YpirSmall,
+    /// 2^30 records x 1 byte (1 GiB), YPIR: no hint, a 12 KiB answer; query and answer bytes,
+    /// the answer's phases (packing among them) and throughput.
+    #[value(name = "ypir-1g")]
+    Ypir1g,
+    /// 2^15 records x 32 KiB (1 GiB), YPIR+SP: as `ypir-1g`.
+    #[value(name = "ypir-sp")]
+    YpirSp,
     /// 2^24 records x 1 KiB (16 GiB), index PIR, built from a file to a database file in
     /// bounded memory, set against the disk's speed measured in the same run (`--dir` holds
     /// the files).
@@ -95,6 +103,8 @@ impl Preset {
             Self::StreamedSetup => "streamed-setup",
             Self::Double1g => "double-1g",
             Self::YpirSmall => "ypir-small",
+            Self::Ypir1g => "ypir-1g",
+            Self::YpirSp => "ypir-sp",
         }
     }
 
@@ -118,7 +128,8 @@ impl Preset {
         match self {
             Self::Service => 1 << 16,
             Self::StreamedSetup => 1 << 24,
-            Self::Double1g => 1 << 30,
+            Self::Double1g | Self::Ypir1g => 1 << 30,
+            Self::YpirSp => 1 << 15,
             _ => 1 << 20,
         }
     }
@@ -127,8 +138,9 @@ impl Preset {
     fn default_record_bytes(self) -> u64 {
         match self {
             Self::PsiEcdh | Self::PsiKkrt => 16,
-            Self::Double1g => 1,
+            Self::Double1g | Self::Ypir1g => 1,
             Self::YpirSmall => 3,
+            Self::YpirSp => 32 << 10,
             _ => 1024,
         }
     }
@@ -192,7 +204,12 @@ pub fn run(args: BenchArgs, progress: &dyn Progress) -> Result<()> {
     // The PIR presets measure the bandwidth in turns with their answers instead.
     if !matches!(
         args.preset,
-        Preset::Chalamet | Preset::Frodo | Preset::Simple1g | Preset::Double1g
+        Preset::Chalamet
+            | Preset::Frodo
+            | Preset::Simple1g
+            | Preset::Double1g
+            | Preset::Ypir1g
+            | Preset::YpirSp
     ) {
         report.bandwidth_gbs = bandwidth::measure(&pools);
     }
@@ -239,6 +256,21 @@ pub fn run(args: BenchArgs, progress: &dyn Progress) -> Result<()> {
                 engine.lwe,
                 &pools,
                 report.bandwidth_gbs,
+            )?;
+            return output(&[report], args.json);
+        }
+        Preset::Ypir1g | Preset::YpirSp => {
+            let variant = match args.preset {
+                Preset::Ypir1g => obscura_pir::ypir::Variant::Double,
+                _ => obscura_pir::ypir::Variant::Simple,
+            };
+            let report = ypir::run(
+                args.preset.name(),
+                variant,
+                records,
+                record_bytes,
+                &pools,
+                progress,
             )?;
             return output(&[report], args.json);
         }

@@ -107,9 +107,12 @@ struct Driver<'a, S: Scheme> {
     name: &'a str,
     setup: &'a dyn Fn() -> Result<S::Server, PirError>,
     preprocess: &'a Preprocess<S>,
-    shape: &'a dyn Fn(&S::Setup) -> ([u64; 2], u32),
+    shape: &'a ShapeOf<S>,
     params: &'a dyn Fn(&S::Setup) -> Option<Params>,
 }
+
+/// The database matrix's `(rows, columns)` and plaintext modulus.
+type ShapeOf<S> = dyn Fn(&<S as Scheme>::Setup) -> ([u64; 2], u32);
 
 /// Prepares queries ahead of time: `(client, count)`.
 type Preprocess<S> = dyn Fn(&mut <S as Scheme>::Client, usize) -> Result<(), PirError>;

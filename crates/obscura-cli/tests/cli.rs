@@ -281,8 +281,9 @@ fn bench_presets_print_the_documented_json() {
     }
 }
 
-/// The DoublePIR presets at small sizes: `double-1g` reports what each answer streams besides
-/// the database, `ypir-small` one run per scheme, every record checked.
+/// The DoublePIR and YPIR presets at small sizes: `double-1g` reports what each answer streams
+/// besides the database, `ypir-small` one run per scheme, `ypir-1g` and `ypir-sp` their
+/// messages and phases, every record checked.
 #[test]
 fn double_presets_print_their_json() {
     let report = bench_json(&["double-1g", "--records", "20000"]);
@@ -303,7 +304,7 @@ fn double_presets_print_their_json() {
     assert_eq!(small["correct"], true);
     let runs = small["runs"].as_array().unwrap();
     let schemes: Vec<&str> = runs.iter().map(|r| r["scheme"].as_str().unwrap()).collect();
-    assert_eq!(schemes, ["simple", "double"]);
+    assert_eq!(schemes, ["simple", "double", "ypir", "ypir-sp"]);
     for run in runs {
         assert_eq!(run["records"], 500);
         for key in [
@@ -315,6 +316,36 @@ fn double_presets_print_their_json() {
             assert!(run["seconds"][key].as_f64().unwrap() > 0.0, "{key}");
         }
         assert!(run["bytes"]["answer"].as_u64().unwrap() > 0);
+    }
+
+    for (preset, records, record_bytes, ciphertexts) in
+        [("ypir-1g", "300000", "1", 1), ("ypir-sp", "4", "5000", 2)]
+    {
+        let report = bench_json(&[preset, "--records", records, "--record-bytes", record_bytes]);
+        assert_eq!(report["correct"], true, "{preset}");
+        assert_eq!(
+            report["bytes"]["answer"],
+            8 + 12_288 * ciphertexts,
+            "{preset}"
+        );
+        let bytes = &report["bytes"];
+        let parts: u64 = ["query_first", "query_packed", "query_keys"]
+            .iter()
+            .map(|k| bytes[k].as_u64().unwrap())
+            .sum();
+        assert_eq!(bytes["query"].as_u64().unwrap(), parts + 8, "{preset}");
+        for key in ["server_setup", "query", "decode"] {
+            assert!(
+                report["seconds"][key].as_f64().unwrap() > 0.0,
+                "{preset} {key}"
+            );
+        }
+        for key in ["answer", "second_pass", "packing"] {
+            assert!(
+                report["seconds"][key]["all_threads"].as_f64().unwrap() > 0.0,
+                "{preset} {key}"
+            );
+        }
     }
 }
 

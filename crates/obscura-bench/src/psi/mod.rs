@@ -71,7 +71,9 @@ pub fn protocol(preset: Preset) -> Option<Protocol> {
         | Preset::TreepirE2e
         | Preset::StreamedSetup
         | Preset::Double1g
-        | Preset::YpirSmall => None,
+        | Preset::YpirSmall
+        | Preset::Ypir1g
+        | Preset::YpirSp => None,
     }
 }
 

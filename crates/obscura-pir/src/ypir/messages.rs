@@ -125,6 +125,17 @@ impl Query {
         wire::COMPACT_HEADER_BYTES as u64 + query_bytes(query_lengths(setup))
     }
 
+    /// Bytes of an encoded query's three parts for `setup`: the first-layer vectors, the
+    /// packed layer's vector and the packing keys.
+    pub fn part_bytes(setup: &PublicSetup) -> [u64; 3] {
+        let [first, second, keys] = query_lengths(setup);
+        [
+            query_bytes([first, 0, 0]),
+            query_bytes([0, second, 0]),
+            query_bytes([0, 0, keys]),
+        ]
+    }
+
     /// The encoded query.
     pub fn to_bytes(&self) -> Vec<u8> {
         let lengths = [self.first.len(), self.second.len(), self.keys.len()].map(|l| l as u64);

@@ -36,7 +36,7 @@ mod shape;
 pub use client::{Client, QueryState};
 pub use messages::{Answer, Query};
 pub use scheme::Ypir;
-pub use server::{Server, YpirOptions};
+pub use server::{AnswerPhases, Server, YpirOptions};
 pub use setup::PublicSetup;
 pub use shape::{
     DoubleShape, Packing, Shape, SimpleShape, Variant, AUTO_DOUBLE_BYTES, AUTO_DOUBLE_DATA,

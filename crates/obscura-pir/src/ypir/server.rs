@@ -7,6 +7,8 @@ use obscura_math::kernels;
 use obscura_math::matrix::PlaintextMatrix;
 use obscura_math::pack;
 use obscura_math::ring::{pack, Ciphertext, PackingKeys, PackingPlan, Poly};
+use std::time::{Duration, Instant};
+
 use rayon::prelude::*;
 
 use super::bits::regroup;
@@ -29,6 +31,17 @@ pub(super) const FIRST_DOMAIN: u64 = 0x5950_4952_0000_0003;
 pub struct YpirOptions {
     /// The variant; `None` picks [`Variant::auto`] for the records.
     pub variant: Option<Variant>,
+}
+
+/// How long the phases of an answer took.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AnswerPhases {
+    /// YPIR's first pass over the database (zero for YPIR+SP).
+    pub first_pass: Duration,
+    /// The packed layer's pass: over YPIR's hint chunks, or over YPIR+SP's database.
+    pub second_pass: Duration,
+    /// Packing: the keys' transforms, the planned and the per-query packing, modulus switching.
+    pub packing: Duration,
 }
 
 /// The server side of YPIR.
@@ -221,16 +234,35 @@ impl Server {
 
     /// Answers queries already checked against the setup.
     fn answer_checked(&self, queries: &[&Query]) -> Vec<Answer> {
+        self.answer_phases(queries, true).0
+    }
+
+    /// Answers `queries` (in one pass over the database for all of them) and times the phases
+    /// of the answer; with `overlap`, the first pass and the packed layer's pass run side by
+    /// side, as answers do, otherwise one after the other, each on every thread.
+    pub fn answer_phases(&self, queries: &[&Query], overlap: bool) -> (Vec<Answer>, AnswerPhases) {
         let ring = self.layer.ring();
         let residues: Vec<Residues> = queries
             .iter()
             .map(|q| Residues::new(ring, &q.second))
             .collect();
-        let (bodies, firsts) = rayon::join(
-            || pass(ring, &self.packed, &residues),
-            || self.first_answers(queries),
-        );
-        queries
+        let timed = |f: &dyn Fn() -> Vec<Vec<u64>>| {
+            let started = Instant::now();
+            (f(), started.elapsed())
+        };
+        let second = || pass(ring, &self.packed, &residues);
+        let first = || {
+            let started = Instant::now();
+            (self.first_answers(queries), started.elapsed())
+        };
+        let ((bodies, second_pass), (firsts, first_pass)) = if overlap {
+            rayon::join(|| timed(&second), first)
+        } else {
+            let firsts = first();
+            (timed(&second), firsts)
+        };
+        let started = Instant::now();
+        let answers = queries
             .par_iter()
             .zip(bodies)
             .zip(residues.par_iter())
@@ -240,7 +272,8 @@ impl Server {
                 let cts = match self.setup.shape() {
                     Shape::Simple(_) => self.pack_groups(&keys, &bodies),
                     Shape::Double(s) => {
-                        let answers = &firsts[i * s.digits() as usize..][..s.digits() as usize];
+                        let digits = s.digits() as usize;
+                        let answers = &firsts[i * digits..(i + 1) * digits];
                         vec![self.pack_double(s, &keys, bodies, answers, residues)]
                     }
                 };
@@ -256,7 +289,13 @@ impl Server {
                     bodies: values,
                 }
             })
-            .collect()
+            .collect();
+        let phases = AnswerPhases {
+            first_pass,
+            second_pass,
+            packing: started.elapsed(),
+        };
+        (answers, phases)
     }
 
     /// YPIR's first pass: every query's first-layer vectors over the database at once.
