@@ -8,7 +8,7 @@ use obscura_math::sample::{DiscreteGaussian, OsSampler};
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use super::bits::{bytes_at, regroup};
-use super::messages::{Answer, Query};
+use super::messages::{dropped_bits, Answer, Query};
 use super::packed::{PackedLayer, Secret};
 use super::params::{DEGREE, FIRST_SIGMA, PLAINTEXT_BITS, ROUNDED_BITS};
 use super::scheme::Ypir;
@@ -22,7 +22,7 @@ use crate::{PirClient, PirError};
 /// The client side of YPIR.
 pub struct Client {
     setup: PublicSetup,
-    layer: PackedLayer,
+    pub(super) layer: PackedLayer,
     /// YPIR's first-layer matrix, with its transforms kept.
     first: Option<PublicMatrix>,
     gaussian: DiscreteGaussian,
@@ -36,7 +36,7 @@ pub struct QueryState {
     #[zeroize(skip)]
     index: u64,
     #[zeroize(skip)]
-    secret: Secret,
+    pub(super) secret: Secret,
     first_secrets: Vec<Vec<u32>>,
 }
 
@@ -75,12 +75,14 @@ impl Client {
     }
 
     /// YPIR's first-layer queries for the record at `first_column` of its row: one per digit,
-    /// each `A1·s + e + Δ·u` with its own Gaussian secret.
+    /// each `A1·s + e + Δ·u` with its own Gaussian secret, rounded to leave out `dropped` low
+    /// bits.
     fn first_queries(
         &self,
         a: &PublicMatrix,
         shape: &DoubleShape,
         first_column: u64,
+        dropped: u32,
     ) -> Result<(Vec<u32>, Vec<Vec<u32>>), PirError> {
         let digits = shape.digits() as usize;
         let mut rng = OsSampler::new();
@@ -98,7 +100,7 @@ impl Client {
             }
             let column = first_column as usize + i;
             masked[column] = masked[column].wrapping_add(delta);
-            values.extend_from_slice(&masked);
+            values.extend(masked.iter().map(|&v| round_word(v, dropped)));
             masked.zeroize();
         }
         noise.zeroize();
@@ -167,6 +169,15 @@ impl Client {
     }
 }
 
+/// A first-layer entry without its `dropped` low bits, rounded (modulo 2^32).
+fn round_word(v: u32, dropped: u32) -> u32 {
+    if dropped == 0 {
+        v
+    } else {
+        v.wrapping_add(1 << (dropped - 1)) >> dropped
+    }
+}
+
 impl PirClient for Client {
     type Scheme = Ypir;
     type Target<'a> = u64;
@@ -183,16 +194,21 @@ impl PirClient for Client {
 
     fn query(&mut self, index: u64) -> Result<(Query, QueryState), PirError> {
         let secret = self.layer.secret()?;
+        let dropped = dropped_bits(&self.setup);
         let (first, first_secrets, second) = match (self.setup.shape(), &self.first) {
             (Shape::Simple(s), _) => {
                 let (column, _) = s.locate(index)?;
-                let second = self.layer.query(&secret, column as usize, PLAINTEXT_BITS)?;
+                let second =
+                    self.layer
+                        .query(&secret, column as usize, PLAINTEXT_BITS, dropped[1])?;
                 (Vec::new(), Vec::new(), second)
             }
             (Shape::Double(s), Some(a)) => {
                 let (row, first_column) = s.locate(index)?;
-                let (first, secrets) = self.first_queries(a, s, first_column)?;
-                let second = self.layer.query(&secret, row as usize, PLAINTEXT_BITS)?;
+                let (first, secrets) = self.first_queries(a, s, first_column, dropped[0])?;
+                let second = self
+                    .layer
+                    .query(&secret, row as usize, PLAINTEXT_BITS, dropped[1])?;
                 (first, secrets, second)
             }
             (Shape::Double(_), None) => unreachable!("a YPIR client keeps its first matrix"),
@@ -210,6 +226,7 @@ impl PirClient for Client {
             first,
             second,
             keys,
+            dropped,
         };
         Ok((query, state))
     }

@@ -1,11 +1,11 @@
 //! YPIR queries and answers, and their binary encodings (compact envelope; lengths fixed by the
 //! setup; values modulo `q` bit-packed to 56 bits, the answer's to 28 and 20).
 
-use super::packed::KEY_POLYNOMIALS;
-use super::params::{BODY_BITS, DEGREE, MASK_BITS};
+use super::packed::{rounded_bound, KEY_POLYNOMIALS};
+use super::params::{key_dropped_bits, BODY_BITS, DEGREE, GADGET_DIGITS, LEVELS, MASK_BITS};
 use super::setup::PublicSetup;
 use super::shape::Shape;
-use crate::wire::{self, Digest, Kind, Reader, Word};
+use crate::wire::{self, Digest, Kind, Reader};
 use crate::PirError;
 
 /// Bits of a value modulo the packed layer's `q` on the wire.
@@ -13,13 +13,31 @@ const VALUE_BITS: u32 = 56;
 
 /// A query: for YPIR, one first-layer LWE query per digit of a record (each with its own
 /// secret); then the packed layer's query vector and the packing keys' bodies (under one fresh
-/// secret).
+/// secret). Every vector is sent rounded, its low bits left out as the setup says
+/// ([`dropped_bits`]); the keys' as [`key_dropped_bits`] says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Query {
     pub(super) digest: Digest,
     pub(super) first: Vec<u32>,
     pub(super) second: Vec<u64>,
     pub(super) keys: Vec<u64>,
+    /// The low bits left out of the first-layer vectors and of the packed layer's vector.
+    pub(super) dropped: [u32; 2],
+}
+
+/// The low bits a query for `setup` leaves out of its first-layer vectors and of its packed
+/// layer's vector.
+pub(super) fn dropped_bits(setup: &PublicSetup) -> [u32; 2] {
+    match setup.shape() {
+        Shape::Simple(s) => [0, s.query_dropped()],
+        Shape::Double(s) => [s.first_dropped(), s.packed_dropped()],
+    }
+}
+
+/// The wire width of each packing key body's values, polynomial by polynomial.
+fn key_widths() -> impl Iterator<Item = u32> {
+    (1..=LEVELS)
+        .flat_map(|level| (0..GADGET_DIGITS).map(move |j| VALUE_BITS - key_dropped_bits(level, j)))
 }
 
 /// An answer: packed ciphertexts, their masks modulo 2^28 then their bodies modulo 2^20.
@@ -47,12 +65,14 @@ pub(super) fn answer_ciphertexts(setup: &PublicSetup) -> usize {
     }
 }
 
-/// Bytes of the entries of a query of these lengths.
-fn query_bytes([first, second, keys]: [u64; 3]) -> u64 {
-    let packed = |count| wire::packed_len(count, VALUE_BITS).unwrap_or(u64::MAX);
-    (first * 4)
-        .saturating_add(packed(second))
-        .saturating_add(packed(keys))
+/// Bytes of the entries of a query of these lengths, with `dropped` bits left out of the
+/// vectors' entries.
+fn query_bytes([first, second, keys]: [u64; 3], [first_dropped, second_dropped]: [u32; 2]) -> u64 {
+    let packed = |count, width| wire::packed_len(count, width).unwrap_or(u64::MAX);
+    let key_bits: u64 = key_widths().map(u64::from).sum::<u64>() * keys / (KEY_POLYNOMIALS as u64);
+    packed(first, 32 - first_dropped)
+        .saturating_add(packed(second, VALUE_BITS - second_dropped))
+        .saturating_add(key_bits.div_ceil(8))
 }
 
 /// Bytes of the entries of an answer of `ciphertexts` ciphertexts.
@@ -105,13 +125,25 @@ fn check<const N: usize>(
     Ok(())
 }
 
-/// `count` values modulo `q`, each checked to be below it.
-fn values_below(reader: &mut Reader<'_>, count: u64, q: u64) -> Result<Vec<u64>, PirError> {
-    let values = reader.packed(count as usize, VALUE_BITS)?;
-    if values.iter().any(|&v| v >= q) {
+/// `count` values modulo `q` rounded by `dropped` bits, each checked to be one that rounding
+/// gives.
+fn rounded_values(
+    reader: &mut Reader<'_>,
+    count: usize,
+    dropped: u32,
+) -> Result<Vec<u64>, PirError> {
+    let values = reader.packed(count, VALUE_BITS - dropped)?;
+    if values.iter().any(|&v| v > rounded_bound(dropped)) {
         return Err(reader.error("a value is not below the modulus"));
     }
     Ok(values)
+}
+
+/// Whether the packing keys' bodies are values rounding gives, polynomial by polynomial.
+fn keys_in_range(keys: &[u64]) -> bool {
+    keys.chunks(DEGREE)
+        .zip(key_widths())
+        .all(|(poly, width)| poly.iter().all(|&v| v <= rounded_bound(VALUE_BITS - width)))
 }
 
 impl Query {
@@ -122,51 +154,66 @@ impl Query {
 
     /// The length of an encoded query for `setup`.
     pub fn encoded_len(setup: &PublicSetup) -> u64 {
-        wire::COMPACT_HEADER_BYTES as u64 + query_bytes(query_lengths(setup))
+        wire::COMPACT_HEADER_BYTES as u64 + query_bytes(query_lengths(setup), dropped_bits(setup))
     }
 
     /// Bytes of an encoded query's three parts for `setup`: the first-layer vectors, the
     /// packed layer's vector and the packing keys.
     pub fn part_bytes(setup: &PublicSetup) -> [u64; 3] {
         let [first, second, keys] = query_lengths(setup);
+        let dropped = dropped_bits(setup);
         [
-            query_bytes([first, 0, 0]),
-            query_bytes([0, second, 0]),
-            query_bytes([0, 0, keys]),
+            query_bytes([first, 0, 0], dropped),
+            query_bytes([0, second, 0], dropped),
+            query_bytes([0, 0, keys], dropped),
         ]
     }
 
     /// The encoded query.
     pub fn to_bytes(&self) -> Vec<u8> {
         let lengths = [self.first.len(), self.second.len(), self.keys.len()].map(|l| l as u64);
-        let mut out =
-            Vec::with_capacity(wire::COMPACT_HEADER_BYTES + query_bytes(lengths) as usize);
+        let len = query_bytes(lengths, self.dropped) as usize;
+        let mut out = Vec::with_capacity(wire::COMPACT_HEADER_BYTES + len);
         wire::write_compact_header(&mut out, Kind::YPIR_QUERY, &self.digest);
-        self.first.iter().for_each(|&word| word.put(&mut out));
-        wire::write_packed(&mut out, self.second.iter().copied(), VALUE_BITS);
-        wire::write_packed(&mut out, self.keys.iter().copied(), VALUE_BITS);
+        let [first_dropped, second_dropped] = self.dropped;
+        let first = self.first.iter().map(|&w| u64::from(w));
+        wire::write_packed(&mut out, first, 32 - first_dropped);
+        let second = self.second.iter().copied();
+        wire::write_packed(&mut out, second, VALUE_BITS - second_dropped);
+        // Each key polynomial at its own width, one bit stream for all.
+        let mut bits = BitStream::default();
+        for (poly, width) in self.keys.chunks(DEGREE).zip(key_widths()) {
+            poly.iter().for_each(|&v| bits.push(&mut out, v, width));
+        }
+        bits.finish(&mut out);
         out
     }
 
-    /// Decodes a query that must belong to `setup`; every value modulo `q` is checked.
+    /// Decodes a query that must belong to `setup`; every value is checked to be one that the
+    /// rounding of a value modulo `q` gives.
     pub fn from_bytes(bytes: &[u8], setup: &PublicSetup) -> Result<Self, PirError> {
         let [first, second, keys] = query_lengths(setup);
-        let mut reader = open(
-            bytes,
-            Kind::YPIR_QUERY,
-            setup,
-            query_bytes([first, second, keys]),
-        )?;
-        let q = obscura_math::ring::Ring::ypir().modulus();
-        let first = reader.words_raw::<u32>(first as usize)?;
-        let second = values_below(&mut reader, second, q)?;
-        let keys = values_below(&mut reader, keys, q)?;
+        let dropped = dropped_bits(setup);
+        let entries = query_bytes([first, second, keys], dropped);
+        let mut reader = open(bytes, Kind::YPIR_QUERY, setup, entries)?;
+        let first = reader
+            .packed(first as usize, 32 - dropped[0])?
+            .into_iter()
+            .map(|w| w as u32)
+            .collect();
+        let second = rounded_values(&mut reader, second as usize, dropped[1])?;
+        let key_bytes = reader.take(query_bytes([0, 0, keys], dropped) as usize)?;
+        let keys = read_keys(key_bytes).ok_or_else(|| reader.error("malformed packing keys"))?;
+        if !keys_in_range(&keys) {
+            return Err(reader.error("a packing key value is not below the modulus"));
+        }
         reader.finish()?;
         Ok(Self {
             digest: *setup.digest(),
             first,
             second,
             keys,
+            dropped,
         })
     }
 
@@ -180,8 +227,15 @@ impl Query {
             lengths,
             query_lengths(setup),
         )?;
-        let q = obscura_math::ring::Ring::ypir().modulus();
-        if self.second.iter().chain(&self.keys).any(|&v| v >= q) {
+        let dropped = dropped_bits(setup);
+        let fits = self.dropped == dropped
+            && self
+                .first
+                .iter()
+                .all(|&w| u64::from(w) >> (32 - dropped[0]) == 0)
+            && self.second.iter().all(|&v| v <= rounded_bound(dropped[1]))
+            && keys_in_range(&self.keys);
+        if !fits {
             return Err(PirError::malformed(
                 Kind::YPIR_QUERY.describe(),
                 "a value is not below the modulus",
@@ -189,6 +243,53 @@ impl Query {
         }
         Ok(())
     }
+}
+
+/// Values of several widths written as one bit stream, least significant bit first.
+#[derive(Default)]
+struct BitStream {
+    buffer: u128,
+    held: u32,
+}
+
+impl BitStream {
+    /// Appends `value` (below `2^width`) and writes out the whole bytes.
+    fn push(&mut self, out: &mut Vec<u8>, value: u64, width: u32) {
+        self.buffer |= u128::from(value) << self.held;
+        self.held += width;
+        while self.held >= 8 {
+            out.push(self.buffer as u8);
+            self.buffer >>= 8;
+            self.held -= 8;
+        }
+    }
+
+    /// Writes the last, partial byte.
+    fn finish(self, out: &mut Vec<u8>) {
+        if self.held > 0 {
+            out.push(self.buffer as u8);
+        }
+    }
+}
+
+/// The packing keys' bodies from exactly their bytes ([`Query::to_bytes`]' layout); `None` if
+/// the padding bits are not zero.
+fn read_keys(bytes: &[u8]) -> Option<Vec<u64>> {
+    let mut keys = Vec::with_capacity(KEY_POLYNOMIALS * DEGREE);
+    let (mut buffer, mut held) = (0u128, 0u32);
+    let mut input = bytes.iter();
+    for width in key_widths() {
+        for _ in 0..DEGREE {
+            while held < width {
+                buffer |= u128::from(*input.next()?) << held;
+                held += 8;
+            }
+            keys.push((buffer & ((1u128 << width) - 1)) as u64);
+            buffer >>= width;
+            held -= width;
+        }
+    }
+    (buffer == 0 && input.next().is_none()).then_some(keys)
 }
 
 impl Answer {

@@ -20,7 +20,9 @@ use obscura_math::sample::{DiscreteGaussian, OsSampler};
 use rayon::prelude::*;
 use zeroize::Zeroize;
 
-use super::params::{BODY_BITS, DEGREE, GADGET_BITS, GADGET_DIGITS, LEVELS, MASK_BITS, SIGMA};
+use super::params::{
+    key_dropped_bits, BODY_BITS, DEGREE, GADGET_BITS, GADGET_DIGITS, LEVELS, MASK_BITS, SIGMA,
+};
 use crate::PirError;
 
 /// The domain of the query matrix's polynomials `a_k` under the database's seed.
@@ -84,12 +86,14 @@ impl PackedLayer {
     }
 
     /// The query vector that selects `column` for plaintexts of `plaintext_bits` bits, under
-    /// `secret`: [`Self::new`]'s `columns` values modulo `q`.
+    /// `secret`: [`Self::new`]'s `columns` values modulo `q`, each rounded to leave out its
+    /// `dropped` low bits ([`round`]).
     pub(super) fn query(
         &self,
         secret: &Secret,
         column: usize,
         plaintext_bits: u32,
+        dropped: u32,
     ) -> Result<Vec<u64>, PirError> {
         let ring = &*self.ring;
         let factor = packing_factor(ring);
@@ -104,13 +108,18 @@ impl PackedLayer {
             ring.add_assign(&mut block, &ring.scale(&ring.from_signed(&noise), factor));
             noise.zeroize();
             let take = (self.columns - k * DEGREE).min(DEGREE);
-            values.extend_from_slice(&ring.values(&block)[..take]);
+            values.extend(
+                ring.values(&block)[..take]
+                    .iter()
+                    .map(|&v| round(v, dropped)),
+            );
         }
         Ok(values)
     }
 
     /// The bodies of the packing keys for `secret`: level `ℓ = 1 … log d`, digit `j`, each
-    /// `a·s + e − B^j·τ_(2^ℓ+1)(s)` with the seeded mask `a`, `d` values modulo `q` each.
+    /// `a·s + e − B^j·τ_(2^ℓ+1)(s)` with the seeded mask `a`, `d` values modulo `q` each,
+    /// rounded to leave out [`key_dropped_bits`] low bits.
     pub(super) fn key_bodies(&self, secret: &Secret) -> Result<Vec<u64>, PirError> {
         let ring = &*self.ring;
         let s = ring.from_signed(&secret.coefficients);
@@ -130,14 +139,15 @@ impl PackedLayer {
                     &ring.from_signed(&error),
                 );
                 error.zeroize();
-                bodies.extend(ring.values(&body));
+                let dropped = key_dropped_bits(level, j);
+                bodies.extend(ring.values(&body).into_iter().map(|v| round(v, dropped)));
             }
         }
         Ok(bodies)
     }
 
-    /// The packing keys with the seeded masks and `bodies` ([`Self::key_bodies`]' layout, every
-    /// value below `q`); zero bodies give the keys a plan needs, whose bodies it never reads.
+    /// The packing keys with the seeded masks and `bodies` ([`Self::key_bodies`]' layout,
+    /// rounded); zero bodies give the keys a plan needs, whose bodies it never reads.
     pub(super) fn packing_keys(&self, bodies: Option<&[u64]>) -> PackingKeys {
         let ring = &*self.ring;
         let zero = Poly::zero(DEGREE);
@@ -147,9 +157,14 @@ impl PackedLayer {
                     .map(|j| {
                         let index = level * GADGET_DIGITS + j;
                         let body = match bodies {
-                            Some(bodies) => ring.forward(
-                                &ring.from_values(&bodies[index * DEGREE..(index + 1) * DEGREE]),
-                            ),
+                            Some(bodies) => {
+                                let dropped = key_dropped_bits(level + 1, j);
+                                let values: Vec<u64> = bodies[index * DEGREE..(index + 1) * DEGREE]
+                                    .iter()
+                                    .map(|&v| restore(v, dropped))
+                                    .collect();
+                                ring.forward(&ring.from_values(&values))
+                            }
                             None => zero.clone(),
                         };
                         (self.key_masks[index].clone(), body)
@@ -210,16 +225,9 @@ impl PackedLayer {
         (narrow(&ct.a, MASK_BITS), narrow(&ct.b, BODY_BITS))
     }
 
-    /// The `plaintext_bits`-bit plaintexts of a switched ciphertext under `secret`: the body
-    /// less `â·s` (exact over the integers, scaled from the mask's modulus to the body's), each
-    /// rounded to its plaintext.
-    pub(super) fn decrypt(
-        &self,
-        secret: &Secret,
-        mask: &[u32],
-        body: &[u32],
-        plaintext_bits: u32,
-    ) -> Vec<u32> {
+    /// The phases of a switched ciphertext under `secret`, modulo the body's modulus: the body
+    /// less `â·s` (exact over the integers, scaled from the mask's modulus to the body's).
+    pub(super) fn phases(&self, secret: &Secret, mask: &[u32], body: &[u32]) -> Vec<u32> {
         let ring = &*self.ring;
         let values: Vec<u64> = mask.iter().map(|&x| u64::from(x)).collect();
         // |â·s| < d · 2^28 · max|s| < q/2: the centered product is the integer one.
@@ -228,17 +236,52 @@ impl PackedLayer {
         );
         let shift = MASK_BITS - BODY_BITS;
         let body_mask = (1u32 << BODY_BITS) - 1;
-        let step = BODY_BITS - plaintext_bits;
         product
             .iter()
             .zip(body)
             .map(|(&x, &b)| {
                 let masked = (x.rem_euclid(1 << MASK_BITS) as u32 + (1 << (shift - 1))) >> shift;
-                let phase = b.wrapping_sub(masked) & body_mask;
-                ((phase + (1 << (step - 1))) >> step) & ((1 << plaintext_bits) - 1)
+                b.wrapping_sub(masked) & body_mask
             })
             .collect()
     }
+
+    /// The `plaintext_bits`-bit plaintexts of a switched ciphertext under `secret`: its
+    /// [`phases`](Self::phases), each rounded to its plaintext.
+    pub(super) fn decrypt(
+        &self,
+        secret: &Secret,
+        mask: &[u32],
+        body: &[u32],
+        plaintext_bits: u32,
+    ) -> Vec<u32> {
+        let step = BODY_BITS - plaintext_bits;
+        self.phases(secret, mask, body)
+            .into_iter()
+            .map(|phase| ((phase + (1 << (step - 1))) >> step) & ((1 << plaintext_bits) - 1))
+            .collect()
+    }
+}
+
+/// `v` (below `q`) without its `dropped` low bits, rounded: `⌊(v + 2^(dropped−1)) / 2^dropped⌋`,
+/// at most [`rounded_bound`].
+pub(super) fn round(v: u64, dropped: u32) -> u64 {
+    if dropped == 0 {
+        v
+    } else {
+        (v + (1 << (dropped - 1))) >> dropped
+    }
+}
+
+/// The largest value [`round`] gives with `dropped` bits left out.
+pub(super) fn rounded_bound(dropped: u32) -> u64 {
+    round(Ring::ypir().modulus() - 1, dropped)
+}
+
+/// A rounded value brought back modulo `q`: `v · 2^dropped mod q`, within `2^(dropped−1)` of
+/// the value it was rounded from.
+pub(super) fn restore(v: u64, dropped: u32) -> u64 {
+    ((u128::from(v) << dropped) % u128::from(Ring::ypir().modulus())) as u64
 }
 
 /// `count` polynomials uniform modulo `q`, expanded from `seed` in `domain`: coefficient `i` of

@@ -105,36 +105,98 @@ pub const CIPHERTEXT_BYTES: u64 = (DEGREE as u64) * (MASK_BITS + BODY_BITS) as u
 /// layer absorbs it.
 pub const ANSWER_CHUNK_SLACK: f64 = (1u64 << 19) as f64 + 16.0;
 
-/// `log2` of the probability that one packed ciphertext of `d` coefficients fails to decode,
-/// for plaintexts of `plaintext_bits` bits, a pass over `columns` columns, and a slack of
-/// `tolerance` (1 for exact coefficients, 3 where an error of ±1 is tolerated: the bound is
-/// then taken at `3τ`) on coefficients that carry `packs` packings' errors (2 for YPIR's
-/// answer chunks, packed apart and added).
-pub fn packed_log_failure(plaintext_bits: u32, columns: u64, packs: f64, tolerance: f64) -> f64 {
-    let d = DEGREE as f64;
-    let q = obscura_math::ring::YPIR_MODULI
+/// Low bits of a packing key's body at `level` (1 to [`LEVELS`]) and gadget `digit` that a
+/// query leaves out: `level + 1`, one more for the top digit. A level's key-switching error is
+/// doubled by each later level, so the rounding an early level can take is small and a late
+/// one's large; the top digit multiplies a smaller digit (below `q / B^2`). Together they save
+/// 62 KB of the 473 KB of keys, for a packing error 1.35 times as large (see
+/// [`packing_variance`]).
+pub fn key_dropped_bits(level: usize, digit: usize) -> u32 {
+    level as u32 + 1 + u32::from(digit + 1 == GADGET_DIGITS)
+}
+
+/// The modulus `q` of the packed layer, as a float.
+fn modulus() -> f64 {
+    obscura_math::ring::YPIR_MODULI
         .iter()
         .map(|&p| f64::from(p))
-        .product::<f64>();
-    let sigma2 = SIGMA * SIGMA;
+        .product()
+}
+
+/// The variance of the packing error per coefficient, in units of 1 modulo `q`: for each level
+/// `ℓ` and digit `j`, `4^(L−ℓ) · d · E[δ_j²] · (σ² + 4^k/12)`, the key's body rounded by `k` =
+/// [`key_dropped_bits`] bits (an error uniform on `[−2^(k−1), 2^(k−1))` under the heuristic),
+/// the balanced digits of a uniform mask of variance `B²/12`, the top one `(q/B²)²/12`.
+pub fn packing_variance() -> f64 {
+    let (d, q) = (DEGREE as f64, modulus());
     let base = 2f64.powi(GADGET_BITS as i32);
-    let packing = (d * d - 1.0) / 3.0 * d * sigma2 * GADGET_DIGITS as f64 * base * base / 12.0;
+    let digit_variance = |j: usize| {
+        if j + 1 < GADGET_DIGITS {
+            base * base / 12.0
+        } else {
+            (q / base.powi(GADGET_DIGITS as i32 - 1)).powi(2) / 12.0
+        }
+    };
+    (1..=LEVELS)
+        .map(|level| {
+            let amplified = 4f64.powi((LEVELS - level) as i32) * d;
+            (0..GADGET_DIGITS)
+                .map(|j| {
+                    let rounding = 4f64.powi(key_dropped_bits(level, j) as i32) / 12.0;
+                    amplified * digit_variance(j) * (SIGMA * SIGMA + rounding)
+                })
+                .sum::<f64>()
+        })
+        .sum()
+}
+
+/// `log2` of the probability that one packed ciphertext of `d` coefficients fails to decode,
+/// for plaintexts of `plaintext_bits` bits, a pass over `columns` columns whose query vector
+/// leaves out `dropped` low bits of each entry (an error uniform on `[−2^(dropped−1),
+/// 2^(dropped−1))` under the heuristic, which packing multiplies by `d`, against entries of at
+/// most `p − 1`), and a slack of `tolerance` (1 for exact coefficients, 3 where an
+/// error of ±1 is tolerated: the bound is then taken at `3τ`) on coefficients that carry
+/// `packs` packings' errors (2 for YPIR's answer chunks, packed apart and added).
+pub fn packed_log_failure(
+    plaintext_bits: u32,
+    columns: u64,
+    dropped: u32,
+    packs: f64,
+    tolerance: f64,
+) -> f64 {
+    let variance = packed_variance(plaintext_bits, columns, dropped, packs);
     let p = 2f64.powi(plaintext_bits as i32);
-    let pass = columns as f64 * (p - 1.0) * (p - 1.0) * sigma2;
+    let tau = tolerance * 2f64.powi(BODY_BITS as i32) / (2.0 * p) - 1.0;
+    let per_coefficient = std::f64::consts::LN_2.recip() * (-tau * tau / (2.0 * variance)) + 1.0;
+    per_coefficient + (DEGREE as f64).log2()
+}
+
+/// The variance of a decoded coefficient's error in units of the body modulus
+/// ([`packed_log_failure`]'s terms but the one unit of rounding it takes off the threshold).
+pub fn packed_variance(plaintext_bits: u32, columns: u64, dropped: u32, packs: f64) -> f64 {
+    let (d, q) = (DEGREE as f64, modulus());
+    let sigma2 = SIGMA * SIGMA;
+    let p = 2f64.powi(plaintext_bits as i32);
+    let entry = (p - 1.0) * (p - 1.0) * columns as f64;
+    let rounding = 4f64.powi(dropped as i32) / 12.0;
+    let pass = entry * (sigma2 + d * d * rounding);
     let body = 2f64.powi(BODY_BITS as i32);
     let to_body = body / q;
     let mask_rounding = d * sigma2 / 4.0 * (body / 2f64.powi(MASK_BITS as i32)).powi(2);
-    let variance = (packs * packing + pass) * to_body * to_body + mask_rounding;
-    let tau = tolerance * body / (2.0 * p) - 1.0;
-    let per_coefficient = std::f64::consts::LN_2.recip() * (-tau * tau / (2.0 * variance)) + 1.0;
-    per_coefficient + d.log2()
+    (packs * packing_variance() + pass) * to_body * to_body + mask_rounding
 }
 
 /// `log2` of the probability that one first-layer digit of `log_p` bits fails to decode, for a
-/// database whose rows have squared norms of at most `row_norm`.
-pub fn first_log_failure(log_p: u32, row_norm: u64) -> f64 {
+/// database whose rows have squared norms of at most `row_norm` and a query vector that leaves
+/// out `dropped` low bits of each entry (an error of at most `2^(dropped−1)` per column).
+pub fn first_log_failure(log_p: u32, row_norm: u64, dropped: u32) -> f64 {
     let sigma2 = FIRST_SIGMA * FIRST_SIGMA;
-    let variance = sigma2 * (row_norm as f64 + 64.0 * FIRST_DIMENSION as f64);
+    let rounding = if dropped == 0 {
+        0.0
+    } else {
+        4f64.powi(dropped as i32 - 1)
+    };
+    let variance = (sigma2 + rounding) * row_norm as f64 + 64.0 * FIRST_DIMENSION as f64 * sigma2;
     let tau = 2f64.powi(31 - log_p as i32) - 8.0 - ANSWER_CHUNK_SLACK;
     if tau <= 0.0 {
         return 0.0;
@@ -153,6 +215,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn rounded_keys_cost_a_third_more_packing_error() {
+        let exact: u32 = (1..=LEVELS)
+            .flat_map(|l| (0..GADGET_DIGITS).map(move |j| key_dropped_bits(l, j)))
+            .sum();
+        // 242 bits of each of the 2,048 coefficients: 61,952 bytes.
+        assert_eq!(exact as usize * DEGREE / 8, 61_952);
+        // The variance against the keys unrounded: σ² alone in place of σ² + 4^(k−1).
+        let (d, q) = (DEGREE as f64, modulus());
+        let b = 2f64.powi(GADGET_BITS as i32);
+        let digits = 2.0 * b * b / 12.0 + (q / (b * b)).powi(2) / 12.0;
+        let unrounded = (d * d - 1.0) / 3.0 * d * SIGMA * SIGMA * digits;
+        let ratio = packing_variance() / unrounded;
+        assert!((1.3..1.4).contains(&ratio), "{ratio}");
+    }
+
+    #[test]
     fn the_answer_is_twelve_kilobytes() {
         assert_eq!(CIPHERTEXT_BYTES, 12_288);
         assert_eq!(LEVELS, 11);
@@ -163,25 +241,30 @@ mod tests {
     #[test]
     fn packed_failure_matches_the_analysis() {
         // p = 2^15 over 2^15 columns: about 2^-58 per ciphertext.
-        let ypir = packed_log_failure(PLAINTEXT_BITS, 1 << 15, 1.0, 1.0);
+        let ypir = packed_log_failure(PLAINTEXT_BITS, 1 << 15, 0, 1.0, 1.0);
         assert!((-62.0..-54.0).contains(&ypir), "{ypir}");
+        // Rounding the query by a few bits costs a little; by many, too much.
+        let rounded = packed_log_failure(PLAINTEXT_BITS, 1 << 15, 3, 1.0, 1.0);
+        assert!((ypir..-42.0).contains(&rounded), "{rounded}");
+        assert!(packed_log_failure(PLAINTEXT_BITS, 1 << 15, 6, 1.0, 1.0) > -20.0);
         // The answer's chunks carry two packings' errors but tolerate ±1.
-        assert!(packed_log_failure(PLAINTEXT_BITS, 1 << 15, 2.0, 3.0) < -200.0);
+        assert!(packed_log_failure(PLAINTEXT_BITS, 1 << 15, 0, 2.0, 3.0) < -200.0);
         // Two packings at the exact threshold would not be enough.
-        assert!(packed_log_failure(PLAINTEXT_BITS, 1 << 15, 2.0, 1.0) > -40.0);
+        assert!(packed_log_failure(PLAINTEXT_BITS, 1 << 15, 0, 2.0, 1.0) > -40.0);
         // A plaintext bit less has four times the margin in variance.
-        assert!(packed_log_failure(PLAINTEXT_BITS - 1, 1 << 15, 1.0, 1.0) < -200.0);
+        assert!(packed_log_failure(PLAINTEXT_BITS - 1, 1 << 15, 0, 1.0, 1.0) < -200.0);
     }
 
     #[test]
     fn first_layer_failure_falls_with_the_row_norm() {
         // 2^15 bytes-wide rows of spread digits (mean square about 2^14).
-        let typical = first_log_failure(8, (1 << 15) * (1 << 14));
+        let typical = first_log_failure(8, (1 << 15) * (1 << 14), 0);
         assert!(typical < -200.0, "{typical}");
-        let worst = first_log_failure(8, (1u64 << 21) * (1 << 14));
+        assert!(first_log_failure(8, (1 << 15) * (1 << 14), 6) < -40.0);
+        let worst = first_log_failure(8, (1u64 << 21) * (1 << 14), 0);
         assert!(worst > -40.0, "{worst}");
-        assert!(first_log_failure(7, (1u64 << 21) * (1 << 12)) < worst);
-        assert_eq!(first_log_failure(32, 1), 0.0);
+        assert!(first_log_failure(7, (1u64 << 21) * (1 << 12), 0) < worst);
+        assert_eq!(first_log_failure(32, 1, 0), 0.0);
         assert!((log_sum(-40.0, -40.0) + 39.0).abs() < 1e-12);
     }
 }

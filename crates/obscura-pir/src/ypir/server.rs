@@ -13,7 +13,7 @@ use rayon::prelude::*;
 
 use super::bits::regroup;
 use super::messages::{Answer, Query};
-use super::packed::PackedLayer;
+use super::packed::{restore, PackedLayer};
 use super::params::{DEGREE, FIRST_DIMENSION, GADGET_DIGITS, LEVELS, PLAINTEXT_BITS, ROUNDED_BITS};
 use super::scheme::Ypir;
 use super::setup::PublicSetup;
@@ -244,7 +244,11 @@ impl Server {
         let ring = self.layer.ring();
         let residues: Vec<Residues> = queries
             .iter()
-            .map(|q| Residues::new(ring, &q.second))
+            .map(|q| {
+                let restored: Vec<u64> =
+                    q.second.iter().map(|&v| restore(v, q.dropped[1])).collect();
+                Residues::new(ring, &restored)
+            })
             .collect();
         let timed = |f: &dyn Fn() -> Vec<Vec<u64>>| {
             let started = Instant::now();
@@ -303,9 +307,13 @@ impl Server {
         let (Some(first), Shape::Double(s)) = (&self.first, self.setup.shape()) else {
             return Vec::new();
         };
-        let vectors: Vec<&[u32]> = queries
+        let restored: Vec<Vec<u32>> = queries
             .iter()
-            .flat_map(|q| q.first.chunks_exact(s.columns() as usize))
+            .map(|q| q.first.iter().map(|&w| w << q.dropped[0]).collect())
+            .collect();
+        let vectors: Vec<&[u32]> = restored
+            .iter()
+            .flat_map(|first| first.chunks_exact(s.columns() as usize))
             .collect();
         kernels::plaintext_mat_vecs(first, &vectors)
     }

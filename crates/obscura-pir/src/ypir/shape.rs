@@ -18,6 +18,9 @@ pub(super) const HINT_CHUNKS: usize = HINT_BITS.div_ceil(PLAINTEXT_BITS as u64) 
 pub const MAX_DOUBLE_DIGITS: u64 =
     ((DEGREE - HINT_CHUNKS) as u64 * PLAINTEXT_BITS as u64) / ROUNDED_BITS as u64;
 
+/// The most low bits a query leaves out of each entry of a vector.
+pub const MAX_DROPPED_BITS: u32 = 12;
+
 /// The most columns (query entries) a layer may have.
 const MAX_COLUMNS: u64 = 1 << 28;
 
@@ -176,8 +179,22 @@ impl SimpleShape {
 
     /// `log2` of the probability that a query fails.
     pub fn log_failure(&self) -> f64 {
-        let one = packed_log_failure(PLAINTEXT_BITS, self.columns(), 1.0, 1.0);
+        self.log_failure_dropping(self.query_dropped())
+    }
+
+    /// [`Self::log_failure`] with a query vector that leaves out `dropped` low bits.
+    fn log_failure_dropping(&self, dropped: u32) -> f64 {
+        let one = packed_log_failure(PLAINTEXT_BITS, self.columns(), dropped, 1.0, 1.0);
         one + (self.packing().ciphertexts as f64).log2()
+    }
+
+    /// Low bits of each entry of the query vector that a query leaves out: the most (up to
+    /// [`MAX_DROPPED_BITS`]) that keep a query's failure within 2^-41.
+    pub fn query_dropped(&self) -> u32 {
+        (0..=MAX_DROPPED_BITS)
+            .rev()
+            .find(|&k| self.log_failure_dropping(k) <= -f64::from(LOG_FAILURE + 1))
+            .unwrap_or(0)
     }
 
     /// How the rows are packed.
@@ -324,13 +341,43 @@ impl DoubleShape {
     /// `log2` of the probability that a query fails: the first layer's digits, the packed
     /// layer's hint chunks (exact) and its answer chunks (off by one tolerated).
     pub fn log_failure(&self) -> f64 {
+        log_sum(
+            self.first_log_failure(self.first_dropped()),
+            self.packed_log_failure(self.packed_dropped()),
+        )
+    }
+
+    /// The first layer's part of [`Self::log_failure`], its vectors rounded by `dropped` bits.
+    fn first_log_failure(&self, dropped: u32) -> f64 {
         let half = 1u64 << (self.log_p - 1);
         let worst_norm = self.columns().saturating_mul(half * half);
-        let first =
-            first_log_failure(u32::from(self.log_p), worst_norm) + (self.digits() as f64).log2();
-        let hint = packed_log_failure(PLAINTEXT_BITS, self.rows(), 1.0, 1.0);
-        let answers = packed_log_failure(PLAINTEXT_BITS, self.rows(), 2.0, 3.0);
-        log_sum(first, log_sum(hint, answers))
+        first_log_failure(u32::from(self.log_p), worst_norm, dropped)
+            + (self.digits() as f64).log2()
+    }
+
+    /// The packed layer's part of [`Self::log_failure`], its vector rounded by `dropped` bits.
+    fn packed_log_failure(&self, dropped: u32) -> f64 {
+        let hint = packed_log_failure(PLAINTEXT_BITS, self.rows(), dropped, 1.0, 1.0);
+        let answers = packed_log_failure(PLAINTEXT_BITS, self.rows(), dropped, 2.0, 3.0);
+        log_sum(hint, answers)
+    }
+
+    /// Low bits of each entry of the first-layer vectors that a query leaves out: the most (up
+    /// to [`MAX_DROPPED_BITS`]) that keep the first layer's failure within 2^-42.
+    pub fn first_dropped(&self) -> u32 {
+        (0..=MAX_DROPPED_BITS)
+            .rev()
+            .find(|&k| self.first_log_failure(k) <= -f64::from(LOG_FAILURE + 2))
+            .unwrap_or(0)
+    }
+
+    /// Low bits of each entry of the packed layer's vector that a query leaves out: the most
+    /// (up to [`MAX_DROPPED_BITS`]) that keep the packed layer's failure within 2^-42.
+    pub fn packed_dropped(&self) -> u32 {
+        (0..=MAX_DROPPED_BITS)
+            .rev()
+            .find(|&k| self.packed_log_failure(k) <= -f64::from(LOG_FAILURE + 2))
+            .unwrap_or(0)
     }
 
     /// Chunks of a row's answers: `⌈28·k / 15⌉`.

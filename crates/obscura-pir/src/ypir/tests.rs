@@ -165,13 +165,16 @@ fn answers_are_twelve_kilobytes_per_ciphertext() {
         Answer::encoded_len(setup),
         crate::wire::COMPACT_HEADER_BYTES as u64 + params::CIPHERTEXT_BYTES
     );
-    // The packing keys' bodies are 33 polynomials of 2,048 values of 56 bits.
-    let keys = 33 * 2048 * 56 / 8;
+    // The packing keys' bodies are 33 polynomials of 2,048 values of 56 bits, less the 242
+    // bits of each coefficient that their rounding leaves out.
+    let keys = 33 * 2048 * 56 / 8 - 61_952;
     let Shape::Double(shape) = setup.shape() else {
         panic!("a YPIR shape");
     };
-    let first = 4 * shape.digits() * shape.columns();
-    let second = (shape.rows() * 56).div_ceil(8);
+    let (k1, k2) = (shape.first_dropped(), shape.packed_dropped());
+    assert!(k1 > 0 && k2 > 0, "{k1} {k2}");
+    let first = (shape.digits() * shape.columns() * u64::from(32 - k1)).div_ceil(8);
+    let second = (shape.rows() * u64::from(56 - k2)).div_ceil(8);
     assert_eq!(
         Query::encoded_len(setup),
         crate::wire::COMPACT_HEADER_BYTES as u64 + first + second + keys
@@ -196,9 +199,9 @@ fn setups_round_trip_and_bad_messages_are_refused() {
         let (query, state) = client.query(1).unwrap();
         let bytes = query.to_bytes();
         assert!(Query::from_bytes(&bytes[..bytes.len() - 1], setup).is_err());
-        // A value of the packed query at or above q is refused.
+        // A value of the packed query that no value below q rounds to is refused.
         let mut wide = query.clone();
-        wide.second[0] = obscura_math::ring::Ring::ypir().modulus();
+        wide.second[0] = super::packed::rounded_bound(wide.dropped[1]) + 1;
         assert!(Query::from_bytes(&wide.to_bytes(), setup).is_err());
         assert!(matches!(
             server.answer(&wide),
@@ -240,4 +243,46 @@ fn stored_parts_rebuild_the_server() {
         fewer.pop();
         assert!(Server::from_parts(setup, fewer).is_err());
     }
+}
+
+/// The error of decoded coefficients, measured, stays within the variance the failure bound
+/// assumes (rounded keys and query vector included) and is of its order.
+#[test]
+fn the_measured_error_matches_the_analysis() {
+    // Every word at its largest, so the pass's term is the bound's worst case.
+    let data = vec![0xFFu8; 4 * 3000];
+    let server = server(&data, 3000, Variant::Simple);
+    let Shape::Simple(shape) = *server.public_setup().shape() else {
+        panic!("a YPIR+SP shape");
+    };
+    let mut client = Client::new(server.public_setup().clone());
+    let predicted = params::packed_variance(
+        params::PLAINTEXT_BITS,
+        shape.columns(),
+        shape.query_dropped(),
+        1.0,
+    );
+    let step = 1i64 << (params::BODY_BITS - params::PLAINTEXT_BITS);
+    let (mut sum, mut count) = (0f64, 0usize);
+    for index in 0..4 {
+        let (query, state) = client.query(index).unwrap();
+        let answer = server.answer(&query).unwrap();
+        for (mask, body) in answer
+            .masks
+            .chunks_exact(params::DEGREE)
+            .zip(answer.bodies.chunks_exact(params::DEGREE))
+        {
+            for phase in client.layer.phases(&state.secret, mask, body) {
+                // The nearest multiple of the plaintext step is the message.
+                let error = (i64::from(phase) + step / 2).rem_euclid(step) - step / 2;
+                sum += (error * error) as f64;
+                count += 1;
+            }
+        }
+    }
+    let measured = sum / count as f64;
+    assert!(
+        measured < predicted && measured > predicted / 2.0,
+        "measured {measured}, predicted {predicted}"
+    );
 }
