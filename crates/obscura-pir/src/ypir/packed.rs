@@ -8,6 +8,8 @@
 //! whose RLWE mask is `Σ_k a_k·x_k^*`, `x_k` the row's block `k` as a polynomial and
 //! `x^*(X) = x(X^{-1})`: masks depend on the matrix only, so the server packs them ahead of
 //! time ([`PackingPlan`]) and packs each answer's bodies online.
+//!
+//! [`word_matrix`]: obscura_math::ring::words::word_matrix
 
 use std::sync::Arc;
 
@@ -17,6 +19,10 @@ use obscura_math::ring::{
     PackingKeys, PackingPlan, Poly, Ring,
 };
 use obscura_math::sample::{DiscreteGaussian, OsSampler};
+use std::ops::Range;
+
+use obscura_math::layout::GROUP_ROWS;
+use obscura_math::matrix::PlaintextMatrix;
 use rayon::prelude::*;
 use zeroize::Zeroize;
 
@@ -183,28 +189,64 @@ impl PackedLayer {
         rows: usize,
         entry: impl Fn(usize, usize) -> u16 + Sync,
     ) -> Vec<Poly<Coefficients>> {
-        let ring = &*self.ring;
         (0..rows)
             .into_par_iter()
             .map_init(
                 || vec![0i64; DEGREE],
-                |reversed, r| {
-                    let mut sum = Poly::<Evaluations>::zero(DEGREE);
-                    for (k, a) in self.blocks.iter().enumerate() {
-                        let first = k * DEGREE;
-                        let width = (self.columns - first).min(DEGREE);
-                        // x^*: x_0 at 1, −x_β at x^(d−β).
-                        reversed.fill(0);
-                        reversed[0] = i64::from(entry(r, first));
-                        for beta in 1..width {
-                            reversed[DEGREE - beta] = -i64::from(entry(r, first + beta));
-                        }
-                        ring.multiply_add(&mut sum, &ring.forward(&ring.from_signed(reversed)), a);
-                    }
-                    ring.inverse(&sum)
-                },
+                |reversed, r| self.mask(reversed, |j| entry(r, j)),
             )
             .collect()
+    }
+
+    /// [`Self::masks`] of the rows `rows` of a [`word_matrix`] (starting on a group of rows),
+    /// read a group of rows at a time in storage order.
+    pub(super) fn word_masks(
+        &self,
+        matrix: &PlaintextMatrix,
+        rows: Range<usize>,
+    ) -> Vec<Poly<Coefficients>> {
+        assert!(
+            rows.start.is_multiple_of(GROUP_ROWS),
+            "rows from a group's first"
+        );
+        let width = matrix.cols();
+        let groups: Vec<usize> = rows.clone().step_by(GROUP_ROWS).collect();
+        groups
+            .into_par_iter()
+            .flat_map_iter(|first| {
+                let end = (first + GROUP_ROWS).min(rows.end);
+                let mut bytes = vec![0u8; (end - first) * width];
+                matrix.copy_block(first..end, 0..width, &mut bytes);
+                let mut reversed = vec![0i64; DEGREE];
+                bytes
+                    .chunks_exact(width)
+                    .map(|row| {
+                        self.mask(&mut reversed, |j| {
+                            u16::from_le_bytes([row[2 * j], row[2 * j + 1]])
+                        })
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// The mask `Σ_k a_k·x_k^*` of the row whose entry `j` is `entry(j)`, with `reversed` as
+    /// scratch (`d` entries).
+    fn mask(&self, reversed: &mut [i64], entry: impl Fn(usize) -> u16) -> Poly<Coefficients> {
+        let ring = &*self.ring;
+        let mut sum = Poly::<Evaluations>::zero(DEGREE);
+        for (k, a) in self.blocks.iter().enumerate() {
+            let first = k * DEGREE;
+            let width = (self.columns - first).min(DEGREE);
+            // x^*: x_0 at 1, −x_β at x^(d−β).
+            reversed.fill(0);
+            reversed[0] = i64::from(entry(first));
+            for beta in 1..width {
+                reversed[DEGREE - beta] = -i64::from(entry(first + beta));
+            }
+            ring.multiply_add(&mut sum, &ring.forward(&ring.from_signed(reversed)), a);
+        }
+        ring.inverse(&sum)
     }
 
     /// The plan that packs ciphertexts with `masks` (a power of two of them, at most `d`).

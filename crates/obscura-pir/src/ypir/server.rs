@@ -21,7 +21,7 @@ use super::shape::{DoubleShape, Shape, SimpleShape, Variant, HINT_CHUNKS};
 use crate::lwe::{centered, value_slots, values_footprint, Footprint, RecordFormat, Records};
 use crate::scheme::Progress;
 use crate::{PirError, PirServer};
-use obscura_math::ring::words::{pass, word_at, word_matrix, Residues};
+use obscura_math::ring::words::{pass, word_matrix, Residues};
 
 /// The domain of YPIR's first-layer matrix under the database's seed.
 pub(super) const FIRST_DOMAIN: u64 = 0x5950_4952_0000_0003;
@@ -211,7 +211,7 @@ impl Server {
             .map(|g| {
                 let first = g * group;
                 let count = group.min(rows - first);
-                let mut masks = layer.masks(count, |r, j| word_at(&packed, first + r, j));
+                let mut masks = layer.word_masks(&packed, first..first + count);
                 masks.resize(group, zero.clone());
                 let plan = layer.plan(&masks);
                 progress(g as u64 + 1, total);
@@ -436,31 +436,37 @@ fn word_in(bytes: &[u8], offset: u64, width: u32) -> u32 {
 }
 
 /// YPIR's first layer: row `r` holds records `r·m … r·m + m − 1`, each as its `k` digits in
-/// consecutive columns, stored centered.
+/// consecutive columns, stored centered. With bytes for digits a row is a run of the data, its
+/// bytes their own centered digits (the `i8` with the same bits).
 fn first_digits(data: &[u8], shape: &DoubleShape) -> PlaintextMatrix {
+    let (rows, columns) = (shape.rows() as usize, shape.columns() as usize);
+    if shape.log_p() == 8 {
+        return PlaintextMatrix::from_fn(rows, columns, |r, c, out| {
+            let start = (r * columns + c).min(data.len());
+            let run = &data[start..(start + out.len()).min(data.len())];
+            out[..run.len()].copy_from_slice(run);
+            out[run.len()..].fill(0);
+        });
+    }
     let (per_row, digits) = (shape.per_row() as usize, shape.digits() as usize);
     let (record_bytes, width) = (shape.record_bytes() as usize, u32::from(shape.log_p()));
     let records = shape.records() as usize;
-    PlaintextMatrix::from_fn(
-        shape.rows() as usize,
-        shape.columns() as usize,
-        |r, c, out| {
-            for (i, entry) in out.iter_mut().enumerate() {
-                let (record, digit) = (r * per_row + (c + i) / digits, (c + i) % digits);
-                *entry = if record < records {
-                    let start = record * record_bytes;
-                    let bytes = &data[start..(start + record_bytes).min(data.len())];
-                    let offset = (digit as u32 * width) as u64;
-                    centered(
-                        pack::digit_at(bytes, offset, width, bytes.len() as u64 * 8),
-                        width,
-                    )
-                } else {
-                    0
-                };
-            }
-        },
-    )
+    PlaintextMatrix::from_fn(rows, columns, |r, c, out| {
+        for (i, entry) in out.iter_mut().enumerate() {
+            let (record, digit) = (r * per_row + (c + i) / digits, (c + i) % digits);
+            *entry = if record < records {
+                let start = record * record_bytes;
+                let bytes = &data[start..(start + record_bytes).min(data.len())];
+                let offset = (digit as u32 * width) as u64;
+                centered(
+                    pack::digit_at(bytes, offset, width, bytes.len() as u64 * 8),
+                    width,
+                )
+            } else {
+                0
+            };
+        }
+    })
 }
 
 /// YPIR's packed matrix: column `r` holds the 15-bit chunks of the first layer's hint row `r`

@@ -246,12 +246,14 @@ fn stored_parts_rebuild_the_server() {
 }
 
 /// The error of decoded coefficients, measured, stays within the variance the failure bound
-/// assumes (rounded keys and query vector included) and is of its order.
+/// assumes (rounded keys and query vector included) and is of its order (about half: the bound
+/// takes every entry at its largest and the mask's rounding at its worst). The data is random:
+/// with equal rows the query's rounding would add one error to every coefficient, and the
+/// measure would see a handful of samples of it.
 #[test]
 fn the_measured_error_matches_the_analysis() {
-    // Every word at its largest, so the pass's term is the bound's worst case.
-    let data = vec![0xFFu8; 4 * 3000];
-    let server = server(&data, 3000, Variant::Simple);
+    let data = bytes(64 * 1000, 91);
+    let server = server(&data, 1000, Variant::Simple);
     let Shape::Simple(shape) = *server.public_setup().shape() else {
         panic!("a YPIR+SP shape");
     };
@@ -264,7 +266,7 @@ fn the_measured_error_matches_the_analysis() {
     );
     let step = 1i64 << (params::BODY_BITS - params::PLAINTEXT_BITS);
     let (mut sum, mut count) = (0f64, 0usize);
-    for index in 0..4 {
+    for index in 0..8 {
         let (query, state) = client.query(index).unwrap();
         let answer = server.answer(&query).unwrap();
         for (mask, body) in answer
@@ -282,7 +284,7 @@ fn the_measured_error_matches_the_analysis() {
     }
     let measured = sum / count as f64;
     assert!(
-        measured < predicted && measured > predicted / 2.0,
+        measured < predicted && measured > predicted / 3.0,
         "measured {measured}, predicted {predicted}"
     );
 }
