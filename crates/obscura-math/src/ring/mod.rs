@@ -311,6 +311,28 @@ impl Ring {
         r.min(r.wrapping_sub(p))
     }
 
+    /// How many products of residues modulo `p_k` [`Ring::reduce_sum`] takes at once:
+    /// `2^(30 − b)` for `p_k < 2^b` (4 for YPIR's 28-bit primes, 1 for 30-bit ones).
+    pub(super) fn sum_terms(&self, k: usize) -> usize {
+        1 << (30 - self.barrett[k].0)
+    }
+
+    /// `x mod p_k` for a sum of at most [`Ring::sum_terms`] products of residues
+    /// (`x < 2^(30−b) · 2^(2b) = 2^(b+30)`), by the Barrett estimate of
+    /// [`Ring::multiply_mod`]: its first shift leaves at most 32 bits, and it falls short of
+    /// the quotient by less than `1.5 + 2^(30−b)` ≤ 5.5, so three conditional subtractions (of
+    /// `4p`, `2p`, `p`) finish it.
+    #[inline(always)]
+    pub(super) fn reduce_sum(&self, k: usize, x: u64) -> u32 {
+        let p = self.moduli[k];
+        let (bits, m) = self.barrett[k];
+        let quotient = (u64::from((x >> (bits - 2)) as u32) * (m as u32 as u64)) >> (bits + 2);
+        let r = (x as u32).wrapping_sub((quotient as u32).wrapping_mul(p));
+        let r = r.min(r.wrapping_sub(4 * p));
+        let r = r.min(r.wrapping_sub(2 * p));
+        r.min(r.wrapping_sub(p))
+    }
+
     /// The transform tables of prime `k`.
     fn table(&self, k: usize) -> &PrimeTables {
         &self.tables[k]

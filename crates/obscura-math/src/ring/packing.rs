@@ -126,6 +126,22 @@ pub fn packing_factor(ring: &Ring) -> u64 {
     inverse as u64
 }
 
+/// The combine of a level with `y`, the automorphism's `sources` and the key switch's
+/// `products`, from zero entries or not.
+fn combine_step<'a>(
+    y: &'a [u32],
+    sources: &'a [u32],
+    products: &'a [(&'a [u32], &'a [u32])],
+    from_zero: bool,
+) -> wide::Combine<'a> {
+    wide::Combine {
+        y,
+        sources,
+        products,
+        from_zero,
+    }
+}
+
 /// The pairs `(d_j, b_j)` of a key switch's digits and the key's bodies.
 fn products<'a>(
     digits: &'a [Poly<Evaluations>],
@@ -303,15 +319,25 @@ impl PackingPlan {
         assert_eq!(bodies.len(), self.count, "one body per packed ciphertext");
         let n = ring.degree();
         // A constant body has no garbage: the tree takes it to n·β at x^(j·n/count) exactly,
-        // so the working bodies start at zero and carry only what the key switches add. Level
-        // 1 writes the first half of the entries; each later level works within it.
+        // so the working bodies start at zero and carry only what the key switches add. With
+        // four inputs or more, each combine of level 2 first makes its two entries of level 1
+        // (sums of products alone, from zero), so that level 1 never reaches memory; the
+        // entries of level 2 are the first quarter of the list, and each later level works
+        // within them.
         let entry = 2 * n;
-        let mut work = self.take_buffer(entry * (self.count / 2).max(1));
+        let fused = self.count >= 4;
+        let kept = if fused {
+            self.count / 4
+        } else {
+            self.count / 2
+        };
+        let mut work = self.take_buffer(entry * kept.max(1));
         if self.count == 1 {
             // No combine: the trace starts from the zero body.
             work.fill(0);
         }
         let zero = vec![0u32; entry];
+        let first_level = &self.digits[..self.count / 2];
         let mut digits = self.digits.iter();
         for (level, (tau, key)) in keys.keys.iter().enumerate().map(|(k, key)| (k + 1, key)) {
             let h = self.count >> level;
@@ -322,41 +348,42 @@ impl PackingPlan {
             if h == 0 {
                 // A trace level: entry 0 plus its automorphism, switched.
                 let products = products(digits.next().expect("a step per level"), key);
-                let combine = wide::Combine {
-                    y,
-                    sources,
-                    products: &products,
-                    from_zero: false,
-                };
                 let mut scratch = vec![0u32; 3 * n];
-                wide::combine(ring, &combine, &mut work[..entry], &zero, &mut scratch);
+                let step = combine_step(y, sources, &products, false);
+                wide::combine(ring, &step, &mut work[..entry], &zero, &mut scratch);
                 continue;
             }
             let level_digits: Vec<_> = digits.by_ref().take(h).collect();
-            // At level 1 every entry is still zero: the odd ones are not stored.
-            let (front, back) = work.split_at_mut(h * entry);
-            let odd = |i: usize| -> &[u32] {
-                if level == 1 {
-                    &zero
-                } else {
-                    &back[i * entry..(i + 1) * entry]
-                }
-            };
+            if fused && level == 1 {
+                continue;
+            }
+            let (front, back) = work.split_at_mut(h.min(kept) * entry);
+            let (tau_1, key_1) = &keys.keys[0];
+            let (y_1, sources_1) = (self.monomials[0].residues(), tau_1.evaluation_sources());
             front
                 .par_chunks_mut(entry)
                 .zip(level_digits)
                 .enumerate()
                 .for_each_init(
-                    || vec![0u32; 3 * n],
-                    |scratch, (i, (e, d))| {
-                        let products = products(d, key);
-                        let combine = wide::Combine {
-                            y,
-                            sources,
-                            products: &products,
-                            from_zero: level == 1,
+                    || (vec![0u32; 3 * n], vec![0u32; entry]),
+                    |(scratch, odd), (i, (e, d))| {
+                        let odd: &[u32] = match level {
+                            1 => &zero,
+                            2 if fused => {
+                                // Entries i and i + h of level 1, made here.
+                                let even = products(&first_level[i], key_1);
+                                let step = combine_step(y_1, sources_1, &even, true);
+                                wide::combine(ring, &step, e, &zero, scratch);
+                                let other = products(&first_level[i + h], key_1);
+                                let step = combine_step(y_1, sources_1, &other, true);
+                                wide::combine(ring, &step, odd, &zero, scratch);
+                                odd
+                            }
+                            _ => &back[i * entry..(i + 1) * entry],
                         };
-                        wide::combine(ring, &combine, e, odd(i), scratch);
+                        let products = products(d, key);
+                        let step = combine_step(y, sources, &products, level == 1);
+                        wide::combine(ring, &step, e, odd, scratch);
                     },
                 );
         }

@@ -243,7 +243,33 @@ proptest! {
         wide::inverse_on(Backend::Portable, &ring, &mut expected_inverse);
         let mut expected_sum = c.data.clone();
         wide::multiply_add_on(Backend::Portable, &ring, &mut expected_sum, &a.data, &b.data);
+        // A packing combine: y = b, τ_3's slots, three products, from c and from zero.
+        let tau = Automorphism::new(&ring, 3).unwrap();
+        let (d, e) = (words.uniform(&ring), words.uniform(&ring));
+        let products = [
+            (&a.data[..], &b.data[..]),
+            (&d.data[..], &e.data[..]),
+            (&e.data[..], &a.data[..]),
+        ];
+        let combine = |backend, from_zero| {
+            let step = wide::Combine {
+                y: &b.data,
+                sources: tau.evaluation_sources(),
+                products: &products,
+                from_zero,
+            };
+            let (mut out, mut scratch) = (c.data.clone(), vec![0u32; 3 * ring.degree()]);
+            wide::combine_on(backend, &ring, &step, &mut out, &d.data, &mut scratch);
+            out
+        };
+        let expected_combines = [combine(Backend::Portable, false), combine(Backend::Portable, true)];
         for backend in Backend::available() {
+            prop_assert_eq!(
+                [combine(backend, false), combine(backend, true)],
+                expected_combines.clone(),
+                "{}",
+                backend.name()
+            );
             let mut forward = a.data.clone();
             wide::forward_on(backend, &ring, &mut forward);
             prop_assert_eq!(&forward, &expected, "{}", backend.name());
@@ -536,4 +562,42 @@ fn packing_noise_matches_the_analysis() {
         (0.8..1.25).contains(&ratio),
         "measured {measured:e}, predicted {predicted:e}"
     );
+}
+
+proptest! {
+    /// Sums of as many products as a reduction takes reduce exactly, for primes of 28, 29 and
+    /// 30 bits (YPIR's, and the largest a ring takes).
+    #[test]
+    fn sums_of_products_reduce_exactly(seed in any::<u64>()) {
+        let rings = [
+            Ring::new(2048, YPIR_MODULI).unwrap(),
+            Ring::new(2048, [536_813_569, 536_752_129]).unwrap(),
+            Ring::new(2048, [crate::ntt::PRIMES[0], crate::ntt::PRIMES[1]]).unwrap(),
+        ];
+        let mut words = Words(seed | 1);
+        for ring in &rings {
+            for k in 0..2 {
+                let p = ring.moduli()[k];
+                // The largest residues as well as random ones.
+                for largest in [false, true] {
+                    let terms: Vec<(u32, u32)> = (0..ring.sum_terms(k))
+                        .map(|_| {
+                            if largest {
+                                (p - 1, p - 1)
+                            } else {
+                                ((words.next() % u64::from(p)) as u32, (words.next() % u64::from(p)) as u32)
+                            }
+                        })
+                        .collect();
+                    let x: u64 = terms.iter().map(|&(a, b)| u64::from(a) * u64::from(b)).sum();
+                    prop_assert_eq!(u64::from(ring.reduce_sum(k, x)), x % u64::from(p));
+                    let (a, b) = terms[0];
+                    prop_assert_eq!(
+                        u64::from(ring.multiply_mod(k, a, b)),
+                        u64::from(a) * u64::from(b) % u64::from(p)
+                    );
+                }
+            }
+        }
+    }
 }

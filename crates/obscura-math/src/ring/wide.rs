@@ -125,30 +125,30 @@ fn combine_inline(ring: &Ring, step: &Combine<'_>, e: &mut [u32], o: &[u32], scr
         } else {
             combine_automorphism(ring, k, step, e, o, yo, t, moved);
         }
-        for pair in step.products.chunks(2) {
-            match pair {
-                [(d0, b0), (d1, b1)] => {
-                    let (d0, b0, d1, b1) = (
-                        residue(d0, k, n),
-                        residue(b0, k, n),
-                        residue(d1, k, n),
-                        residue(b1, k, n),
-                    );
+        // The products summed unreduced, as many as a reduction takes at once.
+        for group in step.products.chunks(ring.sum_terms(k)) {
+            let residues: Vec<(&[u32], &[u32])> = group
+                .iter()
+                .map(|&(d, b)| (residue(d, k, n), residue(b, k, n)))
+                .collect();
+            match residues.as_slice() {
+                &[(d0, b0), (d1, b1), (d2, b2)] => {
                     for (i, e) in e.iter_mut().enumerate() {
-                        let sum = add_mod(
-                            ring.multiply_mod(k, d0[i], b0[i]),
-                            ring.multiply_mod(k, d1[i], b1[i]),
-                            p,
-                        );
-                        *e = add_mod(*e, sum, p);
+                        let x = u64::from(d0[i]) * u64::from(b0[i])
+                            + u64::from(d1[i]) * u64::from(b1[i])
+                            + u64::from(d2[i]) * u64::from(b2[i]);
+                        *e = add_mod(*e, ring.reduce_sum(k, x), p);
                     }
                 }
-                [(d, b)] => {
-                    for ((e, &d), &b) in e.iter_mut().zip(residue(d, k, n)).zip(residue(b, k, n)) {
-                        *e = add_mod(*e, ring.multiply_mod(k, d, b), p);
+                pairs => {
+                    for (i, e) in e.iter_mut().enumerate() {
+                        let x: u64 = pairs
+                            .iter()
+                            .map(|&(d, b)| u64::from(d[i]) * u64::from(b[i]))
+                            .sum();
+                        *e = add_mod(*e, ring.reduce_sum(k, x), p);
                     }
                 }
-                _ => unreachable!("chunks of one or two"),
             }
         }
     }

@@ -357,23 +357,28 @@ impl Server {
         for (i, body) in chunk_bodies.into_iter().enumerate() {
             bodies[shape.answer_position(i)] = body;
         }
-        let mut ct = self.plans[0].pack(ring, keys, &bodies);
-        let masks = self.layer.masks(chunks, |i, r| per_row[r][i] as u16);
-        let zero = Poly::zero(DEGREE);
-        let mut inputs = vec![
-            Ciphertext {
-                a: zero.clone(),
-                b: zero.clone(),
-            };
-            shape.answer_group()
-        ];
-        for (input, mask) in inputs.iter_mut().zip(masks) {
-            input.a = mask;
-        }
-        let stride = DEGREE / shape.answer_group();
-        let chunks_ct = pack(ring, keys, &inputs).multiply_monomial(ring, stride - 1);
-        ct = ct.add(ring, &chunks_ct);
-        ct
+        // The answers' chunks are packed from scratch (a chain of key switches, one thread)
+        // while the plan packs the rest on the others.
+        let (planned, answers) = rayon::join(
+            || self.plans[0].pack(ring, keys, &bodies),
+            || {
+                let masks = self.layer.masks(chunks, |i, r| per_row[r][i] as u16);
+                let zero = Poly::zero(DEGREE);
+                let mut inputs = vec![
+                    Ciphertext {
+                        a: zero.clone(),
+                        b: zero.clone(),
+                    };
+                    shape.answer_group()
+                ];
+                for (input, mask) in inputs.iter_mut().zip(masks) {
+                    input.a = mask;
+                }
+                let stride = DEGREE / shape.answer_group();
+                pack(ring, keys, &inputs).multiply_monomial(ring, stride - 1)
+            },
+        );
+        planned.add(ring, &answers)
     }
 
     /// A server from a stored setup and matrices; checks that they fit together.
