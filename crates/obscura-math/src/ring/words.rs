@@ -3,7 +3,7 @@
 //!
 //! The words are stored in a [`PlaintextMatrix`] of twice as many byte columns, word `j` of a
 //! row being its bytes `2j` (low) and `2j + 1` (high), so that the matrix streams in the
-//! engine's storage order (column panels of row groups, see [`obscura_math::layout`]) and is
+//! engine's storage order (column panels of row groups, see [`crate::layout`]) and is
 //! stored and mapped like any other. Panels and steps have even widths, so no word straddles
 //! two of them.
 

@@ -14,7 +14,8 @@ const VALUE_BITS: u32 = 56;
 /// A query: for YPIR, one first-layer LWE query per digit of a record (each with its own
 /// secret); then the packed layer's query vector and the packing keys' bodies (under one fresh
 /// secret). Every vector is sent rounded, its low bits left out as the setup says
-/// ([`dropped_bits`]); the keys' as [`key_dropped_bits`] says.
+/// (its shape's `first_dropped` and `packed_dropped`, or `query_dropped`); the keys' as
+/// [`key_dropped_bits`] says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Query {
     pub(super) digest: Digest,

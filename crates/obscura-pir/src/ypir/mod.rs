@@ -40,7 +40,7 @@ pub use server::{AnswerPhases, Server, YpirOptions};
 pub use setup::PublicSetup;
 pub use shape::{
     DoubleShape, Packing, Shape, SimpleShape, Variant, AUTO_DOUBLE_BYTES, AUTO_DOUBLE_DATA,
-    MAX_DOUBLE_DIGITS,
+    MAX_DOUBLE_DIGITS, MAX_DROPPED_BITS,
 };
 
 #[cfg(test)]

@@ -27,21 +27,26 @@
 //! error is
 //!
 //! - **packing**: each key switch adds `Σ_j δ_j·e_j` (digits `δ_j` of a uniform mask, balanced in
-//!   `[−B/2, B/2)`, so of variance `B²/12` at most, times errors of variance σ²): variance
-//!   `d·σ²·Σ_j E[δ_j²]` per coefficient; a level-`ℓ` error is doubled by each of the `L − ℓ`
-//!   later levels, and each output coefficient receives one error per level, so the packed
-//!   variance is `Σ_ℓ 4^(L−ℓ) · d·σ²·3·B²/12 = (d² − 1)/3 · d·σ²·B²/4` (measured at 0.97 of
-//!   this by the ring's noise test);
+//!   `[−B/2, B/2)`, so of variance `B²/12`, the top one `(q/B²)²/12`, times errors of variance
+//!   σ², plus the rounding of the key's body that the query leaves out, see
+//!   [`key_dropped_bits`]): variance `d·Σ_j E[δ_j²]·(σ² + 4^k/12)` per coefficient; a level-`ℓ`
+//!   error is doubled by each of the `L − ℓ` later levels, and each output coefficient receives
+//!   one error per level, so the packed variance is the sum over levels of `4^(L−ℓ)` times that
+//!   ([`packing_variance`]; without rounding, `(d² − 1)/3 · d·σ²·Σ_j E[δ_j²]`, measured at 0.97
+//!   of this by the ring's noise test);
 //! - **the pass**: the phase of input `r` is `d^{-1}·Σ_j D[r][j]·e_j`, which packing multiplies by
-//!   `d`: variance at most `C·(p − 1)²·σ²`, negligible;
+//!   `d`: variance at most `C·(p − 1)²·σ²`, negligible; the query vector's rounding (its low
+//!   `k` bits left out) adds `Σ_j D[r][j]·ε_j` after the scaling, so `d²·C·(p − 1)²·4^k/12`;
 //! - **modulus switching**: the body's rounding and the client's rounding of `â·s` add at most
 //!   1 in all; the mask's rounding `ε` (at most 1/2 per coefficient in units of 2^28) adds
 //!   `⟨ε, s⟩·Q_b/2^28`, subgaussian with variance proxy `d·σ²/4·(Q_b/2^28)²`.
 //!
 //! Treating the packed error as Gaussian under the independence heuristic (as YPIR, Spiral
 //! and CDKS do), a coefficient fails with probability at most `2·exp(−(τ − 1)²/(2V))`, `V`
-//! the sum of the variances above; a ciphertext fails with at most `d` times that: 2^-58 for
-//! 2^15 columns. (YPIR's reference code takes p = 2^14 for YPIR+SP, for the margin its
+//! the sum of the variances above; a ciphertext fails with at most `d` times that. Each shape
+//! leaves out as many bits of its query vectors as keep a query within 2^-41 or 2^-42 (see
+//! [`crate::ypir::DoubleShape`]); a test measures the decoded error at about half the bound's
+//! variance on random data. (YPIR's reference code takes p = 2^14 for YPIR+SP, for the margin its
 //! unsigned gadget digits need; balanced digits have it at 2^15, which packs 7% more of a
 //! record into each ciphertext.)
 //!
@@ -54,8 +59,10 @@
 //! them, so a digit's decoding sees, besides the pass's noise `Σ_j D[r][j]·e_j` (variance proxy
 //! `σ²·‖D_r‖²`), the hint's rounding `⟨ε, s⟩` (`|ε_i| ≤ 8`: proxy `64·n·σ²`), the answer's
 //! rounding (at most 8) and the packed layer's tolerated error on the answer's chunks (see
-//! [`ANSWER_CHUNK_SLACK`]). A digit fails with probability at most
-//! `2·exp(−(q/(2p1) − 8 − slack)² / (2·σ²·(‖D_r‖² + 64·n)))`.
+//! [`ANSWER_CHUNK_SLACK`]); a first-layer vector sent without its `k` low bits adds
+//! `Σ_j D[r][j]·ε_j` with `|ε_j| ≤ 2^(k−1)` (proxy `4^(k−1)·‖D_r‖²`). A digit fails with
+//! probability at most
+//! `2·exp(−(q/(2p1) − 8 − slack)² / (2·((σ² + 4^(k−1))·‖D_r‖² + 64·n·σ²)))`.
 //!
 //! A query fails with at most the sum of its layers' failure probabilities; every setup is
 //! checked to keep it at most 2^-[`LOG_FAILURE`](crate::params::LOG_FAILURE).
