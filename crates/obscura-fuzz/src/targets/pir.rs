@@ -8,7 +8,9 @@ use obscura_pir::keyword::{Keyword, KeywordClient, KeywordServer, KeywordSetup};
 use obscura_pir::lwe::{Answer, Client, Geometry, Lwe, PublicSetup, Query, RecordFormat, Server};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_pir::wire::{self, Kind, Reader};
+use obscura_pir::ypir::{self, Variant, YpirOptions};
 use obscura_pir::{PirClient, PirServer};
+use std::sync::OnceLock;
 
 use super::{one_line, outcome, round_trip, Target, Verdict, ACCEPTED};
 use crate::fixtures::{self, PAIRS};
@@ -79,7 +81,116 @@ pub(super) fn targets() -> Vec<Target> {
                 vec![framing::encode(&answers)]
             },
         },
+        Target {
+            name: "ypir_setup",
+            about: "a YPIR setup (either variant), then a client's query and its decode of a zero answer",
+            run: ypir_setup,
+            seeds: || ypir_setups().iter().map(ypir::PublicSetup::to_bytes).collect(),
+        },
+        Target {
+            name: "ypir_query",
+            about: "a query to the YPIR+SP fixture, then the server's answer",
+            run: ypir_query,
+            seeds: || {
+                let mut client = ypir::Client::new(ypir_server().public_setup().clone());
+                let (query, _) = client.query(3).expect("record 3");
+                vec![query.to_bytes()]
+            },
+        },
+        Target {
+            name: "ypir_answer",
+            about: "an answer to a query of the YPIR+SP fixture, then the client's decode",
+            run: ypir_answer,
+            seeds: || {
+                let server = ypir_server();
+                let mut client = ypir::Client::new(server.public_setup().clone());
+                let (query, _) = client.query(0).expect("record 0");
+                vec![server.answer(&query).expect("an honest query").to_bytes()]
+            },
+        },
     ]
+}
+
+/// The YPIR+SP fixture: the index fixture's records, set up in memory once per process.
+fn ypir_server() -> &'static ypir::Server {
+    static SERVER: OnceLock<ypir::Server> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        let options = YpirOptions {
+            variant: Some(Variant::Simple),
+        };
+        ypir::Server::setup(&fixtures::index_records(), 4, options, &|_, _| {})
+            .expect("the YPIR fixture sets up")
+    })
+}
+
+/// YPIR setups of both variants over the index fixture's records (no server needed).
+fn ypir_setups() -> Vec<ypir::PublicSetup> {
+    let data = fixtures::index_records();
+    let records = (data.len() as u64).div_ceil(4);
+    let seed = MatrixSeed([7; SEED_BYTES]);
+    [Variant::Simple, Variant::Double]
+        .into_iter()
+        .map(|variant| {
+            let shape = ypir::Shape::plan(variant, records, 4).expect("a fixture shape");
+            ypir::PublicSetup::new(shape, RecordFormat::Raw, data.len() as u64, seed)
+                .expect("a fixture setup")
+        })
+        .collect()
+}
+
+fn ypir_setup(input: &[u8]) -> Verdict {
+    let setup = ypir::PublicSetup::from_bytes(input);
+    if let Ok(setup) = &setup {
+        round_trip(input, &setup.to_bytes())?;
+        if ypir::Query::encoded_len(setup) > MAX_QUERY_BYTES {
+            return Ok("queries too large for the harness".into());
+        }
+        let mut client = ypir::Client::new(setup.clone());
+        let last = setup.shape().records() - 1;
+        for index in [0, last] {
+            let (query, state) = client
+                .query(index)
+                .map_err(|e| format!("record {index} of a valid setup: {e}"))?;
+            if query.to_bytes().len() as u64 != ypir::Query::encoded_len(setup) {
+                return Err("a query's length is not the announced one".into());
+            }
+            let mut answer = Vec::new();
+            wire::write_compact_header(&mut answer, Kind::YPIR_ANSWER, setup.digest());
+            answer.resize(ypir::Answer::encoded_len(setup) as usize, 0);
+            let answer = ypir::Answer::from_bytes(&answer, setup)
+                .map_err(|e| format!("an answer of the announced length: {e}"))?;
+            outcome(&client.decode(state, &answer))?;
+        }
+    }
+    outcome(&setup)
+}
+
+fn ypir_query(input: &[u8]) -> Verdict {
+    let server = ypir_server();
+    let setup = server.public_setup();
+    let query = ypir::Query::from_bytes(input, setup);
+    if let Ok(query) = &query {
+        round_trip(input, &query.to_bytes())?;
+        let answer = server
+            .answer(query)
+            .map_err(|e| format!("a decoded query was not answered: {e}"))?;
+        if answer.to_bytes().len() as u64 != ypir::Answer::encoded_len(setup) {
+            return Err("an answer's length is not the announced one".into());
+        }
+    }
+    outcome(&query)
+}
+
+fn ypir_answer(input: &[u8]) -> Verdict {
+    let setup = ypir_server().public_setup();
+    let answer = ypir::Answer::from_bytes(input, setup);
+    if let Ok(answer) = &answer {
+        round_trip(input, &answer.to_bytes())?;
+        let mut client = ypir::Client::new(setup.clone());
+        let (_, state) = client.query(3).map_err(|e| e.to_string())?;
+        outcome(&client.decode(state, answer))?;
+    }
+    outcome(&answer)
 }
 
 fn index_server() -> &'static Server {
@@ -157,6 +268,9 @@ fn wire_envelope(input: &[u8]) -> Verdict {
         Kind::LWE_ANSWER,
         Kind::KEYWORD_SETUP,
         Kind::TREEPIR_SETUP,
+        Kind::YPIR_SETUP,
+        Kind::YPIR_QUERY,
+        Kind::YPIR_ANSWER,
         Kind::DATABASE_FILE,
     ];
     let mut refusals = Vec::new();
