@@ -43,6 +43,7 @@ pub mod wire;
 pub mod ypir;
 
 pub use error::{ParseError, PirError};
+
 pub use scheme::{Encode, Message, PirClient, PirServer, Scheme, SetupMessage};
 
 /// The README's library example, compiled and run as a doctest.
@@ -54,3 +55,20 @@ pub struct ReadmeDoctests;
 #[doc = include_str!("../../../docs/library.md")]
 #[cfg(doctest)]
 pub struct LibraryDoctests;
+
+/// Data for the unit tests of the schemes.
+#[cfg(test)]
+mod test_data {
+    /// Pseudo-random bytes (xorshift), distinct per seed.
+    pub(crate) fn bytes(len: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+}

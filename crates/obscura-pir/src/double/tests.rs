@@ -8,20 +8,8 @@ use super::setup::{max_rows_per_record, ENTRY_BYTES};
 use super::*;
 use crate::lwe::{encode_database, Geometry, Layout, SetupOptions};
 use crate::params::{MatrixKind, ParamSet};
+use crate::test_data::bytes;
 use crate::{PirClient, PirError, PirServer};
-
-/// Pseudo-random bytes (xorshift), distinct per seed.
-fn bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 fn server(data: &[u8], record_bytes: u64, options: SetupOptions) -> Server {
     Server::setup(data, record_bytes, options, &|_, _| {}).expect("setup")

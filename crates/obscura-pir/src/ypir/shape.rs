@@ -108,6 +108,21 @@ fn check_counts(records: u64, record_bytes: u64) -> Result<(), PirError> {
     Ok(())
 }
 
+/// Checks that a matrix of `rows x columns` entries (YPIR's first layer, or YPIR+SP's words)
+/// is one this machine can address, within [`MAX_COLUMNS`] each way.
+fn check_size(rows: u64, columns: u64, records: u64, record_bytes: u64) -> Result<(), PirError> {
+    let cells = rows.checked_mul(columns);
+    if columns > MAX_COLUMNS
+        || rows > MAX_COLUMNS
+        || cells.is_none_or(|c| c > usize::MAX as u64 / 4)
+    {
+        return Err(PirError::InvalidParameters(format!(
+            "{records} records of {record_bytes} bytes are too many"
+        )));
+    }
+    Ok(())
+}
+
 impl SimpleShape {
     /// The layout for `records` records of `record_bytes` bytes: about `√words` rows (the
     /// packing plan's size) but at least one record per column.
@@ -137,12 +152,7 @@ impl SimpleShape {
             record_bytes,
             per_column,
         };
-        let cells = shape.rows().checked_mul(shape.columns());
-        if shape.columns() > MAX_COLUMNS || cells.is_none_or(|c| c > usize::MAX as u64 / 4) {
-            return Err(PirError::InvalidParameters(format!(
-                "{records} records of {record_bytes} bytes are too many"
-            )));
-        }
+        check_size(shape.rows(), shape.columns(), records, record_bytes)?;
         if shape.log_failure() > -f64::from(LOG_FAILURE) {
             return Err(PirError::InvalidParameters(format!(
                 "{} columns are too many for YPIR+SP's 2^-{LOG_FAILURE} failure bound",
@@ -284,15 +294,7 @@ impl DoubleShape {
                 shape.digits()
             )));
         }
-        let cells = shape.rows().checked_mul(shape.columns());
-        if shape.columns() > MAX_COLUMNS
-            || shape.rows() > MAX_COLUMNS
-            || cells.is_none_or(|c| c > usize::MAX as u64 / 4)
-        {
-            return Err(PirError::InvalidParameters(format!(
-                "{records} records of {record_bytes} bytes are too many"
-            )));
-        }
+        check_size(shape.rows(), shape.columns(), records, record_bytes)?;
         if shape.log_failure() > -f64::from(LOG_FAILURE) {
             return Err(PirError::InvalidParameters(format!(
                 "{}-bit digits over {} columns fail more often than 2^-{LOG_FAILURE}",

@@ -2,20 +2,8 @@
 //! checks, and the freshness of every query.
 
 use super::*;
+use crate::test_data::bytes;
 use crate::{PirClient, PirError, PirServer};
-
-/// Pseudo-random bytes (xorshift), distinct per seed.
-fn bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 fn server(data: &[u8], record_bytes: u64, variant: Variant) -> Server {
     let options = YpirOptions {
