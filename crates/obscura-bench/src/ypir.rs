@@ -208,7 +208,7 @@ fn measure(
             let (answer, seconds) = timed(|| pool.install(|| server.answer(query)));
             served.push(seconds);
             answer_bytes = obscura_pir::Encode::to_bytes(&answer?).len() as u64;
-            let (_, phases) = pool.install(|| server.answer_phases(&[query], false));
+            let (_, phases) = pool.install(|| server.answer_phases(&[query], false))?;
             first.push(phases.first_pass.as_secs_f64());
             second.push(phases.second_pass.as_secs_f64());
             packing.push(phases.packing.as_secs_f64());

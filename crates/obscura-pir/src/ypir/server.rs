@@ -234,13 +234,25 @@ impl Server {
 
     /// Answers queries already checked against the setup.
     fn answer_checked(&self, queries: &[&Query]) -> Vec<Answer> {
-        self.answer_phases(queries, true).0
+        self.phases_checked(queries, true).0
     }
 
     /// Answers `queries` (in one pass over the database for all of them) and times the phases
     /// of the answer; with `overlap`, the first pass and the packed layer's pass run side by
     /// side, as answers do, otherwise one after the other, each on every thread.
-    pub fn answer_phases(&self, queries: &[&Query], overlap: bool) -> (Vec<Answer>, AnswerPhases) {
+    pub fn answer_phases(
+        &self,
+        queries: &[&Query],
+        overlap: bool,
+    ) -> Result<(Vec<Answer>, AnswerPhases), PirError> {
+        for query in queries {
+            query.check(&self.setup)?;
+        }
+        Ok(self.phases_checked(queries, overlap))
+    }
+
+    /// [`Self::answer_phases`] of queries already checked against the setup.
+    fn phases_checked(&self, queries: &[&Query], overlap: bool) -> (Vec<Answer>, AnswerPhases) {
         let ring = self.layer.ring();
         let residues: Vec<Residues> = queries
             .iter()

@@ -198,6 +198,10 @@ fn setups_round_trip_and_bad_messages_are_refused() {
         let mut short = query.clone();
         short.keys.pop();
         assert!(server.answer(&short).is_err());
+        assert!(server.answer_phases(&[&short], false).is_err());
+        let (answers, phases) = server.answer_phases(&[&query], false).unwrap();
+        assert_eq!(answers.len(), 1);
+        assert!(phases.second_pass > std::time::Duration::ZERO);
 
         let answer = server.answer(&query).unwrap();
         let bytes = answer.to_bytes();
