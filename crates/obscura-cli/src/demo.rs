@@ -211,7 +211,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
     );
     demo.show::<Ypir>(YPIR.0, YPIR.1)?;
     println!(
-        "YPIR has no hint to download; its query carries fresh packing keys (462 KiB) and its \
+        "YPIR has no hint to download; its query carries fresh packing keys (411,136 bytes) and its \
          answer is 12 KiB per packed ciphertext.\n"
     );
     drop(service);
