@@ -13,9 +13,9 @@
 //! degree 2048 with `q ≈ 2^56`, σ = 6.4 and `⌈C/d⌉ + 33` samples, plus the circular-security
 //! assumption that packing keys (encryptions of functions of `s` under `s`) look random, as in
 //! YPIR (Menon and Wu, USENIX Security 2024, §3 and Appendix A) and every CDKS-packing scheme.
-//! YPIR's authors estimate these parameters at 128 bits with the lattice estimator; a primal
-//! attack in the core-SVP model needs BKZ block size about 355 (2^104 classical operations at
-//! 0.292·β, before the polynomial factors the estimator adds).
+//! YPIR's authors estimate these parameters at 128 bits with the lattice estimator; a rough
+//! primal-attack estimate in the core-SVP model (ADPS16) gives BKZ block size about 355 (2^104
+//! classical operations at 0.292·β, before the polynomial factors the estimator adds).
 //!
 //! The answer is the packed ciphertext switched to a mask modulus 2^[`MASK_BITS`] and a body
 //! modulus 2^[`BODY_BITS`]: `d·(28 + 20)/8 = 12,288` bytes.
