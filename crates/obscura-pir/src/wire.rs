@@ -213,6 +213,29 @@ pub fn write_packed(out: &mut Vec<u8>, values: impl IntoIterator<Item = u64>, wi
     }
 }
 
+/// Checks that an in-memory message of `kind` names the setup with `setup_digest` and that its
+/// parts have the `expected` numbers of entries.
+pub(crate) fn check_parts<const N: usize>(
+    kind: Kind,
+    digest: &Digest,
+    setup_digest: &Digest,
+    lengths: [usize; N],
+    expected: [u64; N],
+) -> Result<(), PirError> {
+    if digest != setup_digest {
+        return Err(PirError::SetupMismatch {
+            what: kind.describe(),
+        });
+    }
+    if lengths.map(|l| l as u64) != expected {
+        return Err(PirError::malformed(
+            kind.describe(),
+            format!("parts of {lengths:?} entries where {expected:?} are expected"),
+        ));
+    }
+    Ok(())
+}
+
 /// A bounds-checked cursor over untrusted bytes.
 pub struct Reader<'a> {
     bytes: &'a [u8],
@@ -276,6 +299,37 @@ impl<'a> Reader<'a> {
         reader.check_envelope(magic, version.into(), found.into(), kind)?;
         let tag = reader.take(TAG_BYTES)?.try_into().expect("tag bytes");
         Ok((reader, tag))
+    }
+
+    /// Opens a message of `kind` in the compact envelope that must belong to the setup with
+    /// `digest`: a message for another setup is a [`PirError::SetupMismatch`].
+    pub fn open_compact_for(
+        bytes: &'a [u8],
+        kind: Kind,
+        digest: &Digest,
+    ) -> Result<Self, PirError> {
+        let (reader, tag) = Self::open_compact(bytes, kind)?;
+        if tag != tag_of(digest) {
+            return Err(PirError::SetupMismatch {
+                what: kind.describe(),
+            });
+        }
+        Ok(reader)
+    }
+
+    /// [`Reader::open_compact_for`] of a message that must be exactly `len` bytes long, checked
+    /// before anything is read.
+    pub fn open_compact_sized(
+        bytes: &'a [u8],
+        kind: Kind,
+        digest: &Digest,
+        len: u64,
+    ) -> Result<Self, PirError> {
+        let reader = Self::open_compact_for(bytes, kind, digest)?;
+        if bytes.len() as u64 != len {
+            return Err(reader.error(format!("{} bytes where {len} are expected", bytes.len())));
+        }
+        Ok(reader)
     }
 
     /// Refuses an envelope with a wrong magic, another format version or another kind.

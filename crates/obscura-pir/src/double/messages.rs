@@ -62,45 +62,12 @@ fn decode<A: Word, B: Word>(
     setup: &PublicSetup,
     [a, b]: [u64; 2],
 ) -> Result<(Vec<A>, Vec<B>), PirError> {
-    let (mut reader, tag) = Reader::open_compact(bytes, kind)?;
-    if tag != wire::tag_of(setup.digest()) {
-        return Err(PirError::SetupMismatch {
-            what: kind.describe(),
-        });
-    }
-    if bytes.len() as u64 != encoded_len::<A, B>([a, b]) {
-        return Err(reader.error(format!(
-            "{} bytes where {} are expected",
-            bytes.len(),
-            encoded_len::<A, B>([a, b])
-        )));
-    }
+    let len = encoded_len::<A, B>([a, b]);
+    let mut reader = Reader::open_compact_sized(bytes, kind, setup.digest(), len)?;
     let first = reader.words_raw::<A>(a as usize)?;
     let second = reader.words_raw::<B>(b as usize)?;
     reader.finish()?;
     Ok((first, second))
-}
-
-/// Checks that an in-memory message's digest and lengths belong to `setup`.
-fn check(
-    kind: Kind,
-    digest: &Digest,
-    setup: &PublicSetup,
-    lengths: [usize; 2],
-    expected: [u64; 2],
-) -> Result<(), PirError> {
-    if digest != setup.digest() {
-        return Err(PirError::SetupMismatch {
-            what: kind.describe(),
-        });
-    }
-    if lengths.map(|l| l as u64) != expected {
-        return Err(PirError::malformed(
-            kind.describe(),
-            format!("parts of {lengths:?} entries where {expected:?} are expected"),
-        ));
-    }
-    Ok(())
 }
 
 impl Query {
@@ -132,10 +99,10 @@ impl Query {
     /// Checks that an in-memory query belongs to `setup`.
     pub(super) fn check(&self, setup: &PublicSetup) -> Result<(), PirError> {
         let lengths = [self.first.len(), self.second.len()];
-        check(
+        wire::check_parts(
             Kind::DOUBLE_QUERY,
             &self.digest,
-            setup,
+            setup.digest(),
             lengths,
             query_lengths(setup),
         )
@@ -171,10 +138,10 @@ impl Answer {
     /// Checks that an in-memory answer belongs to `setup`.
     pub(super) fn check(&self, setup: &PublicSetup) -> Result<(), PirError> {
         let lengths = [self.hint.len(), self.values.len()];
-        check(
+        wire::check_parts(
             Kind::DOUBLE_ANSWER,
             &self.digest,
-            setup,
+            setup.digest(),
             lengths,
             answer_lengths(setup),
         )

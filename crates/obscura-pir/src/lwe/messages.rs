@@ -54,12 +54,7 @@ macro_rules! vector_message {
             /// Decodes a message that must belong to `setup`: the setup tag and the length are
             /// checked before the entries are allocated.
             pub fn from_bytes(bytes: &[u8], setup: &PublicSetup) -> Result<Self, PirError> {
-                let (mut reader, tag) = Reader::open_compact(bytes, $kind)?;
-                if tag != wire::tag_of(setup.digest()) {
-                    return Err(PirError::SetupMismatch {
-                        what: $kind.describe(),
-                    });
-                }
+                let mut reader = Reader::open_compact_for(bytes, $kind, setup.digest())?;
                 let expected: u64 = $len(setup);
                 let values = reader.words_raw::<$word>(expected as usize)?;
                 reader.finish()?;

@@ -81,51 +81,6 @@ fn answer_bytes(ciphertexts: usize) -> u64 {
     (ciphertexts * DEGREE) as u64 * u64::from(MASK_BITS + BODY_BITS) / 8
 }
 
-/// Opens a message of `kind` for `setup` and checks its length.
-fn open<'a>(
-    bytes: &'a [u8],
-    kind: Kind,
-    setup: &PublicSetup,
-    entries: u64,
-) -> Result<Reader<'a>, PirError> {
-    let (reader, tag) = Reader::open_compact(bytes, kind)?;
-    if tag != wire::tag_of(setup.digest()) {
-        return Err(PirError::SetupMismatch {
-            what: kind.describe(),
-        });
-    }
-    let expected = wire::COMPACT_HEADER_BYTES as u64 + entries;
-    if bytes.len() as u64 != expected {
-        return Err(reader.error(format!(
-            "{} bytes where {expected} are expected",
-            bytes.len()
-        )));
-    }
-    Ok(reader)
-}
-
-/// Checks that an in-memory message's digest and lengths belong to `setup`.
-fn check<const N: usize>(
-    kind: Kind,
-    digest: &Digest,
-    setup: &PublicSetup,
-    lengths: [usize; N],
-    expected: [u64; N],
-) -> Result<(), PirError> {
-    if digest != setup.digest() {
-        return Err(PirError::SetupMismatch {
-            what: kind.describe(),
-        });
-    }
-    if lengths.map(|l| l as u64) != expected {
-        return Err(PirError::malformed(
-            kind.describe(),
-            format!("parts of {lengths:?} entries where {expected:?} are expected"),
-        ));
-    }
-    Ok(())
-}
-
 /// `count` values modulo `q` rounded by `dropped` bits, each checked to be one that rounding
 /// gives.
 fn rounded_values(
@@ -134,7 +89,8 @@ fn rounded_values(
     dropped: u32,
 ) -> Result<Vec<u64>, PirError> {
     let values = reader.packed(count, VALUE_BITS - dropped)?;
-    if values.iter().any(|&v| v > rounded_bound(dropped)) {
+    let bound = rounded_bound(dropped);
+    if values.iter().any(|&v| v > bound) {
         return Err(reader.error("a value is not below the modulus"));
     }
     Ok(values)
@@ -142,9 +98,10 @@ fn rounded_values(
 
 /// Whether the packing keys' bodies are values rounding gives, polynomial by polynomial.
 fn keys_in_range(keys: &[u64]) -> bool {
-    keys.chunks(DEGREE)
-        .zip(key_widths())
-        .all(|(poly, width)| poly.iter().all(|&v| v <= rounded_bound(VALUE_BITS - width)))
+    keys.chunks(DEGREE).zip(key_widths()).all(|(poly, width)| {
+        let bound = rounded_bound(VALUE_BITS - width);
+        poly.iter().all(|&v| v <= bound)
+    })
 }
 
 impl Query {
@@ -196,7 +153,8 @@ impl Query {
         let [first, second, keys] = query_lengths(setup);
         let dropped = dropped_bits(setup);
         let entries = query_bytes([first, second, keys], dropped);
-        let mut reader = open(bytes, Kind::YPIR_QUERY, setup, entries)?;
+        let len = wire::COMPACT_HEADER_BYTES as u64 + entries;
+        let mut reader = Reader::open_compact_sized(bytes, Kind::YPIR_QUERY, setup.digest(), len)?;
         let first = reader
             .packed(first as usize, 32 - dropped[0])?
             .into_iter()
@@ -221,20 +179,21 @@ impl Query {
     /// Checks that an in-memory query belongs to `setup`, values included.
     pub(super) fn check(&self, setup: &PublicSetup) -> Result<(), PirError> {
         let lengths = [self.first.len(), self.second.len(), self.keys.len()];
-        check(
+        wire::check_parts(
             Kind::YPIR_QUERY,
             &self.digest,
-            setup,
+            setup.digest(),
             lengths,
             query_lengths(setup),
         )?;
         let dropped = dropped_bits(setup);
+        let second_bound = rounded_bound(dropped[1]);
         let fits = self.dropped == dropped
             && self
                 .first
                 .iter()
                 .all(|&w| u64::from(w) >> (32 - dropped[0]) == 0)
-            && self.second.iter().all(|&v| v <= rounded_bound(dropped[1]))
+            && self.second.iter().all(|&v| v <= second_bound)
             && keys_in_range(&self.keys);
         if !fits {
             return Err(PirError::malformed(
@@ -326,7 +285,8 @@ impl Answer {
     /// Decodes an answer that must belong to `setup`.
     pub fn from_bytes(bytes: &[u8], setup: &PublicSetup) -> Result<Self, PirError> {
         let ciphertexts = answer_ciphertexts(setup);
-        let mut reader = open(bytes, Kind::YPIR_ANSWER, setup, answer_bytes(ciphertexts))?;
+        let len = wire::COMPACT_HEADER_BYTES as u64 + answer_bytes(ciphertexts);
+        let mut reader = Reader::open_compact_sized(bytes, Kind::YPIR_ANSWER, setup.digest(), len)?;
         let count = ciphertexts * DEGREE;
         let narrow = |values: Vec<u64>| values.into_iter().map(|x| x as u32).collect();
         let masks = narrow(reader.packed(count, MASK_BITS)?);
@@ -342,10 +302,10 @@ impl Answer {
     /// Checks that an in-memory answer belongs to `setup`, values included.
     pub(super) fn check(&self, setup: &PublicSetup) -> Result<(), PirError> {
         let count = (answer_ciphertexts(setup) * DEGREE) as u64;
-        check(
+        wire::check_parts(
             Kind::YPIR_ANSWER,
             &self.digest,
-            setup,
+            setup.digest(),
             [self.masks.len(), self.bodies.len()],
             [count, count],
         )?;

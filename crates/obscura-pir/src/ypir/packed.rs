@@ -27,7 +27,8 @@ use rayon::prelude::*;
 use zeroize::Zeroize;
 
 use super::params::{
-    key_dropped_bits, BODY_BITS, DEGREE, GADGET_BITS, GADGET_DIGITS, LEVELS, MASK_BITS, SIGMA,
+    key_dropped_bits, BODY_BITS, DEGREE, GADGET_BITS, GADGET_DIGITS, LEVELS, MASK_BITS, MODULUS,
+    SIGMA,
 };
 use crate::PirError;
 
@@ -317,13 +318,13 @@ pub(super) fn round(v: u64, dropped: u32) -> u64 {
 
 /// The largest value [`round`] gives with `dropped` bits left out.
 pub(super) fn rounded_bound(dropped: u32) -> u64 {
-    round(Ring::ypir().modulus() - 1, dropped)
+    round(MODULUS - 1, dropped)
 }
 
 /// A rounded value brought back modulo `q`: `v · 2^dropped mod q`, within `2^(dropped−1)` of
 /// the value it was rounded from.
 pub(super) fn restore(v: u64, dropped: u32) -> u64 {
-    ((u128::from(v) << dropped) % u128::from(Ring::ypir().modulus())) as u64
+    ((u128::from(v) << dropped) % u128::from(MODULUS)) as u64
 }
 
 /// `count` polynomials uniform modulo `q`, expanded from `seed` in `domain`: coefficient `i` of

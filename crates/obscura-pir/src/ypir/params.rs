@@ -122,12 +122,13 @@ pub fn key_dropped_bits(level: usize, digit: usize) -> u32 {
     level as u32 + 1 + u32::from(digit + 1 == GADGET_DIGITS)
 }
 
+/// The modulus `q = p0 · p1` of the packed layer.
+pub const MODULUS: u64 =
+    obscura_math::ring::YPIR_MODULI[0] as u64 * obscura_math::ring::YPIR_MODULI[1] as u64;
+
 /// The modulus `q` of the packed layer, as a float.
 fn modulus() -> f64 {
-    obscura_math::ring::YPIR_MODULI
-        .iter()
-        .map(|&p| f64::from(p))
-        .product()
+    MODULUS as f64
 }
 
 /// The variance of the packing error per coefficient, in units of 1 modulo `q`: for each level
