@@ -43,16 +43,12 @@ pub fn word_matrix(
     word: impl Fn(usize, usize) -> u16 + Sync,
 ) -> PlaintextMatrix {
     PlaintextMatrix::from_fn(rows, 2 * words, |r, c, out| {
-        for (i, byte) in out.iter_mut().enumerate() {
-            let column = c + i;
-            *byte = word(r, column / 2).to_le_bytes()[column % 2];
+        // A run starts a panel, and panels have even widths: each word once, both its bytes.
+        assert!(c.is_multiple_of(2), "a run starts on a word");
+        for (j, pair) in out.chunks_mut(2).enumerate() {
+            pair.copy_from_slice(&word(r, c / 2 + j).to_le_bytes()[..pair.len()]);
         }
     })
-}
-
-/// The word at row `r`, column `j` of a [`word_matrix`].
-pub fn word_at(matrix: &PlaintextMatrix, r: usize, j: usize) -> u16 {
-    u16::from_le_bytes([matrix.get(r, 2 * j), matrix.get(r, 2 * j + 1)])
 }
 
 /// `matrix · v mod q` for each vector `v` of `vectors`, `matrix` a [`word_matrix`] whose words
@@ -237,7 +233,11 @@ mod tests {
                 .map(|_| (0..words).map(|_| next() % q).collect())
                 .collect();
             let matrix = word_matrix(rows, words, |r, j| values[r * words + j]);
-            prop_assert_eq!(word_at(&matrix, rows - 1, words - 1), values[rows * words - 1]);
+            let last = u16::from_le_bytes([
+                matrix.get(rows - 1, 2 * words - 2),
+                matrix.get(rows - 1, 2 * words - 1),
+            ]);
+            prop_assert_eq!(last, values[rows * words - 1]);
             let residues: Vec<Residues> = queries.iter().map(|v| Residues::new(&ring, v)).collect();
             for backend in Backend::available() {
                 let got = pass_with(backend, &ring, &matrix, &residues);
