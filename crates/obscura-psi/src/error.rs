@@ -57,6 +57,10 @@ pub enum PsiError {
         /// Seeds tried.
         attempts: u32,
     },
+    /// A message of the ECDH message API is malformed or does not fit the call (see
+    /// [`crate::ecdh::messages`]).
+    #[error(transparent)]
+    Message(#[from] crate::ecdh::messages::MessageError),
     /// KKRT: the client's set needs more cuckoo bins than one session can number (2^32 - 1).
     #[error(
         "a client set of {items} items is too large for one KKRT session; split it into buckets"

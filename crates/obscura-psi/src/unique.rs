@@ -99,13 +99,23 @@ impl<'a> UniqueItems<'a> {
 
     /// The rows (ascending) whose value is marked in `matched` (one flag per distinct value).
     pub(crate) fn rows_matching(&self, matched: &[bool]) -> Vec<usize> {
-        self.value_of_row
-            .iter()
-            .enumerate()
-            .filter(|&(_, &value)| matched[value])
-            .map(|(row, _)| row)
-            .collect()
+        rows_matching(&self.value_of_row, matched)
     }
+
+    /// Which distinct value each row holds.
+    pub(crate) fn value_of_row(&self) -> &[usize] {
+        &self.value_of_row
+    }
+}
+
+/// The rows (ascending) whose value, as `value_of_row` numbers them, is marked in `matched`.
+pub(crate) fn rows_matching(value_of_row: &[usize], matched: &[bool]) -> Vec<usize> {
+    value_of_row
+        .iter()
+        .enumerate()
+        .filter(|&(_, &value)| matched[value])
+        .map(|(row, _)| row)
+        .collect()
 }
 
 #[cfg(test)]

@@ -58,6 +58,7 @@
 //! and the 26-byte handshake each way.
 
 mod client;
+pub mod messages;
 mod server;
 
 use obscura_math::sample::OsSampler;
@@ -75,8 +76,15 @@ pub const STATISTICAL_SECURITY_BITS: u32 = 40;
 /// `⌈(40 + ⌈log2 n_client⌉ + ⌈log2 n_server⌉) / 8⌉`, with each size counted as at least 2 and
 /// the result at most 32 (a whole encoding).
 pub fn tag_bytes(n_client: u64, n_server: u64) -> usize {
+    tag_bytes_with(n_client, n_server, STATISTICAL_SECURITY_BITS)
+}
+
+/// [`tag_bytes`] for `security` bits of statistical security in place of 40.
+fn tag_bytes_with(n_client: u64, n_server: u64, security: u32) -> usize {
     let ceil_log2 = |n: u64| u64::BITS - (n.max(2) - 1).leading_zeros();
-    let bits = STATISTICAL_SECURITY_BITS + ceil_log2(n_client) + ceil_log2(n_server);
+    let bits = security
+        .saturating_add(ceil_log2(n_client))
+        .saturating_add(ceil_log2(n_server));
     (bits.div_ceil(8) as usize).min(POINT_BYTES)
 }
 
