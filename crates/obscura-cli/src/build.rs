@@ -6,12 +6,13 @@ use std::time::Instant;
 use anyhow::{ensure, Context, Result};
 use clap::Args;
 use obscura_pir::keyword::fuse::Arity;
-use obscura_pir::keyword::{KeywordOptions, KeywordServer};
-use obscura_pir::lwe::{Footprint, Geometry, Layout, Server, SetupOptions, StreamedSetup};
+use obscura_pir::lwe::{Footprint, Geometry, Layout, SetupOptions, StreamedSetup};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_pir::PirError;
 use obscura_pir::{double, ypir};
+use obscura_server::build::{self as builder, BuildOptions, Records, Shape};
 use obscura_server::direct::SequentialReader;
+use obscura_server::memory::{self as sizes, Plan};
 use obscura_server::store::{self, Database, WrittenSetup};
 
 use crate::ingest::{self, InputFormat};
@@ -77,13 +78,13 @@ enum RecordScheme {
     YpirSp,
 }
 
-impl RecordScheme {
-    /// The YPIR variant this scheme builds, if it is one.
-    fn ypir(self) -> Option<ypir::Variant> {
-        match self {
-            Self::Ypir => Some(ypir::Variant::Double),
-            Self::YpirSp => Some(ypir::Variant::Simple),
-            Self::Index | Self::Double => None,
+impl From<RecordScheme> for builder::RecordScheme {
+    fn from(scheme: RecordScheme) -> Self {
+        match scheme {
+            RecordScheme::Index => Self::Index,
+            RecordScheme::Double => Self::Double,
+            RecordScheme::Ypir => Self::Ypir,
+            RecordScheme::YpirSp => Self::YpirSp,
         }
     }
 }
@@ -126,7 +127,7 @@ impl EngineArgs {
 
     /// Checks, before anything is allocated, the setup whose footprint `footprint_of(layout)`
     /// gives for the chosen layout, the other layouts named when they fit better (see
-    /// [`memory::Plan::check`]). The build holds `input_bytes` of input besides; it serves
+    /// [`Plan::check`]). The build holds `input_bytes` of input besides; it serves
     /// `data_bytes` of data.
     pub fn check_size(
         &self,
@@ -134,42 +135,33 @@ impl EngineArgs {
         data_bytes: u64,
         footprint_of: impl Fn(Layout) -> Result<Footprint, PirError>,
     ) -> Result<()> {
-        let mut alternatives: Vec<(String, Footprint)> = [
-            ("square", Layout::Square),
-            ("one-per-column", Layout::OnePerColumn),
-        ]
-        .into_iter()
-        .filter(|&(_, layout)| layout != self.layout)
-        .filter_map(|(name, layout)| {
-            let footprint = footprint_of(layout).ok()?;
-            Some((format!("--layout {name}"), footprint))
-        })
-        .collect();
-        alternatives.sort_by_key(|(_, footprint)| footprint.peak_bytes());
-        self.check_footprint(
-            footprint_of(self.layout)?,
-            input_bytes,
-            data_bytes,
-            alternatives,
-        )
-    }
-
-    /// [`EngineArgs::check_size`] of a setup whose layout is fixed (nothing to suggest).
-    pub fn check_footprint(
-        &self,
-        footprint: Footprint,
-        input_bytes: u64,
-        data_bytes: u64,
-        alternatives: Vec<(String, Footprint)>,
-    ) -> Result<()> {
-        memory::Plan {
-            footprint,
+        let plan = Plan {
+            footprint: footprint_of(self.layout)?,
             input_bytes,
             data_bytes,
             max_memory: self.max_memory,
-            alternatives,
-        }
-        .check()
+            limit_name: "--max-memory",
+            alternatives: sizes::alternatives(
+                self.layout,
+                |layout| footprint_of(layout).ok(),
+                layout_option,
+            ),
+        };
+        warn(plan.check()?);
+        Ok(())
+    }
+
+    /// Checks that the build of records of `shape` with `options` fits in memory, as
+    /// [`EngineArgs::check_size`] does, holding `input_bytes` of input besides.
+    fn check_build(&self, options: &BuildOptions, shape: &Shape, input_bytes: u64) -> Result<()> {
+        warn(options.check_memory(
+            shape,
+            input_bytes,
+            self.max_memory,
+            "--max-memory",
+            layout_option,
+        )?);
+        Ok(())
     }
 
     /// The thread pool the setup runs in.
@@ -178,8 +170,21 @@ impl EngineArgs {
     }
 }
 
-/// Bytes of a `Vec` besides its contents: what each value read from CSV or JSON costs.
-const VEC_BYTES: u64 = std::mem::size_of::<Vec<u8>>() as u64;
+/// The option that chooses `layout`.
+fn layout_option(layout: Layout) -> String {
+    match layout {
+        Layout::Square => "--layout square".into(),
+        Layout::OnePerColumn => "--layout one-per-column".into(),
+        Layout::PerColumn(count) => format!("--layout {count}"),
+    }
+}
+
+/// Prints a size warning of a build, if it has one.
+fn warn(warning: Option<String>) {
+    if let Some(warning) = warning {
+        eprintln!("warning: {warning}");
+    }
+}
 
 /// Records read from the input.
 enum Input {
@@ -192,11 +197,15 @@ enum Input {
 }
 
 impl Input {
-    fn is_empty(&self) -> bool {
+    /// The records, as the builder takes them.
+    fn records(&self) -> Records<'_> {
         match self {
-            Self::Raw { data, .. } => data.is_empty(),
-            Self::Values(values) => values.is_empty(),
-            Self::Pairs(pairs) => pairs.is_empty(),
+            Self::Raw { data, record_size } => Records::Raw {
+                data,
+                record_size: *record_size,
+            },
+            Self::Values(values) => Records::Values(values),
+            Self::Pairs(pairs) => Records::Pairs(pairs),
         }
     }
 }
@@ -216,8 +225,10 @@ pub fn run(args: BuildArgs) -> Result<()> {
         !(indexed_only && args.stream),
         "--stream builds index databases (--scheme index)"
     );
-    let ypir_options = ypir::YpirOptions {
-        variant: args.scheme.ypir(),
+    let options = BuildOptions {
+        scheme: args.scheme.into(),
+        setup: args.engine.options(),
+        arity: args.arity,
     };
     let input = match format {
         InputFormat::Raw => {
@@ -237,29 +248,19 @@ pub fn run(args: BuildArgs) -> Result<()> {
                 "{} is empty: there are no records to serve",
                 args.input.display()
             );
-            let options = |layout| SetupOptions {
-                layout,
-                ..args.engine.options()
+            let shape = Shape::Raw {
+                bytes: size,
+                record_size,
             };
-            let in_memory = args
-                .engine
-                .check_size(size, size, |layout| match args.scheme {
-                    RecordScheme::Index => Server::footprint(size, record_size, options(layout)),
-                    RecordScheme::Double => {
-                        double::Server::footprint(size, record_size, options(layout))
-                    }
-                    RecordScheme::Ypir | RecordScheme::YpirSp => {
-                        ypir::Server::footprint(size, record_size, ypir_options)
-                    }
-                });
+            let in_memory = args.engine.check_build(&options, &shape, size);
             let streamed = StreamedSetup::plan(size, record_size, args.engine.options())?;
-            let stream_fits = memory::fits(streamed.peak_bytes(), args.engine.max_memory);
+            let stream_fits = sizes::fits(streamed.peak_bytes(), args.engine.max_memory);
             match in_memory {
                 _ if args.stream => return build_streamed(&args, &streamed),
                 Err(reason) if stream_fits && !indexed_only => {
                     eprintln!(
                         "streaming the setup, in about {} of memory: in memory {reason:#}",
-                        memory::human(streamed.peak_bytes())
+                        sizes::human(streamed.peak_bytes())
                     );
                     return build_streamed(&args, &streamed);
                 }
@@ -298,7 +299,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
                 }
             };
             ensure!(
-                !input.is_empty(),
+                !input.records().shape().is_empty(),
                 "{} has no rows: there are no records to serve",
                 args.input.display()
             );
@@ -309,86 +310,17 @@ pub fn run(args: BuildArgs) -> Result<()> {
         args.arity.is_none() || matches!(input, Input::Pairs(_)),
         "--arity applies to keyword databases (--key-column)"
     );
-    let keyword_options = KeywordOptions {
-        arity: args.arity,
-        params: args.engine.params,
-        matrix: args.engine.matrix,
-    };
-    match &input {
-        Input::Raw { .. } => {}
-        Input::Values(values) => {
-            let data: u64 = values.iter().map(|v| v.len() as u64).sum();
-            let longest = values.iter().map(|v| v.len() as u64).max().unwrap_or(0);
-            let count = values.len() as u64;
-            let options = |layout| SetupOptions {
-                layout,
-                ..args.engine.options()
-            };
-            args.engine
-                .check_size(data + count * VEC_BYTES, data, |layout| match args.scheme {
-                    RecordScheme::Index => {
-                        Server::values_footprint(count, longest, options(layout))
-                    }
-                    RecordScheme::Double => {
-                        double::Server::values_footprint(count, longest, options(layout))
-                    }
-                    RecordScheme::Ypir | RecordScheme::YpirSp => {
-                        ypir::Server::values_footprint(count, longest, ypir_options)
-                    }
-                })?;
-        }
-        Input::Pairs(pairs) => {
-            let lengths = || pairs.iter().map(|(_, v)| v.len() as u64);
-            let longest = lengths().max().unwrap_or(0);
-            let uniform = lengths().all(|len| len == longest);
-            let data: u64 = pairs.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
-            let count = pairs.len() as u64;
-            let footprint = KeywordServer::footprint(count, longest, uniform, keyword_options)?;
-            args.engine.check_footprint(
-                footprint,
-                data + 2 * count * VEC_BYTES,
-                data,
-                Vec::new(),
-            )?;
-        }
+    let records = input.records();
+    let shape = records.shape();
+    if !matches!(input, Input::Raw { .. }) {
+        args.engine
+            .check_build(&options, &shape, shape.held_bytes())?;
     }
-    let options = args.engine.options();
     let pool = args.engine.pool()?;
     let started = Instant::now();
-    let message = "computing the hint";
-    let database: Database = pool.install(|| -> Result<Database> {
-        Ok(match (&input, args.scheme) {
-            (Input::Raw { data, record_size }, RecordScheme::Index) => {
-                progress::setup_with_bar(data, *record_size, options, message)?.into()
-            }
-            (Input::Values(values), RecordScheme::Index) => {
-                progress::values_with_bar(values, options, message)?.into()
-            }
-            (Input::Raw { data, record_size }, RecordScheme::Double) => {
-                progress::with_bar("computing the hints", |progress| {
-                    double::Server::setup(data, *record_size, options, progress)
-                })?
-                .into()
-            }
-            (Input::Values(values), RecordScheme::Double) => {
-                progress::with_bar("computing the hints", |progress| {
-                    double::Server::setup_values(values, options, progress)
-                })?
-                .into()
-            }
-            (Input::Raw { data, record_size }, RecordScheme::Ypir | RecordScheme::YpirSp) => {
-                progress::with_bar("planning the packing", |progress| {
-                    ypir::Server::setup(data, *record_size, ypir_options, progress)
-                })?
-                .into()
-            }
-            (Input::Values(values), RecordScheme::Ypir | RecordScheme::YpirSp) => {
-                progress::with_bar("planning the packing", |progress| {
-                    ypir::Server::setup_values(values, ypir_options, progress)
-                })?
-                .into()
-            }
-            (Input::Pairs(pairs), _) => progress::keyword_with_bar(pairs, keyword_options)?.into(),
+    let database: Database = pool.install(|| {
+        progress::with_bars(options.steps(&shape), |progress| {
+            builder::build(records, &options, progress)
         })
     })?;
     if let Some(server) = database.server::<double::Double>() {

@@ -5,14 +5,10 @@ use std::path::PathBuf;
 
 use anyhow::{bail, ensure, Context, Result};
 use clap::Args;
-use obscura_pir::double::Double;
-use obscura_pir::keyword::Keyword;
-use obscura_pir::lwe::Lwe;
-use obscura_pir::wire::Kind;
-use obscura_pir::ypir::Ypir;
-use obscura_server::answerer::Answerer;
+use obscura_server::answerer::{AnswerError, Answerer, Lookup};
 use obscura_server::client::{
-    ClientOptions, HttpClient, Sha256, DEFAULT_MAX_QUERY_BYTES, DEFAULT_MAX_SETUP_BYTES,
+    default_cache_dir, ClientOptions, HttpClient, Sha256, DEFAULT_MAX_QUERY_BYTES,
+    DEFAULT_MAX_SETUP_BYTES,
 };
 use obscura_server::tls;
 
@@ -177,14 +173,6 @@ fn echo_key(key: &[u8]) -> String {
     }
 }
 
-/// The default cache folder: `$XDG_CACHE_HOME/obscura` or `~/.cache/obscura`.
-pub fn default_cache_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
-    Some(base.join("obscura"))
-}
-
 impl ServerArgs {
     /// Where the queries for database `db` are answered: the server of `--server`, or else the
     /// database file `db`.
@@ -204,29 +192,31 @@ pub fn run(args: GetArgs) -> Result<()> {
         (None, Some(KeyBytes(bytes))) => Some(bytes.as_slice()),
         (None, None) => None,
     };
-    let record = match (answerer.kind()?, key, args.index) {
-        (Kind::KEYWORD_SETUP, Some(key), _) => answerer
-            .retrieve::<Keyword>(key)?
-            .ok_or_else(|| NotFound(key.to_vec()))?,
-        (Kind::LWE_PUBLIC_SETUP, None, Some(index)) => answerer.retrieve::<Lwe>(index)?,
-        (Kind::DOUBLE_SETUP, None, Some(index)) => answerer.retrieve::<Double>(index)?,
-        (Kind::YPIR_SETUP, None, Some(index)) => answerer.retrieve::<Ypir>(index)?,
-        (Kind::KEYWORD_SETUP, None, _) => bail!(
-            "{} is a keyword database: fetch with --key or --key-hex",
-            args.db
-        ),
-        (Kind::LWE_PUBLIC_SETUP | Kind::DOUBLE_SETUP | Kind::YPIR_SETUP, Some(_), _) => {
-            bail!("{} is an index database: fetch with --index", args.db)
-        }
-        (Kind::TREEPIR_SETUP, ..) => bail!(
-            "{} is a Merkle tree: fetch audit paths with `obscura merkle prove`",
-            args.db
-        ),
-        (kind, ..) => bail!(
-            "{} holds a {}, which `obscura get` does not read",
-            args.db,
-            kind.describe()
-        ),
+    let fetched = match (key, args.index) {
+        (Some(key), _) => answerer
+            .fetch_key(key)
+            .map(|value| value.ok_or_else(|| NotFound(key.to_vec()))),
+        (None, index) => answerer
+            .fetch_index(index.context("give --index, --key or --key-hex")?)
+            .map(Ok),
+    };
+    let record = match fetched {
+        Err(AnswerError::WrongLookup { found, .. }) => bail!(match found {
+            Lookup::Key => format!(
+                "{} is a keyword database: fetch with --key or --key-hex",
+                args.db
+            ),
+            Lookup::Index => format!("{} is an index database: fetch with --index", args.db),
+            Lookup::AuditPath => format!(
+                "{} is a Merkle tree: fetch audit paths with `obscura merkle prove`",
+                args.db
+            ),
+            Lookup::Other(kind) => format!(
+                "{} holds a {kind}, which `obscura get` does not read",
+                args.db
+            ),
+        }),
+        fetched => fetched??,
     };
     match args.out {
         Some(path) => std::fs::write(&path, &record)

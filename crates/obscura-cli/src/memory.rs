@@ -1,21 +1,4 @@
-//! Size checks before a build: a setup that needs more memory than the machine has (or than
-//! `--max-memory`) is refused before it allocates anything; one whose hint or file dwarfs its
-//! data gets a warning.
-
-use anyhow::{bail, Result};
-use obscura_pir::lwe::Footprint;
-use obscura_server::store;
-
-/// Below this a hint or a file draws no warning, however large against the data.
-const WARN_FLOOR: u64 = 64 << 20;
-
-/// A hint or file more than this many times the data draws a warning (above [`WARN_FLOOR`]).
-const WARN_RATIO: u64 = 4;
-
-/// The size of the database file a setup of `footprint` writes.
-pub fn file_bytes(footprint: &Footprint) -> u64 {
-    store::file_len(footprint.setup_bytes(), footprint.matrix_bytes())
-}
+//! Sizes as users write them (`--max-memory 8GiB`).
 
 /// Parses a size: plain bytes, or a number with a unit: `kB`, `MB`, `GB`, `TB` (powers of 1000)
 /// or `KiB`, `MiB`, `GiB`, `TiB` (powers of 1024); `B` and a `K`/`M`/`G`/`T` alone are accepted.
@@ -51,112 +34,9 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
-/// A byte count in binary units, e.g. `12.0 GiB`.
-pub fn human(bytes: u64) -> String {
-    let mut value = bytes as f64;
-    for unit in ["B", "KiB", "MiB", "GiB"] {
-        if value < 1024.0 {
-            return format!("{value:.1} {unit}");
-        }
-        value /= 1024.0;
-    }
-    format!("{value:.1} TiB")
-}
-
-/// The memory a build may use, and a phrase that says so: `--max-memory` when given, else the
-/// memory the system reports available (`MemAvailable`, or `MemTotal`, of /proc/meminfo);
-/// `None` where neither is known (no check then).
-fn limit(max_memory: Option<u64>) -> Option<(u64, String)> {
-    if let Some(max) = max_memory {
-        return Some((max, format!("--max-memory allows {}", human(max))));
-    }
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let field = |name: &str| {
-        info.lines()
-            .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
-            .and_then(|rest| rest.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
-            .map(|kib| kib.saturating_mul(1024))
-    };
-    let (bytes, what) = field("MemAvailable")
-        .map(|bytes| (bytes, "available"))
-        .or_else(|| field("MemTotal").map(|bytes| (bytes, "in all")))?;
-    Some((bytes, format!("this machine has {} {what}", human(bytes))))
-}
-
-/// Whether `bytes` of memory fit what a build may use (see [`Plan::check`]); anything fits where
-/// the system does not say what it has.
-pub fn fits(bytes: u64, max_memory: Option<u64>) -> bool {
-    limit(max_memory).is_none_or(|(limit, _)| bytes <= limit)
-}
-
-/// What a build will cost, checked before it starts.
-pub struct Plan {
-    /// The setup's footprint.
-    pub footprint: Footprint,
-    /// Bytes the build holds besides the setup (its input, read into memory).
-    pub input_bytes: u64,
-    /// Bytes of data the database serves (the warning compares the hint and file with it).
-    pub data_bytes: u64,
-    /// `--max-memory`, if given.
-    pub max_memory: Option<u64>,
-    /// Other layouts worth naming (as their option), with their footprints, best first.
-    pub alternatives: Vec<(String, Footprint)>,
-}
-
-impl Plan {
-    /// Refuses a build that needs more memory than the limit, naming the figures and a layout
-    /// that fits; warns (on stderr) when the hint or the file exceeds both
-    /// [`WARN_RATIO`] times the data and [`WARN_FLOOR`].
-    pub fn check(&self) -> Result<()> {
-        let (f, file) = (&self.footprint, file_bytes(&self.footprint));
-        let needed = f.peak_bytes().saturating_add(self.input_bytes);
-        let figures = format!(
-            "hint {}, file {}, for {} of data",
-            human(f.hint_bytes()),
-            human(file),
-            human(self.data_bytes)
-        );
-        if let Some((limit, allowed)) = limit(self.max_memory) {
-            if needed > limit {
-                let fitting = self.alternatives.iter().find(|(_, other)| {
-                    other.peak_bytes().saturating_add(self.input_bytes) <= limit
-                });
-                let advice = match fitting {
-                    Some((layout, other)) => format!(
-                        "; {layout} would need {} (file {})",
-                        human(other.peak_bytes().saturating_add(self.input_bytes)),
-                        human(file_bytes(other))
-                    ),
-                    None => String::new(),
-                };
-                bail!(
-                    "this build needs about {} of memory ({figures}) but {allowed}{advice}",
-                    human(needed)
-                );
-            }
-        }
-        let bound = self.data_bytes.saturating_mul(WARN_RATIO).max(WARN_FLOOR);
-        if f.hint_bytes() > bound || file > bound {
-            let advice = match self.alternatives.first() {
-                Some((layout, other)) if file_bytes(other) < file => format!(
-                    "; {layout} would make the hint {} and the file {}",
-                    human(other.hint_bytes()),
-                    human(file_bytes(other))
-                ),
-                _ => String::new(),
-            };
-            eprintln!("warning: the setup is large against its data ({figures}){advice}");
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use obscura_pir::keyword::{KeywordOptions, KeywordServer};
-    use obscura_pir::lwe::{Layout, Server, SetupOptions};
-    use obscura_server::store::{write_database, Database};
 
     #[test]
     fn sizes_parse_with_their_units() {
@@ -172,34 +52,6 @@ mod tests {
         }
         for bad in ["", "0", "GiB", "12 parsecs", "-5", "1e3"] {
             assert!(parse_size(bad).is_err(), "{bad}");
-        }
-    }
-
-    /// The predicted file size is the size of the file written, to the byte.
-    #[test]
-    fn file_size_is_predicted_exactly() {
-        let dir = tempfile::tempdir().unwrap();
-        let options = SetupOptions {
-            layout: Layout::Square,
-            ..SetupOptions::default()
-        };
-        let data = vec![7u8; 5000];
-        let index = Server::setup(&data, 33, options, &|_, _| {}).unwrap();
-        let footprint = Server::footprint(5000, 33, options).unwrap();
-        let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..20)
-            .map(|i| (vec![i], vec![i; usize::from(i % 5)]))
-            .collect();
-        let keyword_options = KeywordOptions::default();
-        let keyword = KeywordServer::setup(&pairs, keyword_options, &|_, _| {}).unwrap();
-        let keyword_footprint = KeywordServer::footprint(20, 4, false, keyword_options).unwrap();
-        for (database, footprint) in [
-            (Database::from(index), footprint),
-            (Database::from(keyword), keyword_footprint),
-        ] {
-            let path = dir.path().join("db.obs");
-            write_database(&path, &database).unwrap();
-            let written = std::fs::metadata(&path).unwrap().len();
-            assert_eq!(file_bytes(&footprint), written, "{:?}", database.kind());
         }
     }
 }

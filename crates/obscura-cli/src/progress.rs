@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use indicatif::{ProgressBar, ProgressStyle};
 use obscura_pir::batch::merkle::MerkleTree;
 use obscura_pir::batch::treepir::TreePirServer;
-use obscura_pir::keyword::{KeywordOptions, KeywordServer};
 use obscura_pir::lwe::{Server, SetupOptions};
 use obscura_pir::PirError;
 
@@ -18,27 +17,6 @@ pub fn setup_with_bar(
 ) -> Result<Server, PirError> {
     with_bar(message, |progress| {
         Server::setup(data, record_bytes, options, progress)
-    })
-}
-
-/// Sets up a database of variable-length values with a progress bar over the hint product.
-pub fn values_with_bar(
-    values: &[Vec<u8>],
-    options: SetupOptions,
-    message: &'static str,
-) -> Result<Server, PirError> {
-    with_bar(message, |progress| {
-        Server::setup_values(values, options, progress)
-    })
-}
-
-/// Sets up a keyword database with a progress bar over the fill, then the hint product.
-pub fn keyword_with_bar(
-    pairs: &[(Vec<u8>, Vec<u8>)],
-    options: KeywordOptions,
-) -> Result<KeywordServer, PirError> {
-    with_bars(&["filling the slots", "computing the hint"], |progress| {
-        KeywordServer::setup(pairs, options, progress)
     })
 }
 
@@ -73,7 +51,7 @@ pub fn with_bar<S, E>(
 }
 
 /// [`with_bar`] for a setup of several steps (see [`steps_bar`]).
-fn with_bars<S, E>(
+pub fn with_bars<S, E>(
     steps: &[&str],
     setup: impl FnOnce(&(dyn Fn(u64, u64) + Sync)) -> Result<S, E>,
 ) -> Result<S, E> {

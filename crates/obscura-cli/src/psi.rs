@@ -128,12 +128,7 @@ pub fn run(args: PsiArgs) -> Result<()> {
         both_learn: args.both_learn,
     };
     let bar = progress::bar();
-    let stage_message = |stage| match (options.protocol, stage) {
-        (Protocol::Kkrt, Stage::OwnItems) => "encoding our items",
-        (Protocol::Kkrt, Stage::PeerItems) => "processing the peer's items",
-        (_, Stage::OwnItems) => "blinding our items",
-        (_, Stage::PeerItems) => "blinding the peer's items",
-    };
+    let stage_message = |stage: Stage| stage.label(options.protocol);
     let rows = match input {
         Input::Rows(items) => {
             let report = |stage, done, total| {

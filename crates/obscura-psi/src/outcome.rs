@@ -43,3 +43,15 @@ pub enum Stage {
     /// server's processing of the OT-extension matrix, the client's tag lookups).
     PeerItems,
 }
+
+impl Stage {
+    /// What a party does in this stage of `protocol`, as progress reports name it.
+    pub fn label(self, protocol: crate::Protocol) -> &'static str {
+        match (protocol, self) {
+            (crate::Protocol::Kkrt, Self::OwnItems) => "encoding our items",
+            (crate::Protocol::Kkrt, Self::PeerItems) => "processing the peer's items",
+            (_, Self::OwnItems) => "blinding our items",
+            (_, Self::PeerItems) => "blinding the peer's items",
+        }
+    }
+}

@@ -129,6 +129,15 @@ pub struct ClientOptions {
     pub trusted_roots: Option<Vec<Vec<u8>>>,
 }
 
+/// The default cache folder of downloaded setups: `$XDG_CACHE_HOME/obscura` or
+/// `~/.cache/obscura` (`None` where neither variable is set).
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
+    Some(base.join("obscura"))
+}
+
 impl Default for ClientOptions {
     fn default() -> Self {
         Self {

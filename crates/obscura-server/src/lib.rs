@@ -12,12 +12,14 @@
 
 pub mod answerer;
 pub mod auth;
+pub mod build;
 pub mod catalog;
 mod checksum;
 pub mod client;
 pub mod connections;
 pub mod direct;
 pub mod lease;
+pub mod memory;
 pub mod metrics;
 pub mod registry;
 pub mod service;

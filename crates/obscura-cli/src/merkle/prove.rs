@@ -1,11 +1,11 @@
 //! `obscura merkle prove`: a leaf's audit path, fetched privately and verified against the root.
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use obscura_pir::batch::merkle::{self, Hash};
-use obscura_pir::batch::shards::Shards;
-use obscura_pir::batch::treepir::{TreePir, TreePirClient};
-use obscura_server::answerer::AnswerError;
+use obscura_pir::batch::treepir::TreePir;
+use obscura_pir::PirError;
+use obscura_server::answerer::{AnswerError, Lookup};
 
 use crate::get::{parse_sha256, ServerArgs};
 
@@ -35,62 +35,53 @@ pub struct ProveArgs {
 /// Runs `obscura merkle prove`.
 pub fn run(args: ProveArgs) -> Result<()> {
     let answerer = args.remote.answerer(&args.db)?;
-    let setup = match answerer.setup::<TreePir>() {
-        Err(AnswerError::WrongScheme { found, .. }) => bail!(
-            "{} is not a Merkle tree (it is a database of kind {found}): build one with `obscura merkle build`",
-            args.db
-        ),
-        setup => setup?,
-    };
-    let (m, root) = (args.leaf, *setup.root());
-    let n = setup.leaves();
-    ensure!(
-        m < n,
-        "leaf {m} is out of range: the tree has {n} leaves (0 to {})",
-        n - 1
-    );
-    if let Some(expected) = args.root {
-        ensure!(
-            root == expected,
-            "the tree's root {} is not the expected {}",
-            hex::encode(root),
-            hex::encode(expected)
-        );
-    }
-    let mut client = TreePirClient::new(setup.clone());
-    let (leaf_hash, origin) = match (&args.leaf_data, args.leaf_hash) {
-        (Some(data), _) => (
-            merkle::leaf_hash(data.as_bytes()),
-            "given: the hash of --leaf-data".into(),
-        ),
-        (None, Some(hash)) => (hash, "given with --leaf-hash".into()),
-        (None, None) => {
-            let (queries, state) = client.query_leaf_hash(m)?;
-            let count = queries.len();
-            let answers = answerer.answer::<TreePir>(&setup, &Shards(queries))?;
-            let origin = match count {
-                0 => "the root: the tree has one leaf".into(),
-                count => format!("fetched privately, in a request of {count} queries"),
+    let leaf_hash = args
+        .leaf_data
+        .as_ref()
+        .map(|data| merkle::leaf_hash(data.as_bytes()))
+        .or(args.leaf_hash);
+    let proof = match answerer.audit_path(args.leaf, leaf_hash, args.root) {
+        Err(AnswerError::WrongLookup { found, .. }) => {
+            let found = match found {
+                Lookup::Index => "index".to_string(),
+                Lookup::Key => "keyword".to_string(),
+                Lookup::AuditPath => "merkle".to_string(),
+                Lookup::Other(kind) => kind,
             };
-            (client.decode_leaf_hash(state, &answers.0)?, origin)
-        }
-    };
-    let (queries, state) = client.query(m)?;
-    let count = queries.len();
-    let answers = answerer.answer::<TreePir>(&setup, &Shards(queries))?;
-    let path = client
-        .decode(state, &answers.0, &leaf_hash)
-        .with_context(|| {
-            format!(
-                "leaf {m} with hash {} under root {}",
-                hex::encode(leaf_hash),
-                hex::encode(root)
+            bail!(
+                "{} is not a Merkle tree (it is a database of kind {found}): build one with `obscura merkle build`",
+                args.db
             )
-        })?;
-    println!("leaf {m} of {n}");
-    println!("leaf hash {} ({origin})", hex::encode(leaf_hash));
-    println!("audit path, leaf to root (fetched with {count} queries):");
-    for hash in &path {
+        }
+        Err(AnswerError::LeafOutOfRange { leaf, leaves }) => bail!(
+            "leaf {leaf} is out of range: the tree has {leaves} leaves (0 to {})",
+            leaves - 1
+        ),
+        Err(error @ AnswerError::Pir(PirError::InvalidProof(_))) => {
+            return Err(anyhow::Error::new(error).context(format!(
+                "leaf {} with hash {} under root {}",
+                args.leaf,
+                leaf_hash.map_or("(fetched)".into(), hex::encode),
+                answerer
+                    .setup::<TreePir>()
+                    .map_or("(unknown)".into(), |setup| hex::encode(setup.root()))
+            )))
+        }
+        proof => proof?,
+    };
+    let origin = match (&args.leaf_data, proof.leaf_hash_fetched) {
+        (Some(_), _) => "given: the hash of --leaf-data".to_string(),
+        (None, false) => "given with --leaf-hash".into(),
+        (None, true) if proof.leaves == 1 => "the root: the tree has one leaf".into(),
+        (None, true) => "fetched privately, in a request of its own".into(),
+    };
+    println!("leaf {} of {}", proof.leaf, proof.leaves);
+    println!("leaf hash {} ({origin})", hex::encode(proof.leaf_hash));
+    println!(
+        "audit path, leaf to root (fetched with {} queries):",
+        proof.queries
+    );
+    for hash in &proof.path {
         println!("{}", hex::encode(hash));
     }
     let pinned = if args.root.is_some() {
@@ -98,6 +89,6 @@ pub fn run(args: ProveArgs) -> Result<()> {
     } else {
         ""
     };
-    println!("root {} (verified{pinned})", hex::encode(root));
+    println!("root {} (verified{pinned})", hex::encode(proof.root));
     Ok(())
 }
