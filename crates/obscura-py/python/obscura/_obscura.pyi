@@ -1,0 +1,144 @@
+"""Type stubs of the extension module `obscura._obscura` (use it through `obscura`)."""
+
+from os import PathLike
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple, Union
+
+Item = Union[str, bytes, bytearray, memoryview]
+Path = Union[str, PathLike[str]]
+ProgressCallback = Callable[[str, int, int], None]
+
+__version__: str
+
+class BuildReport:
+    """What a build wrote."""
+
+    path: Path
+    kind: str
+    items: int
+    file_bytes: int
+    setup_bytes: int
+    setup_sha256: str
+    root: Optional[str]
+
+class AuditPath:
+    """A Merkle leaf's audit path, fetched privately and verified against the root."""
+
+    leaf: int
+    leaves: int
+    leaf_hash: str
+    path: List[str]
+    root: str
+
+class Client:
+    """A client of one database: a local file, or a database served by `obscura serve`."""
+
+    @staticmethod
+    def open(path: Path) -> Client: ...
+    @staticmethod
+    def connect(
+        url: str,
+        db: str,
+        *,
+        setup_sha256: Optional[Union[str, bytes]] = None,
+        cache_dir: Optional[Union[Path, bool]] = None,
+        token: Optional[str] = None,
+        ca_cert: Optional[Path] = None,
+        timeout: float = 300.0,
+        max_setup_bytes: int = ...,
+        max_query_bytes: int = ...,
+    ) -> Client: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def lookup(self) -> str: ...
+    def get(self, index: int) -> bytes: ...
+    def get_key(self, key: Item) -> Optional[bytes]: ...
+    def audit_path(
+        self,
+        leaf: int,
+        *,
+        leaf_data: Optional[Item] = None,
+        leaf_hash: Optional[Union[str, bytes]] = None,
+        root: Optional[Union[str, bytes]] = None,
+    ) -> AuditPath: ...
+
+class PsiResult:
+    """What a PSI session did, and the intersection when this party learns it."""
+
+    intersection: Optional[List[int]]
+    intersection_size: Optional[int]
+    items: int
+    duplicates_dropped: int
+    peer_items: int
+    bytes_sent: int
+    bytes_received: int
+    seconds: float
+    buckets: Optional[int]
+
+class EcdhPsiServer:
+    """The server of ECDH-PSI as messages: one key; one setup serves many clients."""
+
+    def __init__(self, reveal_intersection: bool = True) -> None: ...
+    @property
+    def reveal_intersection(self) -> bool: ...
+    def create_setup_message(
+        self, items: Iterable[Item], num_client_inputs: int, fpr: float = ...
+    ) -> bytes: ...
+    def process_request(self, request: bytes) -> bytes: ...
+
+class EcdhPsiClient:
+    """The client of ECDH-PSI as messages."""
+
+    def __init__(self) -> None: ...
+    def create_request(self, items: Iterable[Item]) -> bytes: ...
+    def get_intersection(self, setup: bytes, response: bytes) -> List[int]: ...
+    def get_intersection_size(self, setup: bytes, response: bytes) -> int: ...
+
+def build_index(
+    records: Union[bytes, Iterable[Item]],
+    out: Path,
+    *,
+    record_size: Optional[int] = None,
+    scheme: str = "index",
+    layout: str = "square",
+    params: str = "ypir-1024",
+    matrix: Optional[str] = None,
+    threads: Optional[int] = None,
+    max_memory: Optional[int] = None,
+    progress: Optional[ProgressCallback] = None,
+) -> BuildReport: ...
+def build_keyword(
+    pairs: Union[Mapping[Item, Item], Iterable[Tuple[Item, Item]]],
+    out: Path,
+    *,
+    arity: Optional[int] = None,
+    params: str = "ypir-1024",
+    matrix: Optional[str] = None,
+    threads: Optional[int] = None,
+    max_memory: Optional[int] = None,
+    progress: Optional[ProgressCallback] = None,
+) -> BuildReport: ...
+def build_merkle(
+    leaves: Iterable[Item],
+    out: Path,
+    *,
+    params: str = "ypir-1024",
+    matrix: Optional[str] = None,
+    threads: Optional[int] = None,
+    progress: Optional[ProgressCallback] = None,
+) -> BuildReport: ...
+def run_psi(
+    items: Union[Iterable[Item], Callable[[], Iterable[Item]]],
+    *,
+    role: str,
+    protocol: str = "kkrt",
+    listen: Optional[str] = None,
+    connect: Optional[str] = None,
+    both_learn: bool = False,
+    timeout: float = 60.0,
+    threads: Optional[int] = None,
+    bucket_items: Optional[int] = None,
+    spill_dir: Optional[Path] = None,
+    progress: Optional[ProgressCallback] = None,
+    ready: Optional[Callable[[str], Any]] = None,
+) -> PsiResult: ...

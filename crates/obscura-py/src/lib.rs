@@ -1,0 +1,32 @@
+//! Obscura's Python bindings (the `obscura._obscura` extension module): private lookups (PIR)
+//! and private joins (PSI) from Python. They hold no cryptography: every call goes to the
+//! library crates, with the GIL released while they work. The Python package `obscura`
+//! (`python/obscura/`) wraps this module with tqdm progress bars and re-exports it.
+
+#![deny(unsafe_code)]
+
+mod errors;
+mod items;
+mod pir;
+mod progress;
+mod psi;
+mod threads;
+
+use pyo3::prelude::*;
+
+/// The extension module.
+#[pymodule]
+fn _obscura(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    module.add_function(wrap_pyfunction!(pir::build_index, module)?)?;
+    module.add_function(wrap_pyfunction!(pir::build_keyword, module)?)?;
+    module.add_function(wrap_pyfunction!(pir::build_merkle, module)?)?;
+    module.add_function(wrap_pyfunction!(psi::run_psi, module)?)?;
+    module.add_class::<pir::Client>()?;
+    module.add_class::<pir::BuildReport>()?;
+    module.add_class::<pir::AuditPath>()?;
+    module.add_class::<psi::PsiResult>()?;
+    module.add_class::<psi::EcdhPsiServer>()?;
+    module.add_class::<psi::EcdhPsiClient>()?;
+    Ok(())
+}
