@@ -208,19 +208,20 @@ mod tests {
     }
 
     /// The leaves of the transparency-dev test data.
+    /// The known answers of RFC 6962 trees, shared with the Python tests.
+    #[derive(serde::Deserialize)]
+    struct Vectors {
+        leaves_hex: Vec<String>,
+        roots: Vec<String>,
+        paths_in_7: std::collections::BTreeMap<u64, Vec<String>>,
+    }
+
+    fn vectors() -> Vectors {
+        serde_json::from_str(include_str!("../../vectors/rfc6962.json")).expect("valid vectors")
+    }
+
     fn test_leaves() -> Vec<Vec<u8>> {
-        [
-            "",
-            "00",
-            "10",
-            "2021",
-            "3031",
-            "40414243",
-            "5051525354555657",
-            "606162636465666768696a6b6c6d6e6f",
-        ]
-        .map(unhex)
-        .to_vec()
+        vectors().leaves_hex.iter().map(|h| unhex(h)).collect()
     }
 
     /// The RFC 6962 definition, recursively: the reference the embedding is checked against.
@@ -252,18 +253,9 @@ mod tests {
 
     #[test]
     fn known_answer_roots() {
-        let roots = [
-            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-            "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
-            "fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125",
-            "aeb6bcfe274b70a14fb067a5e5578264db0fa9b51af5e0ba159158f329e06e77",
-            "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7",
-            "4e3bbb1f7b478dcfe71fb631631519a3bca12c9aefca1612bfce4c13a86264d4",
-            "76e67dadbcdf1e10e1b74ddc608abd2f98dfb16fbce75277b5232a127f2087ef",
-            "ddb89be403809e325750d3d263cd78929c2942b7942a34b77e122c9594a74c8c",
-            "5dc9da79a70659a9ad559cb701ded9a2ab9d823aad2f4960cfe370eff4604328",
-        ];
         let leaves = test_leaves();
+        let roots = vectors().roots;
+        assert_eq!(roots.len(), leaves.len() + 1);
         for (n, root) in roots.iter().enumerate() {
             assert_eq!(
                 hex(&MerkleTree::from_leaves(&leaves[..n]).root()),
@@ -276,28 +268,12 @@ mod tests {
     #[test]
     fn known_answer_paths() {
         let tree = MerkleTree::from_leaves(&test_leaves()[..7]);
-        let path = |m| {
-            tree.audit_path(m)
-                .unwrap()
-                .iter()
-                .map(hex)
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(
-            path(0),
-            [
-                "96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7",
-                "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
-                "837dbb152e9b079010717e84e865da4ebc0fa198a806d59d31bf15accef22d0e"
-            ]
-        );
-        assert_eq!(
-            path(6),
-            [
-                "0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a",
-                "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7"
-            ]
-        );
+        let paths = vectors().paths_in_7;
+        assert_eq!(paths.len(), 2);
+        for (m, expected) in paths {
+            let path: Vec<String> = tree.audit_path(m).unwrap().iter().map(hex).collect();
+            assert_eq!(path, expected, "m = {m}");
+        }
         assert_eq!(tree.audit_path(7), None);
     }
 
