@@ -164,9 +164,9 @@ impl IntoPyErr for PsiError {
     fn into_py_err(self) -> PyErr {
         use obscura_psi::ecdh::messages::MessageError;
         let class = match &self {
-            PsiError::Transport(TransportError::Timeout { .. } | TransportError::SendTimeout { .. }) => {
-                Class::PeerTimeout
-            }
+            PsiError::Transport(
+                TransportError::Timeout { .. } | TransportError::SendTimeout { .. },
+            ) => Class::PeerTimeout,
             PsiError::Transport(TransportError::Io(error))
                 if error.kind() == std::io::ErrorKind::TimedOut =>
             {
@@ -174,9 +174,9 @@ impl IntoPyErr for PsiError {
             }
             PsiError::Transport(_) | PsiError::Hello(_) | PsiError::Peer(_) => Class::Peer,
             PsiError::Io { .. } => Class::Storage,
-            PsiError::Message(MessageError::Malformed { .. } | MessageError::CountMismatch { .. }) => {
-                Class::Malformed
-            }
+            PsiError::Message(
+                MessageError::Malformed { .. } | MessageError::CountMismatch { .. },
+            ) => Class::Malformed,
             PsiError::Input(_) | PsiError::TooManyItems { .. } | PsiError::Message(_) => {
                 Class::InvalidInput
             }

@@ -23,11 +23,7 @@ pub fn bytes_of(value: &Bound<'_, PyAny>, what: impl FnOnce() -> String) -> PyRe
     }
     Err(error(
         Class::InvalidInput,
-        format!(
-            "{} is {}, not str or bytes",
-            what(),
-            describe(value)
-        ),
+        format!("{} is {}, not str or bytes", what(), describe(value)),
     ))
 }
 
@@ -41,7 +37,11 @@ fn describe(value: &Bound<'_, PyAny>) -> String {
         .name()
         .map(|name| name.to_string())
         .unwrap_or_else(|_| "an object".into());
-    let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+    let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
     format!("{article} {name}")
 }
 

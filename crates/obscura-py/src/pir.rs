@@ -13,8 +13,7 @@ use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_server::answerer::{Answerer, AuditPath as LibraryAuditPath, Lookup};
 use obscura_server::build::{self, BuildOptions, RecordScheme, Records};
 use obscura_server::client::{
-    default_cache_dir, ClientOptions, HttpClient, DEFAULT_MAX_QUERY_BYTES,
-    DEFAULT_MAX_SETUP_BYTES,
+    default_cache_dir, ClientOptions, HttpClient, DEFAULT_MAX_QUERY_BYTES, DEFAULT_MAX_SETUP_BYTES,
 };
 use obscura_server::store::{self, Database};
 use obscura_server::tls;
@@ -61,10 +60,15 @@ impl BuildReport {
 
 /// The engine options given by name, checked.
 fn setup_options(layout: &str, params: &str, matrix: Option<&str>) -> PyResult<SetupOptions> {
-    let invalid = |what: &str, reason: String| error(Class::InvalidInput, format!("{what}: {reason}"));
+    let invalid =
+        |what: &str, reason: String| error(Class::InvalidInput, format!("{what}: {reason}"));
     Ok(SetupOptions {
-        layout: layout.parse::<Layout>().map_err(|e| invalid("layout", e.to_string()))?,
-        params: params.parse::<ParamSet>().map_err(|e| invalid("params", e.to_string()))?,
+        layout: layout
+            .parse::<Layout>()
+            .map_err(|e| invalid("layout", e.to_string()))?,
+        params: params
+            .parse::<ParamSet>()
+            .map_err(|e| invalid("params", e.to_string()))?,
         matrix: matrix
             .map(|m| m.parse::<MatrixKind>())
             .transpose()
@@ -201,8 +205,12 @@ fn pairs_of(pairs: &Bound<'_, PyAny>) -> PyResult<Vec<(Vec<u8>, Vec<u8>)>> {
             )
         })?;
         out.push((
-            bytes_of(&items::arrow_scalar(key)?, || format!("the key of pair {row}"))?,
-            bytes_of(&items::arrow_scalar(value)?, || format!("the value of pair {row}"))?,
+            bytes_of(&items::arrow_scalar(key)?, || {
+                format!("the key of pair {row}")
+            })?,
+            bytes_of(&items::arrow_scalar(value)?, || {
+                format!("the value of pair {row}")
+            })?,
         ));
     }
     Ok(out)
@@ -243,7 +251,15 @@ pub fn build_keyword(
         arity,
     };
     let pairs = pairs_of(pairs)?;
-    build_and_write(py, Records::Pairs(&pairs), options, out, threads, max_memory, progress)
+    build_and_write(
+        py,
+        Records::Pairs(&pairs),
+        options,
+        out,
+        threads,
+        max_memory,
+        progress,
+    )
 }
 
 /// Builds a Merkle tree (RFC 6962) of `leaves` (an iterable of str or bytes, one per leaf) for
@@ -327,7 +343,10 @@ fn hash_of(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Hash> {
     Hash::try_from(bytes).map_err(|bytes| {
         error(
             Class::InvalidInput,
-            format!("{what} is {} bytes, not the 32 of a SHA-256 hash", bytes.len()),
+            format!(
+                "{what} is {} bytes, not the 32 of a SHA-256 hash",
+                bytes.len()
+            ),
         )
     })
 }
@@ -404,7 +423,10 @@ impl Client {
         let trusted_roots = match ca_cert {
             Some(path) => {
                 let pem = std::fs::read(&path).map_err(|e| {
-                    error(Class::Storage, format!("cannot read {}: {e}", path.display()))
+                    error(
+                        Class::Storage,
+                        format!("cannot read {}: {e}", path.display()),
+                    )
                 })?;
                 let roots = tls::certificates_from_pem(&pem, &path.display().to_string())
                     .map_err(|e| error(Class::InvalidInput, e))?;
@@ -413,7 +435,10 @@ impl Client {
             None => None,
         };
         if !(timeout.is_finite() && timeout > 0.0) {
-            return Err(error(Class::InvalidInput, "timeout must be a positive number of seconds"));
+            return Err(error(
+                Class::InvalidInput,
+                "timeout must be a positive number of seconds",
+            ));
         }
         let options = ClientOptions {
             cache_dir,
@@ -482,7 +507,10 @@ impl Client {
     ) -> PyResult<AuditPath> {
         let leaf_hash = match (leaf_data, leaf_hash) {
             (Some(_), Some(_)) => {
-                return Err(error(Class::InvalidInput, "give leaf_data or leaf_hash, not both"))
+                return Err(error(
+                    Class::InvalidInput,
+                    "give leaf_data or leaf_hash, not both",
+                ))
             }
             (Some(data), None) => Some(obscura_pir::batch::merkle::leaf_hash(&bytes_of(
                 data,

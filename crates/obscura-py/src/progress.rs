@@ -38,7 +38,10 @@ impl Reporter {
         let Some(callback) = &self.callback else {
             return;
         };
-        let mut state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if state.error.is_some() {
             return;
         }
@@ -58,7 +61,10 @@ impl Reporter {
 
     /// Ends the reporting: the first error the callable raised, if any.
     pub fn finish(self) -> PyResult<()> {
-        let state = self.state.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let state = self
+            .state
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         state.error.map_or(Ok(()), Err)
     }
 }

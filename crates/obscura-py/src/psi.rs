@@ -164,15 +164,16 @@ fn link(
                     _ => error(Class::Peer, format!("cannot accept the client: {e}")),
                 })
         }
-        (Role::Client, None, Some(addr)) => py
-            .detach(|| tcp::connect(addr, timeout))
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::TimedOut => timed_out(format!(
-                    "cannot connect to {addr} within {}s",
-                    timeout.as_secs_f64()
-                )),
-                _ => error(Class::Peer, format!("cannot connect to {addr}: {e}")),
-            }),
+        (Role::Client, None, Some(addr)) => {
+            py.detach(|| tcp::connect(addr, timeout))
+                .map_err(|e| match e.kind() {
+                    std::io::ErrorKind::TimedOut => timed_out(format!(
+                        "cannot connect to {addr} within {}s",
+                        timeout.as_secs_f64()
+                    )),
+                    _ => error(Class::Peer, format!("cannot connect to {addr}: {e}")),
+                })
+        }
         (Role::Server, ..) => Err(error(
             Class::InvalidInput,
             "the server waits for the client: give listen=\"HOST:PORT\"",
@@ -220,10 +221,16 @@ pub fn run_psi(
         both_learn,
     };
     if !(timeout.is_finite() && timeout >= 0.001) {
-        return Err(error(Class::InvalidInput, "timeout must be a positive number of seconds"));
+        return Err(error(
+            Class::InvalidInput,
+            "timeout must be a positive number of seconds",
+        ));
     }
     if bucket_items == Some(0) {
-        return Err(error(Class::InvalidInput, "bucket_items must be at least 1"));
+        return Err(error(
+            Class::InvalidInput,
+            "bucket_items must be at least 1",
+        ));
     }
     let timeout = Duration::from_secs_f64(timeout);
     let reporter = Reporter::new(progress);
@@ -265,10 +272,17 @@ pub fn run_psi(
             };
             let outcome = py.detach(|| {
                 threads::run(threads, || {
-                    run_bucketed(&mut link, &source, bucketed, &folder, &|bucket, buckets, stage, done, total| {
-                        let stage = format!("bucket {}/{buckets}: {}", bucket + 1, label(stage));
-                        reporter.report(&stage, done, total)
-                    })
+                    run_bucketed(
+                        &mut link,
+                        &source,
+                        bucketed,
+                        &folder,
+                        &|bucket, buckets, stage, done, total| {
+                            let stage =
+                                format!("bucket {}/{buckets}: {}", bucket + 1, label(stage));
+                            reporter.report(&stage, done, total)
+                        },
+                    )
                 })
             })?;
             let outcome = outcome.py()?;
@@ -327,7 +341,10 @@ impl EcdhPsiServer {
     ) -> PyResult<Bound<'py, PyBytes>> {
         let items = items::collect(items)?;
         let setup = py
-            .detach(|| self.inner.create_setup_message(&items, num_client_inputs, fpr))
+            .detach(|| {
+                self.inner
+                    .create_setup_message(&items, num_client_inputs, fpr)
+            })
             .py()?;
         Ok(PyBytes::new(py, &setup))
     }
@@ -374,12 +391,23 @@ impl EcdhPsiClient {
 
     /// The positions (ascending) of the last request's items that the server holds, from its
     /// `setup` message and its `response`.
-    fn get_intersection(&self, py: Python<'_>, setup: &[u8], response: &[u8]) -> PyResult<Vec<usize>> {
-        py.detach(|| self.inner.get_intersection(setup, response)).py()
+    fn get_intersection(
+        &self,
+        py: Python<'_>,
+        setup: &[u8],
+        response: &[u8],
+    ) -> PyResult<Vec<usize>> {
+        py.detach(|| self.inner.get_intersection(setup, response))
+            .py()
     }
 
     /// The number of distinct items of the last request that the server holds.
-    fn get_intersection_size(&self, py: Python<'_>, setup: &[u8], response: &[u8]) -> PyResult<usize> {
+    fn get_intersection_size(
+        &self,
+        py: Python<'_>,
+        setup: &[u8],
+        response: &[u8],
+    ) -> PyResult<usize> {
         py.detach(|| self.inner.get_intersection_size(setup, response))
             .py()
     }

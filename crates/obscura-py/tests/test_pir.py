@@ -1,0 +1,214 @@
+"""Private lookups from Python: every scheme builds, stores and answers real data."""
+
+import threading
+
+import pytest
+
+import obscura
+
+RECORDS = bytes((i * 37 + 11) % 256 for i in range(40 * 9))
+
+
+def records_of(data: bytes, size: int):
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
+@pytest.mark.parametrize(
+    "scheme, layout",
+    [("index", "square"), ("index", "one-per-column"), ("index", "3"), ("double", "square"), ("ypir", "square"), ("ypir-sp", "square")],
+)
+def test_every_scheme_retrieves_fixed_size_records(tmp_path, scheme, layout):
+    path = tmp_path / "db.obs"
+    report = obscura.build_index(RECORDS, path, record_size=9, scheme=scheme, layout=layout, progress=False)
+    assert report.path == path and report.items == 40 and report.file_bytes == path.stat().st_size
+    assert len(report.setup_sha256) == 64
+    client = obscura.Client.open(path)
+    assert client.lookup == "index"
+    expected = records_of(RECORDS, 9)
+    for index in (0, 1, 17, 39):
+        assert client.get(index) == expected[index]
+
+
+def test_records_come_from_lists_of_str_and_bytes(tmp_path):
+    values = ["alpha", b"beta", bytearray(b"\x00gamma\xff"), memoryview(b"delta"), "", "\u00e9t\u00e9"]
+    obscura.build_index(values, tmp_path / "db.obs", progress=False)
+    client = obscura.Client.open(tmp_path / "db.obs")
+    for index, value in enumerate(values):
+        expected = value.encode() if isinstance(value, str) else bytes(value)
+        assert client.get(index) == expected
+
+
+def test_records_come_from_generators(tmp_path):
+    obscura.build_index((f"row {i}" for i in range(50)), tmp_path / "db.obs", progress=False)
+    assert obscura.Client.open(tmp_path / "db.obs").get(42) == b"row 42"
+
+
+def test_records_come_from_pandas_and_pyarrow(tmp_path):
+    pandas = pytest.importorskip("pandas")
+    series = pandas.Series([f"+1555{i:04d}" for i in range(30)])
+    obscura.build_index(series, tmp_path / "pandas.obs", progress=False)
+    assert obscura.Client.open(tmp_path / "pandas.obs").get(29) == b"+15550029"
+    pyarrow = pytest.importorskip("pyarrow")
+    array = pyarrow.array([f"v{i}" for i in range(20)])
+    obscura.build_index(array, tmp_path / "arrow.obs", progress=False)
+    assert obscura.Client.open(tmp_path / "arrow.obs").get(7) == b"v7"
+
+
+def test_keyword_lookups_find_values_and_report_absent_keys(tmp_path):
+    pairs = {f"+1555{i:04d}": f"name {i}" for i in range(300)}
+    pairs[b"\xffraw key"] = b"\x00\x01"
+    report = obscura.build_keyword(pairs, tmp_path / "kw.obs", progress=False)
+    assert report.kind == "keyword" and report.items == 301
+    client = obscura.Client.open(tmp_path / "kw.obs")
+    assert client.lookup == "keyword"
+    assert client.get_key("+15550123") == b"name 123"
+    assert client.get_key(b"\xffraw key") == b"\x00\x01"
+    assert client.get_key("+15559999") is None
+    assert client.get_key("") is None
+
+
+def test_keyword_databases_take_pairs_and_dataframes(tmp_path):
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"phone": ["+1", "+2", "+3"], "city": ["Oslo", "Lima", "Pune"]})
+    obscura.build_keyword(zip(frame["phone"], frame["city"]), tmp_path / "kw.obs", arity=4, progress=False)
+    client = obscura.Client.open(tmp_path / "kw.obs")
+    assert [client.get_key(p) for p in ["+3", "+1", "+4"]] == [b"Pune", b"Oslo", None]
+
+
+def test_duplicate_keys_are_refused(tmp_path):
+    with pytest.raises(obscura.InvalidInputError, match="more than once"):
+        obscura.build_keyword([("a", "1"), ("b", "2"), ("a", "3")], tmp_path / "kw.obs", progress=False)
+    assert not (tmp_path / "kw.obs").exists()
+
+
+def test_merkle_audit_paths_verify_against_the_root(tmp_path):
+    leaves = [f"certificate {i}" for i in range(21)]
+    report = obscura.build_merkle(leaves, tmp_path / "log.obs", progress=False)
+    client = obscura.Client.open(tmp_path / "log.obs")
+    assert client.lookup == "merkle"
+    fetched = client.audit_path(13)
+    given = client.audit_path(13, leaf_data=leaves[13], root=report.root)
+    assert fetched.path == given.path and fetched.root == report.root
+    assert fetched.leaf == 13 and fetched.leaves == 21
+    with pytest.raises(obscura.MalformedDataError):
+        client.audit_path(13, leaf_data="not the leaf")
+    with pytest.raises(obscura.MalformedDataError, match="not the expected"):
+        client.audit_path(13, root="00" * 32)
+    with pytest.raises(obscura.InvalidInputError, match="out of range"):
+        client.audit_path(21)
+
+
+def test_wrong_calls_raise_typed_errors(tmp_path):
+    obscura.build_index([b"a", b"b"], tmp_path / "db.obs", progress=False)
+    client = obscura.Client.open(tmp_path / "db.obs")
+    with pytest.raises(obscura.InvalidInputError, match="out of range"):
+        client.get(2)
+    with pytest.raises(ValueError):  # the typed errors are ValueErrors too
+        client.get_key("a")
+    with pytest.raises(OverflowError):
+        client.get(-1)
+    with pytest.raises(obscura.InvalidInputError, match="item 1 is an int"):
+        obscura.build_index(["a", 5], tmp_path / "x.obs")
+    with pytest.raises(obscura.InvalidInputError, match="item 0 is None"):
+        obscura.build_index([None], tmp_path / "x.obs")
+    with pytest.raises(obscura.InvalidInputError, match="no records"):
+        obscura.build_index([], tmp_path / "x.obs")
+    with pytest.raises(obscura.InvalidInputError, match="record_size"):
+        obscura.build_index(b"abc", tmp_path / "x.obs")
+    with pytest.raises(obscura.InvalidInputError, match="unknown scheme"):
+        obscura.build_index([b"a"], tmp_path / "x.obs", scheme="simplepir")
+    with pytest.raises(obscura.InvalidInputError, match="layout"):
+        obscura.build_index([b"a"], tmp_path / "x.obs", layout="round")
+    with pytest.raises(obscura.InvalidInputError, match="3 or 4"):
+        obscura.build_keyword({"a": "b"}, tmp_path / "x.obs", arity=5)
+    with pytest.raises(obscura.StorageError):
+        obscura.Client.open(tmp_path / "missing.obs")
+    with pytest.raises(OSError):
+        obscura.Client.open(tmp_path / "missing.obs")
+
+
+def test_a_corrupted_file_is_refused_not_misread(tmp_path):
+    path = tmp_path / "db.obs"
+    obscura.build_index(RECORDS, path, record_size=9, progress=False)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    path.write_bytes(bytes(data))
+    with pytest.raises(obscura.MalformedDataError, match="checksum"):
+        obscura.Client.open(path)
+    path.write_bytes(b"not a database")
+    with pytest.raises(obscura.MalformedDataError):
+        obscura.Client.open(path)
+
+
+def test_a_build_larger_than_the_memory_limit_is_refused(tmp_path):
+    with pytest.raises(obscura.MemoryLimitError, match="max_memory allows"):
+        obscura.build_index(bytes(3 << 20), tmp_path / "x.obs", record_size=1 << 20, max_memory=1 << 30)
+    with pytest.raises(MemoryError):
+        obscura.build_index(bytes(3 << 20), tmp_path / "x.obs", record_size=1 << 20, max_memory=1 << 30)
+    assert not (tmp_path / "x.obs").exists()
+
+
+def test_progress_reaches_a_callable_and_its_errors_propagate(tmp_path):
+    seen = []
+    obscura.build_keyword({str(i): "v" for i in range(500)}, tmp_path / "kw.obs", progress=lambda *r: seen.append(r))
+    stages = [stage for stage, _, _ in seen]
+    assert stages[0] == "filling the slots" and stages[-1] == "computing the hint"
+    assert all(0 <= done <= total for _, done, total in seen)
+    assert seen[-1][1] == seen[-1][2]
+
+    def failing(stage, done, total):
+        raise KeyError("stop")
+
+    with pytest.raises(KeyError):
+        obscura.build_index([b"a"] * 100, tmp_path / "db.obs", progress=failing)
+
+
+def test_long_calls_release_the_gil(tmp_path):
+    """Another Python thread keeps running while a build works."""
+    ticks = 0
+    done = threading.Event()
+
+    def count():
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    try:
+        obscura.build_index(bytes(8 << 20), tmp_path / "db.obs", record_size=64, progress=False, threads=1)
+    finally:
+        done.set()
+        counter.join()
+    assert ticks > 1000
+
+
+def test_fixture_files_of_the_rust_tests_decode_to_their_known_records(tmp_path):
+    """The database files committed with the Rust fuzz targets, read through the bindings."""
+    from conftest import REPO
+
+    fixtures = REPO / "crates" / "obscura-fuzz" / "fixtures"
+    index = obscura.Client.open(fixtures / "index.obs")
+    known = bytes((i * 37) % 256 for i in range(64))
+    assert [index.get(i) for i in range(16)] == records_of(known, 4)
+    keyword = obscura.Client.open(fixtures / "keyword.obs")
+    for key, value in [("alice", b"1"), ("bob", b"22"), ("carol", b"333"), ("dave", None)]:
+        assert keyword.get_key(key) == value
+    tree = obscura.Client.open(fixtures / "tree.obs")
+    assert tree.audit_path(1, leaf_data="right").leaves == 2
+
+
+def test_rfc6962_known_answers_through_the_bindings(tmp_path):
+    import json
+
+    from conftest import REPO
+
+    vectors = json.loads((REPO / "crates" / "obscura-pir" / "vectors" / "rfc6962.json").read_text())
+    leaves = [bytes.fromhex(h) for h in vectors["leaves_hex"]]
+    for n in range(1, len(leaves) + 1):
+        report = obscura.build_merkle(leaves[:n], tmp_path / f"t{n}.obs", progress=False)
+        assert report.root == vectors["roots"][n]
+    client = obscura.Client.open(tmp_path / "t7.obs")
+    for leaf, path in vectors["paths_in_7"].items():
+        proof = client.audit_path(int(leaf), leaf_data=leaves[int(leaf)], root=vectors["roots"][7])
+        assert proof.path == path
