@@ -1,12 +1,11 @@
 //! Progress bars for long steps (drawn on stderr, hidden when it is not a terminal).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use indicatif::{ProgressBar, ProgressStyle};
 use obscura_pir::batch::merkle::MerkleTree;
 use obscura_pir::batch::treepir::TreePirServer;
 use obscura_pir::lwe::{Server, SetupOptions};
 use obscura_pir::PirError;
+use obscura_server::build::Steps;
 
 /// Sets up a database of fixed-size records with a progress bar over the hint product.
 pub fn setup_with_bar(
@@ -59,25 +58,17 @@ pub fn with_bars<S, E>(
 }
 
 /// A progress callback for a setup of several steps, each reported from zero to its own total
-/// (each step's total differs from the one before): a new total starts the bar (and its time
-/// estimate) again, labelled with the next of `steps`. The bar is cleared when the callback is
-/// dropped.
+/// (see [`Steps`]): a new step starts the bar (and its time estimate) again, labelled with its
+/// name. The bar is cleared when the callback is dropped.
 fn steps_bar(steps: &[&str]) -> impl Fn(u64, u64) + Sync {
     let bar = ClearOnDrop(bar());
-    let steps: Vec<String> = steps.iter().map(|step| step.to_string()).collect();
-    let step = AtomicUsize::new(0);
-    bar.0
-        .set_message(steps.first().cloned().unwrap_or_default());
+    let steps = Steps::new(steps);
+    bar.0.set_message(steps.first().to_string());
     move |done, total| {
         let bar = &bar.0;
-        let length = bar.length();
-        if length != Some(total) {
-            if length != Some(0) {
-                let next = step.fetch_add(1, Ordering::Relaxed) + 1;
-                if let Some(message) = steps.get(next.min(steps.len().saturating_sub(1))) {
-                    bar.set_message(message.clone());
-                }
-            }
+        let (name, starts) = steps.step(total);
+        if starts {
+            bar.set_message(name.to_string());
             bar.reset();
             bar.set_length(total);
         }

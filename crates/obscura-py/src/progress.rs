@@ -3,6 +3,7 @@
 
 use std::sync::Mutex;
 
+use obscura_server::build::Steps;
 use pyo3::prelude::*;
 
 /// Reports per stage, at most: one per half percent, plus the start and the end.
@@ -69,21 +70,9 @@ impl Reporter {
     }
 }
 
-/// Labels the `(done, total)` reports of a setup of several `steps` (each counts from zero to its
-/// own total; a new total starts the next step) with the step's name.
+/// Labels the `(done, total)` reports of a setup of several `steps` with the step's name (see
+/// [`Steps`]).
 pub fn steps<'a>(steps: &'a [&'a str], reporter: &'a Reporter) -> impl Fn(u64, u64) + Sync + 'a {
-    let step = Mutex::new((0usize, None::<u64>));
-    move |done, total| {
-        let name = {
-            let mut step = step.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            if step.1 != Some(total) {
-                if step.1.is_some() {
-                    step.0 = (step.0 + 1).min(steps.len().saturating_sub(1));
-                }
-                step.1 = Some(total);
-            }
-            steps.get(step.0).copied().unwrap_or("working")
-        };
-        reporter.report(name, done, total);
-    }
+    let steps = Steps::new(steps);
+    move |done, total| reporter.report(steps.step(total).0, done, total)
 }

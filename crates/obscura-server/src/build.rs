@@ -307,6 +307,42 @@ impl BuildOptions {
     }
 }
 
+/// Follows a setup's progress reports through its steps (see [`BuildOptions::steps`]): each
+/// step reports `(done, total)` from zero to its own total, so a report with a new total starts
+/// the next step.
+pub struct Steps {
+    names: Vec<String>,
+    state: std::sync::Mutex<(usize, Option<u64>)>,
+}
+
+impl Steps {
+    /// Steps named `names`, in order; a report past the last step counts in the last.
+    pub fn new(names: &[&str]) -> Self {
+        Self {
+            names: names.iter().map(|name| name.to_string()).collect(),
+            state: std::sync::Mutex::new((0, None)),
+        }
+    }
+
+    /// The name of the first step.
+    pub fn first(&self) -> &str {
+        self.names.first().map_or("", String::as_str)
+    }
+
+    /// The name of the step a report of `total` belongs to, and whether the report starts it.
+    pub fn step(&self, total: u64) -> (&str, bool) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let starts = state.1 != Some(total);
+        if starts {
+            if state.1.is_some() {
+                state.0 = (state.0 + 1).min(self.names.len().saturating_sub(1));
+            }
+            state.1 = Some(total);
+        }
+        (self.names.get(state.0).map_or("", String::as_str), starts)
+    }
+}
+
 /// Builds the database of `records` as `options` say, on the current rayon pool, reporting
 /// `(done, total)` of each step of [`BuildOptions::steps`] to `progress`.
 pub fn build(
@@ -392,6 +428,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(fetch::<Lwe>(&index, 17), values[17]);
+    }
+
+    #[test]
+    fn a_new_total_starts_the_next_step() {
+        let steps = Steps::new(&["fill", "hint"]);
+        assert_eq!(steps.step(10), ("fill", true));
+        assert_eq!(steps.step(10), ("fill", false));
+        assert_eq!(steps.step(7), ("hint", true));
+        assert_eq!(steps.step(7), ("hint", false));
+        assert_eq!(steps.step(3), ("hint", true), "past the last step");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 """Type stubs of the extension module `obscura._obscura` (use it through `obscura`)."""
 
+import pathlib
 from os import PathLike
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple, Union
 
@@ -12,7 +13,7 @@ __version__: str
 class BuildReport:
     """What a build wrote."""
 
-    path: Path
+    path: pathlib.Path
     kind: str
     items: int
     file_bytes: int
