@@ -49,7 +49,7 @@ def private_join() -> None:
     """Two parties (here two threads) learn which emails they share, and nothing else."""
     ours = [f"user{i}@example.com" for i in range(0, 20_000, 2)]
     theirs = [f"user{i}@example.com" for i in range(0, 20_000, 3)]
-    address = queue.Queue()
+    address: "queue.Queue[str]" = queue.Queue()
     server = threading.Thread(
         target=obscura.psi_server,
         args=(theirs,),
@@ -60,6 +60,7 @@ def private_join() -> None:
     server.join()
     theirs_set = set(theirs)
     shared = [item for item in ours if item in theirs_set]
+    assert result.intersection is not None  # the client learns it
     assert [ours[row] for row in result.intersection] == shared
     print(f"KKRT-PSI: {result.intersection_size} shared of {len(ours)} and {len(theirs)} items, {result.bytes_sent + result.bytes_received:,} bytes exchanged")
 

@@ -80,7 +80,7 @@ def build_index(
 
 
 def build_keyword(
-    pairs: Union[Mapping[Item, Item], Iterable[Tuple[Item, Item]]],
+    pairs: Union[Mapping[Any, Any], Iterable[Tuple[Item, Item]]],
     out: Path,
     *,
     arity: Optional[int] = None,

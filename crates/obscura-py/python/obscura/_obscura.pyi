@@ -2,14 +2,28 @@
 
 import pathlib
 from os import PathLike
-from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple, Union, final
 
-Item = Union[str, bytes, bytearray, memoryview]
-Path = Union[str, PathLike[str]]
-ProgressCallback = Callable[[str, int, int], None]
+_Item = Union[str, bytes, bytearray, memoryview]
+_Path = Union[str, PathLike[str]]
+_ProgressCallback = Callable[[str, int, int], None]
 
 __version__: str
+__all__ = [
+    "__version__",
+    "build_index",
+    "build_keyword",
+    "build_merkle",
+    "run_psi",
+    "Client",
+    "BuildReport",
+    "AuditPath",
+    "PsiResult",
+    "EcdhPsiServer",
+    "EcdhPsiClient",
+]
 
+@final
 class BuildReport:
     """What a build wrote."""
 
@@ -21,6 +35,7 @@ class BuildReport:
     setup_sha256: str
     root: Optional[str]
 
+@final
 class AuditPath:
     """A Merkle leaf's audit path, fetched privately and verified against the root."""
 
@@ -30,20 +45,21 @@ class AuditPath:
     path: List[str]
     root: str
 
+@final
 class Client:
     """A client of one database: a local file, or a database served by `obscura serve`."""
 
     @staticmethod
-    def open(path: Path) -> Client: ...
+    def open(path: _Path) -> Client: ...
     @staticmethod
     def connect(
         url: str,
         db: str,
         *,
         setup_sha256: Optional[Union[str, bytes]] = None,
-        cache_dir: Optional[Union[Path, bool]] = None,
+        cache_dir: Optional[Union[_Path, bool]] = None,
         token: Optional[str] = None,
-        ca_cert: Optional[Path] = None,
+        ca_cert: Optional[_Path] = None,
         timeout: float = 300.0,
         max_setup_bytes: int = ...,
         max_query_bytes: int = ...,
@@ -53,16 +69,17 @@ class Client:
     @property
     def lookup(self) -> str: ...
     def get(self, index: int) -> bytes: ...
-    def get_key(self, key: Item) -> Optional[bytes]: ...
+    def get_key(self, key: _Item) -> Optional[bytes]: ...
     def audit_path(
         self,
         leaf: int,
         *,
-        leaf_data: Optional[Item] = None,
+        leaf_data: Optional[_Item] = None,
         leaf_hash: Optional[Union[str, bytes]] = None,
         root: Optional[Union[str, bytes]] = None,
     ) -> AuditPath: ...
 
+@final
 class PsiResult:
     """What a PSI session did, and the intersection when this party learns it."""
 
@@ -76,28 +93,30 @@ class PsiResult:
     seconds: float
     buckets: Optional[int]
 
+@final
 class EcdhPsiServer:
     """The server of ECDH-PSI as messages: one key; one setup serves many clients."""
 
-    def __init__(self, reveal_intersection: bool = True) -> None: ...
+    def __new__(cls, reveal_intersection: bool = True) -> EcdhPsiServer: ...
     @property
     def reveal_intersection(self) -> bool: ...
     def create_setup_message(
-        self, items: Iterable[Item], num_client_inputs: int, fpr: float = ...
+        self, items: Iterable[_Item], num_client_inputs: int, fpr: float = ...
     ) -> bytes: ...
     def process_request(self, request: bytes) -> bytes: ...
 
+@final
 class EcdhPsiClient:
     """The client of ECDH-PSI as messages."""
 
-    def __init__(self) -> None: ...
-    def create_request(self, items: Iterable[Item]) -> bytes: ...
+    def __new__(cls) -> EcdhPsiClient: ...
+    def create_request(self, items: Iterable[_Item]) -> bytes: ...
     def get_intersection(self, setup: bytes, response: bytes) -> List[int]: ...
     def get_intersection_size(self, setup: bytes, response: bytes) -> int: ...
 
 def build_index(
-    records: Union[bytes, Iterable[Item]],
-    out: Path,
+    records: Union[bytes, Iterable[_Item]],
+    out: _Path,
     *,
     record_size: Optional[int] = None,
     scheme: str = "index",
@@ -106,30 +125,30 @@ def build_index(
     matrix: Optional[str] = None,
     threads: Optional[int] = None,
     max_memory: Optional[int] = None,
-    progress: Optional[ProgressCallback] = None,
+    progress: Optional[_ProgressCallback] = None,
 ) -> BuildReport: ...
 def build_keyword(
-    pairs: Union[Mapping[Item, Item], Iterable[Tuple[Item, Item]]],
-    out: Path,
+    pairs: Union[Mapping[Any, Any], Iterable[Tuple[_Item, _Item]]],
+    out: _Path,
     *,
     arity: Optional[int] = None,
     params: str = "ypir-1024",
     matrix: Optional[str] = None,
     threads: Optional[int] = None,
     max_memory: Optional[int] = None,
-    progress: Optional[ProgressCallback] = None,
+    progress: Optional[_ProgressCallback] = None,
 ) -> BuildReport: ...
 def build_merkle(
-    leaves: Iterable[Item],
-    out: Path,
+    leaves: Iterable[_Item],
+    out: _Path,
     *,
     params: str = "ypir-1024",
     matrix: Optional[str] = None,
     threads: Optional[int] = None,
-    progress: Optional[ProgressCallback] = None,
+    progress: Optional[_ProgressCallback] = None,
 ) -> BuildReport: ...
 def run_psi(
-    items: Union[Iterable[Item], Callable[[], Iterable[Item]]],
+    items: Union[Iterable[_Item], Callable[[], Iterable[_Item]]],
     *,
     role: str,
     protocol: str = "kkrt",
@@ -139,7 +158,7 @@ def run_psi(
     timeout: float = 60.0,
     threads: Optional[int] = None,
     bucket_items: Optional[int] = None,
-    spill_dir: Optional[Path] = None,
-    progress: Optional[ProgressCallback] = None,
+    spill_dir: Optional[_Path] = None,
+    progress: Optional[_ProgressCallback] = None,
     ready: Optional[Callable[[str], Any]] = None,
 ) -> PsiResult: ...

@@ -1,19 +1,20 @@
 """Progress bars for long calls: tqdm bars on stderr when tqdm is installed, one per stage."""
 
-from typing import Callable, Optional, Union
+from typing import Any, Callable, Optional, TypeVar, Union
 
 ProgressCallback = Callable[[str, int, int], None]
 Progress = Union[bool, None, ProgressCallback]
+T = TypeVar("T")
 
 
 class _TqdmBars:
     """A progress callback that draws one tqdm bar per stage, closed when the stage changes
     or the call ends."""
 
-    def __init__(self, tqdm) -> None:
+    def __init__(self, tqdm: Any) -> None:
         self._tqdm = tqdm
-        self._bar = None
-        self._stage = None
+        self._bar: Any = None
+        self._stage: Optional[str] = None
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         if self._bar is None or stage != self._stage or total != self._bar.total:
@@ -36,7 +37,7 @@ def callback(progress: Progress) -> Optional[ProgressCallback]:
         return None
     if progress is None or progress is True:
         try:
-            from tqdm.auto import tqdm
+            from tqdm.auto import tqdm  # type: ignore[import-untyped]
         except ImportError:
             return None
         return _TqdmBars(tqdm)
@@ -45,7 +46,7 @@ def callback(progress: Progress) -> Optional[ProgressCallback]:
     return progress
 
 
-def run(call, progress: Progress, *args, **kwargs):
+def run(call: Callable[..., T], progress: Progress, *args: Any, **kwargs: Any) -> T:
     """Runs ``call`` with the progress callback of ``progress``, closing its bars afterwards."""
     reporter = callback(progress)
     try:
