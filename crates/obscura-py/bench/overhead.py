@@ -1,7 +1,9 @@
 """The Python package's overhead over the `obscura` command, both measured in one run.
 
-Two workloads, each run the same way through the CLI and through Python, alternating, and
-timed from outside (whole processes, interpreter start and `import obscura` included):
+Two workloads, each run the same way through the CLI and through Python, alternating. The CLI
+is timed as a whole process (reading its input included); Python twice: the calls into
+`obscura` (the conversion of Python values included), and the whole process (the
+interpreter's start, `import obscura` and making the list of str too):
 
 1. a keyword lookup from a local file of 2^20 keys: `obscura get --db F --key K` against
    `obscura.Client.open(F).get_key(K)`;
@@ -13,7 +15,7 @@ Usage (a release CLI and the release wheel installed in the running interpreter)
 
     python crates/obscura-py/bench/overhead.py --cli target/release/obscura [--runs 5] [--keys 1048576]
 
-Prints one line per workload: the medians, the ranges and the overhead.
+Prints the medians and ranges of each workload, and the overheads against the CLI.
 """
 
 import argparse
@@ -37,13 +39,16 @@ def cpu_model() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def timed(command, **kwargs) -> float:
+def timed(command):
+    """Runs `command`; returns its wall time and the seconds it printed last (if any)."""
     started = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, **kwargs)
-    return time.perf_counter() - started
+    result = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
+    elapsed = time.perf_counter() - started
+    lines = result.stdout.split()
+    return elapsed, float(lines[-1]) if lines and lines[0] == "call" else None
 
 
-def timed_pair(server, client) -> float:
+def timed_pair(server, client):
     """Starts `server`, then times `client` to its end (the server must end too)."""
     process = subprocess.Popen(server, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     process.stderr.readline()  # "listening on ..."
@@ -53,30 +58,39 @@ def timed_pair(server, client) -> float:
     return elapsed
 
 
+def figures(times) -> str:
+    return f"{statistics.median(times):.3f} s ({min(times):.3f}-{max(times):.3f})"
+
+
 def report(name: str, cli, python) -> None:
-    cli_median, python_median = statistics.median(cli), statistics.median(python)
-    overhead = (python_median / cli_median - 1) * 100
-    print(
-        f"{name}: CLI {cli_median:.3f} s ({min(cli):.3f}-{max(cli):.3f}), "
-        f"Python {python_median:.3f} s ({min(python):.3f}-{max(python):.3f}), "
-        f"overhead {overhead:+.1f}%"
-    )
+    cli = [wall for wall, _ in cli]
+    calls = [call for _, call in python]
+    processes = [wall for wall, _ in python]
+    overhead = lambda times: (statistics.median(times) / statistics.median(cli) - 1) * 100  # noqa: E731
+    print(f"{name}:")
+    print(f"  CLI process              {figures(cli)}")
+    print(f"  Python calls             {figures(calls)}  overhead {overhead(calls):+.1f}%")
+    print(f"  Python process           {figures(processes)}  overhead {overhead(processes):+.1f}%")
 
 
 PYTHON_LOOKUP = """
-import sys, obscura
+import sys, time, obscura
+started = time.perf_counter()
 value = obscura.Client.open(sys.argv[1]).get_key(sys.argv[2])
+print("call", time.perf_counter() - started)
 assert value == sys.argv[3].encode(), value
 """
 
 PYTHON_PSI = """
-import sys, obscura
+import sys, time, obscura
 role, address, count, offset = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 items = [f"user{i}@example.com" for i in range(offset, offset + count)]
 if role == "server":
     obscura.psi_server(items, listen=address, ready=lambda a: print("listening on", a, file=sys.stderr, flush=True), progress=False)
 else:
+    started = time.perf_counter()
     result = obscura.psi_client(items, connect=address, progress=False)
+    print("call", time.perf_counter() - started)
     assert result.intersection_size == count // 2, result
 """
 

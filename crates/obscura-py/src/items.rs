@@ -6,13 +6,15 @@ use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString};
 
 use crate::errors::{error, Class};
 
-/// The bytes of one item, `what` naming it in an error (e.g. "item 3").
+/// The bytes of one item, `what` naming it in an error (e.g. "item 3"). A pyarrow scalar is
+/// read as its Python value.
 pub fn bytes_of(value: &Bound<'_, PyAny>, what: impl FnOnce() -> String) -> PyResult<Vec<u8>> {
+    // The common types first: asking anything of a str or bytes costs more than converting it.
+    if let Ok(text) = value.cast::<PyString>() {
+        return Ok(text.to_cow()?.into_owned().into_bytes());
+    }
     if let Ok(bytes) = value.cast::<PyBytes>() {
         return Ok(bytes.as_bytes().to_vec());
-    }
-    if let Ok(text) = value.cast::<PyString>() {
-        return Ok(text.to_cow()?.as_bytes().to_vec());
     }
     if let Ok(array) = value.cast::<PyByteArray>() {
         return Ok(array.to_vec());
@@ -20,6 +22,12 @@ pub fn bytes_of(value: &Bound<'_, PyAny>, what: impl FnOnce() -> String) -> PyRe
     if value.cast::<PyMemoryView>().is_ok() {
         let bytes = value.call_method0("tobytes")?;
         return Ok(bytes.cast::<PyBytes>()?.as_bytes().to_vec());
+    }
+    if value.hasattr("as_py")? {
+        let value = value.call_method0("as_py")?;
+        if value.cast::<PyString>().is_ok() || value.cast::<PyBytes>().is_ok() {
+            return bytes_of(&value, what);
+        }
     }
     Err(error(
         Class::InvalidInput,
@@ -50,16 +58,7 @@ fn describe(value: &Bound<'_, PyAny>) -> String {
 pub fn collect(items: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u8>>> {
     let mut out = Vec::with_capacity(items.len().unwrap_or(0));
     for (row, item) in items.try_iter()?.enumerate() {
-        let item = arrow_scalar(item?)?;
-        out.push(bytes_of(&item, || format!("item {row}"))?);
+        out.push(bytes_of(&item?, || format!("item {row}"))?);
     }
     Ok(out)
-}
-
-/// A pyarrow scalar as its Python value (other values as they are).
-pub fn arrow_scalar<'py>(item: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    if item.hasattr("as_py")? && !item.is_instance_of::<PyString>() {
-        return item.call_method0("as_py");
-    }
-    Ok(item)
 }

@@ -205,10 +205,10 @@ fn pairs_of(pairs: &Bound<'_, PyAny>) -> PyResult<Vec<(Vec<u8>, Vec<u8>)>> {
             )
         })?;
         out.push((
-            bytes_of(&items::arrow_scalar(key)?, || {
+            bytes_of(&key, || {
                 format!("the key of pair {row}")
             })?,
-            bytes_of(&items::arrow_scalar(value)?, || {
+            bytes_of(&value, || {
                 format!("the value of pair {row}")
             })?,
         ));

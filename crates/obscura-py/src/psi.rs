@@ -110,7 +110,7 @@ impl ItemSource for PythonItems {
             };
             let mut count = 0u64;
             for item in iterable.try_iter().map_err(failed)? {
-                let item = items::arrow_scalar(item.map_err(failed)?).map_err(failed)?;
+                let item = item.map_err(failed)?;
                 let bytes = bytes_of(&item, || format!("item {count}")).map_err(failed)?;
                 visit(&bytes)?;
                 count += 1;
