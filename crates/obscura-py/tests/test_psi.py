@@ -116,6 +116,23 @@ def test_sessions_with_the_cli_in_another_process(tmp_path, cli):
     assert rows == [CLIENT[row] for row in expected_rows(CLIENT, SHARED)]
 
 
+def test_bucketed_sessions_with_the_cli(tmp_path, cli):
+    """A bucketed CLI server and a bucketed Python client agree on the plan and the rows."""
+    csv = tmp_path / "theirs.csv"
+    csv.write_text("email\n" + "\n".join(s.decode() for s in SERVER) + "\n")
+    server = subprocess.Popen(
+        [cli, "psi", "--protocol", "ecdh", "--role", "server", "--listen", "127.0.0.1:0",
+         "--input", str(csv), "--column", "email", "--bucket-items", "300", "--both-learn"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    address = server.stderr.readline().split("listening on ")[1].strip()
+    result = obscura.psi_client(CLIENT, connect=address, protocol="ecdh", bucket_items=300, both_learn=True, progress=False)
+    output, _ = server.communicate(timeout=120)
+    assert server.returncode == 0
+    assert result.intersection == expected_rows(CLIENT, SHARED) and result.buckets >= 3
+    assert f"intersection: {len(SHARED)} items" in output
+
+
 def test_the_ecdh_message_api_in_openmined_style():
     server = obscura.EcdhPsiServer(reveal_intersection=True)
     setup = server.create_setup_message(SERVER, num_client_inputs=len(CLIENT))
