@@ -225,6 +225,10 @@ pub fn run(args: BuildArgs) -> Result<()> {
         !(indexed_only && args.stream),
         "--stream builds index databases (--scheme index)"
     );
+    ensure!(
+        args.arity.is_none() || args.key_column.is_some(),
+        "--arity applies to keyword databases (--key-column)"
+    );
     let options = BuildOptions {
         scheme: args.scheme.into(),
         setup: args.engine.options(),
@@ -306,10 +310,6 @@ pub fn run(args: BuildArgs) -> Result<()> {
             input
         }
     };
-    ensure!(
-        args.arity.is_none() || matches!(input, Input::Pairs(_)),
-        "--arity applies to keyword databases (--key-column)"
-    );
     let records = input.records();
     let shape = records.shape();
     if !matches!(input, Input::Raw { .. }) {

@@ -136,6 +136,15 @@ fn bad_input_gets_a_one_line_error() {
         .assert();
     assert_clean_failure(zero, "--record-size must be at least 1 byte");
 
+    let arity = obscura()
+        .args(["build", "--input"])
+        .arg(dir.path().join("input-layout-square.bin"))
+        .args(["--record-size", "10", "--arity", "3", "--out"])
+        .arg(dir.path().join("x.obs"))
+        .assert();
+    assert_clean_failure(arity, "--arity applies to keyword databases");
+    assert!(!dir.path().join("x.obs").exists());
+
     let empty = dir.path().join("empty.bin");
     std::fs::write(&empty, b"").unwrap();
     let empty = obscura()

@@ -36,7 +36,7 @@ pub fn bytes_of(value: &Bound<'_, PyAny>, what: impl FnOnce() -> String) -> PyRe
 }
 
 /// A value's type as messages name it: `None`, or `a float` and so on.
-fn describe(value: &Bound<'_, PyAny>) -> String {
+pub fn describe(value: &Bound<'_, PyAny>) -> String {
     if value.is_none() {
         return "None".into();
     }
@@ -56,6 +56,15 @@ fn describe(value: &Bound<'_, PyAny>) -> String {
 /// The items of any iterable of `str` or `bytes` (a list, a tuple, a generator, a pandas
 /// Series or a pyarrow array), in order.
 pub fn collect(items: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u8>>> {
+    if items.is_instance_of::<PyString>() || items.is_instance_of::<PyBytes>() {
+        return Err(error(
+            Class::InvalidInput,
+            format!(
+                "the items are {}, whose characters would each be an item: pass a list (or any iterable) of items",
+                describe(items)
+            ),
+        ));
+    }
     let mut out = Vec::with_capacity(items.len().unwrap_or(0));
     for (row, item) in items.try_iter()?.enumerate() {
         out.push(bytes_of(&item?, || format!("item {row}"))?);

@@ -116,7 +116,14 @@ fn write(py: Python<'_>, database: Database, out: PathBuf) -> PyResult<BuildRepo
     let root = database
         .server::<obscura_pir::batch::treepir::TreePir>()
         .map(|server| hex::encode(server.public_setup().root()));
-    let file_bytes = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+    let file_bytes = std::fs::metadata(&out)
+        .map_err(|e| {
+            error(
+                Class::Storage,
+                format!("cannot read {}: {e}", out.display()),
+            )
+        })?
+        .len();
     Ok(BuildReport {
         path: out,
         kind: listing.kind,
@@ -168,7 +175,15 @@ pub fn build_index(
     };
     match record_size {
         Some(record_size) => {
-            let data = bytes_of(records, || "records".into())?;
+            let data = bytes_of(records, String::new).map_err(|_| {
+                error(
+                    Class::InvalidInput,
+                    format!(
+                        "with record_size, the records are one bytes object of records laid end to end, not {}",
+                        items::describe(records)
+                    ),
+                )
+            })?;
             let records = Records::Raw {
                 data: &data,
                 record_size,
@@ -205,12 +220,8 @@ fn pairs_of(pairs: &Bound<'_, PyAny>) -> PyResult<Vec<(Vec<u8>, Vec<u8>)>> {
             )
         })?;
         out.push((
-            bytes_of(&key, || {
-                format!("the key of pair {row}")
-            })?,
-            bytes_of(&value, || {
-                format!("the value of pair {row}")
-            })?,
+            bytes_of(&key, || format!("the key of pair {row}"))?,
+            bytes_of(&value, || format!("the value of pair {row}"))?,
         ));
     }
     Ok(out)

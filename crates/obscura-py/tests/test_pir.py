@@ -115,6 +115,10 @@ def test_wrong_calls_raise_typed_errors(tmp_path):
         obscura.build_index([], tmp_path / "x.obs")
     with pytest.raises(obscura.InvalidInputError, match="record_size"):
         obscura.build_index(b"abc", tmp_path / "x.obs")
+    with pytest.raises(obscura.InvalidInputError, match="characters"):
+        obscura.build_index("abc", tmp_path / "x.obs")
+    with pytest.raises(obscura.InvalidInputError, match="laid end to end"):
+        obscura.build_index([b"abc"], tmp_path / "x.obs", record_size=3)
     with pytest.raises(obscura.InvalidInputError, match="unknown scheme"):
         obscura.build_index([b"a"], tmp_path / "x.obs", scheme="simplepir")
     with pytest.raises(obscura.InvalidInputError, match="layout"):

@@ -87,6 +87,8 @@ def test_mismatched_settings_and_silent_peers_raise_peer_errors():
     assert isinstance(peer.error, obscura.PeerError)
     with pytest.raises(obscura.PeerTimeoutError):
         obscura.psi_server(SERVER, listen="127.0.0.1:0", timeout=0.5, progress=False)
+    with pytest.raises(obscura.InvalidInputError, match="characters"):
+        obscura.psi_client("alice@example.com", connect="127.0.0.1:9")
     with pytest.raises(obscura.InvalidInputError, match="unknown protocol"):
         obscura.psi_client(CLIENT, connect="127.0.0.1:9", protocol="rsa")
 
