@@ -16,7 +16,9 @@ PSI: two parties learn the items they share and nothing else::
 
 Every error is an :class:`ObscuraError`; long calls release the GIL and show tqdm progress
 bars when tqdm is installed (``progress=False`` hides them, a callable receives
-``(stage, done, total)``).
+``(stage, done, total)``). The library's work cannot be stopped half way: Ctrl-C during a call
+raises ``KeyboardInterrupt`` when the call returns (a PSI session ends at the latest when its
+``timeout`` passes without a word from the peer).
 """
 
 from os import PathLike
