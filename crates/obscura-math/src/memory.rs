@@ -70,6 +70,7 @@ impl Clone for LargeBuffer {
 }
 
 /// Bytes per cache line (on the machines this code is tuned for).
+#[cfg(target_arch = "x86_64")]
 const CACHE_LINE: usize = 64;
 
 /// Asks the CPU to start loading the cache lines that hold `value` into its caches, so that a

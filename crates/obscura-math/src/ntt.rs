@@ -251,16 +251,19 @@ impl PrimeTables {
     }
 
     /// The twiddle `ψ^bitrev(i)` of the forward transform, with its Shoup quotient.
+    #[cfg(target_arch = "x86_64")]
     pub(crate) fn forward_twiddle(&self, i: usize) -> (u32, u32) {
         self.psi[i]
     }
 
     /// The twiddle `ψ^-bitrev(i)` of the inverse transform, with its Shoup quotient.
+    #[cfg(target_arch = "x86_64")]
     pub(crate) fn inverse_twiddle(&self, i: usize) -> (u32, u32) {
         self.psi_inv[i]
     }
 
     /// `n^{-1} mod p`, with its Shoup quotient.
+    #[cfg(target_arch = "x86_64")]
     pub(crate) fn n_inverse(&self) -> (u32, u32) {
         self.n_inv
     }

@@ -403,6 +403,7 @@ mod wide {
 
     /// [`avx512::quads_mat_vec`](super::super::avx512::quads_mat_vec) on `backend`: the
     /// kernel itself on AVX-512, its definition in portable code otherwise.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
     pub(super) fn quads(
         backend: Backend,
         t4: &[u8],
