@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use obscura_server::auth::Tokens;
 use obscura_server::catalog::{Catalog, Entry};
-use obscura_server::service::{self, Databases, ServiceConfig};
+use obscura_server::service::{self, CorsOrigins, Databases, ServiceConfig};
 use obscura_server::tls;
 
 use obscura_bench::pools;
@@ -44,6 +44,11 @@ pub struct ServeArgs {
     /// database with a token answers only requests that carry one; SIGHUP reads the file again.
     #[arg(long)]
     tokens: Option<PathBuf>,
+    /// Let pages from this web origin (e.g. https://lookup.example) call the service, the
+    /// `Authorization` header of tokens included; repeat for several, or `*` for any. Without
+    /// it browsers refuse pages of other origins.
+    #[arg(long = "cors-origin")]
+    cors_origins: Vec<String>,
 }
 
 /// Runs `obscura serve` until ctrl-c or SIGTERM; SIGHUP reloads the database files.
@@ -57,11 +62,13 @@ pub fn run(args: ServeArgs) -> Result<()> {
         _ => None,
     };
     let tokens = read_tokens(args.tokens.as_deref(), &args.databases)?;
+    let cors = CorsOrigins::parse(&args.cors_origins).context("--cors-origin")?;
     let config = ServiceConfig {
         max_concurrent: args.max_concurrent.max(1),
         batch_window: Duration::from_millis(args.batch_window_ms),
         request_timeout: Duration::from_secs(args.timeout_secs.max(1)),
         tokens,
+        cors,
         ..ServiceConfig::default()
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;

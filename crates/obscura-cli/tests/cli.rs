@@ -143,6 +143,13 @@ fn bad_input_gets_a_one_line_error() {
         .arg(dir.path().join("x.obs"))
         .assert();
     assert_clean_failure(arity, "--arity applies to keyword databases");
+
+    let cors = obscura()
+        .arg("serve")
+        .arg(&db)
+        .args(["--listen", "127.0.0.1:0", "--cors-origin", "lookup.example"])
+        .assert();
+    assert_clean_failure(cors, "is not a web origin");
     assert!(!dir.path().join("x.obs").exists());
 
     let empty = dir.path().join("empty.bin");

@@ -21,6 +21,7 @@
 //! ([`Databases::replace`]); requests in flight finish on the databases they started with.
 
 mod batcher;
+mod cors;
 mod listener;
 mod routes;
 
@@ -38,6 +39,7 @@ use crate::auth::Tokens;
 use crate::catalog::{Catalog, Entry};
 use crate::metrics::Metrics;
 
+pub use cors::{CorsOrigins, InvalidOrigin};
 pub use listener::{serve, shutdown_signal, BackgroundService};
 
 /// Limits and batching of a service.
@@ -59,6 +61,8 @@ pub struct ServiceConfig {
     pub connections: ConnectionLimits,
     /// Bearer tokens of the databases that need one (none by default).
     pub tokens: Tokens,
+    /// Web origins whose pages may call the service (none by default).
+    pub cors: CorsOrigins,
 }
 
 /// Limits on connections and on how slowly they may send.
@@ -109,6 +113,7 @@ impl Default for ServiceConfig {
             max_batch: 16,
             connections: ConnectionLimits::default(),
             tokens: Tokens::default(),
+            cors: CorsOrigins::None,
         }
     }
 }
@@ -252,6 +257,12 @@ pub fn router_with_databases(catalog: Catalog, config: ServiceConfig) -> (Router
             config.request_timeout,
         ))
         .with_state(state.clone());
+    // Outermost, so that preflight requests are answered before anything else and every
+    // response, errors included, carries the headers a page needs to read it.
+    let router = match config.cors.layer() {
+        Some(cors) => router.layer(cors),
+        None => router,
+    };
     (router, Databases(state))
 }
 
