@@ -1,0 +1,82 @@
+// The browser client's JavaScript API, run in Node.js against a real `obscura serve`: the
+// WebAssembly module makes every query and decodes every answer, fetch carries them.
+// Run by scripts/test: OBSCURA_CLI and OBSCURA_WASM_PKG name the CLI and the built package.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const cli = process.env.OBSCURA_CLI;
+const pkg = process.env.OBSCURA_WASM_PKG;
+assert.ok(cli && pkg, "set OBSCURA_CLI and OBSCURA_WASM_PKG (scripts/test does)");
+const { Database, ObscuraError } = await import(join(pkg, "obscura.js"));
+const wasm = readFileSync(join(pkg, "obscura_wasm_bg.wasm"));
+
+const folder = mkdtempSync(join(tmpdir(), "obscura-wasm-"));
+const records = Buffer.from(Array.from({ length: 64 * 300 }, (_, i) => (i * 37 + 5) % 251));
+let server;
+let url;
+let setupSha256;
+
+function build(...args) {
+  return execFileSync(cli, ["build", ...args], { encoding: "utf8" });
+}
+
+before(async () => {
+  const rows = ["phone,name"];
+  for (let i = 0; i < 1000; i++) rows.push(`+1555${String(i).padStart(4, "0")},caller ${i}`);
+  writeFileSync(join(folder, "phones.csv"), rows.join("\n") + "\n");
+  writeFileSync(join(folder, "records.bin"), records);
+  build("--input", join(folder, "phones.csv"), "--key-column", "phone", "--value-column", "name", "--out", join(folder, "phones.obs"));
+  const report = build("--input", join(folder, "records.bin"), "--record-size", "64", "--out", join(folder, "records.obs"));
+  setupSha256 = report.match(/setup sha256 ([0-9a-f]{64})/)[1];
+  build("--input", join(folder, "records.bin"), "--record-size", "64", "--scheme", "ypir", "--out", join(folder, "ypir.obs"));
+  build("--input", join(folder, "records.bin"), "--record-size", "64", "--scheme", "double", "--out", join(folder, "double.obs"));
+  server = spawn(cli, ["serve", ...["phones", "records", "ypir", "double"].map((n) => join(folder, `${n}.obs`)), "--listen", "127.0.0.1:0", "--cors-origin", "*"]);
+  url = await new Promise((resolve, reject) => {
+    let seen = "";
+    server.stderr.on("data", (chunk) => {
+      seen += chunk;
+      const found = seen.match(/serving on (http:\/\/\S+)/);
+      if (found) resolve(found[1]);
+    });
+    server.on("exit", (code) => reject(new Error(`obscura serve exited with ${code}: ${seen}`)));
+  });
+});
+
+after(() => server?.kill());
+
+test("keyword lookups find values and report absent keys", async () => {
+  const phones = await Database.connect(url, "phones", { wasm });
+  assert.equal(phones.lookup, "keyword");
+  assert.equal(phones.items, 1000);
+  assert.equal(new TextDecoder().decode(await phones.getKey("+15550042")), "caller 42");
+  assert.equal(await phones.getKey("+15559999"), undefined);
+  await assert.rejects(phones.get(0), /keyword database/);
+});
+
+test("every index scheme returns its records", async () => {
+  for (const name of ["records", "ypir", "double"]) {
+    const database = await Database.connect(url, name, { wasm });
+    assert.equal(database.lookup, "index");
+    for (const index of [0, 123, 299]) {
+      const record = await database.get(index);
+      assert.deepEqual(Buffer.from(record), records.subarray(index * 64, index * 64 + 64), `${name} ${index}`);
+    }
+    await assert.rejects(database.get(300), /out of range/);
+  }
+});
+
+test("a pinned setup hash is enforced", async () => {
+  const pinned = await Database.connect(url, "records", { wasm, sha256: setupSha256 });
+  assert.equal((await pinned.get(7)).length, 64);
+  await assert.rejects(Database.connect(url, "records", { wasm, sha256: "00".repeat(32) }), /not the expected/);
+  await assert.rejects(Database.connect(url, "records", { wasm, maxSetupBytes: 1000 }), /maxSetupBytes/);
+});
+
+test("the service's refusals are ObscuraErrors with its reason", async () => {
+  await assert.rejects(Database.connect(url, "absent", { wasm }), (error) => error instanceof ObscuraError && error.status === 404);
+});
