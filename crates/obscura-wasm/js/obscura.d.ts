@@ -18,6 +18,8 @@ export interface ConnectOptions {
   sha256?: string;
   /** The largest public setup accepted, in bytes. */
   maxSetupBytes?: number;
+  /** Keep the public setup in IndexedDB, revalidated by its hash (default: true in browsers). */
+  cache?: boolean;
   /** Where the WebAssembly module comes from (see `load`). */
   wasm?: BufferSource | URL | string | Response | WebAssembly.Module;
 }
@@ -30,6 +32,8 @@ export class Database {
   readonly lookup: "index" | "keyword";
   /** Its records (index) or keys (keyword). */
   readonly items: number;
+  /** Whether the public setup came from the cache (revalidated with the service). */
+  readonly fromCache: boolean;
   /** Fetches record `index` of an index database privately. */
   get(index: number): Promise<Uint8Array>;
   /** Fetches the value under `key` of a keyword database privately; undefined when absent. */

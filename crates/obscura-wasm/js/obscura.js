@@ -27,12 +27,44 @@ export class ObscuraError extends Error {
   }
 }
 
+/** The IndexedDB database of cached setups, or null where there is none (Node.js, or a browser
+ * that refuses storage, as private windows may). */
+function openCache() {
+  if (typeof indexedDB === "undefined") return Promise.resolve(null);
+  return new Promise((resolve) => {
+    const request = indexedDB.open("obscura-pir", 1);
+    request.onupgradeneeded = () => request.result.createObjectStore("setups");
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => resolve(null);
+  });
+}
+
+/** Runs `action` on the setups store; resolves with its result (undefined on any failure: a
+ * cache that fails is no cache). */
+function withStore(cache, mode, action) {
+  return new Promise((resolve) => {
+    try {
+      const request = action(cache.transaction("setups", mode).objectStore("setups"));
+      request.onsuccess = () => resolve(request.result);
+      request.onerror = () => resolve(undefined);
+    } catch {
+      resolve(undefined);
+    }
+  });
+}
+
+/** A SHA-256 in hex as the client compares it: lower case, without an ETag's quotes. */
+function normalized(sha256) {
+  return sha256.trim().replace(/^"|"$/g, "").toLowerCase();
+}
+
 /** A database served by `obscura serve`, its public setup downloaded and checked. */
 export class Database {
   #url;
   #name;
   #options;
   #client;
+  #fromCache = false;
 
   constructor(url, name, options, client) {
     this.#url = url.replace(/\/+$/, "");
@@ -43,8 +75,10 @@ export class Database {
 
   /**
    * Connects to database `name` of the service at `url`: downloads its public setup and checks
-   * it against its SHA-256 (`options.sha256` when pinned, else the reply's ETag).
-   * Options: `token` (a bearer token), `sha256` (hex), `maxSetupBytes`, `wasm` (see `load`).
+   * it against its SHA-256 (`options.sha256` when pinned, else the reply's ETag). In a browser
+   * the setup is kept in IndexedDB and revalidated with its hash (a 304 costs no download);
+   * `cache: false` turns that off. Other options: `token` (a bearer token), `maxSetupBytes`,
+   * `wasm` (see `load`).
    */
   static async connect(url, name, options = {}) {
     await load(options.wasm);
@@ -61,6 +95,11 @@ export class Database {
   /** Its records (index) or keys (keyword). */
   get items() {
     return this.#client.items;
+  }
+
+  /** Whether the public setup came from the cache (revalidated with the service). */
+  get fromCache() {
+    return this.#fromCache;
   }
 
   /** Fetches record `index` (from 0) of an index database privately. */
@@ -85,7 +124,19 @@ export class Database {
 
   async #fetchSetup() {
     const url = `${this.#url}/v1/databases/${encodeURIComponent(this.#name)}/setup`;
-    const reply = await fetch(url, { headers: this.#headers() });
+    const pinned = this.#options.sha256 && normalized(this.#options.sha256);
+    const cache = this.#options.cache === false ? null : await openCache();
+    const cached = cache ? await withStore(cache, "readonly", (store) => store.get(url)) : undefined;
+    const usable = cached && (!pinned || cached.sha256 === pinned);
+    const headers = this.#headers(usable ? { "If-None-Match": `"${cached.sha256}"` } : {});
+    // With a cache of its own, the client asks the service itself (the browser's HTTP cache
+    // would turn a 304 into a 200 with the bytes it kept).
+    const reply = await fetch(url, cache ? { headers, cache: "no-store" } : { headers });
+    if (reply.status === 304 && usable) {
+      this.#client = new PirClient(cached.bytes, cached.sha256);
+      this.#fromCache = true;
+      return;
+    }
     if (!reply.ok) throw await refusal(reply, url);
     const limit = this.#options.maxSetupBytes ?? DEFAULT_MAX_SETUP_BYTES;
     const length = Number(reply.headers.get("Content-Length") ?? NaN);
@@ -96,9 +147,12 @@ export class Database {
     if (setup.length > limit) {
       throw new ObscuraError(`the setup of ${this.#name} is more than the ${limit} bytes allowed (maxSetupBytes)`);
     }
-    const sha256 = this.#options.sha256 ?? reply.headers.get("ETag");
+    const etag = reply.headers.get("ETag");
+    const sha256 = pinned || (etag && normalized(etag));
     if (!sha256) throw new ObscuraError(`${url} sent no ETag and no sha256 is pinned: the setup cannot be checked`);
     this.#client = new PirClient(setup, sha256);
+    this.#fromCache = false;
+    if (cache) await withStore(cache, "readwrite", (store) => store.put({ sha256, bytes: setup }, url));
   }
 
   async #retrieve(makeQuery) {

@@ -1,6 +1,7 @@
-// The package in a real browser: headless Chromium loads a page from one origin that fetches
-// privately from `obscura serve` on another (so CORS is exercised), and the test reads what the
-// page wrote. Run by scripts/test: OBSCURA_CLI, OBSCURA_WASM_PKG and CHROMIUM name the tools.
+// The package in a real browser: headless Chromium, driven over WebDriver by chromedriver,
+// loads a page from one origin that fetches privately from `obscura serve` on another (so CORS
+// is exercised), and the test reads what the page wrote. Run by scripts/test: OBSCURA_CLI and
+// OBSCURA_WASM_PKG name the CLI and the package; CHROMIUM and CHROMEDRIVER the browser.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -14,8 +15,11 @@ import { promisify } from "node:util";
 const cli = process.env.OBSCURA_CLI;
 const pkg = process.env.OBSCURA_WASM_PKG;
 const chromium = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const chromedriver = process.env.CHROMEDRIVER ?? "/usr/bin/chromedriver";
 assert.ok(cli && pkg, "set OBSCURA_CLI and OBSCURA_WASM_PKG (scripts/test does)");
-assert.ok(existsSync(chromium), `no Chromium at ${chromium} (scripts/test installs Debian's chromium)`);
+for (const tool of [chromium, chromedriver]) {
+  assert.ok(existsSync(tool), `no ${tool} (scripts/test installs Debian's chromium and chromium-driver)`);
+}
 
 const page = resolve(import.meta.dirname, "../browser/lookup.html");
 const folder = mkdtempSync(join(tmpdir(), "obscura-browser-"));
@@ -23,6 +27,8 @@ const records = Buffer.from(Array.from({ length: 64 * 300 }, (_, i) => (i * 37 +
 const types = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm" };
 let service;
 let site;
+let driver;
+let driverUrl;
 let serviceUrl;
 let siteUrl;
 
@@ -55,38 +61,83 @@ before(async () => {
     });
     service.on("exit", (code) => fail(new Error(`obscura serve exited with ${code}: ${seen}`)));
   });
+
+  driver = spawn(chromedriver, ["--port=0"], { stdio: ["ignore", "pipe", "inherit"] });
+  driverUrl = await new Promise((done, fail) => {
+    let seen = "";
+    driver.stdout.on("data", (chunk) => {
+      seen += chunk;
+      const found = seen.match(/started successfully on port (\d+)/);
+      if (found) done(`http://127.0.0.1:${found[1]}`);
+    });
+    driver.on("exit", (code) => fail(new Error(`chromedriver exited with ${code}: ${seen}`)));
+  });
 });
 
 after(() => {
   service?.kill();
   site?.close();
+  driver?.kill();
 });
 
-/** The DOM of `url` once its scripts have run, from headless Chromium. */
-async function dom(url) {
+/** One WebDriver command: its value, or an error with the driver's message. */
+async function webdriver(method, path, body) {
+  const reply = await fetch(`${driverUrl}${path}`, {
+    method,
+    headers: { "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const { value } = await reply.json();
+  if (!reply.ok) throw new Error(`webdriver ${path}: ${value.message}`);
+  return value;
+}
+
+/** What the page at `url` writes into its result element, once it has written it. */
+async function pageResult(url) {
   const profile = mkdtempSync(join(tmpdir(), "obscura-chromium-"));
-  const { stdout } = await promisify(execFile)(chromium, [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    `--user-data-dir=${profile}`, "--virtual-time-budget=30000", "--dump-dom", url,
-  ], { timeout: 120_000, maxBuffer: 1 << 24 });
-  return stdout;
+  const { sessionId } = await webdriver("POST", "/session", {
+    capabilities: {
+      alwaysMatch: {
+        "goog:chromeOptions": {
+          binary: chromium,
+          args: [
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            `--user-data-dir=${profile}`,
+          ],
+        },
+      },
+    },
+  });
+  try {
+    await webdriver("POST", `/session/${sessionId}/url`, { url });
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const text = await webdriver("POST", `/session/${sessionId}/execute/sync`, {
+        script: "return document.getElementById('result').textContent",
+        args: [],
+      });
+      if (text !== "running") return JSON.parse(text);
+      assert.ok(Date.now() < deadline, "the page did not finish within 60 s");
+      await new Promise((wait) => setTimeout(wait, 100));
+    }
+  } finally {
+    await webdriver("DELETE", `/session/${sessionId}`);
+  }
 }
 
 test("a page fetches a key's value and a record privately, across origins", async () => {
   const query = new URLSearchParams({ server: serviceUrl, pkg: `${siteUrl}/pkg` });
-  const html = await dom(`${siteUrl}/lookup.html?${query}`);
-  const text = html.match(/<pre id="result">([^<]*)<\/pre>/)[1].replaceAll("&quot;", '"');
-  const result = JSON.parse(text);
+  const result = await pageResult(`${siteUrl}/lookup.html?${query}`);
   assert.equal(result.error, undefined, result.error);
   assert.equal(result.found, "caller 42");
   assert.equal(result.absent, true);
   assert.deepEqual(result.record, Array.from(records.subarray(123 * 64, 124 * 64)));
+  assert.deepEqual(result.cached, [false, true], "the second connection revalidates the cached setup");
 });
 
 test("a page of an origin the service does not allow is refused by the browser", async () => {
   const query = new URLSearchParams({ server: serviceUrl.replace("127.0.0.1", "localhost"), pkg: `${siteUrl}/pkg` });
-  const html = await dom(`${siteUrl.replace("127.0.0.1", "localhost")}/lookup.html?${query}`);
-  const text = html.match(/<pre id="result">([^<]*)<\/pre>/)[1].replaceAll("&quot;", '"');
-  assert.match(JSON.parse(text).error, /fetch/i);
+  const result = await pageResult(`${siteUrl.replace("127.0.0.1", "localhost")}/lookup.html?${query}`);
+  assert.match(result.error, /fetch/i);
 });
