@@ -122,6 +122,12 @@ export class Database {
     return headers;
   }
 
+  /** Uses `client` from now on, freeing the one it replaces (its setup's memory). */
+  #replaceClient(client) {
+    this.#client?.free();
+    this.#client = client;
+  }
+
   async #fetchSetup() {
     const url = `${this.#url}/v1/databases/${encodeURIComponent(this.#name)}/setup`;
     const pinned = this.#options.sha256 && normalized(this.#options.sha256);
@@ -133,7 +139,7 @@ export class Database {
     // would turn a 304 into a 200 with the bytes it kept).
     const reply = await fetch(url, cache ? { headers, cache: "no-store" } : { headers });
     if (reply.status === 304 && usable) {
-      this.#client = new PirClient(cached.bytes, cached.sha256);
+      this.#replaceClient(new PirClient(cached.bytes, cached.sha256));
       this.#fromCache = true;
       return;
     }
@@ -150,36 +156,34 @@ export class Database {
     const etag = reply.headers.get("ETag");
     const sha256 = pinned || (etag && normalized(etag));
     if (!sha256) throw new ObscuraError(`${url} sent no ETag and no sha256 is pinned: the setup cannot be checked`);
-    this.#client = new PirClient(setup, sha256);
+    this.#replaceClient(new PirClient(setup, sha256));
     this.#fromCache = false;
     if (cache) await withStore(cache, "readwrite", (store) => store.put({ sha256, bytes: setup }, url));
   }
 
   async #retrieve(makeQuery) {
+    const url = `${this.#url}/v1/databases/${encodeURIComponent(this.#name)}/query`;
     for (let attempt = 0; ; attempt++) {
       const query = makeQuery(this.#client);
-      const url = `${this.#url}/v1/databases/${encodeURIComponent(this.#name)}/query`;
-      const reply = await fetch(url, {
-        method: "POST",
-        headers: this.#headers({ "Content-Type": "application/octet-stream" }),
-        body: query.bytes,
-      });
-      // 409: the database was replaced since its setup was fetched; fetch it again, once.
-      if (reply.status === 409 && attempt === 0) {
-        query.free();
-        await this.#fetchSetup();
-        continue;
-      }
-      if (!reply.ok) throw await refusal(reply, url);
-      const answer = new Uint8Array(await reply.arrayBuffer());
-      if (answer.length !== query.answerBytes) {
-        throw new ObscuraError(`${url} answered ${answer.length} bytes where ${query.answerBytes} were due`);
-      }
       try {
-        return query.decode(answer);
+        const reply = await fetch(url, {
+          method: "POST",
+          headers: this.#headers({ "Content-Type": "application/octet-stream" }),
+          body: query.bytes,
+        });
+        // 409: the database was replaced since its setup was fetched; fetch it again, once.
+        if (reply.status !== 409 || attempt > 0) {
+          if (!reply.ok) throw await refusal(reply, url);
+          const answer = new Uint8Array(await reply.arrayBuffer());
+          if (answer.length !== query.answerBytes) {
+            throw new ObscuraError(`${url} answered ${answer.length} bytes where ${query.answerBytes} were due`);
+          }
+          return query.decode(answer);
+        }
       } finally {
         query.free();
       }
+      await this.#fetchSetup();
     }
   }
 }

@@ -77,6 +77,26 @@ test("a pinned setup hash is enforced", async () => {
   await assert.rejects(Database.connect(url, "records", { wasm, maxSetupBytes: 1000 }), /maxSetupBytes/);
 });
 
+test("a database replaced while connected is fetched again, once", async () => {
+  const database = await Database.connect(url, "double", { wasm });
+  assert.deepEqual(Buffer.from(await database.get(5)), records.subarray(5 * 64, 6 * 64));
+  const replaced = Buffer.from(records.map((byte) => byte ^ 0xff));
+  writeFileSync(join(folder, "replaced.bin"), replaced);
+  build("--input", join(folder, "replaced.bin"), "--record-size", "64", "--scheme", "double", "--out", join(folder, "double.obs"));
+  const before = await setupHash("double");
+  server.kill("SIGHUP");
+  for (let waited = 0; (await setupHash("double")) === before; waited += 50) {
+    assert.ok(waited < 30_000, "the service did not reload the file");
+    await new Promise((wait) => setTimeout(wait, 50));
+  }
+  assert.deepEqual(Buffer.from(await database.get(5)), replaced.subarray(5 * 64, 6 * 64));
+});
+
+async function setupHash(name) {
+  const list = await (await fetch(`${url}/v1/databases`)).json();
+  return list.find((entry) => entry.name === name).setup_sha256;
+}
+
 test("the service's refusals are ObscuraErrors with its reason", async () => {
   await assert.rejects(Database.connect(url, "absent", { wasm }), (error) => error instanceof ObscuraError && error.status === 404);
 });
