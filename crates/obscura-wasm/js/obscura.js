@@ -66,11 +66,10 @@ export class Database {
   #client;
   #fromCache = false;
 
-  constructor(url, name, options, client) {
+  constructor(url, name, options) {
     this.#url = url.replace(/\/+$/, "");
     this.#name = name;
     this.#options = options;
-    this.#client = client;
   }
 
   /**
@@ -82,7 +81,7 @@ export class Database {
    */
   static async connect(url, name, options = {}) {
     await load(options.wasm);
-    const database = new Database(url, name, options, null);
+    const database = new Database(url, name, options);
     await database.#fetchSetup();
     return database;
   }
