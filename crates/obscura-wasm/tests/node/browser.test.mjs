@@ -5,12 +5,12 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, execFile } from "node:child_process";
+import { spawn } from "node:child_process";
 import { createServer } from "node:http";
-import { mkdtempSync, readFileSync, writeFileSync, existsSync } from "node:fs";
+import { mkdtempSync, readFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, extname, resolve } from "node:path";
-import { promisify } from "node:util";
+import { buildDatabases, records, serve } from "./fixtures.mjs";
 
 const cli = process.env.OBSCURA_CLI;
 const pkg = process.env.OBSCURA_WASM_PKG;
@@ -23,7 +23,6 @@ for (const tool of [chromium, chromedriver]) {
 
 const page = resolve(import.meta.dirname, "../browser/lookup.html");
 const folder = mkdtempSync(join(tmpdir(), "obscura-browser-"));
-const records = Buffer.from(Array.from({ length: 64 * 300 }, (_, i) => (i * 37 + 5) % 251));
 const types = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm" };
 let service;
 let site;
@@ -33,13 +32,7 @@ let serviceUrl;
 let siteUrl;
 
 before(async () => {
-  const rows = ["phone,name"];
-  for (let i = 0; i < 1000; i++) rows.push(`+1555${String(i).padStart(4, "0")},caller ${i}`);
-  writeFileSync(join(folder, "phones.csv"), rows.join("\n") + "\n");
-  writeFileSync(join(folder, "records.bin"), records);
-  const build = (...args) => promisify(execFile)(cli, ["build", ...args]);
-  await build("--input", join(folder, "phones.csv"), "--key-column", "phone", "--value-column", "name", "--out", join(folder, "phones.obs"));
-  await build("--input", join(folder, "records.bin"), "--record-size", "64", "--out", join(folder, "records.obs"));
+  buildDatabases(cli, folder);
 
   // The page's own origin: the test page and the package, from a static file server.
   site = createServer((request, reply) => {
@@ -51,16 +44,8 @@ before(async () => {
   await new Promise((done) => site.listen(0, "127.0.0.1", done));
   siteUrl = `http://127.0.0.1:${site.address().port}`;
 
-  service = spawn(cli, ["serve", join(folder, "phones.obs"), join(folder, "records.obs"), "--listen", "127.0.0.1:0", "--cors-origin", siteUrl]);
-  serviceUrl = await new Promise((done, fail) => {
-    let seen = "";
-    service.stderr.on("data", (chunk) => {
-      seen += chunk;
-      const found = seen.match(/serving on (http:\/\/\S+)/);
-      if (found) done(found[1]);
-    });
-    service.on("exit", (code) => fail(new Error(`obscura serve exited with ${code}: ${seen}`)));
-  });
+  const files = [join(folder, "phones.obs"), join(folder, "records.obs")];
+  ({ process: service, url: serviceUrl } = await serve(cli, ...files, "--cors-origin", siteUrl));
 
   driver = spawn(chromedriver, ["--port=0"], { stdio: ["ignore", "pipe", "inherit"] });
   driverUrl = await new Promise((done, fail) => {

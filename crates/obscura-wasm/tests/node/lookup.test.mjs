@@ -4,10 +4,10 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { build as buildWith, buildDatabases, records, serve } from "./fixtures.mjs";
 
 const cli = process.env.OBSCURA_CLI;
 const pkg = process.env.OBSCURA_WASM_PKG;
@@ -16,35 +16,19 @@ const { Database, ObscuraError } = await import(join(pkg, "obscura.js"));
 const wasm = readFileSync(join(pkg, "obscura_wasm_bg.wasm"));
 
 const folder = mkdtempSync(join(tmpdir(), "obscura-wasm-"));
-const records = Buffer.from(Array.from({ length: 64 * 300 }, (_, i) => (i * 37 + 5) % 251));
 let server;
 let url;
 let setupSha256;
 
-function build(...args) {
-  return execFileSync(cli, ["build", ...args], { encoding: "utf8" });
-}
+const build = (...args) => buildWith(cli, ...args);
 
 before(async () => {
-  const rows = ["phone,name"];
-  for (let i = 0; i < 1000; i++) rows.push(`+1555${String(i).padStart(4, "0")},caller ${i}`);
-  writeFileSync(join(folder, "phones.csv"), rows.join("\n") + "\n");
-  writeFileSync(join(folder, "records.bin"), records);
-  build("--input", join(folder, "phones.csv"), "--key-column", "phone", "--value-column", "name", "--out", join(folder, "phones.obs"));
-  const report = build("--input", join(folder, "records.bin"), "--record-size", "64", "--out", join(folder, "records.obs"));
+  const report = buildDatabases(cli, folder);
   setupSha256 = report.match(/setup sha256 ([0-9a-f]{64})/)[1];
   build("--input", join(folder, "records.bin"), "--record-size", "64", "--scheme", "ypir", "--out", join(folder, "ypir.obs"));
   build("--input", join(folder, "records.bin"), "--record-size", "64", "--scheme", "double", "--out", join(folder, "double.obs"));
-  server = spawn(cli, ["serve", ...["phones", "records", "ypir", "double"].map((n) => join(folder, `${n}.obs`)), "--listen", "127.0.0.1:0", "--cors-origin", "*"]);
-  url = await new Promise((resolve, reject) => {
-    let seen = "";
-    server.stderr.on("data", (chunk) => {
-      seen += chunk;
-      const found = seen.match(/serving on (http:\/\/\S+)/);
-      if (found) resolve(found[1]);
-    });
-    server.on("exit", (code) => reject(new Error(`obscura serve exited with ${code}: ${seen}`)));
-  });
+  const files = ["phones", "records", "ypir", "double"].map((name) => join(folder, `${name}.obs`));
+  ({ process: server, url } = await serve(cli, ...files, "--cors-origin", "*"));
 });
 
 after(() => server?.kill());
