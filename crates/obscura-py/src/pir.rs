@@ -175,19 +175,25 @@ pub fn build_index(
     };
     match record_size {
         Some(record_size) => {
-            let data = bytes_of(records, String::new).map_err(|_| {
-                error(
-                    Class::InvalidInput,
-                    format!(
-                        "with record_size, the records are one bytes object of records laid end to end, not {}",
-                        items::describe(records)
-                    ),
-                )
-            })?;
-            let records = Records::Raw {
-                data: &data,
-                record_size,
+            // A bytes object is read in place (immutable, and alive for the whole call); other
+            // bytes-like objects are copied once.
+            let copied;
+            let data: &[u8] = match records.cast::<PyBytes>() {
+                Ok(bytes) => bytes.as_bytes(),
+                Err(_) => {
+                    copied = bytes_of(records, String::new).map_err(|_| {
+                        error(
+                            Class::InvalidInput,
+                            format!(
+                                "with record_size, the records are one bytes object of records laid end to end, not {}",
+                                items::describe(records)
+                            ),
+                        )
+                    })?;
+                    &copied
+                }
             };
+            let records = Records::Raw { data, record_size };
             build_and_write(py, records, options, out, threads, max_memory, progress)
         }
         None => {

@@ -29,6 +29,12 @@ def test_every_scheme_retrieves_fixed_size_records(tmp_path, scheme, layout):
         assert client.get(index) == expected[index]
 
 
+def test_fixed_size_records_come_from_any_bytes_like_object(tmp_path):
+    for kind, data in [("bytearray", bytearray(RECORDS)), ("memoryview", memoryview(RECORDS))]:
+        obscura.build_index(data, tmp_path / f"{kind}.obs", record_size=9, progress=False)
+        assert obscura.Client.open(tmp_path / f"{kind}.obs").get(5) == RECORDS[45:54], kind
+
+
 def test_records_come_from_lists_of_str_and_bytes(tmp_path):
     values = ["alpha", b"beta", bytearray(b"\x00gamma\xff"), memoryview(b"delta"), "", "\u00e9t\u00e9"]
     obscura.build_index(values, tmp_path / "db.obs", progress=False)
