@@ -219,7 +219,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
     ensure!(
         !(indexed_only && args.key_column.is_some()),
         "--scheme {} serves records by index; a keyword database takes --key-column alone",
-        scheme_name(args.scheme)
+        builder::RecordScheme::from(args.scheme).name()
     );
     ensure!(
         !(indexed_only && args.stream),
@@ -373,16 +373,6 @@ fn build_streamed(args: &BuildArgs, plan: &StreamedSetup) -> Result<()> {
     let params = (plan.params().set, plan.params().matrix);
     report(args, "index", &items, g, params, &written, started);
     Ok(())
-}
-
-/// The name `--scheme` takes for `scheme`.
-fn scheme_name(scheme: RecordScheme) -> &'static str {
-    match scheme {
-        RecordScheme::Index => "index",
-        RecordScheme::Double => "double",
-        RecordScheme::Ypir => "ypir",
-        RecordScheme::YpirSp => "ypir-sp",
-    }
 }
 
 /// Prints what `obscura build` wrote for a YPIR database.

@@ -9,6 +9,7 @@ use clap::Args;
 use obscura_psi::bucketed::{run_bucketed, BucketOptions, BucketedOutcome, ItemSource};
 use obscura_psi::transport::tcp::{self, TcpTransport};
 use obscura_psi::{HelloError, Options, Outcome, Protocol, PsiError, Role, Stage};
+use obscura_server::memory::human;
 
 use crate::{ingest, progress};
 use obscura_bench::pools;
@@ -307,8 +308,8 @@ fn print_summary(outcome: &Outcome, options: Options) {
     println!(
         "time {:.2?}, sent {}, received {}",
         outcome.elapsed,
-        bytes(outcome.bytes_sent),
-        bytes(outcome.bytes_received)
+        human(outcome.bytes_sent),
+        human(outcome.bytes_received)
     );
 }
 
@@ -334,21 +335,9 @@ fn print_bucketed_summary(outcome: &BucketedOutcome, options: Options) {
         "time {:.2?} (buckets written in {:.2?}), sent {}, received {}",
         outcome.elapsed,
         outcome.partition_time,
-        bytes(outcome.bytes_sent),
-        bytes(outcome.bytes_received)
+        human(outcome.bytes_sent),
+        human(outcome.bytes_received)
     );
-}
-
-/// A byte count in binary units.
-fn bytes(count: u64) -> String {
-    let mut value = count as f64;
-    for unit in ["B", "KiB", "MiB"] {
-        if value < 1024.0 {
-            return format!("{value:.1} {unit}");
-        }
-        value /= 1024.0;
-    }
-    format!("{value:.1} GiB")
 }
 
 /// Copies the header and the data rows numbered `rows` (ascending, from 0) of the CSV file

@@ -56,19 +56,7 @@ pub struct ReadmeDoctests;
 #[cfg(doctest)]
 pub struct LibraryDoctests;
 
-/// Data for the unit tests of the schemes.
+/// Data for the unit tests of the schemes: the integration tests' generator, shared.
 #[cfg(test)]
-mod test_data {
-    /// Pseudo-random bytes (xorshift), distinct per seed.
-    pub(crate) fn bytes(len: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
-    }
-}
+#[path = "../tests/common/mod.rs"]
+mod test_data;

@@ -8,7 +8,7 @@ use super::setup::{max_rows_per_record, ENTRY_BYTES};
 use super::*;
 use crate::lwe::{encode_database, Geometry, Layout, SetupOptions};
 use crate::params::{MatrixKind, ParamSet};
-use crate::test_data::bytes;
+use crate::test_data::data as bytes;
 use crate::{PirClient, PirError, PirServer};
 
 fn server(data: &[u8], record_bytes: u64, options: SetupOptions) -> Server {

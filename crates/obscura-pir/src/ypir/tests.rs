@@ -2,7 +2,7 @@
 //! checks, and the freshness of every query.
 
 use super::*;
-use crate::test_data::bytes;
+use crate::test_data::data as bytes;
 use crate::{PirClient, PirError, PirServer};
 
 fn server(data: &[u8], record_bytes: u64, variant: Variant) -> Server {
