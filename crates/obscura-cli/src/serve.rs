@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use obscura_server::auth::Tokens;
 use obscura_server::catalog::{Catalog, Entry};
-use obscura_server::service::{self, CorsOrigins, Databases, ServiceConfig};
+use obscura_server::service::{self, CorsOrigins, Databases, ServiceConfig, Ui};
 use obscura_server::tls;
 
 use obscura_bench::pools;
@@ -49,6 +49,10 @@ pub struct ServeArgs {
     /// it browsers refuse pages of other origins.
     #[arg(long = "cors-origin")]
     cors_origins: Vec<String>,
+    /// Serve a page at / where a person picks a database, types a key or an index and sees the
+    /// value fetched privately by the browser, with the sizes and timings of each step.
+    #[arg(long)]
+    ui: bool,
 }
 
 /// Runs `obscura serve` until ctrl-c or SIGTERM; SIGHUP reloads the database files.
@@ -63,12 +67,14 @@ pub fn run(args: ServeArgs) -> Result<()> {
     };
     let tokens = read_tokens(args.tokens.as_deref(), &args.databases)?;
     let cors = CorsOrigins::parse(&args.cors_origins).context("--cors-origin")?;
+    let ui = args.ui.then(Ui::embedded).transpose().context("--ui")?;
     let config = ServiceConfig {
         max_concurrent: args.max_concurrent.max(1),
         batch_window: Duration::from_millis(args.batch_window_ms),
         request_timeout: Duration::from_secs(args.timeout_secs.max(1)),
         tokens,
         cors,
+        ui,
         ..ServiceConfig::default()
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
@@ -84,11 +90,15 @@ pub fn run(args: ServeArgs) -> Result<()> {
         for entry in catalog.entries() {
             describe(entry);
         }
-        eprintln!(
-            "serving on {}://{} (ctrl-c to stop, SIGHUP to reload the files)",
+        let url = format!(
+            "{}://{}",
             if tls.is_some() { "https" } else { "http" },
             listener.local_addr()?
         );
+        eprintln!("serving on {url} (ctrl-c to stop, SIGHUP to reload the files)");
+        if ui.is_some() {
+            eprintln!("the lookup page: {url}/");
+        }
         let limits = config.connections;
         let (router, databases) = service::router_with_databases(catalog, config);
         tokio::spawn(reload_on_hangup(

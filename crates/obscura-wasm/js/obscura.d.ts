@@ -20,8 +20,39 @@ export interface ConnectOptions {
   maxSetupBytes?: number;
   /** Keep the public setup in IndexedDB, revalidated by its hash (default: true in browsers). */
   cache?: boolean;
+  /** Called as the public setup arrives; `total` is undefined when the service does not say. */
+  onProgress?: (received: number, total: number | undefined) => void;
   /** Where the WebAssembly module comes from (see `load`). */
   wasm?: BufferSource | URL | string | Response | WebAssembly.Module;
+}
+
+/** What a lookup cost: sums over its requests (two for an audit path whose leaf hash is
+ * fetched too). */
+export interface LookupCost {
+  /** Requests sent. */
+  requests: number;
+  /** Bytes of the queries sent. */
+  queryBytes: number;
+  /** Bytes of the answers received. */
+  answerBytes: number;
+  /** Milliseconds spent making the queries. */
+  queryMs: number;
+  /** Milliseconds from sending each query to holding its answer. */
+  roundTripMs: number;
+  /** Milliseconds spent decoding the answers. */
+  decodeMs: number;
+}
+
+/** A leaf's audit path, verified against the tree's root. */
+export interface AuditPath {
+  /** The leaf's index. */
+  leaf: number;
+  /** The leaf's hash, SHA-256(0x00 ‖ data). */
+  leafHash: Uint8Array;
+  /** The path's hashes, leaf to root (RFC 6962). */
+  path: Uint8Array[];
+  /** The tree's root. */
+  root: Uint8Array;
 }
 
 /** A database served by `obscura serve`, its public setup downloaded and checked. */
@@ -29,13 +60,22 @@ export class Database {
   /** Connects to database `name` of the service at `url`. */
   static connect(url: string, name: string, options?: ConnectOptions): Promise<Database>;
   /** What the database serves. */
-  readonly lookup: "index" | "keyword";
-  /** Its records (index) or keys (keyword). */
+  readonly lookup: "index" | "keyword" | "merkle";
+  /** Its records (index), keys (keyword) or leaves (Merkle tree). */
   readonly items: number;
+  /** The root of a Merkle tree; undefined for other databases. */
+  readonly root: Uint8Array | undefined;
+  /** Bytes of the public setup. */
+  readonly setupBytes: number;
+  /** What the last lookup cost. */
+  readonly lastLookup: LookupCost | undefined;
   /** Whether the public setup came from the cache (revalidated with the service). */
   readonly fromCache: boolean;
   /** Fetches record `index` of an index database privately. */
   get(index: number): Promise<Uint8Array>;
   /** Fetches the value under `key` of a keyword database privately; undefined when absent. */
   getKey(key: string | Uint8Array): Promise<Uint8Array | undefined>;
+  /** Fetches the audit path of leaf `leaf` of a Merkle tree privately, verified against its
+   * root; without `leafHash` the leaf's hash is fetched privately first. */
+  auditPath(leaf: number, options?: { leafHash?: Uint8Array }): Promise<AuditPath>;
 }

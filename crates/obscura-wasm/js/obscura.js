@@ -65,6 +65,8 @@ export class Database {
   #options;
   #client;
   #fromCache = false;
+  #setupBytes = 0;
+  #lastLookup;
 
   constructor(url, name, options) {
     this.#url = url.replace(/\/+$/, "");
@@ -77,7 +79,8 @@ export class Database {
    * it against its SHA-256 (`options.sha256` when pinned, else the reply's ETag). In a browser
    * the setup is kept in IndexedDB and revalidated with its hash (a 304 costs no download);
    * `cache: false` turns that off. Other options: `token` (a bearer token), `maxSetupBytes`,
-   * `wasm` (see `load`).
+   * `onProgress(received, total)` (called as the setup arrives; `total` is undefined when the
+   * service does not say), `wasm` (see `load`).
    */
   static async connect(url, name, options = {}) {
     await load(options.wasm);
@@ -86,14 +89,24 @@ export class Database {
     return database;
   }
 
-  /** What the database serves: `"index"` or `"keyword"`. */
+  /** What the database serves: `"index"`, `"keyword"` or `"merkle"`. */
   get lookup() {
     return this.#client.lookup;
   }
 
-  /** Its records (index) or keys (keyword). */
+  /** Its records (index), keys (keyword) or leaves (Merkle tree). */
   get items() {
     return this.#client.items;
+  }
+
+  /** The root of a Merkle tree (32 bytes); undefined for other databases. */
+  get root() {
+    return this.#client.root;
+  }
+
+  /** Bytes of the public setup. */
+  get setupBytes() {
+    return this.#setupBytes;
   }
 
   /** Whether the public setup came from the cache (revalidated with the service). */
@@ -101,9 +114,16 @@ export class Database {
     return this.#fromCache;
   }
 
+  /** What the last `get`, `getKey` or `auditPath` cost: `{ requests, queryBytes, answerBytes,
+   * queryMs, roundTripMs, decodeMs }` (sums over its requests). */
+  get lastLookup() {
+    return this.#lastLookup && { ...this.#lastLookup };
+  }
+
   /** Fetches record `index` (from 0) of an index database privately. */
   async get(index) {
-    return this.#retrieve((client) => client.queryIndex(index));
+    this.#lastLookup = undefined;
+    return this.#retrieve("query", (client) => client.queryIndex(index));
   }
 
   /**
@@ -112,7 +132,23 @@ export class Database {
    */
   async getKey(key) {
     const bytes = typeof key === "string" ? new TextEncoder().encode(key) : key;
-    return this.#retrieve((client) => client.queryKey(bytes));
+    this.#lastLookup = undefined;
+    return this.#retrieve("query", (client) => client.queryKey(bytes));
+  }
+
+  /**
+   * Fetches the audit path of leaf `leaf` of a Merkle tree privately and verifies it against
+   * the tree's root: `{ leaf, leafHash, path, root }`, the path's hashes leaf to root. Without
+   * `options.leafHash` (32 bytes) the leaf's hash is fetched privately first, in a request of
+   * its own, and proved by the path.
+   */
+  async auditPath(leaf, options = {}) {
+    this.#lastLookup = undefined;
+    const leafHash = options.leafHash ?? (await this.#retrieve("proof", (client) => client.queryLeafHash(leaf)));
+    const joined = await this.#retrieve("proof", (client) => client.queryAuditPath(leaf, leafHash));
+    const path = [];
+    for (let at = 0; at < joined.length; at += 32) path.push(joined.slice(at, at + 32));
+    return { leaf, leafHash, path, root: this.root };
   }
 
   #headers(extra = {}) {
@@ -121,10 +157,12 @@ export class Database {
     return headers;
   }
 
-  /** Uses `client` from now on, freeing the one it replaces (its setup's memory). */
-  #replaceClient(client) {
+  /** Uses `client` (of a setup of `bytes` bytes) from now on, freeing the one it replaces. */
+  #replaceClient(client, bytes, fromCache) {
     this.#client?.free();
     this.#client = client;
+    this.#setupBytes = bytes;
+    this.#fromCache = fromCache;
   }
 
   async #fetchSetup() {
@@ -138,52 +176,94 @@ export class Database {
     // would turn a 304 into a 200 with the bytes it kept).
     const reply = await fetch(url, cache ? { headers, cache: "no-store" } : { headers });
     if (reply.status === 304 && usable) {
-      this.#replaceClient(new PirClient(cached.bytes, cached.sha256));
-      this.#fromCache = true;
+      this.#replaceClient(new PirClient(cached.bytes, cached.sha256), cached.bytes.length, true);
       return;
     }
     if (!reply.ok) throw await refusal(reply, url);
-    const limit = this.#options.maxSetupBytes ?? DEFAULT_MAX_SETUP_BYTES;
-    const length = Number(reply.headers.get("Content-Length") ?? NaN);
-    if (length > limit) {
-      throw new ObscuraError(`the setup of ${this.#name} is ${length} bytes, more than the ${limit} allowed (maxSetupBytes)`);
-    }
-    const setup = new Uint8Array(await reply.arrayBuffer());
-    if (setup.length > limit) {
-      throw new ObscuraError(`the setup of ${this.#name} is more than the ${limit} bytes allowed (maxSetupBytes)`);
-    }
+    const setup = await this.#download(reply);
     const etag = reply.headers.get("ETag");
     const sha256 = pinned || (etag && normalized(etag));
     if (!sha256) throw new ObscuraError(`${url} sent no ETag and no sha256 is pinned: the setup cannot be checked`);
-    this.#replaceClient(new PirClient(setup, sha256));
-    this.#fromCache = false;
+    this.#replaceClient(new PirClient(setup, sha256), setup.length, false);
     if (cache) await withStore(cache, "readwrite", (store) => store.put({ sha256, bytes: setup }, url));
   }
 
-  async #retrieve(makeQuery) {
-    const url = `${this.#url}/v1/databases/${encodeURIComponent(this.#name)}/query`;
+  /** The body of the setup's `reply`, read as it arrives (reporting progress), within the
+   * size limit. */
+  async #download(reply) {
+    const limit = this.#options.maxSetupBytes ?? DEFAULT_MAX_SETUP_BYTES;
+    const tooLarge = (size) =>
+      new ObscuraError(`the setup of ${this.#name} is ${size} bytes, more than the ${limit} allowed (maxSetupBytes)`);
+    const announced = Number(reply.headers.get("Content-Length") ?? NaN);
+    const total = Number.isSafeInteger(announced) ? announced : undefined;
+    if (total > limit) throw tooLarge(total);
+    const progress = this.#options.onProgress;
+    const chunks = [];
+    let received = 0;
+    const reader = reply.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      received += value.length;
+      if (received > limit) {
+        await reader.cancel();
+        throw tooLarge(`more than ${limit}`);
+      }
+      chunks.push(value);
+      progress?.(received, total);
+    }
+    const setup = new Uint8Array(received);
+    let at = 0;
+    for (const chunk of chunks) {
+      setup.set(chunk, at);
+      at += chunk.length;
+    }
+    return setup;
+  }
+
+  /** Sends the query `makeQuery` makes to the database's `route` and decodes the answer; when
+   * the database was replaced since its setup was fetched (409), fetches the setup again and
+   * retries, once. */
+  async #retrieve(route, makeQuery) {
+    const url = `${this.#url}/v1/databases/${encodeURIComponent(this.#name)}/${route}`;
     for (let attempt = 0; ; attempt++) {
+      const started = performance.now();
       const query = makeQuery(this.#client);
       try {
+        const body = query.bytes;
+        const sent = performance.now();
         const reply = await fetch(url, {
           method: "POST",
           headers: this.#headers({ "Content-Type": "application/octet-stream" }),
-          body: query.bytes,
+          body,
         });
-        // 409: the database was replaced since its setup was fetched; fetch it again, once.
         if (reply.status !== 409 || attempt > 0) {
           if (!reply.ok) throw await refusal(reply, url);
           const answer = new Uint8Array(await reply.arrayBuffer());
+          const received = performance.now();
           if (answer.length !== query.answerBytes) {
             throw new ObscuraError(`${url} answered ${answer.length} bytes where ${query.answerBytes} were due`);
           }
-          return query.decode(answer);
+          const value = query.decode(answer);
+          this.#count(body.length, answer.length, sent - started, received - sent, performance.now() - received);
+          return value;
         }
       } finally {
         query.free();
       }
       await this.#fetchSetup();
     }
+  }
+
+  /** Adds one request's sizes and times to `lastLookup`. */
+  #count(queryBytes, answerBytes, queryMs, roundTripMs, decodeMs) {
+    const last = (this.#lastLookup ??= { requests: 0, queryBytes: 0, answerBytes: 0, queryMs: 0, roundTripMs: 0, decodeMs: 0 });
+    last.requests += 1;
+    last.queryBytes += queryBytes;
+    last.answerBytes += answerBytes;
+    last.queryMs += queryMs;
+    last.roundTripMs += roundTripMs;
+    last.decodeMs += decodeMs;
   }
 }
 

@@ -1,5 +1,5 @@
 //! Obscura's PIR client for web pages: the client side of the index schemes (the LWE engine in
-//! both layouts, DoublePIR, YPIR) and of keyword PIR, compiled to WebAssembly with
+//! both layouts, DoublePIR, YPIR), of keyword PIR and of Merkle audit paths (TreePIR), compiled to WebAssembly with
 //! wasm-bindgen. Secrets come from the page's `crypto.getRandomValues`; the public matrix is
 //! expanded from its seed as the native client does. The page's JavaScript fetches the public
 //! setup and carries each query's bytes to `obscura serve` and the answer's bytes back:
@@ -42,31 +42,66 @@ impl PirClient {
         })
     }
 
-    /// The lookup the database serves: `"index"` or `"keyword"`.
+    /// The lookup the database serves: `"index"`, `"keyword"` or `"merkle"`.
     #[wasm_bindgen(getter)]
     pub fn lookup(&self) -> String {
         self.setup.lookup().into()
     }
 
-    /// Records (index databases) or keys (keyword databases).
+    /// Records (index databases), keys (keyword databases) or leaves (Merkle trees).
     #[wasm_bindgen(getter)]
     pub fn items(&self) -> f64 {
         self.setup.items() as f64
     }
 
+    /// The root of a Merkle tree (32 bytes), which every audit path is verified against;
+    /// `undefined` for other databases.
+    #[wasm_bindgen(getter)]
+    pub fn root(&self) -> Option<Vec<u8>> {
+        self.setup.root().map(|root| root.to_vec())
+    }
+
     /// A query for record `index` of an index database.
     #[wasm_bindgen(js_name = queryIndex)]
     pub fn query_index(&self, index: f64) -> Result<Query, JsError> {
-        if !(index >= 0.0 && index.fract() == 0.0 && index < 2f64.powi(53)) {
-            return Err(JsError::new("the index must be a whole number from 0"));
-        }
-        Ok(Query(self.setup.query_index(index as u64)?))
+        Ok(Query(self.setup.query_index(whole(index, "index")?)?))
+    }
+
+    /// A request for the audit path of leaf `leaf` of a Merkle tree whose hash is `leaf_hash`
+    /// (32 bytes); it decodes to the path's hashes, leaf to root, one after the other, verified
+    /// against the root.
+    #[wasm_bindgen(js_name = queryAuditPath)]
+    pub fn query_audit_path(&self, leaf: f64, leaf_hash: &[u8]) -> Result<Query, JsError> {
+        let hash = leaf_hash
+            .try_into()
+            .map_err(|_| JsError::new("a leaf hash is 32 bytes"))?;
+        Ok(Query(
+            self.setup.query_audit_path(whole(leaf, "leaf")?, hash)?,
+        ))
+    }
+
+    /// A request for the hash of leaf `leaf` of a Merkle tree, for a page that knows only its
+    /// index (the hash is proved when its audit path verifies with it).
+    #[wasm_bindgen(js_name = queryLeafHash)]
+    pub fn query_leaf_hash(&self, leaf: f64) -> Result<Query, JsError> {
+        Ok(Query(self.setup.query_leaf_hash(whole(leaf, "leaf")?)?))
     }
 
     /// A query for the value under `key` (bytes) in a keyword database.
     #[wasm_bindgen(js_name = queryKey)]
     pub fn query_key(&self, key: &[u8]) -> Result<Query, JsError> {
         Ok(Query(self.setup.query_key(key)?))
+    }
+}
+
+/// `value` as a whole number from 0 that JavaScript holds exactly, or an error naming `what`.
+fn whole(value: f64, what: &str) -> Result<u64, JsError> {
+    if value >= 0.0 && value.fract() == 0.0 && value < 2f64.powi(53) {
+        Ok(value as u64)
+    } else {
+        Err(JsError::new(&format!(
+            "the {what} must be a whole number from 0"
+        )))
     }
 }
 

@@ -1,7 +1,10 @@
-//! The client side of every index and keyword scheme behind one type, in plain Rust: a public
-//! setup in, queries out as bytes, answers in as bytes. The page's JavaScript carries the bytes
-//! to and from `obscura serve`.
+//! The client side of every index and keyword scheme and of Merkle audit paths behind one type,
+//! in plain Rust: a public setup in, queries out as bytes, answers in as bytes. The page's
+//! JavaScript carries the bytes to and from `obscura serve`.
 
+use obscura_pir::batch::merkle::Hash;
+use obscura_pir::batch::shards::Shards;
+use obscura_pir::batch::treepir::{Leaf, TreePir, TreePirClient};
 use obscura_pir::double::Double;
 use obscura_pir::keyword::Keyword;
 use obscura_pir::lwe::Lwe;
@@ -11,7 +14,8 @@ use obscura_pir::ypir::Ypir;
 use obscura_pir::{Encode, Message, PirClient, PirError, Scheme, SetupMessage};
 use sha2::{Digest, Sha256};
 
-/// What an answer decodes to: a record, or a key's value (`None`: the key is absent).
+/// What an answer decodes to: a record, a key's value (`None`: the key is absent), a leaf's
+/// hash, or an audit path (its hashes, leaf to root, one after the other).
 pub type Value = Option<Vec<u8>>;
 
 /// Decodes the answer to one query, once.
@@ -65,6 +69,8 @@ pub enum Setup {
     Ypir(SetupOf<Ypir>),
     /// Keyword PIR.
     Keyword(SetupOf<Keyword>),
+    /// A Merkle tree (TreePIR).
+    Tree(SetupOf<TreePir>),
 }
 
 /// A query made, and the secret state that decodes its answer.
@@ -128,6 +134,7 @@ impl Setup {
             Kind::DOUBLE_SETUP => Self::Double(SetupMessage::from_bytes(bytes)?),
             Kind::YPIR_SETUP => Self::Ypir(SetupMessage::from_bytes(bytes)?),
             Kind::KEYWORD_SETUP => Self::Keyword(SetupMessage::from_bytes(bytes)?),
+            Kind::TREEPIR_SETUP => Self::Tree(SetupMessage::from_bytes(bytes)?),
             kind => {
                 return Err(LookupError::Wrong(format!(
                     "the setup is a {}, which this client does not query",
@@ -137,21 +144,31 @@ impl Setup {
         })
     }
 
-    /// The lookup the database serves: `index` or `keyword`.
+    /// The lookup the database serves: `index`, `keyword` or `merkle`.
     pub fn lookup(&self) -> &'static str {
         match self {
             Self::Keyword(_) => "keyword",
+            Self::Tree(_) => "merkle",
             _ => "index",
         }
     }
 
-    /// Records (index databases) or keys (keyword databases).
+    /// Records (index databases), keys (keyword databases) or leaves (Merkle trees).
     pub fn items(&self) -> u64 {
         match self {
             Self::Lwe(s) => s.summary().items,
             Self::Double(s) => s.summary().items,
             Self::Ypir(s) => s.summary().items,
             Self::Keyword(s) => s.summary().items,
+            Self::Tree(s) => s.leaves(),
+        }
+    }
+
+    /// The root of a Merkle tree, which every audit path is verified against.
+    pub fn root(&self) -> Option<Hash> {
+        match self {
+            Self::Tree(setup) => Some(*setup.root()),
+            _ => None,
         }
     }
 
@@ -161,9 +178,7 @@ impl Setup {
             Self::Lwe(setup) => pending::<Lwe>(setup, index, Some),
             Self::Double(setup) => pending::<Double>(setup, index, Some),
             Self::Ypir(setup) => pending::<Ypir>(setup, index, Some),
-            Self::Keyword(_) => Err(LookupError::Wrong(
-                "a keyword database: fetch values by key".into(),
-            )),
+            _ => Err(self.wrong_lookup()),
         }
     }
 
@@ -171,9 +186,48 @@ impl Setup {
     pub fn query_key(&self, key: &[u8]) -> Result<Pending, LookupError> {
         match self {
             Self::Keyword(setup) => pending::<Keyword>(setup, key, |value| value),
-            _ => Err(LookupError::Wrong(
-                "an index database: fetch records by index".into(),
-            )),
+            _ => Err(self.wrong_lookup()),
         }
+    }
+
+    /// A request for the audit path of leaf `leaf` of a Merkle tree, whose hash is `leaf_hash`:
+    /// it decodes to the path, leaf to root, verified against the tree's root.
+    pub fn query_audit_path(&self, leaf: u64, leaf_hash: Hash) -> Result<Pending, LookupError> {
+        let Self::Tree(setup) = self else {
+            return Err(self.wrong_lookup());
+        };
+        let target = Leaf {
+            index: leaf,
+            hash: leaf_hash,
+        };
+        pending::<TreePir>(setup, target, |path| Some(path.concat()))
+    }
+
+    /// A request for the hash of leaf `leaf` of a Merkle tree, for a client that knows only its
+    /// index: it looks like any audit path request. The hash it decodes to is proved to be the
+    /// leaf's when its audit path ([`Setup::query_audit_path`]) verifies with it.
+    pub fn query_leaf_hash(&self, leaf: u64) -> Result<Pending, LookupError> {
+        let Self::Tree(setup) = self else {
+            return Err(self.wrong_lookup());
+        };
+        let mut client = TreePirClient::new(setup.clone());
+        let (queries, state) = client.query_leaf_hash(leaf)?;
+        Ok(Pending {
+            query: Shards(queries).to_bytes(),
+            answer_bytes: setup.answer_bytes(),
+            decoder: Some(Box::new(move |bytes| {
+                let answers = AnswerOf::<TreePir>::from_bytes(bytes, client.setup())?;
+                Ok(Some(client.decode_leaf_hash(state, &answers.0)?.to_vec()))
+            })),
+        })
+    }
+
+    /// The error for a lookup this database does not serve, naming the one it does.
+    fn wrong_lookup(&self) -> LookupError {
+        LookupError::Wrong(match self.lookup() {
+            "keyword" => "a keyword database: fetch values by key".into(),
+            "merkle" => "a Merkle tree: fetch audit paths by leaf".into(),
+            _ => "an index database: fetch records by index".into(),
+        })
     }
 }

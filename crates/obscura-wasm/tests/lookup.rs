@@ -1,6 +1,9 @@
-//! The page's client against real databases: every index scheme and keyword PIR, the query and
-//! answer carried as bytes exactly as the service carries them.
+//! The page's client against real databases: every index scheme, keyword PIR and Merkle audit
+//! paths, the query and answer carried as bytes exactly as the service carries them.
 
+use obscura_pir::batch::merkle::{leaf_hash, MerkleTree};
+use obscura_pir::batch::treepir::TreePirServer;
+use obscura_pir::lwe::SetupOptions;
 use obscura_server::build::{build, BuildOptions, RecordScheme, Records};
 use obscura_server::store::Database;
 use obscura_wasm::lookup::{LookupError, Setup};
@@ -86,4 +89,36 @@ fn bad_setups_and_answers_are_refused() {
     let mut pending = setup.query_index(1).unwrap();
     let answer = serve(&database, &pending.query);
     assert!(pending.decode(&answer[..answer.len() - 1]).is_err());
+}
+
+#[test]
+fn merkle_audit_paths_are_fetched_and_verified() {
+    for n in [1usize, 2, 37] {
+        let leaves: Vec<Vec<u8>> = (0..n).map(|i| format!("cert {i}").into_bytes()).collect();
+        let tree = MerkleTree::from_leaves(&leaves);
+        let server = TreePirServer::setup(&tree, SetupOptions::default(), &|_, _| {}).unwrap();
+        let database = Database::from(server);
+        let setup = Setup::from_bytes(&database.setup_bytes()).unwrap();
+        assert_eq!((setup.lookup(), setup.items()), ("merkle", n as u64));
+        assert_eq!(setup.root(), Some(tree.root()));
+        for leaf in [0, n as u64 / 2, n as u64 - 1] {
+            // A page that knows only the index fetches the leaf's hash first.
+            let mut hash_request = setup.query_leaf_hash(leaf).unwrap();
+            let answer = serve(&database, &hash_request.query);
+            let hash = hash_request.decode(&answer).unwrap().unwrap();
+            assert_eq!(hash, leaf_hash(&leaves[leaf as usize]));
+            let mut path_request = setup
+                .query_audit_path(leaf, hash.try_into().unwrap())
+                .unwrap();
+            let answer = serve(&database, &path_request.query);
+            let path = path_request.decode(&answer).unwrap().unwrap();
+            assert_eq!(path, tree.audit_path(leaf).unwrap().concat(), "{n} {leaf}");
+        }
+        // The path of a leaf under another leaf's hash does not verify.
+        let mut wrong = setup.query_audit_path(0, leaf_hash(b"not a leaf")).unwrap();
+        let answer = serve(&database, &wrong.query);
+        assert!(wrong.decode(&answer).is_err());
+        assert!(setup.query_leaf_hash(n as u64).is_err());
+        assert!(matches!(setup.query_index(0), Err(LookupError::Wrong(_))));
+    }
 }

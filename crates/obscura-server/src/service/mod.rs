@@ -9,6 +9,7 @@
 //! | `POST /v1/databases/{name}/proof` | Merkle tree (TreePIR) databases only: the query route under the name of what it returns, an audit path |
 //! | `GET /healthz` | `ok` |
 //! | `GET /metrics` | Prometheus text |
+//! | `GET /`, `GET /ui/{file}` | with [`ServiceConfig::ui`]: the built-in page ([`Ui`]) |
 //!
 //! Queries that arrive together are answered in one pass over the database: each database has
 //! one worker that takes every query waiting (up to [`ServiceConfig::max_batch`], waiting at most
@@ -24,6 +25,7 @@ mod batcher;
 mod cors;
 mod listener;
 mod routes;
+mod ui;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -41,6 +43,7 @@ use crate::metrics::Metrics;
 
 pub use cors::{CorsOrigins, InvalidOrigin};
 pub use listener::{serve, shutdown_signal, BackgroundService};
+pub use ui::{Ui, UiUnavailable};
 
 /// Limits and batching of a service.
 #[derive(Clone, Debug)]
@@ -63,6 +66,8 @@ pub struct ServiceConfig {
     pub tokens: Tokens,
     /// Web origins whose pages may call the service (none by default).
     pub cors: CorsOrigins,
+    /// The built-in page, served at `/` (none by default).
+    pub ui: Option<Ui>,
 }
 
 /// Limits on connections and on how slowly they may send.
@@ -114,6 +119,7 @@ impl Default for ServiceConfig {
             connections: ConnectionLimits::default(),
             tokens: Tokens::default(),
             cors: CorsOrigins::None,
+            ui: None,
         }
     }
 }
@@ -247,6 +253,7 @@ pub fn router_with_databases(catalog: Catalog, config: ServiceConfig) -> (Router
         .route("/v1/databases/{name}/proof", post(routes::proof))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(routes::render_metrics))
+        .merge(config.ui.map(Ui::routes).unwrap_or_default())
         .fallback(routes::no_route)
         .layer(middleware::from_fn_with_state(
             state.clone(),

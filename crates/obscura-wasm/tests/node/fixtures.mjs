@@ -3,6 +3,7 @@
 
 import { spawn, execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
 import { join } from "node:path";
 
 /** 300 records of 64 bytes. */
@@ -39,3 +40,34 @@ export async function serve(cli, ...args) {
   });
   return { process, url };
 }
+
+/** The leaves of `log.obs`: `cert 0` to `cert 99`. */
+export const leaves = Array.from({ length: 100 }, (_, i) => `cert ${i}`);
+
+/** Writes the Merkle tree of [`leaves`] as `log.obs` in `folder`. */
+export function buildLog(cli, folder) {
+  writeFileSync(join(folder, "leaves.txt"), leaves.join("\n") + "\n");
+  execFileSync(cli, ["merkle", "build", "--leaves", join(folder, "leaves.txt"), "--out", join(folder, "log.obs")]);
+}
+
+const sha256 = (...parts) => createHash("sha256").update(Buffer.concat(parts)).digest();
+const leafHash = (leaf) => sha256(Buffer.from([0]), Buffer.from(leaf));
+const split = (n) => 2 ** Math.ceil(Math.log2(n) - 1); // the largest power of two below n
+
+/** The RFC 6962 root of `data` (strings). */
+export function treeHash(data) {
+  if (data.length === 1) return leafHash(data[0]);
+  const k = split(data.length);
+  return sha256(Buffer.from([1]), treeHash(data.slice(0, k)), treeHash(data.slice(k)));
+}
+
+/** The RFC 6962 audit path of leaf `m` of `data`, leaf to root, and its leaf hash. */
+export function auditPath(m, data) {
+  if (data.length === 1) return [];
+  const k = split(data.length);
+  return m < k
+    ? [...auditPath(m, data.slice(0, k)), treeHash(data.slice(k))]
+    : [...auditPath(m - k, data.slice(k)), treeHash(data.slice(0, k))];
+}
+
+export { leafHash };

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { build as buildWith, buildDatabases, records, serve } from "./fixtures.mjs";
+import { auditPath, build as buildWith, buildDatabases, buildLog, leafHash, leaves, records, serve, treeHash } from "./fixtures.mjs";
 
 const cli = process.env.OBSCURA_CLI;
 const pkg = process.env.OBSCURA_WASM_PKG;
@@ -27,7 +27,8 @@ before(async () => {
   setupSha256 = report.match(/setup sha256 ([0-9a-f]{64})/)[1];
   build("--input", join(folder, "records.bin"), "--record-size", "64", "--scheme", "ypir", "--out", join(folder, "ypir.obs"));
   build("--input", join(folder, "records.bin"), "--record-size", "64", "--scheme", "double", "--out", join(folder, "double.obs"));
-  const files = ["phones", "records", "ypir", "double"].map((name) => join(folder, `${name}.obs`));
+  buildLog(cli, folder);
+  const files = ["phones", "records", "ypir", "double", "log"].map((name) => join(folder, `${name}.obs`));
   ({ process: server, url } = await serve(cli, ...files, "--cors-origin", "*"));
 });
 
@@ -52,6 +53,39 @@ test("every index scheme returns its records", async () => {
     }
     await assert.rejects(database.get(300), /out of range/);
   }
+});
+
+test("audit paths of a Merkle tree are fetched privately and verified", async () => {
+  const log = await Database.connect(url, "log", { wasm });
+  assert.equal(log.lookup, "merkle");
+  assert.equal(log.items, leaves.length);
+  assert.deepEqual(Buffer.from(log.root), treeHash(leaves));
+  for (const leaf of [0, 37, 99]) {
+    // Knowing only the index: the leaf's hash is fetched privately too, in a request of its own.
+    const proof = await log.auditPath(leaf);
+    assert.deepEqual(Buffer.from(proof.leafHash), leafHash(leaves[leaf]));
+    assert.deepEqual(proof.path.map((hash) => Buffer.from(hash)), auditPath(leaf, leaves), `leaf ${leaf}`);
+    assert.equal(log.lastLookup.requests, 2);
+    const known = await log.auditPath(leaf, { leafHash: leafHash(leaves[leaf]) });
+    assert.deepEqual(known.path, proof.path);
+    assert.equal(log.lastLookup.requests, 1);
+  }
+  await assert.rejects(log.auditPath(1, { leafHash: leafHash("not a leaf") }), /does not verify/);
+  await assert.rejects(log.auditPath(100), /out of range/);
+  await assert.rejects(log.getKey("cert 1"), /Merkle tree/);
+});
+
+test("the setup's download reports its progress, and each lookup its cost", async () => {
+  const seen = [];
+  const records = await Database.connect(url, "records", { wasm, onProgress: (received, total) => seen.push([received, total]) });
+  assert.ok(seen.length > 0);
+  assert.deepEqual(seen.at(-1), [records.setupBytes, records.setupBytes]);
+  assert.ok(seen.every(([received], i) => i === 0 || received > seen[i - 1][0]));
+  await records.get(3);
+  const cost = records.lastLookup;
+  const info = (await (await fetch(`${url}/v1/databases`)).json()).find((entry) => entry.name === "records");
+  assert.deepEqual([cost.requests, cost.queryBytes, cost.answerBytes], [1, info.query_bytes, info.answer_bytes]);
+  assert.ok([cost.queryMs, cost.roundTripMs, cost.decodeMs].every((ms) => ms >= 0 && ms < 60_000));
 });
 
 test("a pinned setup hash is enforced", async () => {
