@@ -43,9 +43,9 @@ impl MatrixSeed {
     ///
     /// The seed is public; it comes from the OS only so that a server cannot be accused of
     /// choosing a weak matrix.
-    pub fn random() -> Result<Self, getrandom::Error> {
+    pub fn random() -> Result<Self, crate::sample::RngError> {
         let mut seed = [0u8; SEED_BYTES];
-        getrandom::getrandom(&mut seed)?;
+        crate::sample::fill_random(&mut seed)?;
         Ok(Self(seed))
     }
 }

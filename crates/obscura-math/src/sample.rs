@@ -19,6 +19,66 @@ impl std::fmt::Display for RngError {
 
 impl std::error::Error for RngError {}
 
+/// Fills `bytes` from the OS CSPRNG: the one source of every secret and of every public seed
+/// the project draws.
+pub fn fill_random(bytes: &mut [u8]) -> Result<(), RngError> {
+    #[cfg(feature = "test-secrets")]
+    if test_secrets::fill(bytes) {
+        return Ok(());
+    }
+    getrandom::getrandom(bytes).map_err(RngError)
+}
+
+/// A fixed byte stream in place of the OS CSPRNG, for the tests that compare two builds of the
+/// client byte for byte (the native library and its WebAssembly build, given the same
+/// secrets). Compiled only with the `test-secrets` feature, which only those tests enable: it
+/// makes every secret public.
+#[cfg(feature = "test-secrets")]
+pub mod test_secrets {
+    use std::sync::{Mutex, MutexGuard};
+
+    use aes::cipher::{KeyIvInit, StreamCipher};
+
+    type Stream = ctr::Ctr128BE<aes::Aes128>;
+
+    static STREAM: Mutex<Option<Stream>> = Mutex::new(None);
+
+    fn stream() -> MutexGuard<'static, Option<Stream>> {
+        STREAM
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Until the guard is dropped, every byte this process draws in place of the OS CSPRNG
+    /// comes from the AES-128-CTR keystream of `key` (a zero IV, a 128-bit big-endian
+    /// counter): AES-128 of the counters 0, 1, 2, ... in turn.
+    pub fn install(key: [u8; 16]) -> Installed {
+        *stream() = Some(Stream::new(&key.into(), &[0u8; 16].into()));
+        Installed(())
+    }
+
+    /// The stream in force; dropping it gives the OS CSPRNG back.
+    pub struct Installed(());
+
+    impl Drop for Installed {
+        fn drop(&mut self) {
+            *stream() = None;
+        }
+    }
+
+    /// Fills `bytes` from the installed stream, if there is one.
+    pub(super) fn fill(bytes: &mut [u8]) -> bool {
+        match stream().as_mut() {
+            Some(stream) => {
+                bytes.fill(0);
+                stream.apply_keystream(bytes);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 const BUFFER_BYTES: usize = 4096;
 
 /// A buffered reader of the OS CSPRNG. The buffer is wiped when the sampler is dropped.
@@ -39,7 +99,7 @@ impl OsSampler {
     /// The next 64 uniformly random bits.
     pub fn next_u64(&mut self) -> Result<u64, RngError> {
         if self.used + 8 > BUFFER_BYTES {
-            getrandom::getrandom(&mut self.buffer[..]).map_err(RngError)?;
+            fill_random(&mut self.buffer[..])?;
             self.used = 0;
         }
         let bytes: [u8; 8] = self.buffer[self.used..self.used + 8]
@@ -93,7 +153,7 @@ impl OsSampler {
         self.used = BUFFER_BYTES;
         for chunk in out.chunks_mut(BUFFER_BYTES / bytes_each) {
             let bytes = &mut self.buffer[..bytes_each * chunk.len()];
-            getrandom::getrandom(bytes).map_err(RngError)?;
+            fill_random(bytes)?;
             convert(bytes, chunk);
             bytes.zeroize();
         }

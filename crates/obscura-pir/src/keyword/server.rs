@@ -114,7 +114,7 @@ impl<I: KeywordIndex> Server<I> {
         )?;
         let attempts = std::iter::repeat_with(|| {
             let mut seed = [0u8; 32];
-            getrandom::getrandom(&mut seed).map_err(obscura_math::sample::RngError)?;
+            obscura_math::sample::fill_random(&mut seed)?;
             let hashes: Vec<u64> = digests.par_iter().map(|d| filter_hash(&seed, d)).collect();
             Ok((seed, hashes))
         });

@@ -115,7 +115,7 @@ impl Server {
         options: SetupOptions,
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Self, PirError> {
-        let seed = MatrixSeed::random().map_err(obscura_math::sample::RngError)?;
+        let seed = MatrixSeed::random()?;
         let set = options.params;
         let kind = options.matrix.unwrap_or(MatrixKind::default_for(set));
         let Encoded {

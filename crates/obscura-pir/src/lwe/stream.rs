@@ -149,8 +149,7 @@ impl StreamedSetup {
         progress: Progress<'_>,
     ) -> Result<PublicSetup, StreamError> {
         let g = self.geometry;
-        let seed =
-            MatrixSeed::random().map_err(|e| PirError::from(obscura_math::sample::RngError(e)))?;
+        let seed = MatrixSeed::random().map_err(PirError::from)?;
         let a = matrix_a(&self.params, seed, &g);
         let mut hint = Matrix::zeros(g.rows() as usize, self.params.n());
         let mut norms = vec![0u64; g.rows() as usize];

@@ -173,7 +173,7 @@ impl Server {
             .variant
             .unwrap_or_else(|| Variant::auto(records, record_bytes));
         let shape = Shape::plan(variant, records, record_bytes)?;
-        let seed = MatrixSeed::random().map_err(obscura_math::sample::RngError)?;
+        let seed = MatrixSeed::random()?;
         let setup = PublicSetup::new(shape, format, data.len() as u64, seed)?;
         match shape {
             Shape::Simple(s) => {

@@ -1,0 +1,219 @@
+//! The client's vectors: for one database of every kind, the query that a fixed secret stream
+//! makes and the value its answer decodes to, as SHA-256s and bytes in `vectors/queries.json`.
+//! This test makes them with the native build of the page's client and checks them against the
+//! file; `tests/node/vectors.test.mjs` makes them again with the WebAssembly build, fed the
+//! same stream through `crypto.getRandomValues`, and checks them against the same file. So the
+//! two builds agree byte for byte. The databases' setups and answers are written under
+//! `target/tmp/wasm-vectors/` for the Node.js test. `OBSCURA_WRITE_VECTORS=1` rewrites the file
+//! (after a deliberate change of a wire format or of the client's arithmetic).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use obscura_math::sample::test_secrets;
+use obscura_pir::batch::merkle::{leaf_hash, MerkleTree};
+use obscura_pir::batch::treepir::TreePirServer;
+use obscura_pir::lwe::{Layout, SetupOptions};
+use obscura_server::build::{build, BuildOptions, RecordScheme, Records};
+use obscura_server::store::Database;
+use obscura_wasm::lookup::{Pending, Setup};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+/// What a vector asks for.
+enum Target {
+    Index(u64),
+    Key(&'static str),
+    LeafHash(u64),
+    AuditPath(u64, [u8; 32]),
+}
+
+impl Target {
+    fn query(&self, setup: &Setup) -> Pending {
+        match *self {
+            Self::Index(index) => setup.query_index(index),
+            Self::Key(key) => setup.query_key(key.as_bytes()),
+            Self::LeafHash(leaf) => setup.query_leaf_hash(leaf),
+            Self::AuditPath(leaf, hash) => setup.query_audit_path(leaf, hash),
+        }
+        .unwrap()
+    }
+
+    /// What the answer must decode to: the plain data.
+    fn expected(&self) -> Option<Vec<u8>> {
+        match *self {
+            Self::Index(index) => Some(records()[index as usize].clone()),
+            Self::Key(key) => key
+                .strip_prefix("+1555")
+                .and_then(|n| n.parse::<u32>().ok())
+                .filter(|&n| n < 500)
+                .map(|n| format!("caller {n}").into_bytes()),
+            Self::LeafHash(leaf) => Some(leaf_hash(&leaves()[leaf as usize]).to_vec()),
+            Self::AuditPath(leaf, _) => {
+                let tree = MerkleTree::from_leaves(&leaves());
+                Some(tree.audit_path(leaf).unwrap().concat())
+            }
+        }
+    }
+
+    fn describe(&self) -> Value {
+        match self {
+            Self::Index(index) => json!({ "index": index }),
+            Self::Key(key) => json!({ "key": key }),
+            Self::LeafHash(leaf) => json!({ "leafHash": leaf }),
+            Self::AuditPath(leaf, hash) => {
+                json!({ "auditPath": leaf, "leafHash": hex::encode(hash) })
+            }
+        }
+    }
+}
+
+/// The stream key of a vector's secrets: its number in every byte.
+fn secret_key(number: u8) -> [u8; 16] {
+    [number; 16]
+}
+
+fn records() -> Vec<Vec<u8>> {
+    (0..300u32)
+        .map(|i| format!("record {i}: {}", "x".repeat(i as usize % 40)).into_bytes())
+        .collect()
+}
+
+fn index_database(scheme: RecordScheme, layout: Layout) -> Database {
+    let options = BuildOptions {
+        scheme,
+        setup: SetupOptions {
+            layout,
+            ..SetupOptions::default()
+        },
+        ..BuildOptions::default()
+    };
+    build(Records::Values(&records()), &options, &|_, _| {}).unwrap()
+}
+
+fn keyword_database() -> Database {
+    let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..500u32)
+        .map(|i| (format!("+1555{i:04}").into(), format!("caller {i}").into()))
+        .collect();
+    build(Records::Pairs(&pairs), &BuildOptions::default(), &|_, _| {}).unwrap()
+}
+
+fn leaves() -> Vec<Vec<u8>> {
+    (0..37).map(|i| format!("cert {i}").into_bytes()).collect()
+}
+
+fn tree_database() -> Database {
+    let tree = MerkleTree::from_leaves(&leaves());
+    TreePirServer::setup(&tree, SetupOptions::default(), &|_, _| {})
+        .unwrap()
+        .into()
+}
+
+/// Each database (its name and how it is built) and the vectors made of it.
+fn cases() -> Vec<(&'static str, fn() -> Database, Vec<Target>)> {
+    vec![
+        (
+            "simplepir",
+            || index_database(RecordScheme::Index, Layout::Square),
+            vec![Target::Index(123)],
+        ),
+        (
+            "frodopir",
+            || index_database(RecordScheme::Index, Layout::OnePerColumn),
+            vec![Target::Index(7)],
+        ),
+        (
+            "doublepir",
+            || index_database(RecordScheme::Double, Layout::Square),
+            vec![Target::Index(299)],
+        ),
+        (
+            "ypir",
+            || index_database(RecordScheme::Ypir, Layout::Square),
+            vec![Target::Index(0)],
+        ),
+        (
+            "ypir-sp",
+            || index_database(RecordScheme::YpirSp, Layout::Square),
+            vec![Target::Index(42)],
+        ),
+        (
+            "keyword",
+            keyword_database,
+            vec![Target::Key("+15550042"), Target::Key("+15559999")],
+        ),
+        (
+            "merkle",
+            tree_database,
+            vec![
+                Target::LeafHash(20),
+                Target::AuditPath(20, leaf_hash(&leaves()[20])),
+            ],
+        ),
+    ]
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+fn vectors_file() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/queries.json")
+}
+
+#[test]
+fn the_native_client_makes_the_recorded_queries_and_values() {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("wasm-vectors");
+    fs::create_dir_all(&out).unwrap();
+    // One thread: the secret stream is drawn in the order a browser draws it.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let mut made = Vec::new();
+    let mut number = 0u8;
+    pool.install(|| {
+        for (name, make, targets) in cases() {
+            number += 1;
+            let database = {
+                let _stream = test_secrets::install(secret_key(number)); // its public seeds
+                make()
+            };
+            let setup_bytes = database.setup_bytes();
+            fs::write(out.join(format!("{name}.setup")), &setup_bytes).unwrap();
+            let setup = Setup::from_bytes(&setup_bytes).unwrap();
+            for (i, target) in targets.iter().enumerate() {
+                number += 1;
+                let mut pending = {
+                    let _stream = test_secrets::install(secret_key(number));
+                    target.query(&setup)
+                };
+                let query = database.decode_query(&pending.query).unwrap();
+                let answer = database.answer(vec![query]).unwrap().remove(0);
+                fs::write(out.join(format!("{name}-{i}.answer")), &answer).unwrap();
+                let value = pending.decode(&answer).unwrap();
+                assert_eq!(value, target.expected(), "{name} {i}");
+                made.push(json!({
+                    "database": name,
+                    "setupSha256": sha256(&setup_bytes),
+                    "secretKey": hex::encode(secret_key(number)),
+                    "target": target.describe(),
+                    "queryBytes": pending.query.len(),
+                    "querySha256": sha256(&pending.query),
+                    "answer": format!("{name}-{i}.answer"),
+                    "answerSha256": sha256(&answer),
+                    "value": value.map(hex::encode),
+                }));
+            }
+        }
+    });
+    let made = serde_json::to_string_pretty(&made).unwrap() + "\n";
+    if std::env::var_os("OBSCURA_WRITE_VECTORS").is_some() {
+        fs::write(vectors_file(), &made).unwrap();
+    }
+    let recorded = fs::read_to_string(vectors_file()).unwrap();
+    assert_eq!(
+        made, recorded,
+        "the native client's queries or values differ from tests/vectors/queries.json"
+    );
+}
