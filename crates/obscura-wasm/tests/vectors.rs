@@ -109,8 +109,11 @@ fn tree_database() -> Database {
         .into()
 }
 
-/// Each database (its name and how it is built) and the vectors made of it.
-fn cases() -> Vec<(&'static str, fn() -> Database, Vec<Target>)> {
+/// A database (its name and how it is built) and the vectors made of it.
+type Case = (&'static str, fn() -> Database, Vec<Target>);
+
+/// Every case.
+fn cases() -> Vec<Case> {
     vec![
         (
             "simplepir",
