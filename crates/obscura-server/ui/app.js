@@ -3,7 +3,7 @@
 // and fetches what the person asks for privately with the browser client, showing the sizes
 // and timings of each step.
 
-import { Database } from "./obscura.js";
+import { Database, wasmMemoryBytes } from "./obscura.js";
 
 const $ = (id) => document.getElementById(id);
 const form = $("lookup");
@@ -171,7 +171,7 @@ async function lookup() {
   const last = row(["click to value", "", ms(total)]);
   last.className = "total";
   last.dataset.ms = total.toFixed(1);
-  body.append(last);
+  body.append(last, row(["the client's WebAssembly memory (its peak)", size(wasmMemoryBytes()), ""]));
   $("result").dataset.state = state;
   $("result").hidden = false;
 }

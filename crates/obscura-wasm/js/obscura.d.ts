@@ -1,6 +1,9 @@
 /** Loads the WebAssembly module, once: from `wasm`, or from the file beside the package. */
 export function load(wasm?: BufferSource | URL | string | Response | WebAssembly.Module): Promise<unknown>;
 
+/** Bytes of the WebAssembly module's memory: the most it has held so far (0 before `load`). */
+export function wasmMemoryBytes(): number;
+
 /** The largest public setup accepted unless told otherwise (1 GiB). */
 export const DEFAULT_MAX_SETUP_BYTES: number;
 
@@ -16,7 +19,10 @@ export interface ConnectOptions {
   token?: string;
   /** The SHA-256 the public setup must have, in hex (else the reply's ETag is trusted). */
   sha256?: string;
-  /** The largest public setup accepted, in bytes. */
+  /** Bytes of the WebAssembly module's memory: the most it has held so far (0 before `load`). */
+export function wasmMemoryBytes(): number;
+
+/** The largest public setup accepted, in bytes. */
   maxSetupBytes?: number;
   /** Keep the public setup in IndexedDB, revalidated by its hash (default: true in browsers). */
   cache?: boolean;

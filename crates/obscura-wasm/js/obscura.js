@@ -8,14 +8,28 @@ import init, { PirClient } from "./obscura_wasm.js";
 export const DEFAULT_MAX_SETUP_BYTES = 2 ** 30;
 
 let loading;
+let exports;
 
 /**
  * Loads the WebAssembly module, once: from `wasm` (its bytes, a URL or a Response), or from
  * `obscura_wasm_bg.wasm` beside this file.
  */
 export function load(wasm) {
-  loading ??= init(wasm === undefined ? undefined : { module_or_path: wasm });
+  loading ??= init(wasm === undefined ? undefined : { module_or_path: wasm }).then(
+    (loaded) => (exports = loaded),
+    (error) => {
+      loading = undefined;
+      if (!(error instanceof WebAssembly.CompileError)) throw error;
+      throw new ObscuraError(`this engine cannot run the client's WebAssembly, which needs WebAssembly SIMD (Chrome 91, Firefox 89, Safari 16.4, Node.js 16.4 or later): ${error.message}`);
+    },
+  );
   return loading;
+}
+
+/** Bytes of the WebAssembly module's memory: the most it has held so far, as a module's memory
+ * grows and never shrinks (0 before `load`). */
+export function wasmMemoryBytes() {
+  return exports?.memory.buffer.byteLength ?? 0;
 }
 
 /** An error of the service or of the client, with the service's one-line reason. */

@@ -83,8 +83,10 @@ test("a person picks a database, types a key and reads its value", async () => {
     "answer: sent, answered, received",
     "decoded in the browser",
     "click to value",
+    "the client's WebAssembly memory (its peak)",
   ]);
-  assert.ok(found.steps.every((row) => /\d ms$/.test(row[2])), JSON.stringify(found.steps));
+  assert.ok(found.steps.slice(0, -1).every((row) => /\d ms$/.test(row[2])), JSON.stringify(found.steps));
+  assert.match(found.steps.at(-1)[1], /^\d+(\.\d+)? MB$/);
 
   const absent = await ask("+15559999");
   assert.equal(absent.state, "absent");
