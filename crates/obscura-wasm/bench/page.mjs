@@ -2,7 +2,8 @@
 // of 2^20 keys and 1 KiB values (built once, kept in the work folder), the setup downloaded
 // once, then lookups with the setup cached as a person makes them: click to value, read from
 // the page's own timing, and the client's WebAssembly memory at its peak. Also the package's
-// size gzipped. Run by hand:
+// size gzipped, and a screenshot of the page after the last lookup (page.png in the work
+// folder). Run by hand:
 //
 //   scripts/build-wasm && OBSCURA_WASM_PKG=$PWD/target/obscura-wasm-pkg cargo build --release --bin obscura
 //   OBSCURA_CLI=target/release/obscura node crates/obscura-wasm/bench/page.mjs [work folder]
@@ -11,7 +12,7 @@
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { createWriteStream, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { join, resolve } from "node:path";
 import { gzipSync } from "node:zlib";
@@ -75,6 +76,7 @@ try {
     shown.steps.forEach((ms, step) => steps[step].push(ms));
     memory = shown.memory;
   }
+  writeFileSync(join(folder, "page.png"), await browser.screenshot());
   const median = (values) => values.sort((a, b) => a - b)[values.length >> 1];
   clickToValue.sort((a, b) => a - b);
   const pkg = join(root, "target/obscura-wasm-pkg");
