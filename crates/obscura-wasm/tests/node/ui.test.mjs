@@ -150,3 +150,25 @@ test("a screenshot shows the value found, drawn as the page means it", async (t)
   }
   assert.ok(ink > 40, `only ${ink} dark pixels where the value is written`);
 });
+
+test("a database behind a token appears, and answers, once the person gives the token", async () => {
+  const tokens = join(folder, "tokens.txt");
+  writeFileSync(tokens, "phones token-for-the-phones-db\n");
+  const files = ["phones", "records"].map((name) => join(folder, `${name}.obs`));
+  const guarded = await serve(cli, ...files, "--ui", "--tokens", tokens);
+  try {
+    await browser.open(`${guarded.url}/`);
+    const names = () =>
+      browser.run("return Array.from(document.querySelectorAll('#database option'), (o) => o.value)");
+    await browser.waitFor("return document.getElementById('fetch').disabled ? null : true");
+    assert.deepEqual(await names(), ["records"]);
+    await browser.click("#access summary");
+    await browser.type("#token", "token-for-the-phones-db\uE004"); // then Tab: the field is done
+    await browser.waitFor("return document.querySelector('#database option[value=phones]') ? true : null");
+    await pick("phones");
+    const found = await ask("+15550042");
+    assert.equal(found.value, "caller 42");
+  } finally {
+    guarded.process.kill();
+  }
+});
