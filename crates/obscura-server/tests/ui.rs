@@ -43,6 +43,12 @@ fn the_page_and_its_client_are_served_when_asked_for() {
             return;
         }
     };
+    // A configuration printed for a log names the files, not their bytes.
+    let shown = format!("{ui:?}");
+    assert!(
+        shown.contains("\"obscura_wasm_bg.wasm\": ") && shown.len() < 300,
+        "{shown}"
+    );
     let service = start(Some(ui));
     let url = service.url();
 

@@ -25,9 +25,22 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self' 'wa
      frame-ancestors 'none'";
 
 /// The built-in page, with the browser client it runs.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct Ui {
     package: [(&'static str, &'static [u8]); 3],
+}
+
+/// Names the files and their sizes, not their bytes.
+impl std::fmt::Debug for Ui {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(
+                PAGE.iter()
+                    .chain(&self.package)
+                    .map(|(name, bytes)| (name, bytes.len())),
+            )
+            .finish()
+    }
 }
 
 /// The service was built without the browser client's package, so it cannot serve the page.
