@@ -97,13 +97,13 @@ impl BinHasher {
 }
 
 /// `⌊word · bound / 2^64⌋`: a value below `bound` from a uniform word.
-fn below(word: u64, bound: u32) -> u32 {
+pub(crate) fn below(word: u64, bound: u32) -> u32 {
     ((u128::from(word) * u128::from(bound)) >> 64) as u32
 }
 
 /// Three distinct bins below `bins` (at least 3) from three uniform words: the first is uniform,
 /// the second uniform among the others, the third uniform among the remaining ones.
-fn distinct_bins(words: [u64; 3], bins: u32) -> [u32; HASHES] {
+pub(crate) fn distinct_bins(words: [u64; 3], bins: u32) -> [u32; HASHES] {
     let first = below(words[0], bins);
     let mut second = below(words[1], bins - 1);
     second += u32::from(second >= first);

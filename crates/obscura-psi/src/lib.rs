@@ -39,6 +39,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod base_ot;
 mod block;
 pub mod bucketed;
 mod chunk;
@@ -49,10 +50,12 @@ mod exponent;
 pub mod hash_to_group;
 mod hello;
 pub mod kkrt;
+mod load;
 mod multibuffer;
 mod outcome;
 mod point;
 mod positions;
+pub mod rr22;
 #[cfg(test)]
 mod rfc9496_vectors;
 mod shuffle;

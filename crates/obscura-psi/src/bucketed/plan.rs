@@ -3,14 +3,15 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::load::max_load;
 use crate::transport::{FrameKind, Transport};
 use crate::{hello, HelloError, PsiError, Role};
 
 /// The most buckets: each is one open file while partitioning.
 pub const MAX_BUCKETS: u64 = 1024;
 
-/// `ln(2^40)`: a bucket overflows its padded size with probability at most `2^-40`.
-const LN_FAILURE: f64 = 40.0 * std::f64::consts::LN_2;
+/// A bucket overflows its padded size with probability at most `2^-FAILURE_BITS`.
+const FAILURE_BITS: f64 = 40.0;
 
 /// Bytes of one party's plan announcement: rows (`u64` LE), bucket size (`u64` LE), nonce.
 const LEN: usize = 8 + 8 + 32;
@@ -111,20 +112,11 @@ impl BucketPlan {
 }
 
 /// A size no bucket of `rows` distinct items spread over `buckets` buckets exceeds, except with
-/// probability `2^-40`; the row count itself for one bucket (nothing to hide then).
-///
-/// A bucket's count X is Binomial(rows, 1/buckets) with mean μ. Bernstein's inequality gives
-/// `P(X ≥ μ + t) ≤ exp(−t² / (2(μ + t/3)))`; with `L = ln(buckets) + ln(2^40)` (a union bound
-/// over the buckets) the bound is `L` when `t = L/3 + sqrt(L²/9 + 2Lμ)`. Duplicate rows only
-/// lower the count of distinct items, so the row count is a safe stand-in for it.
+/// probability `2^-40` (Bernstein's inequality with a union bound over the buckets); the row
+/// count itself for one bucket (nothing to hide then). Duplicate rows only lower the count of
+/// distinct items, so the row count is a safe stand-in for it.
 pub fn padded_size(rows: u64, buckets: u64) -> u64 {
-    if buckets <= 1 {
-        return rows;
-    }
-    let mean = rows as f64 / buckets as f64;
-    let l = (buckets as f64).ln() + LN_FAILURE;
-    let t = l / 3.0 + (l * l / 9.0 + 2.0 * l * mean).sqrt();
-    ((mean + t).floor() as u64 + 1).min(rows)
+    max_load(rows, buckets, FAILURE_BITS)
 }
 
 /// Exchanges the plan announcements and returns the common plan: the key is SHA-256 of both

@@ -7,7 +7,7 @@ use obscura_math::sample::{OsSampler, RngError};
 use rayon::prelude::*;
 use zeroize::Zeroize;
 
-use super::base_ot;
+use crate::base_ot;
 use super::code::{item_hashes, Row, CODE_WORDS};
 use super::extension::{output, Receiver, BLOCK_BYTES, BLOCK_ROWS, CODE_BITS};
 use super::{Session, FRAME_BLOCKS};

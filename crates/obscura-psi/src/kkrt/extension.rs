@@ -37,7 +37,7 @@ use aes::Aes128;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
-use super::base_ot::Seed;
+use crate::base_ot::Seed;
 use super::code::{Code, Row, CODE_WORDS};
 use crate::block::{cipher, encrypt_each};
 use crate::transpose::{transpose_128, SIDE};
@@ -217,7 +217,7 @@ impl Sender {
 
 #[cfg(test)]
 mod tests {
-    use super::super::base_ot;
+    use crate::base_ot;
     use super::*;
     use obscura_math::sample::OsSampler;
     use proptest::prelude::*;

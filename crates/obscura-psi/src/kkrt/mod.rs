@@ -7,7 +7,7 @@
 //! After the handshake (which fixes both set sizes `n_c`, `n_s`), with `m` cuckoo bins for the
 //! client's items (module `cuckoo`) and the OPRF of module `kkrt::extension`:
 //!
-//! 1. **Base OTs** (client → server, then back): 512 Chou-Orlandi OTs (module `kkrt::base_ot`) with the
+//! 1. **Base OTs** (client → server, then back): 512 Chou-Orlandi OTs (module `base_ot`) with the
 //!    client as OT *sender* (it ends with both seeds of each OT) and the server as *receiver*
 //!    with secret choice bits `s`; one point from the client, 512 points in one frame back.
 //! 2. **Cuckoo hashing** (client → server): the client hashes its items to 128 bits, places
@@ -89,7 +89,6 @@
 //! insertion and a hash table of the client's tags, in parallel on the caller's rayon pool
 //! except the insertion and the lookups.
 
-mod base_ot;
 mod client;
 mod code;
 mod extension;

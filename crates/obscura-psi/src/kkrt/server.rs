@@ -5,7 +5,7 @@ use obscura_math::sample::OsSampler;
 use rayon::prelude::*;
 use zeroize::Zeroize;
 
-use super::base_ot;
+use crate::base_ot;
 use super::code::{item_hashes, Row, CODE_WORDS};
 use super::extension::{Sender, BLOCK_BYTES, BLOCK_ROWS, CODE_BITS};
 use super::{Session, FRAME_BLOCKS};

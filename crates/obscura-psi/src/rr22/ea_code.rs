@@ -1,0 +1,150 @@
+//! The expand-accumulate code (Boyle, Couteau, Gilboa, Ishai, Kohl, Resch and Scholl,
+//! CRYPTO 2022) as the compressing map of dual-LPN silent VOLE: a length-`N` vector `v` becomes
+//! `outputs` words `y_i = ⊕_{p ∈ E_i} acc(v)_p`, where `acc(v)_p = v_0 ⊕ … ⊕ v_p` (the
+//! accumulator) and `E_i` holds [`EXPANDER_WEIGHT`] positions of output `i` (the expander).
+//!
+//! The expander is regular: position `k` of output `i` lies in the `k`-th of
+//! [`EXPANDER_WEIGHT`] equal segments of `0..N` (`⌊N / 21⌋` wide; the last `N mod 21` positions
+//! are never used), at an offset from the public seed: `AES_seed(6i + j)` for `j < 6` gives 24
+//! 32-bit words, of which word `k` picks the offset of position `k` by a multiply-high.
+//!
+//! The map is linear over GF(2) and acts on each bit of the words alike, so it keeps a VOLE
+//! correlation `c = b ⊕ e · Δ` (applied to `e`, `b` and `c`) and maps vectors of a GF(2)
+//! subspace into that subspace. Its security role is in [`super::vole`].
+
+use aes::Aes128;
+use rayon::prelude::*;
+
+use crate::block::{cipher, encrypt_each};
+
+/// Positions per output.
+pub(crate) const EXPANDER_WEIGHT: usize = 21;
+/// Bytes of the public seed of the expander.
+pub(crate) const SEED_BYTES: usize = 16;
+/// AES blocks per output (four 32-bit offsets each).
+const BLOCKS_PER_OUTPUT: usize = EXPANDER_WEIGHT.div_ceil(4);
+/// Outputs per parallel task.
+const TASK_OUTPUTS: usize = 2048;
+
+/// The code of one session.
+pub(crate) struct EaCode {
+    cipher: Aes128,
+    segment: u64,
+}
+
+impl EaCode {
+    /// The code for input vectors of `len` words (at least [`EXPANDER_WEIGHT`]) whose expander
+    /// comes from `seed`.
+    pub(crate) fn new(len: usize, seed: [u8; SEED_BYTES]) -> Self {
+        Self {
+            cipher: cipher(seed),
+            segment: (len / EXPANDER_WEIGHT) as u64,
+        }
+    }
+
+    /// Replaces `vector` by its accumulation: `v_p ← v_0 ⊕ … ⊕ v_p`.
+    pub(crate) fn accumulate(vector: &mut [u128]) {
+        let mut sum = 0;
+        for word in vector {
+            sum ^= *word;
+            *word = sum;
+        }
+    }
+
+    /// For each output `i < out.len()`, calls `visit(&mut out[i], p)` for the positions `p` of
+    /// `E_i`, in parallel over outputs.
+    pub(crate) fn expand<O: Send>(&self, out: &mut [O], visit: impl Fn(&mut O, usize) + Sync) {
+        out.par_chunks_mut(TASK_OUTPUTS)
+            .enumerate()
+            .for_each(|(task, out)| {
+                let first = (task * TASK_OUTPUTS * BLOCKS_PER_OUTPUT) as u128;
+                let blocks = (out.len() * BLOCKS_PER_OUTPUT) as u128;
+                let mut offsets = [0u32; 4 * BLOCKS_PER_OUTPUT];
+                encrypt_each(&self.cipher, first..first + blocks, |b, word| {
+                    let j = b % BLOCKS_PER_OUTPUT;
+                    for (w, offset) in offsets[4 * j..4 * j + 4].iter_mut().enumerate() {
+                        *offset = (word >> (32 * w)) as u32;
+                    }
+                    if j + 1 == BLOCKS_PER_OUTPUT {
+                        let output = &mut out[b / BLOCKS_PER_OUTPUT];
+                        for (k, &offset) in offsets[..EXPANDER_WEIGHT].iter().enumerate() {
+                            let within = (u64::from(offset) * self.segment) >> 32;
+                            visit(output, (k as u64 * self.segment + within) as usize);
+                        }
+                    }
+                });
+            });
+    }
+
+    /// The code applied to `vector` (accumulated in place), into `out`.
+    pub(crate) fn encode(&self, vector: &mut [u128], out: &mut [u128]) {
+        Self::accumulate(vector);
+        let vector = &*vector;
+        self.expand(out, |word, p| *word ^= vector[p]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The positions of each output, collected.
+    fn positions(code: &EaCode, outputs: usize) -> Vec<Vec<usize>> {
+        let mut out = vec![Vec::new(); outputs];
+        code.expand(&mut out, |positions, p| positions.push(p));
+        out
+    }
+
+    #[test]
+    fn positions_are_regular_and_from_the_seed() {
+        let len = 21 * 1000 + 5;
+        let code = EaCode::new(len, [9; 16]);
+        let all = positions(&code, 5000);
+        for positions in &all {
+            assert_eq!(positions.len(), EXPANDER_WEIGHT);
+            for (k, &p) in positions.iter().enumerate() {
+                assert!((k * 1000..(k + 1) * 1000).contains(&p), "{k}: {p}");
+            }
+        }
+        // Known answer: output 0's first offset is the low 32 bits of AES_seed(0).
+        let mut first = 0u128;
+        encrypt_each(&code.cipher, [0u128], |_, word| first = word);
+        assert_eq!(all[0][0], ((first as u32 as u64 * 1000) >> 32) as usize);
+        assert_ne!(all[0], all[1]);
+        assert_ne!(positions(&EaCode::new(len, [8; 16]), 1)[0], all[0]);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(16))]
+
+        /// The code is linear and equals its definition on a few words.
+        #[test]
+        fn encoding_is_the_accumulated_expansion(
+            vector in proptest::collection::vec(any::<u128>(), 100..400),
+            other_seed in any::<u128>(),
+        ) {
+            let code = EaCode::new(vector.len(), [1; 16]);
+            let all = positions(&code, 50);
+            let mut acc = vector.clone();
+            EaCode::accumulate(&mut acc);
+            let mut out = vec![0u128; 50];
+            code.encode(&mut vector.clone(), &mut out);
+            for (word, positions) in out.iter().zip(&all) {
+                let direct = positions.iter().fold(0, |sum, &p| {
+                    sum ^ vector[..=p].iter().fold(0, |s, w| s ^ w)
+                });
+                prop_assert_eq!(*word, direct);
+            }
+            let shifted: Vec<u128> = vector.iter().map(|w| w.rotate_left(3) ^ other_seed).collect();
+            let sum: Vec<u128> = vector.iter().zip(&shifted).map(|(a, b)| a ^ b).collect();
+            let (mut a, mut b, mut s) = (vec![0u128; 50], vec![0u128; 50], vec![0u128; 50]);
+            code.encode(&mut vector.clone(), &mut a);
+            code.encode(&mut shifted.clone(), &mut b);
+            code.encode(&mut sum.clone(), &mut s);
+            for i in 0..50 {
+                prop_assert_eq!(s[i], a[i] ^ b[i]);
+            }
+        }
+    }
+}

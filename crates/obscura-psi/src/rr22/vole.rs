@@ -1,0 +1,291 @@
+//! Silent VOLE over a GF(2)-subspace: the receiver ends with `A ∈ V^m` and `C ∈ GF(2^128)^m`,
+//! the sender with `Δ ∈ GF(2^128)` and `B` such that `C = B ⊕ A · Δ`, where `V` is the span of
+//! `1, x, …, x^{ℓ−1}` (the `ℓ`-bit words). This is the subfield VOLE of RR22 §4 with `V` in the
+//! role of the subfield: the PSI only needs `A · Δ` to be GF(2)-bilinear and `V` closed under the
+//! binary maps applied to it.
+//!
+//! # Construction (dual LPN, Boyle et al. CCS 2019)
+//!
+//! 1. **Sparse VOLE of length `N = trees · 2^depth`.** The receiver draws, per tree, a point
+//!    `α_i < 2^depth` and a nonzero value `β_i ∈ V` (OS CSPRNG): its sparse noise `e` has
+//!    `e_{i·2^depth + α_i} = β_i`. Correlated OT extension ([`super::iknp`], `Δ` being the
+//!    sender's base-OT choices) gives, per tree, `depth` OTs with choice bits the sides the path
+//!    to `α_i` does not take, and `ℓ` OTs with choice bits the bits of `β_i`. The sender expands a
+//!    random GGM root per tree ([`super::pprf`]) into leaves `v` and sends each level's two side
+//!    sums, masked with `H(j, q_j)` and `H(j, q_j ⊕ Δ)` (`H(j, x)` = first 16 bytes of
+//!    `SHA-256("obscura-psi rr22 ot v1\0" ‖ j ‖ x)`, correlation robust), so the receiver learns
+//!    exactly the sums it chose and rebuilds every leaf but `α_i`. From the `ℓ` correlated OTs,
+//!    `b_i = Σ_k x^k q_k` and `c_i = Σ_k x^k t_k = b_i ⊕ β_i · Δ`; the sender also sends
+//!    `τ_i = (⊕ leaves) ⊕ b_i`, and the receiver sets its missing leaf to
+//!    `τ_i ⊕ (⊕ known leaves) ⊕ c_i = v_{α_i} ⊕ β_i · Δ`. Both now hold `c' = b' ⊕ e · Δ`.
+//! 2. **Compression.** Both apply the expand-accumulate code ([`super::ea_code`]) to their
+//!    length-`N` vectors: `A = EA(e)`, `B = EA(b')`, `C = EA(c')`; linearity keeps
+//!    `C = B ⊕ A · Δ`. The receiver computes `EA(e)` from its `trees` noise entries without an
+//!    `N`-word vector (the accumulation of a sparse vector is constant between its points).
+//!
+//! # Parameters and security (κ = 128)
+//!
+//! `A` is pseudorandom by the dual-LPN assumption for the code: `N ≥ 5 · max(m, 2^14)` (rate
+//! 1/5, expander weight 21) and `trees ≥ 256` regular noise positions. Against linear tests, the
+//! bias of any fixed combination of `A` is at most `(1 − 2δ)^trees` for a code of relative
+//! minimum distance `δ`; with the estimate `δ ≥ 0.15` for weight-21 expanders at rate 1/5
+//! (libOTe's `ExAcc21` configuration), `0.7^256 = 2^-131`. `depth = ⌊log2(5 · max(m, 2^14) /
+//! 256)⌋` and `trees = ⌈5 · max(m, 2^14) / 2^depth⌉` (between 256 and 511). Only the first `m`
+//! rows of the code are evaluated (fewer samples of the same instance). The sender's `Δ` is
+//! hidden by the base OTs; what the receiver sees of the trees is, per level, one side sum
+//! masked by a pad it can compute and one masked by a pad that needs `Δ`.
+
+use obscura_math::sample::{OsSampler, RngError};
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+
+use super::ea_code::EaCode;
+use super::gf128::combine_powers;
+use super::iknp::BLOCK_ROWS;
+use super::pprf;
+use crate::block::random_word;
+
+/// The fewest noise positions (trees).
+const MIN_TREES: usize = 256;
+/// `N / m`: the code's inverse rate.
+const EXPANSION: usize = 5;
+/// The code has at least this many rows, however few are used.
+const MIN_ROWS: usize = 1 << 14;
+
+const PAD_DOMAIN: &[u8] = b"obscura-psi rr22 ot v1\0";
+
+/// The shape of one VOLE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct VoleParams {
+    /// Correlations produced (`m`).
+    pub outputs: usize,
+    /// Noise positions, one per GGM tree.
+    pub trees: usize,
+    /// Depth of each tree: `2^depth` leaves.
+    pub depth: u32,
+    /// Bits of the subspace `V`.
+    pub ell: u32,
+}
+
+impl VoleParams {
+    /// The VOLE of `outputs` correlations with `A` in the `ell`-bit subspace (1 ≤ `ell` ≤ 128).
+    pub(crate) fn new(outputs: usize, ell: u32) -> Self {
+        let target = EXPANSION * outputs.max(MIN_ROWS);
+        let depth = (target / MIN_TREES).ilog2();
+        Self {
+            outputs,
+            trees: target.div_ceil(1 << depth),
+            depth,
+            ell,
+        }
+    }
+
+    /// `N`: the length of the sparse vectors.
+    pub(crate) fn leaves(&self) -> usize {
+        self.trees << self.depth
+    }
+
+    /// Correlated OTs per tree: one per level and one per bit of the noise value.
+    fn ots_per_tree(&self) -> usize {
+        (self.depth + self.ell) as usize
+    }
+
+    /// Blocks of 128 correlated OTs the VOLE consumes.
+    pub(crate) fn ot_blocks(&self) -> usize {
+        (self.trees * self.ots_per_tree()).div_ceil(BLOCK_ROWS)
+    }
+
+    /// Words of the sender's message: two side sums per level and `τ`, per tree.
+    pub(crate) fn message_words(&self) -> usize {
+        self.trees * (2 * self.depth as usize + 1)
+    }
+
+    /// The mask of `V`'s words.
+    fn subspace_mask(&self) -> u128 {
+        u128::MAX >> (128 - self.ell)
+    }
+}
+
+/// `H(j, x)`: the pad of correlated OT `j` for row `x`.
+fn pad(ot: usize, row: u128) -> u128 {
+    let digest = Sha256::new()
+        .chain_update(PAD_DOMAIN)
+        .chain_update((ot as u64).to_le_bytes())
+        .chain_update(row.to_le_bytes())
+        .finalize();
+    u128::from_le_bytes(digest[..16].try_into().expect("16 of 32 bytes"))
+}
+
+/// The receiver's secret sparse noise: a point and a nonzero value of `V` per tree.
+pub(crate) struct Noise {
+    points: Vec<usize>,
+    values: Vec<u128>,
+}
+
+impl Noise {
+    /// Fresh noise from the OS CSPRNG.
+    pub(crate) fn random(params: &VoleParams, rng: &mut OsSampler) -> Result<Self, RngError> {
+        let mut points = Vec::with_capacity(params.trees);
+        let mut values = Vec::with_capacity(params.trees);
+        for _ in 0..params.trees {
+            points.push((rng.next_u64()? & ((1 << params.depth) - 1)) as usize);
+            values.push(loop {
+                let value = random_word(rng)? & params.subspace_mask();
+                if value != 0 {
+                    break value;
+                }
+            });
+        }
+        Ok(Self { points, values })
+    }
+
+    /// The choice bits of the VOLE's correlated OTs, 128 per word: per tree, the levels' sides
+    /// then the value's bits.
+    pub(crate) fn choices(&self, params: &VoleParams) -> Vec<u128> {
+        let mut words = vec![0u128; params.ot_blocks()];
+        let bits = self.points.iter().zip(&self.values).flat_map(|(&point, &value)| {
+            pprf::choices(point, params.depth)
+                .chain((0..params.ell).map(move |k| (value >> k) & 1 == 1))
+        });
+        for (j, bit) in bits.enumerate() {
+            words[j / 128] |= u128::from(bit) << (j % 128);
+        }
+        words
+    }
+}
+
+/// The sender's side: from `Δ` and its correlated-OT rows `q` (at least `trees · (depth + ℓ)`),
+/// returns its message and its `B` (`params.outputs` words) under `code`.
+pub(crate) fn send(
+    params: &VoleParams,
+    delta: u128,
+    q: &[u128],
+    code: &EaCode,
+    rng: &mut OsSampler,
+) -> Result<(Vec<u128>, Vec<u128>), RngError> {
+    let roots = (0..params.trees)
+        .map(|_| random_word(rng))
+        .collect::<Result<Vec<_>, _>>()?;
+    let per_tree = params.ots_per_tree();
+    let depth = params.depth as usize;
+    let mut leaves = vec![0u128; params.leaves()];
+    let mut message = vec![0u128; params.message_words()];
+    leaves
+        .par_chunks_mut(1 << depth)
+        .zip(message.par_chunks_mut(2 * depth + 1))
+        .enumerate()
+        .for_each(|(tree, (leaves, message))| {
+            let sums = pprf::expand(roots[tree], params.depth, leaves);
+            let ots = &q[tree * per_tree..][..per_tree];
+            for (level, (sums, &row)) in sums.iter().zip(ots).enumerate() {
+                let ot = tree * per_tree + level;
+                message[2 * level] = sums[0] ^ pad(ot, row);
+                message[2 * level + 1] = sums[1] ^ pad(ot, row ^ delta);
+            }
+            let b = combine_powers(&ots[depth..]);
+            message[2 * depth] = leaves.iter().fold(b, |acc, leaf| acc ^ leaf);
+        });
+    let mut b = vec![0u128; params.outputs];
+    code.encode(&mut leaves, &mut b);
+    Ok((message, b))
+}
+
+/// The receiver's side: from its noise, its correlated-OT rows `t` and the sender's message
+/// (`params.message_words()` words), returns `(A, C)` (`params.outputs` words each) under `code`.
+pub(crate) fn receive(
+    params: &VoleParams,
+    noise: &Noise,
+    t: &[u128],
+    message: &[u128],
+    code: &EaCode,
+) -> (Vec<u128>, Vec<u128>) {
+    let per_tree = params.ots_per_tree();
+    let depth = params.depth as usize;
+    let mut leaves = vec![0u128; params.leaves()];
+    leaves
+        .par_chunks_mut(1 << depth)
+        .zip(message.par_chunks(2 * depth + 1))
+        .enumerate()
+        .for_each(|(tree, (leaves, message))| {
+            let point = noise.points[tree];
+            let ots = &t[tree * per_tree..][..per_tree];
+            let sums: Vec<u128> = pprf::choices(point, params.depth)
+                .zip(ots)
+                .enumerate()
+                .map(|(level, (side, &row))| {
+                    message[2 * level + usize::from(side)] ^ pad(tree * per_tree + level, row)
+                })
+                .collect();
+            pprf::puncture(point, params.depth, &sums, leaves);
+            let c = combine_powers(&ots[depth..]);
+            let known = leaves.iter().fold(0, |acc, leaf| acc ^ leaf);
+            leaves[point] = message[2 * depth] ^ known ^ c;
+        });
+    EaCode::accumulate(&mut leaves);
+    // The accumulated noise: the values of all earlier trees, plus this tree's from its point.
+    let before: Vec<u128> = noise
+        .values
+        .iter()
+        .scan(0, |sum, &value| {
+            let before = *sum;
+            *sum ^= value;
+            Some(before)
+        })
+        .collect();
+    let accumulated_noise = |p: usize| {
+        let tree = p >> depth;
+        let within = p & ((1 << depth) - 1);
+        before[tree] ^ if within >= noise.points[tree] { noise.values[tree] } else { 0 }
+    };
+    let mut pairs = vec![(0u128, 0u128); params.outputs];
+    code.expand(&mut pairs, |(a, c), p| {
+        *a ^= accumulated_noise(p);
+        *c ^= leaves[p];
+    });
+    pairs.into_iter().unzip()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::gf128::mul;
+    use super::super::iknp::tests::pair;
+    use super::*;
+
+    #[test]
+    fn parameters_meet_the_noise_and_rate_bounds() {
+        for outputs in [1, 1000, 1 << 14, 1_328_344, 21_294_464] {
+            let params = VoleParams::new(outputs, 80);
+            assert!((MIN_TREES..2 * MIN_TREES).contains(&params.trees), "{params:?}");
+            assert!(params.leaves() >= EXPANSION * outputs.max(MIN_ROWS), "{params:?}");
+            assert!(params.leaves() < EXPANSION * outputs.max(MIN_ROWS) + (1 << params.depth));
+        }
+        assert_eq!(VoleParams::new(1_328_344, 80).depth, 14);
+    }
+
+    /// A whole VOLE through real base OTs and OT extension: `C = B ⊕ A · Δ` everywhere, with
+    /// `A` in the subspace and not degenerate.
+    #[test]
+    fn correlations_hold() {
+        let mut rng = OsSampler::new();
+        let delta = random_word(&mut rng).unwrap();
+        let (ot_receiver, ot_sender) = pair(delta);
+        for (outputs, ell) in [(3000, 80), (100, 41), (40_000, 128)] {
+            let params = VoleParams::new(outputs, ell);
+            let noise = Noise::random(&params, &mut rng).unwrap();
+            let choices = noise.choices(&params);
+            let (mut t, mut q) = (Vec::new(), Vec::new());
+            let u = ot_receiver.extend(0, &choices, &mut t);
+            ot_sender.extend(0, &u, &mut q);
+            let code = EaCode::new(params.leaves(), [4; 16]);
+            let (message, b) = send(&params, delta, &q, &code, &mut rng).unwrap();
+            assert_eq!(message.len(), params.message_words());
+            let (a, c) = receive(&params, &noise, &t, &message, &code);
+            for i in 0..outputs {
+                assert_eq!(c[i], b[i] ^ mul(a[i], delta), "{outputs} {i}");
+                assert_eq!(a[i] & !params.subspace_mask(), 0);
+            }
+            let zeros = a.iter().filter(|&&a| a == 0).count();
+            assert!(zeros < outputs / 100 + 2, "{zeros} of {outputs}");
+        }
+    }
+}
