@@ -61,13 +61,23 @@ pub enum PsiError {
     /// [`crate::ecdh::messages`]).
     #[error(transparent)]
     Message(#[from] crate::ecdh::messages::MessageError),
-    /// KKRT: the client's set needs more cuckoo bins than one session can number (2^32 - 1).
+    /// KKRT or RR22: the client's set needs more cuckoo bins (KKRT) or OKVS words (RR22) than
+    /// one session can number (2^32 - 1).
     #[error(
-        "a client set of {items} items is too large for one KKRT session; split it into buckets"
+        "a client set of {items} items is too large for one {protocol} session; split it into buckets"
     )]
     TooManyItems {
+        /// The protocol.
+        protocol: crate::Protocol,
         /// The client's distinct items.
         items: u64,
+    },
+    /// RR22: the client's items could not be encoded into the OKVS under any of the seeds tried
+    /// (each seed fails with probability at most 2^-40).
+    #[error("could not encode the items into the OKVS with {attempts} different seeds")]
+    Encoding {
+        /// Seeds tried.
+        attempts: u32,
     },
 }
 

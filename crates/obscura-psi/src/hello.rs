@@ -13,7 +13,7 @@ const VERSION: u16 = 1;
 const LEN: usize = 21;
 const BOTH_LEARN: u8 = 1;
 /// Every protocol this build speaks.
-const PROTOCOLS: [Protocol; 2] = [Protocol::Ecdh, Protocol::Kkrt];
+const PROTOCOLS: [Protocol; 3] = [Protocol::Ecdh, Protocol::Kkrt, Protocol::Rr22];
 
 /// One party's announcement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,6 +115,7 @@ fn protocol_id(protocol: Protocol) -> u8 {
     match protocol {
         Protocol::Ecdh => 1,
         Protocol::Kkrt => 2,
+        Protocol::Rr22 => 3,
     }
 }
 

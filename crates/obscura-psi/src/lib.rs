@@ -6,6 +6,9 @@
 //! - [`kkrt`]: KKRT-PSI (OT extension, batched OPRF and cuckoo hashing; semi-honest; the client
 //!   learns the intersection, optionally both parties do), with its parameters and security
 //!   argument;
+//! - [`rr22`]: RR22 VOLE-PSI (silent VOLE over a subspace and an OKVS; semi-honest; the client
+//!   learns the intersection, optionally both parties do), with its parameters and security
+//!   argument: about a fifth of KKRT's traffic;
 //! - [`bucketed`]: sets larger than memory, split into buckets on disk by a shared keyed hash
 //!   and intersected bucket by bucket (padded, so bucket sizes stay hidden);
 //! - [`hash_to_group`]: RFC 9380 hashing of byte strings to ristretto255;
@@ -53,6 +56,7 @@ pub mod kkrt;
 mod load;
 mod multibuffer;
 mod outcome;
+mod own_tags;
 mod point;
 mod positions;
 pub mod rr22;
@@ -81,14 +85,17 @@ pub enum Protocol {
     Ecdh,
     /// KKRT-PSI: OT extension and a batched OPRF (see [`kkrt`]).
     Kkrt,
+    /// RR22 VOLE-PSI: silent VOLE and an OKVS (see [`rr22`]).
+    Rr22,
 }
 
 impl Protocol {
-    /// The protocol's name as users type it (`ecdh`, `kkrt`).
+    /// The protocol's name as users type it (`ecdh`, `kkrt`, `rr22`).
     pub fn name(self) -> &'static str {
         match self {
             Self::Ecdh => "ecdh",
             Self::Kkrt => "kkrt",
+            Self::Rr22 => "rr22",
         }
     }
 }
@@ -182,6 +189,7 @@ fn run_unique<T: Transport + ?Sized>(
         match options.protocol {
             Protocol::Ecdh => ecdh::run(transport, unique, &ours, &peer, progress)?,
             Protocol::Kkrt => kkrt::run(transport, unique, &ours, &peer, progress)?,
+            Protocol::Rr22 => rr22::run(transport, unique, &ours, &peer, progress)?,
         }
     };
     Ok(Outcome {

@@ -37,10 +37,12 @@ pub struct Intersection {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stage {
     /// Work on this party's own items (ECDH: hashing them to the group and raising them to its
-    /// key; KKRT: the client's OPRF outputs, the server's tags).
+    /// key; KKRT: the client's OPRF outputs, the server's tags; RR22: the client's masked OKVS,
+    /// the server's tags).
     OwnItems,
     /// Work on what the peer sent (ECDH: raising its points to this party's key; KKRT: the
-    /// server's processing of the OT-extension matrix, the client's tag lookups).
+    /// server's processing of the OT-extension matrix, the client's tag lookups; RR22: the
+    /// server's processing of the masked OKVS, the client's tag lookups).
     PeerItems,
 }
 
@@ -48,8 +50,10 @@ impl Stage {
     /// What a party does in this stage of `protocol`, as progress reports name it.
     pub fn label(self, protocol: crate::Protocol) -> &'static str {
         match (protocol, self) {
-            (crate::Protocol::Kkrt, Self::OwnItems) => "encoding our items",
-            (crate::Protocol::Kkrt, Self::PeerItems) => "processing the peer's items",
+            (crate::Protocol::Kkrt | crate::Protocol::Rr22, Self::OwnItems) => "encoding our items",
+            (crate::Protocol::Kkrt | crate::Protocol::Rr22, Self::PeerItems) => {
+                "processing the peer's items"
+            }
             (_, Self::OwnItems) => "blinding our items",
             (_, Self::PeerItems) => "blinding the peer's items",
         }

@@ -1,4 +1,4 @@
-//! Both protocols, both roles, over the in-memory transport: exactly the plain intersection.
+//! Every protocol, both roles, over the in-memory transport: exactly the plain intersection.
 
 mod common;
 
@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use common::{check, items, options, session, PROTOCOLS};
 use obscura_psi::transport::memory;
-use obscura_psi::{kkrt, run, Protocol, Role, Stage};
+use obscura_psi::{kkrt, rr22, run, Protocol, Role, Stage};
 use proptest::prelude::*;
 
 #[test]
@@ -95,8 +95,8 @@ fn arbitrary_bytes_are_items() {
     }
 }
 
-/// The progress callback reaches each stage's total: the client's own items (ECDH) or cuckoo
-/// bins (KKRT), then the server's items.
+/// The progress callback reaches each stage's total: the client's own items (ECDH), cuckoo
+/// bins (KKRT) or OKVS words (RR22), then the server's items.
 #[test]
 fn progress_reaches_the_totals() {
     let client = items("a", 0..5000);
@@ -116,6 +116,7 @@ fn progress_reaches_the_totals() {
         let reports = reports.into_inner().unwrap();
         let own = match protocol {
             Protocol::Kkrt => u64::from(kkrt::bins(5000).unwrap()),
+            Protocol::Rr22 => rr22::store_words(5000).unwrap(),
             _ => 5000,
         };
         assert!(reports.contains(&(Stage::OwnItems, own, own)), "{protocol}");
@@ -138,9 +139,9 @@ proptest! {
         client in prop::collection::vec(prop::collection::vec(0u8..4, 0..3), 0..40),
         server in prop::collection::vec(prop::collection::vec(0u8..4, 0..3), 0..40),
         both_learn: bool,
-        kkrt: bool,
+        protocol in 0..PROTOCOLS.len(),
     ) {
-        let protocol = if kkrt { Protocol::Kkrt } else { Protocol::Ecdh };
+        let protocol = PROTOCOLS[protocol];
         check(protocol, &client, &server, both_learn);
     }
 }

@@ -335,7 +335,7 @@ fn oversized_announced_sets() {
     });
     assert!(matches!(
         error,
-        PsiError::TooManyItems { items } if items == 1 << 40
+        PsiError::TooManyItems { items, .. } if items == 1 << 40
     ));
 }
 

@@ -142,7 +142,10 @@ pub(crate) fn run<T: Transport + ?Sized>(
     let session = Session {
         n_client,
         n_server,
-        bins: bins(n_client).ok_or(PsiError::TooManyItems { items: n_client })?,
+        bins: bins(n_client).ok_or(PsiError::TooManyItems {
+            protocol: crate::Protocol::Kkrt,
+            items: n_client,
+        })?,
         tag_bytes: tag_bytes(n_client, n_server),
         both_learn: ours.both_learn,
         progress,

@@ -1,8 +1,210 @@
-//! RR22 VOLE-PSI.
+//! RR22 VOLE-PSI: the semi-honest protocol of Raghuraman and Rindal ("Blazing fast PSI from
+//! improved OKVS and subfield VOLE", CCS 2022, figure 4) in its low-communication form.
+//!
+//! # Protocol
+//!
+//! After the handshake (which fixes both set sizes `n_c`, `n_s`), with `ℓ = 8 ·`
+//! [`tag_bytes`]`(n_c, n_s)` bits, `V` the `ℓ`-bit words (a GF(2)-subspace of GF(2^128)), the
+//! store of module `okvs` for `n_c` keys (`m` words) and the VOLE of module `vole` for `m`
+//! correlations:
+//!
+//! 1. **Base OTs and seeds** (client → server, then back): 128 Chou-Orlandi OTs (module
+//!    `base_ot`) with the server as receiver, its secret choice bits forming `Δ ∈ GF(2^128)`;
+//!    the client sends two public seeds from the OS CSPRNG: the item seed and the code seed.
+//! 2. **Items.** Each party hashes each item `x` to `SHA-256("obscura-psi rr22 item v1\0" ‖
+//!    item seed ‖ x)`: the first 16 bytes are its key `k(x)`, the last 16, cut to `ℓ` bits, its
+//!    value `h(x) ∈ V`. The client encodes the store `P` with `Decode(P, k(x)) = h(x)` for its
+//!    items (retrying with a fresh OKVS seed in the ≤ 2^-40 case of failure, up to
+//!    [`OKVS_ATTEMPTS`] times).
+//! 3. **VOLE** (client → server, then back): the client sends the correlated-OT extension
+//!    matrix for its noise ([`FrameKind::OtExtension`] frames), the server its punctured-PRF sums
+//!    ([`FrameKind::VoleTrees`]); the client ends with `A ∈ V^m`, `C`, the server with `B`, and
+//!    `C = B ⊕ A · Δ`.
+//! 4. **Masked store** (client → server): the OKVS seed, then `A' = A ⊕ P` (`ℓ` bits per
+//!    word, in [`FrameKind::MaskedOkvs`] frames). The server sets `B' = B ⊕ A' · Δ`, so
+//!    `B' = C ⊕ P · Δ`.
+//! 5. **Tags** (server → client): for each of its items `y`, in an OS-CSPRNG shuffled order,
+//!    `H(Decode(B', k(y)) ⊕ Δ · h(y))`, with `H(v)` the first [`tag_bytes`] bytes of
+//!    `SHA-256("obscura-psi rr22 tag v1\0" ‖ v)`. By linearity `Decode(B', k) = Decode(C, k) ⊕
+//!    Decode(P, k) · Δ`, so for `y = x` in the client's set the tag is `H(Decode(C, k(x)))`,
+//!    which the client computes for each of its items and looks up.
+//! 6. **Both learn** (option, client → server): the positions of the matched tags, as in
+//!    [`crate::kkrt`].
+//!
+//! # Parameters and correctness
+//!
+//! - **Tags and `ℓ`:** `tag_bytes(n_c, n_s) = ⌈(40 + ⌈log2 n_c⌉ + ⌈log2 n_s⌉) / 8⌉` (at
+//!   2^20 each: 10 bytes, `ℓ` = 80). A server tag for `y` not in the client's set equals a given
+//!   client tag only by a collision of `H` (probability `2^-8·tag_bytes` per pair, `n_c · n_s`
+//!   pairs) or when `Decode(P, k(y)) = h(y)` (probability `2^-ℓ` per item, `h` being a random
+//!   oracle independent of `P`'s rows): a false match has probability below `2^-40`.
+//! - **OKVS:** weight 3, binary dense columns, ≤ 2^-40 encoding failure (module `okvs`).
+//! - **VOLE:** dual LPN with the expand-accumulate code, 128-bit security (module `vole`).
+//!
+//! # Security (semi-honest)
+//!
+//! - **Assumptions:** CDH in ristretto255 (base OTs), AES-128 as a PRF and ideal cipher (OT
+//!   extension, GGM trees, OKVS rows and code), dual LPN for the expand-accumulate code, SHA-256
+//!   as a random oracle (item hash, OT pads, tags).
+//! - **What the server learns:** `n_c` (through `m`) and, with both learn, the intersection.
+//!   `A'` is `P` masked by `A`, pseudorandom in `V^m` by dual LPN; the seeds are public
+//!   randomness chosen by the client (the OKVS seed is retried only with probability ≤ 2^-40).
+//! - **What the client learns:** `n_s` and the intersection. For `y` not in its set, the tag's
+//!   input is `Decode(C, k(y)) ⊕ Δ · (h(y) ⊕ Decode(P, k(y)))`: with the factor of `Δ` nonzero
+//!   (see above) and `Δ` uniform and hidden by the base OTs, it is unpredictable, so the tag
+//!   looks random; the shuffle hides the server's input order.
+//! - **Peer data** is bounded and checked at every step: exact lengths for the seeds, the base-OT
+//!   points (decoded, identity refused), each frame of the OT extension, the VOLE sums and each
+//!   frame of `A'`; whole numbers of tags up to the announced count. Every length follows from
+//!   the announced set sizes, and the server allocates `B` only once the client's OT extension
+//!   has arrived.
+//!
+//! # Cost
+//!
+//! The client sends `m · ℓ / 8` bytes of masked store (`m ≈ 1.267 n_c` at 2^20) and `16 · 128`
+//! bytes per block of 128 correlated OTs (`trees · (depth + ℓ)` OTs, about 0.5 MB); the server
+//! sends `tag_bytes · n_s` bytes of tags and `16 · trees · (2 · depth + 1)` bytes of trees
+//! (about 0.2 MB). At 2^20 items each: 101 + 80 + 4 ≈ 185 bits per item, both directions.
 
+mod client;
 mod ea_code;
 mod gf128;
 mod iknp;
 mod okvs;
 mod pprf;
+mod server;
 mod vole;
+
+use obscura_math::sample::OsSampler;
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+
+use crate::hello::Hello;
+use crate::unique::UniqueItems;
+use crate::{ecdh, Progress, PsiError, Role, Transport};
+
+/// OKVS seeds the client tries before giving up (each fails with probability ≤ 2^-40).
+pub const OKVS_ATTEMPTS: u32 = 4;
+
+const ITEM_DOMAIN: &[u8] = b"obscura-psi rr22 item v1\0";
+const TAG_DOMAIN: &[u8] = b"obscura-psi rr22 tag v1\0";
+/// Bytes of the item seed.
+const ITEM_SEED_BYTES: usize = 16;
+/// Items per parallel task when hashing.
+const TASK_ITEMS: usize = 4096;
+
+/// Bytes of a tag (and of a masked-store word) for `n_client` and `n_server` distinct items:
+/// `⌈(40 + ⌈log2 n_client⌉ + ⌈log2 n_server⌉) / 8⌉` (each size counted as at least 2), at most
+/// 16. See the module documentation.
+pub fn tag_bytes(n_client: u64, n_server: u64) -> usize {
+    ecdh::tag_bytes(n_client, n_server).min(16)
+}
+
+/// Words of the client's OKVS for `n_client` distinct items (what its progress counts while it
+/// sends the masked store), or `None` for a set too large for one session.
+pub fn store_words(n_client: u64) -> Option<u64> {
+    okvs::Params::new(n_client).map(|params| params.size() as u64)
+}
+
+/// What both roles share during one session.
+struct Session<'p> {
+    n_client: u64,
+    n_server: u64,
+    /// Bytes of a tag and of a word of `V`.
+    tag_bytes: usize,
+    okvs: okvs::Params,
+    vole: vole::VoleParams,
+    both_learn: bool,
+    progress: Progress<'p>,
+}
+
+impl Session<'_> {
+    /// `ℓ`: bits of `V`.
+    fn ell(&self) -> u32 {
+        8 * self.tag_bytes as u32
+    }
+}
+
+/// Each item's key and value (`ℓ` bits), in parallel.
+fn hash_items(items: &[&[u8]], seed: &[u8; ITEM_SEED_BYTES], ell: u32) -> (Vec<u128>, Vec<u128>) {
+    let mask = u128::MAX >> (128 - ell);
+    items
+        .par_iter()
+        .with_min_len(TASK_ITEMS)
+        .map(|item| {
+            let digest = Sha256::new()
+                .chain_update(ITEM_DOMAIN)
+                .chain_update(seed)
+                .chain_update(item)
+                .finalize();
+            let word = |half: usize| {
+                u128::from_le_bytes(digest[16 * half..][..16].try_into().expect("16 bytes"))
+            };
+            (word(0), word(1) & mask)
+        })
+        .unzip()
+}
+
+/// `H(v)`, the tag of a decoded value, into `out` (at most 16 bytes).
+fn tag(value: u128, out: &mut [u8]) {
+    let digest = Sha256::new()
+        .chain_update(TAG_DOMAIN)
+        .chain_update(value.to_le_bytes())
+        .finalize();
+    out.copy_from_slice(&digest[..out.len()]);
+}
+
+/// Runs RR22-PSI after the handshake (`ours` and `peer` are the two announcements). Returns, for
+/// a party that learns the intersection, which of its distinct items are in it. Both sets are
+/// non-empty (the caller settles the other case).
+pub(crate) fn run<T: Transport + ?Sized>(
+    transport: &mut T,
+    unique: &UniqueItems<'_>,
+    ours: &Hello,
+    peer: &Hello,
+    progress: Progress<'_>,
+) -> Result<Option<Vec<bool>>, PsiError> {
+    let (n_client, n_server) = ours.set_sizes(peer);
+    let okvs =
+        okvs::Params::new(n_client).ok_or(PsiError::TooManyItems {
+            protocol: crate::Protocol::Rr22,
+            items: n_client,
+        })?;
+    let tag_bytes = tag_bytes(n_client, n_server);
+    let session = Session {
+        n_client,
+        n_server,
+        tag_bytes,
+        okvs,
+        vole: vole::VoleParams::new(okvs.size(), 8 * tag_bytes as u32),
+        both_learn: ours.both_learn,
+        progress,
+    };
+    let mut rng = OsSampler::new();
+    match ours.role {
+        Role::Client => client::run(&session, transport, unique, &mut rng).map(Some),
+        Role::Server => server::run(&session, transport, unique, &mut rng),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_are_forty_bits_past_the_pairs() {
+        assert_eq!(tag_bytes(1 << 20, 1 << 20), 10);
+        assert_eq!(tag_bytes(1, 1), 6);
+        assert_eq!(tag_bytes(u64::MAX, u64::MAX), 16);
+    }
+
+    #[test]
+    fn values_lie_in_the_subspace() {
+        let items: [&[u8]; 3] = [b"a", b"b", b""];
+        let (keys, values) = hash_items(&items, &[1; 16], 41);
+        assert!(values.iter().all(|v| v >> 41 == 0));
+        let (other_keys, _) = hash_items(&items, &[2; 16], 41);
+        assert_ne!(keys, other_keys, "the seed changes every key");
+        assert_ne!(keys[0], keys[1]);
+    }
+}

@@ -60,22 +60,31 @@ pub enum FrameKind {
     MatchCount = 5,
     /// Both learn, client to server: a chunk of matched positions.
     MatchPositions = 6,
-    /// KKRT, client to server: the base-OT sender's point.
+    /// KKRT and RR22, client to server: the base-OT sender's point.
     BaseOtPoint = 7,
-    /// KKRT, server to client: the base-OT receiver's points, one per OT.
+    /// KKRT and RR22, server to client: the base-OT receiver's points, one per OT.
     BaseOtChoices = 8,
     /// KKRT, client to server: the public seed of the cuckoo hash functions.
     CuckooSeed = 9,
-    /// KKRT, client to server: a frame of blocks of the OT-extension matrix `U`.
+    /// KKRT and RR22, client to server: a frame of blocks of the OT-extension matrix `U`.
     OtExtension = 10,
-    /// KKRT, server to client: the OPRF tags of a chunk of the server's items, three per item.
+    /// KKRT and RR22, server to client: the OPRF tags of a chunk of the server's items (three
+    /// per item in KKRT, one in RR22).
     ServerTags = 11,
+    /// RR22, client to server: the public seeds of the item hash and of the VOLE's code.
+    VoleSeeds = 12,
+    /// RR22, server to client: the punctured-PRF side sums and corrections of the VOLE.
+    VoleTrees = 13,
+    /// RR22, client to server: the public seed of the OKVS rows.
+    OkvsSeed = 14,
+    /// RR22, client to server: a frame of the OKVS masked by the VOLE (`A ⊕ P`).
+    MaskedOkvs = 15,
     /// Bucketed driver, both ways: rows, bucket size and key nonce (its kinds count from 32).
     BucketPlan = 32,
 }
 
 impl FrameKind {
-    const ALL: [Self; 12] = [
+    const ALL: [Self; 16] = [
         Self::Hello,
         Self::ClientPoints,
         Self::ClientTags,
@@ -87,6 +96,10 @@ impl FrameKind {
         Self::CuckooSeed,
         Self::OtExtension,
         Self::ServerTags,
+        Self::VoleSeeds,
+        Self::VoleTrees,
+        Self::OkvsSeed,
+        Self::MaskedOkvs,
         Self::BucketPlan,
     ];
 
@@ -109,6 +122,10 @@ impl FrameKind {
             Self::CuckooSeed => "cuckoo-seed",
             Self::OtExtension => "ot-extension",
             Self::ServerTags => "server-tags",
+            Self::VoleSeeds => "vole-seeds",
+            Self::VoleTrees => "vole-trees",
+            Self::OkvsSeed => "okvs-seed",
+            Self::MaskedOkvs => "masked-okvs",
             Self::BucketPlan => "bucket-plan",
         }
     }

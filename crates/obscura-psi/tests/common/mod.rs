@@ -11,7 +11,7 @@ use obscura_psi::transport::memory;
 use obscura_psi::{run, Intersection, Options, Outcome, Protocol, Role};
 
 /// Every protocol the crate runs.
-pub const PROTOCOLS: [Protocol; 2] = [Protocol::Ecdh, Protocol::Kkrt];
+pub const PROTOCOLS: [Protocol; 3] = [Protocol::Ecdh, Protocol::Kkrt, Protocol::Rr22];
 
 /// The options of one party.
 pub fn options(protocol: Protocol, role: Role, both_learn: bool) -> Options {

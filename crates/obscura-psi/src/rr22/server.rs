@@ -1,0 +1,146 @@
+//! The server's side of RR22-PSI: the VOLE sender (holder of `Δ`); it learns the intersection
+//! only when both learn.
+
+use obscura_math::sample::OsSampler;
+use rayon::prelude::*;
+use zeroize::Zeroize;
+
+use super::client::{OT_FRAME_BLOCKS, STORE_FRAME_WORDS};
+use super::ea_code::{self, EaCode};
+use super::gf128::mul;
+use super::iknp::{self, Sender};
+use super::okvs::{self, Okvs};
+use super::{hash_items, tag, vole, Session, ITEM_SEED_BYTES};
+use crate::base_ot;
+use crate::block::random_word;
+use crate::chunk::{recv_array, recv_exact, CHUNK_ITEMS};
+use crate::exponent::POINT_BYTES;
+use crate::shuffle::random_permutation;
+use crate::transport::{FrameKind, Transport};
+use crate::unique::UniqueItems;
+use crate::{positions, PsiError, Stage};
+
+/// Runs the server's steps; with both learn, returns which distinct items are in the
+/// intersection.
+pub(super) fn run<T: Transport + ?Sized>(
+    session: &Session<'_>,
+    transport: &mut T,
+    unique: &UniqueItems<'_>,
+    rng: &mut OsSampler,
+) -> Result<Option<Vec<bool>>, PsiError> {
+    let message: [u8; POINT_BYTES] = recv_array(transport, FrameKind::BaseOtPoint)?;
+    let mut delta = random_word(rng)?;
+    let mut bits: Vec<bool> = (0..iknp::BASE_OTS).map(|i| (delta >> i) & 1 == 1).collect();
+    let (reply, mut chosen) = base_ot::receive(&bits, &message, rng)?;
+    transport.send(FrameKind::BaseOtChoices, &reply)?;
+    let sender = Sender::new(delta, &chosen);
+    chosen.zeroize();
+    bits.zeroize();
+    let seeds: [u8; ITEM_SEED_BYTES + ea_code::SEED_BYTES] =
+        recv_array(transport, FrameKind::VoleSeeds)?;
+    let (item_seed, code_seed) = seeds.split_at(ITEM_SEED_BYTES);
+    // Our own work first, while the client encodes its items.
+    let (keys, values) = hash_items(
+        unique.values(),
+        item_seed.try_into().expect("split"),
+        session.ell(),
+    );
+    let order = random_permutation(unique.len(), rng)?;
+    let rows = receive_extension(session, transport, &sender)?;
+    let code = EaCode::new(
+        session.vole.leaves(),
+        code_seed.try_into().expect("split"),
+    );
+    let (trees, b) = vole::send(&session.vole, delta, &rows, &code, rng)?;
+    drop(rows);
+    let trees: Vec<u8> = trees.iter().flat_map(|word| word.to_le_bytes()).collect();
+    transport.send(FrameKind::VoleTrees, &trees)?;
+    let okvs_seed: [u8; okvs::SEED_BYTES] = recv_array(transport, FrameKind::OkvsSeed)?;
+    let store = receive_masked_store(session, transport, b, delta)?;
+    let okvs = Okvs::new(session.okvs, okvs_seed);
+    send_tags(session, transport, &okvs, &store, delta, (&keys, &values), &order)?;
+    delta.zeroize();
+    positions::receive_if_both_learn(
+        session.both_learn,
+        transport,
+        session.n_client,
+        session.n_server,
+        &order,
+    )
+}
+
+/// Receives the correlated-OT extension (each frame exactly the blocks due) and returns our
+/// rows.
+fn receive_extension<T: Transport + ?Sized>(
+    session: &Session<'_>,
+    transport: &mut T,
+    sender: &Sender,
+) -> Result<Vec<u128>, PsiError> {
+    let blocks = session.vole.ot_blocks();
+    let mut rows = Vec::new();
+    let mut received = 0;
+    while received < blocks {
+        let count = (blocks - received).min(OT_FRAME_BLOCKS);
+        let message = recv_exact(
+            transport,
+            FrameKind::OtExtension,
+            count * iknp::BLOCK_BYTES,
+        )?;
+        sender.extend(received as u64, &message, &mut rows);
+        received += count;
+    }
+    Ok(rows)
+}
+
+/// Receives `A' = A ⊕ P` frame by frame and returns `B' = B ⊕ A' · Δ`.
+fn receive_masked_store<T: Transport + ?Sized>(
+    session: &Session<'_>,
+    transport: &mut T,
+    mut b: Vec<u128>,
+    delta: u128,
+) -> Result<Vec<u128>, PsiError> {
+    let width = session.tag_bytes;
+    let total = b.len();
+    for (frame, b) in b.chunks_mut(STORE_FRAME_WORDS).enumerate() {
+        let masked = recv_exact(transport, FrameKind::MaskedOkvs, b.len() * width)?;
+        b.par_iter_mut()
+            .zip(masked.par_chunks(width))
+            .for_each(|(b, masked)| {
+                let mut word = [0u8; 16];
+                word[..width].copy_from_slice(masked);
+                *b ^= mul(u128::from_le_bytes(word), delta);
+            });
+        let done = (frame * STORE_FRAME_WORDS + b.len()) as u64;
+        (session.progress)(Stage::PeerItems, done, total as u64);
+    }
+    Ok(b)
+}
+
+/// Sends, for our items in the shuffled `order`, the tags `H(Decode(B', k(y)) ⊕ Δ · h(y))`,
+/// chunk by chunk.
+fn send_tags<T: Transport + ?Sized>(
+    session: &Session<'_>,
+    transport: &mut T,
+    okvs: &Okvs,
+    store: &[u128],
+    delta: u128,
+    (keys, values): (&[u128], &[u128]),
+    order: &[usize],
+) -> Result<(), PsiError> {
+    let width = session.tag_bytes;
+    let mut sent = 0u64;
+    for chunk in order.chunks(CHUNK_ITEMS) {
+        let chunk_keys: Vec<u128> = chunk.iter().map(|&item| keys[item]).collect();
+        let mut decoded = vec![0u128; chunk.len()];
+        okvs.decode(store, &chunk_keys, &mut decoded);
+        let mut tags = vec![0u8; chunk.len() * width];
+        tags.par_chunks_mut(width)
+            .zip(&decoded)
+            .zip(chunk)
+            .for_each(|((out, &value), &item)| tag(value ^ mul(values[item], delta), out));
+        transport.send(FrameKind::ServerTags, &tags)?;
+        sent += chunk.len() as u64;
+        (session.progress)(Stage::OwnItems, sent, session.n_server);
+    }
+    Ok(())
+}
