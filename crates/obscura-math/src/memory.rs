@@ -18,18 +18,76 @@ enum Inner {
     Mapped(memmap2::MmapMut),
 }
 
+/// A zeroed anonymous mapping of `len` bytes advised to use transparent huge pages, where the
+/// buffer is large enough and the mapping works.
+#[cfg(target_os = "linux")]
+fn huge_mapping(len: usize) -> Option<memmap2::MmapMut> {
+    let map = memmap2::MmapMut::map_anon(len)
+        .ok()
+        .filter(|_| len >= HUGE_PAGE_BYTES)?;
+    // Only a hint: without transparent huge pages the buffer still works.
+    let _ = map.advise(memmap2::Advice::HugePage);
+    Some(map)
+}
+
 impl LargeBuffer {
     /// `len` zero bytes.
     pub fn zeroed(len: usize) -> Self {
         #[cfg(target_os = "linux")]
-        if len >= HUGE_PAGE_BYTES {
-            if let Ok(map) = memmap2::MmapMut::map_anon(len) {
-                // Only a hint: without transparent huge pages the buffer still works.
-                let _ = map.advise(memmap2::Advice::HugePage);
-                return Self(Inner::Mapped(map));
-            }
+        if let Some(map) = huge_mapping(len) {
+            return Self(Inner::Mapped(map));
         }
         Self(Inner::Heap(vec![0; len]))
+    }
+}
+
+/// A zeroed slice of `len` plain values (all-zero bytes being a value, see [`bytemuck::Pod`])
+/// for data read at random: like [`LargeBuffer`], a huge-page mapping on Linux when it is 2 MiB
+/// or more (page-aligned, so values never straddle more cache lines than their size needs, and
+/// random reads miss the TLB far less often), ordinary heap memory otherwise.
+pub struct LargeSlice<T: bytemuck::Pod>(SliceInner<T>);
+
+enum SliceInner<T> {
+    Heap(Vec<T>),
+    #[cfg(target_os = "linux")]
+    Mapped(memmap2::MmapMut),
+}
+
+impl<T: bytemuck::Pod> LargeSlice<T> {
+    /// `len` zero values.
+    pub fn zeroed(len: usize) -> Self {
+        #[cfg(target_os = "linux")]
+        if let Some(map) = len
+            .checked_mul(std::mem::size_of::<T>())
+            .and_then(huge_mapping)
+        {
+            return Self(SliceInner::Mapped(map));
+        }
+        Self(SliceInner::Heap(vec![T::zeroed(); len]))
+    }
+}
+
+impl<T: bytemuck::Pod> Deref for LargeSlice<T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        match &self.0 {
+            SliceInner::Heap(values) => values,
+            // A mapping is page-aligned, so the cast cannot fail on alignment; its length is a
+            // whole number of values by construction.
+            #[cfg(target_os = "linux")]
+            SliceInner::Mapped(map) => bytemuck::cast_slice(map),
+        }
+    }
+}
+
+impl<T: bytemuck::Pod> DerefMut for LargeSlice<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        match &mut self.0 {
+            SliceInner::Heap(values) => values,
+            #[cfg(target_os = "linux")]
+            SliceInner::Mapped(map) => bytemuck::cast_slice_mut(map),
+        }
     }
 }
 
@@ -126,6 +184,19 @@ mod tests {
             }
             let copy = buffer.clone();
             assert!(copy.iter().enumerate().all(|(i, &b)| b == i as u8));
+        }
+    }
+
+    #[test]
+    fn large_slices_start_zeroed_and_hold_their_values() {
+        for len in [0, 3, 1 << 17] {
+            let mut slice = LargeSlice::<[u128; 2]>::zeroed(len);
+            assert_eq!(slice.len(), len);
+            assert!(slice.iter().all(|&v| v == [0, 0]));
+            for (i, v) in slice.iter_mut().enumerate() {
+                *v = [i as u128, !(i as u128)];
+            }
+            assert!(slice.iter().enumerate().all(|(i, v)| v[1] == !(i as u128)));
         }
     }
 }

@@ -59,9 +59,9 @@ mod outcome;
 mod own_tags;
 mod point;
 mod positions;
-pub mod rr22;
 #[cfg(test)]
 mod rfc9496_vectors;
+pub mod rr22;
 mod shuffle;
 pub mod transport;
 mod transpose;

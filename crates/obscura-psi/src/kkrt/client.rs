@@ -4,17 +4,17 @@ use obscura_math::sample::{OsSampler, RngError};
 use rayon::prelude::*;
 use zeroize::Zeroize;
 
-use crate::base_ot;
 use super::code::{item_hashes, Row, CODE_WORDS};
 use super::extension::{output, Receiver, BLOCK_BYTES, BLOCK_ROWS, CODE_BITS};
 use super::{Session, FRAME_BLOCKS};
+use crate::base_ot;
 use crate::block::random_word;
 use crate::chunk::recv_exact;
 use crate::cuckoo::{self, CuckooTable, EMPTY, HASHES};
 use crate::exponent::POINT_BYTES;
+use crate::own_tags::{match_peer_tags, OwnTags, PeerTags};
 use crate::transport::{FrameKind, Transport};
 use crate::unique::UniqueItems;
-use crate::own_tags::{match_peer_tags, OwnTags, PeerTags};
 use crate::{positions, PsiError, Stage};
 
 /// Runs the client's steps; returns which distinct items are in the intersection.
@@ -108,4 +108,3 @@ fn send_extension<'a, T: Transport + ?Sized>(
     }
     Ok(own)
 }
-

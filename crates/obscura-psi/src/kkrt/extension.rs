@@ -37,8 +37,8 @@ use aes::Aes128;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
-use crate::base_ot::Seed;
 use super::code::{Code, Row, CODE_WORDS};
+use crate::base_ot::Seed;
 use crate::block::{cipher, encrypt_each};
 use crate::transpose::{transpose_128, SIDE};
 
@@ -217,8 +217,8 @@ impl Sender {
 
 #[cfg(test)]
 mod tests {
-    use crate::base_ot;
     use super::*;
+    use crate::base_ot;
     use obscura_math::sample::OsSampler;
     use proptest::prelude::*;
 

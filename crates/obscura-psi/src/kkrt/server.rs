@@ -5,10 +5,10 @@ use obscura_math::sample::OsSampler;
 use rayon::prelude::*;
 use zeroize::Zeroize;
 
-use crate::base_ot;
 use super::code::{item_hashes, Row, CODE_WORDS};
 use super::extension::{Sender, BLOCK_BYTES, BLOCK_ROWS, CODE_BITS};
 use super::{Session, FRAME_BLOCKS};
+use crate::base_ot;
 use crate::block::random_word;
 use crate::chunk::{recv_array, recv_exact, CHUNK_ITEMS};
 use crate::cuckoo::{BinHasher, HASHES, SEED_BYTES};

@@ -52,11 +52,12 @@ pub(super) fn run<T: Transport + ?Sized>(
     pairs.zeroize();
     let noise = Noise::random(&session.vole, rng)?;
     let rows = send_extension(transport, &receiver, &noise.choices(&session.vole))?;
-    let trees = recv_words(transport, FrameKind::VoleTrees, session.vole.message_words())?;
-    let code = EaCode::new(
-        session.vole.leaves(),
-        code_seed.try_into().expect("split"),
-    );
+    let trees = recv_words(
+        transport,
+        FrameKind::VoleTrees,
+        session.vole.message_words(),
+    )?;
+    let code = EaCode::new(session.vole.leaves(), code_seed.try_into().expect("split"));
     let (a, c) = vole::receive(&session.vole, &noise, &rows, &trees, &code);
     drop(rows);
     transport.send(FrameKind::OkvsSeed, &okvs_seed)?;
@@ -142,7 +143,10 @@ fn send_masked_store<T: Transport + ?Sized>(
     let width = session.tag_bytes;
     let mut frame = vec![0u8; STORE_FRAME_WORDS * width];
     let (mut sent, total) = (0, a.len() as u64);
-    for (a, store) in a.chunks(STORE_FRAME_WORDS).zip(store.chunks(STORE_FRAME_WORDS)) {
+    for (a, store) in a
+        .chunks(STORE_FRAME_WORDS)
+        .zip(store.chunks(STORE_FRAME_WORDS))
+    {
         let frame = &mut frame[..a.len() * width];
         frame
             .par_chunks_mut(width)

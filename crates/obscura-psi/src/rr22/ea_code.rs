@@ -52,27 +52,34 @@ impl EaCode {
     }
 
     /// For each output `i < out.len()`, calls `visit(&mut out[i], p)` for the positions `p` of
-    /// `E_i`, in parallel over outputs.
+    /// `E_i`, in parallel over outputs. The positions of a task's outputs are computed first, so
+    /// that the visits (random reads of a large vector, in the callers) form a tight loop of
+    /// independent loads that the CPU overlaps.
     pub(crate) fn expand<O: Send>(&self, out: &mut [O], visit: impl Fn(&mut O, usize) + Sync) {
         out.par_chunks_mut(TASK_OUTPUTS)
             .enumerate()
             .for_each(|(task, out)| {
                 let first = (task * TASK_OUTPUTS * BLOCKS_PER_OUTPUT) as u128;
                 let blocks = (out.len() * BLOCKS_PER_OUTPUT) as u128;
-                let mut offsets = [0u32; 4 * BLOCKS_PER_OUTPUT];
+                let mut positions = vec![0usize; out.len() * EXPANDER_WEIGHT];
                 encrypt_each(&self.cipher, first..first + blocks, |b, word| {
-                    let j = b % BLOCKS_PER_OUTPUT;
-                    for (w, offset) in offsets[4 * j..4 * j + 4].iter_mut().enumerate() {
-                        *offset = (word >> (32 * w)) as u32;
-                    }
-                    if j + 1 == BLOCKS_PER_OUTPUT {
-                        let output = &mut out[b / BLOCKS_PER_OUTPUT];
-                        for (k, &offset) in offsets[..EXPANDER_WEIGHT].iter().enumerate() {
-                            let within = (u64::from(offset) * self.segment) >> 32;
-                            visit(output, (k as u64 * self.segment + within) as usize);
+                    let (output, j) = (b / BLOCKS_PER_OUTPUT, b % BLOCKS_PER_OUTPUT);
+                    for w in 0..4 {
+                        let k = 4 * j + w;
+                        if k < EXPANDER_WEIGHT {
+                            let offset = u64::from((word >> (32 * w)) as u32);
+                            let within = (offset * self.segment) >> 32;
+                            positions[output * EXPANDER_WEIGHT + k] =
+                                (k as u64 * self.segment + within) as usize;
                         }
                     }
                 });
+                let rows = positions.chunks_exact(EXPANDER_WEIGHT);
+                for (output, positions) in out.iter_mut().zip(rows) {
+                    for &p in positions {
+                        visit(output, p);
+                    }
+                }
             });
     }
 

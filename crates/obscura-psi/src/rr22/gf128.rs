@@ -25,7 +25,10 @@ pub(crate) fn mul_by_x(a: u128) -> u128 {
 
 /// `Σ_k x^k · terms[k]`, by Horner's rule.
 pub(crate) fn combine_powers(terms: &[u128]) -> u128 {
-    terms.iter().rev().fold(0, |acc, &term| mul_by_x(acc) ^ term)
+    terms
+        .iter()
+        .rev()
+        .fold(0, |acc, &term| mul_by_x(acc) ^ term)
 }
 
 /// The portable product: four 64 x 64-bit carry-less products, then the reduction.
@@ -71,10 +74,8 @@ mod clmul_x86 {
 
     #[target_feature(enable = "pclmulqdq,sse4.1")]
     fn word(a: u64, b: u64) -> u128 {
-        let product = _mm_clmulepi64_si128::<0>(
-            _mm_set_epi64x(0, a as i64),
-            _mm_set_epi64x(0, b as i64),
-        );
+        let product =
+            _mm_clmulepi64_si128::<0>(_mm_set_epi64x(0, a as i64), _mm_set_epi64x(0, b as i64));
         to_u128(product)
     }
 
@@ -92,7 +93,9 @@ mod clmul_x86 {
         let low = word(a0, b0);
         let high = word(a1, b1);
         let middle = word(a0, b1) ^ word(a1, b0);
-        super::reduce(high ^ (middle >> 64), low ^ (middle << 64), |a, b| word(a, b))
+        super::reduce(high ^ (middle >> 64), low ^ (middle << 64), |a, b| {
+            word(a, b)
+        })
     }
 }
 

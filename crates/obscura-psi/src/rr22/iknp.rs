@@ -16,8 +16,8 @@
 
 use aes::Aes128;
 
-use crate::block::{cipher, encrypt_each};
 use crate::base_ot::Seed;
+use crate::block::{cipher, encrypt_each};
 use crate::transpose::{transpose_128, SIDE};
 
 /// Base OTs, columns of the extension, and bits of `Δ`.

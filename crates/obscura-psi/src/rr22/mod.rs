@@ -165,11 +165,10 @@ pub(crate) fn run<T: Transport + ?Sized>(
     progress: Progress<'_>,
 ) -> Result<Option<Vec<bool>>, PsiError> {
     let (n_client, n_server) = ours.set_sizes(peer);
-    let okvs =
-        okvs::Params::new(n_client).ok_or(PsiError::TooManyItems {
-            protocol: crate::Protocol::Rr22,
-            items: n_client,
-        })?;
+    let okvs = okvs::Params::new(n_client).ok_or(PsiError::TooManyItems {
+        protocol: crate::Protocol::Rr22,
+        items: n_client,
+    })?;
     let tag_bytes = tag_bytes(n_client, n_server);
     let session = Session {
         n_client,

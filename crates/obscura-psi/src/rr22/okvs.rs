@@ -107,9 +107,8 @@ impl Params {
 /// documentation).
 fn expansion(keys: u64, lambda: f64) -> f64 {
     let w = (WEIGHT as f64).log2();
-    let log_slope = 0.55 * (keys as f64).log2() + 0.093 * w.powi(3) - 1.01 * w.powi(2)
-        + 2.92 * w
-        - 0.13;
+    let log_slope =
+        0.55 * (keys as f64).log2() + 0.093 * w.powi(3) - 1.01 * w.powi(2) + 2.92 * w - 0.13;
     1.223 + (lambda + 9.2) / log_slope.exp2()
 }
 
@@ -177,7 +176,10 @@ impl Okvs {
         for row in &rows {
             starts[row.bin as usize + 1] += 1;
         }
-        if starts.iter().any(|&count| count > self.params.bin_keys as usize) {
+        if starts
+            .iter()
+            .any(|&count| count > self.params.bin_keys as usize)
+        {
             return None;
         }
         for bin in 0..bins {
@@ -213,7 +215,10 @@ impl Okvs {
                 for (row, out) in self.rows(keys).iter().zip(out) {
                     let bin = &store[row.bin as usize * width..][..width];
                     let (sparse, dense) = bin.split_at(sparse);
-                    *out = row.columns.iter().fold(0, |acc, &c| acc ^ sparse[c as usize])
+                    *out = row
+                        .columns
+                        .iter()
+                        .fold(0, |acc, &c| acc ^ sparse[c as usize])
                         ^ masked_sum(row.dense, dense);
                 }
             });
@@ -262,9 +267,11 @@ fn solve_bin(pairs: &[(Row, u128)], sparse: &mut [u128], dense: &mut [u128]) -> 
     }
     let equations = gap_rows.iter().map(|&r| {
         let (row, value) = &pairs[r as usize];
-        row.columns.iter().fold((row.dense, *value), |(mask, sum), &c| {
-            (mask ^ masks[c as usize], sum ^ sparse[c as usize])
-        })
+        row.columns
+            .iter()
+            .fold((row.dense, *value), |(mask, sum), &c| {
+                (mask ^ masks[c as usize], sum ^ sparse[c as usize])
+            })
     });
     if !solve_dense(equations, dense) {
         return false;
@@ -476,14 +483,21 @@ mod tests {
     /// Rows follow the documented derivation from `AES(k)`, `AES(k ⊕ 1)`, `AES(k ⊕ 2)`.
     #[test]
     fn rows_follow_the_documented_derivation() {
-        let okvs = Okvs::new(Params::new(1 << 20).unwrap(), std::array::from_fn(|i| i as u8));
+        let okvs = Okvs::new(
+            Params::new(1 << 20).unwrap(),
+            std::array::from_fn(|i| i as u8),
+        );
         let rows = okvs.rows(&[0, 1, u128::MAX]);
         let mut words = [0u128; 3];
         encrypt_each(&okvs.cipher, [0u128, 1, 2], |i, word| words[i] = word);
         let expected = Row {
             bin: below(words[0] as u64, 8),
             columns: distinct_bins(
-                [(words[0] >> 64) as u64, words[1] as u64, (words[1] >> 64) as u64],
+                [
+                    (words[0] >> 64) as u64,
+                    words[1] as u64,
+                    (words[1] >> 64) as u64,
+                ],
                 okvs.params.sparse,
             ),
             dense: words[2] as u64 & ((1 << 47) - 1),
@@ -505,7 +519,9 @@ mod tests {
         let store = okvs.encode(&keys, &values).unwrap();
         let digest = store
             .iter()
-            .fold(Sha256::new(), |hash, word| hash.chain_update(word.to_le_bytes()))
+            .fold(Sha256::new(), |hash, word| {
+                hash.chain_update(word.to_le_bytes())
+            })
             .finalize();
         assert_eq!(hex(&digest), KNOWN_STORE_SHA256);
     }

@@ -53,7 +53,9 @@ fn side_sums(nodes: &[u128]) -> [u128; 2] {
         .as_chunks::<2>()
         .0
         .iter()
-        .fold([0, 0], |[left, right], pair| [left ^ pair[0], right ^ pair[1]])
+        .fold([0, 0], |[left, right], pair| {
+            [left ^ pair[0], right ^ pair[1]]
+        })
 }
 
 /// The sender's tree from `root`: writes the `2^depth` leaves into `leaves` and returns, for each

@@ -47,18 +47,24 @@ pub(super) fn run<T: Transport + ?Sized>(
     );
     let order = random_permutation(unique.len(), rng)?;
     let rows = receive_extension(session, transport, &sender)?;
-    let code = EaCode::new(
-        session.vole.leaves(),
-        code_seed.try_into().expect("split"),
-    );
-    let (trees, b) = vole::send(&session.vole, delta, &rows, &code, rng)?;
+    let code = EaCode::new(session.vole.leaves(), code_seed.try_into().expect("split"));
+    let (trees, leaves) = vole::send_trees(&session.vole, delta, &rows, rng)?;
     drop(rows);
     let trees: Vec<u8> = trees.iter().flat_map(|word| word.to_le_bytes()).collect();
     transport.send(FrameKind::VoleTrees, &trees)?;
+    let b = vole::sender_outputs(&session.vole, leaves, &code);
     let okvs_seed: [u8; okvs::SEED_BYTES] = recv_array(transport, FrameKind::OkvsSeed)?;
     let store = receive_masked_store(session, transport, b, delta)?;
     let okvs = Okvs::new(session.okvs, okvs_seed);
-    send_tags(session, transport, &okvs, &store, delta, (&keys, &values), &order)?;
+    send_tags(
+        session,
+        transport,
+        &okvs,
+        &store,
+        delta,
+        (&keys, &values),
+        &order,
+    )?;
     delta.zeroize();
     positions::receive_if_both_learn(
         session.both_learn,
@@ -81,11 +87,7 @@ fn receive_extension<T: Transport + ?Sized>(
     let mut received = 0;
     while received < blocks {
         let count = (blocks - received).min(OT_FRAME_BLOCKS);
-        let message = recv_exact(
-            transport,
-            FrameKind::OtExtension,
-            count * iknp::BLOCK_BYTES,
-        )?;
+        let message = recv_exact(transport, FrameKind::OtExtension, count * iknp::BLOCK_BYTES)?;
         sender.extend(received as u64, &message, &mut rows);
         received += count;
     }
@@ -128,14 +130,15 @@ fn send_tags<T: Transport + ?Sized>(
     order: &[usize],
 ) -> Result<(), PsiError> {
     let width = session.tag_bytes;
+    let shuffled_keys: Vec<u128> = order.iter().map(|&item| keys[item]).collect();
+    let mut decoded = vec![0u128; order.len()];
+    okvs.decode(store, &shuffled_keys, &mut decoded);
+    drop(shuffled_keys);
     let mut sent = 0u64;
-    for chunk in order.chunks(CHUNK_ITEMS) {
-        let chunk_keys: Vec<u128> = chunk.iter().map(|&item| keys[item]).collect();
-        let mut decoded = vec![0u128; chunk.len()];
-        okvs.decode(store, &chunk_keys, &mut decoded);
+    for (chunk, decoded) in order.chunks(CHUNK_ITEMS).zip(decoded.chunks(CHUNK_ITEMS)) {
         let mut tags = vec![0u8; chunk.len() * width];
         tags.par_chunks_mut(width)
-            .zip(&decoded)
+            .zip(decoded)
             .zip(chunk)
             .for_each(|((out, &value), &item)| tag(value ^ mul(values[item], delta), out));
         transport.send(FrameKind::ServerTags, &tags)?;

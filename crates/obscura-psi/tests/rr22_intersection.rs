@@ -1,0 +1,94 @@
+//! RR22-PSI's own checks: its traffic, unbalanced sets of a million items, and (run by hand)
+//! the issue's workloads over TCP. The checks every protocol shares are in `intersection.rs`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{check, items, options, session};
+use obscura_psi::{rr22, run, Protocol, Role};
+
+/// One item against a million, both ways round: exactly the plain intersection.
+#[test]
+fn one_item_against_a_million() {
+    let million = items("user-", 0..1_000_000);
+    for (one, expected) in [
+        (items("user-", 999_999..1_000_000), 1),
+        (items("nobody", 0..1), 0),
+    ] {
+        let (c, _) = session(Protocol::Rr22, &one, &million, false);
+        assert_eq!(c.intersection.unwrap().size, expected);
+        let (c, s) = session(Protocol::Rr22, &million, &one, true);
+        assert_eq!(c.intersection.unwrap().size, expected);
+        assert_eq!(s.intersection.unwrap().size, expected);
+    }
+}
+
+/// 2^16 items per side, half shared.
+#[test]
+fn two_to_the_16_items_per_side() {
+    let client = items("item", 0..1 << 16);
+    let server = items("item", 1 << 15..3 << 15);
+    let outcome = check(Protocol::Rr22, &client, &server, true);
+    assert_eq!(outcome.intersection.unwrap().size, 1 << 15);
+}
+
+/// The traffic is what the module documentation says, in bits per item.
+#[test]
+fn traffic_matches_the_cost_model() {
+    let n = 1 << 16;
+    let (client, server) = (items("a", 0..n), items("b", 0..n));
+    let outcome = check(Protocol::Rr22, &client, &server, false);
+    let tag_bytes = rr22::tag_bytes(n as u64, n as u64) as u64;
+    let store = rr22::store_words(n as u64).unwrap() * tag_bytes;
+    // The masked store plus under 0.6 MB of OT extension and seeds.
+    assert!(outcome.bytes_sent > store && outcome.bytes_sent < store + 600_000);
+    // The tags plus under 0.3 MB of base OTs and trees.
+    let tags = tag_bytes * n as u64;
+    assert!(outcome.bytes_received > tags && outcome.bytes_received < tags + 300_000);
+}
+
+/// Both parties over TCP loopback in this process; prints time and traffic.
+fn over_tcp(n: usize) {
+    use obscura_psi::transport::tcp;
+    let client = items("user-", 0..n);
+    let server = items("user-", n / 2..n + n / 2);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let timeout = Duration::from_secs(120);
+    let started = Instant::now();
+    let (c, s) = std::thread::scope(|scope| {
+        let server = scope.spawn(|| {
+            let (mut link, _) = tcp::accept(&listener, timeout).unwrap();
+            let options = options(Protocol::Rr22, Role::Server, false);
+            run(&mut link, &server, options, &|_, _, _| {}).unwrap()
+        });
+        let mut link = tcp::connect(addr, timeout).unwrap();
+        let options = options(Protocol::Rr22, Role::Client, false);
+        let client = run(&mut link, &client, options, &|_, _, _| {});
+        (client.unwrap(), server.join().unwrap())
+    });
+    let elapsed = started.elapsed();
+    assert_eq!(c.intersection.unwrap().size, n / 2);
+    let bits_per_item = (c.bytes_sent + c.bytes_received) as f64 * 8.0 / n as f64;
+    eprintln!(
+        "{n} per side: {elapsed:.2?} (client {:.2?}, server {:.2?}), client sent {} B, \
+         server sent {} B, {bits_per_item:.1} bits per item",
+        c.elapsed, s.elapsed, c.bytes_sent, s.bytes_sent
+    );
+}
+
+/// The issue's workload: 2^20 items per side over TCP loopback. Run by hand:
+/// `cargo test --release -p obscura-psi --test rr22_intersection -- --ignored --nocapture`.
+#[test]
+#[ignore = "a benchmark: 2^20 items per side"]
+fn two_to_the_20_items_per_side_over_tcp() {
+    over_tcp(1 << 20);
+}
+
+/// 2^22 items per side in one session, exact. Run by hand as above.
+#[test]
+#[ignore = "a benchmark: 2^22 items per side"]
+fn two_to_the_22_items_per_side_over_tcp() {
+    over_tcp(1 << 22);
+}
