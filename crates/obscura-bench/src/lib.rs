@@ -56,6 +56,10 @@ pub enum Preset {
     /// process over loopback TCP.
     #[value(name = "psi-kkrt")]
     PsiKkrt,
+    /// RR22 VOLE-PSI, 2^20 items of 16 bytes per side, half of them shared, both parties in
+    /// this process over loopback TCP; the report adds bits per item (both directions).
+    #[value(name = "psi-rr22")]
+    PsiRr22,
     /// TreePIR's colouring setup and client indexing against the batch-code baseline's (PBC)
     /// placement and indexing, for trees of height 10, 16, 20, 24 and 30 (`--heights`; PBC is
     /// skipped above 24).
@@ -98,6 +102,7 @@ impl Preset {
             Self::Chalamet => "chalamet",
             Self::PsiEcdh => "psi-ecdh",
             Self::PsiKkrt => "psi-kkrt",
+            Self::PsiRr22 => "psi-rr22",
             Self::TreepirSetup => "treepir-setup",
             Self::TreepirE2e => "treepir-e2e",
             Self::StreamedSetup => "streamed-setup",
@@ -137,7 +142,7 @@ impl Preset {
     /// Bytes per record (per item for PSI) unless `--record-bytes` says otherwise.
     fn default_record_bytes(self) -> u64 {
         match self {
-            Self::PsiEcdh | Self::PsiKkrt => 16,
+            Self::PsiEcdh | Self::PsiKkrt | Self::PsiRr22 => 16,
             Self::Double1g | Self::Ypir1g => 1,
             Self::YpirSmall => 3,
             Self::YpirSp => 32 << 10,

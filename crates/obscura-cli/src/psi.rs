@@ -43,7 +43,7 @@ pub struct PsiArgs {
     /// Both parties learn the intersection (both must pass it).
     #[arg(long)]
     both_learn: bool,
-    /// Threads for hashing, group operations and OT extension (default: all cores).
+    /// Threads for hashing, group operations, OT extension and VOLE (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
     /// Seconds to wait for the peer: for the client to connect (server) or the server to listen
@@ -64,8 +64,11 @@ pub struct PsiArgs {
 enum ProtocolArg {
     /// ECDH-PSI over ristretto255 (semi-honest).
     Ecdh,
-    /// KKRT-PSI: OT extension, batched OPRF and cuckoo hashing (semi-honest; fastest).
+    /// KKRT-PSI: OT extension, batched OPRF and cuckoo hashing (semi-honest).
     Kkrt,
+    /// RR22 VOLE-PSI: silent VOLE and an OKVS (semi-honest; a fifth of KKRT's traffic, for
+    /// slow links).
+    Rr22,
 }
 
 impl From<ProtocolArg> for Protocol {
@@ -73,6 +76,7 @@ impl From<ProtocolArg> for Protocol {
         match protocol {
             ProtocolArg::Ecdh => Protocol::Ecdh,
             ProtocolArg::Kkrt => Protocol::Kkrt,
+            ProtocolArg::Rr22 => Protocol::Rr22,
         }
     }
 }

@@ -803,6 +803,31 @@ fn bench_psi_kkrt_checks_the_intersection() {
     assert!(report["bytes"]["server_to_client"].as_u64().unwrap() > 0);
 }
 
+/// psi-rr22 at a small size on a simulated 100 Mbit/s link: the client's intersection checked
+/// and the bits per item reported.
+#[test]
+fn bench_psi_rr22_checks_the_intersection() {
+    let report = bench_json(&[
+        "psi-rr22",
+        "--records",
+        "2000",
+        "--threads",
+        "1",
+        "--link",
+        "unlimited,100mbps",
+    ]);
+    assert_eq!(report["correct"], true);
+    assert_eq!(report["psi"]["protocol"], "rr22");
+    assert_eq!(report["psi"]["intersection"], 1000);
+    let runs = report["psi"]["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[1]["link"], "100mbps");
+    let bits = report["psi"]["bits_per_item"].as_f64().unwrap();
+    let bytes = report["bytes"]["client_to_server"].as_u64().unwrap()
+        + report["bytes"]["server_to_client"].as_u64().unwrap();
+    assert_eq!(bits, bytes as f64 * 8.0 / 2000.0);
+}
+
 /// treepir-setup at small heights: the indexing checked against the class lists and the
 /// baseline's assignments against its buckets, and a height beyond the colouring refused.
 #[test]

@@ -133,6 +133,11 @@ fn two_kkrt_processes_find_the_overlap() {
     check_overlap("kkrt");
 }
 
+#[test]
+fn two_rr22_processes_find_the_overlap() {
+    check_overlap("rr22");
+}
+
 /// Two processes running `protocol`, only the client learning: the client's output holds its
 /// matching rows and both summaries tell what happened.
 fn check_overlap(protocol: &str) {
@@ -178,6 +183,11 @@ fn both_learn_writes_both_outputs_in_either_start_order() {
 #[test]
 fn kkrt_both_learn_writes_both_outputs() {
     check_both_learn("kkrt");
+}
+
+#[test]
+fn rr22_both_learn_writes_both_outputs() {
+    check_both_learn("rr22");
 }
 
 /// Two processes running `protocol`, both learning, the client started first.
@@ -278,7 +288,7 @@ fn bad_settings_get_a_one_line_error() {
         .args([
             "psi",
             "--protocol",
-            "rr22",
+            "spot",
             "--role",
             "client",
             "--connect",
@@ -290,13 +300,22 @@ fn bad_settings_get_a_one_line_error() {
         ])
         .output()
         .unwrap();
-    assert!(text(&output.stderr).contains("invalid value 'rr22'"));
+    assert!(text(&output.stderr).contains("invalid value 'spot'"));
+}
+
+#[test]
+fn bucketed_processes_find_the_overlap() {
+    check_bucketed("ecdh");
+}
+
+#[test]
+fn bucketed_rr22_processes_find_the_overlap() {
+    check_bucketed("rr22");
 }
 
 /// Streamed through buckets on disk (`--bucket-items`), with both learning: each side writes
 /// exactly its rows whose item the other holds, in input order.
-#[test]
-fn bucketed_processes_find_the_overlap() {
+fn check_bucketed(protocol: &str) {
     let dir = tempfile::tempdir().unwrap();
     let spill = dir.path().join("spill");
     std::fs::create_dir(&spill).unwrap();
@@ -329,14 +348,16 @@ fn bucketed_processes_find_the_overlap() {
         "--spill-dir",
         spill_dir,
     ];
-    let server = psi(
+    let server = psi_with(
+        protocol,
         &[&["--role", "server", "--listen", &address], &bucketed[..]].concat(),
         &server_input,
         Some(&dir.path().join("server-out.csv")),
     )
     .spawn()
     .unwrap();
-    let client = psi(
+    let client = psi_with(
+        protocol,
         &[&["--role", "client", "--connect", &address], &bucketed[..]].concat(),
         &client_input,
         Some(&dir.path().join("client-out.csv")),

@@ -1,4 +1,4 @@
-//! The report of the PSI presets (`psi-ecdh`, `psi-kkrt`): the JSON object of
+//! The report of the PSI presets (`psi-ecdh`, `psi-kkrt`, `psi-rr22`): the JSON object of
 //! `docs/workloads.md` and its table.
 
 use serde::Serialize;
@@ -49,7 +49,7 @@ pub struct PsiRun {
 /// The PSI-specific figures of a PSI report.
 #[derive(Clone, Debug, Serialize)]
 pub struct Psi {
-    /// The protocol (`ecdh`, `kkrt`).
+    /// The protocol (`ecdh`, `kkrt`, `rr22`).
     pub protocol: String,
     /// For ECDH, the code that raised the points on this CPU (`obscura_psi::ecdh::kernel`).
     pub kernel: Option<String>,

@@ -58,11 +58,11 @@ pub(super) fn run<T: Transport + ?Sized>(
         session.vole.message_words(),
     )?;
     let code = EaCode::new(session.vole.leaves(), code_seed.try_into().expect("split"));
-    let (a, c) = vole::receive(&session.vole, &noise, &rows, &trees, &code);
+    let vector = vole::receive(&session.vole, &noise, &rows, &trees);
     drop(rows);
     transport.send(FrameKind::OkvsSeed, &okvs_seed)?;
-    send_masked_store(session, transport, &a, &store)?;
-    drop((a, store));
+    let c = send_masked_store(session, transport, &vector, &code, store)?;
+    drop(vector);
     let slots: Vec<u32> = (0..unique.len() as u32).collect();
     let mut own = OwnTags::new(session.tag_bytes, &slots);
     let mut decoded = vec![0u128; keys.len()];
@@ -133,28 +133,36 @@ fn recv_words<T: Transport + ?Sized>(
         .collect())
 }
 
-/// Sends `A ⊕ P`, `tag_bytes` bytes per word, frame by frame.
+/// Computes `A` and `C` frame by frame and sends `A ⊕ P`, `tag_bytes` bytes per word, each
+/// frame while the earlier ones are on the wire; returns `C`.
 fn send_masked_store<T: Transport + ?Sized>(
     session: &Session<'_>,
     transport: &mut T,
-    a: &[u128],
-    store: &[u128],
-) -> Result<(), PsiError> {
+    vector: &vole::ReceiverVector,
+    code: &EaCode,
+    mut store: Vec<u128>,
+) -> Result<Vec<u128>, PsiError> {
     let width = session.tag_bytes;
+    let total = store.len() as u64;
     let mut frame = vec![0u8; STORE_FRAME_WORDS * width];
-    let (mut sent, total) = (0, a.len() as u64);
-    for (a, store) in a
-        .chunks(STORE_FRAME_WORDS)
-        .zip(store.chunks(STORE_FRAME_WORDS))
-    {
-        let frame = &mut frame[..a.len() * width];
+    let mut pairs = vec![[0u128; 2]; STORE_FRAME_WORDS];
+    // `store` becomes `C` as its words are sent.
+    for (index, store) in store.chunks_mut(STORE_FRAME_WORDS).enumerate() {
+        let first = index * STORE_FRAME_WORDS;
+        let pairs = &mut pairs[..store.len()];
+        pairs.fill([0; 2]);
+        vector.outputs(code, first, pairs);
+        let frame = &mut frame[..store.len() * width];
         frame
             .par_chunks_mut(width)
-            .zip(a.par_iter().zip(store))
-            .for_each(|(out, (a, p))| out.copy_from_slice(&(a ^ p).to_le_bytes()[..width]));
+            .zip(pairs.par_iter())
+            .zip(store.par_iter_mut())
+            .for_each(|((out, &[a, c]), p)| {
+                out.copy_from_slice(&(a ^ *p).to_le_bytes()[..width]);
+                *p = c;
+            });
         transport.send(FrameKind::MaskedOkvs, frame)?;
-        sent += a.len() as u64;
-        (session.progress)(Stage::OwnItems, sent, total);
+        (session.progress)(Stage::OwnItems, (first + store.len()) as u64, total);
     }
-    Ok(())
+    Ok(store)
 }

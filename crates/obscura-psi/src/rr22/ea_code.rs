@@ -51,15 +51,20 @@ impl EaCode {
         }
     }
 
-    /// For each output `i < out.len()`, calls `visit(&mut out[i], p)` for the positions `p` of
-    /// `E_i`, in parallel over outputs. The positions of a task's outputs are computed first, so
-    /// that the visits (random reads of a large vector, in the callers) form a tight loop of
-    /// independent loads that the CPU overlaps.
-    pub(crate) fn expand<O: Send>(&self, out: &mut [O], visit: impl Fn(&mut O, usize) + Sync) {
+    /// For each output `first + i` (`i < out.len()`), calls `visit(&mut out[i], p)` for the
+    /// positions `p` of its `E`, in parallel over outputs. The positions of a task's outputs are
+    /// computed first, so that the visits (random reads of a large vector, in the callers) form
+    /// a tight loop of independent loads that the CPU overlaps.
+    pub(crate) fn expand<O: Send>(
+        &self,
+        first: usize,
+        out: &mut [O],
+        visit: impl Fn(&mut O, usize) + Sync,
+    ) {
         out.par_chunks_mut(TASK_OUTPUTS)
             .enumerate()
             .for_each(|(task, out)| {
-                let first = (task * TASK_OUTPUTS * BLOCKS_PER_OUTPUT) as u128;
+                let first = ((first + task * TASK_OUTPUTS) * BLOCKS_PER_OUTPUT) as u128;
                 let blocks = (out.len() * BLOCKS_PER_OUTPUT) as u128;
                 let mut positions = vec![0usize; out.len() * EXPANDER_WEIGHT];
                 encrypt_each(&self.cipher, first..first + blocks, |b, word| {
@@ -82,13 +87,6 @@ impl EaCode {
                 }
             });
     }
-
-    /// The code applied to `vector` (accumulated in place), into `out`.
-    pub(crate) fn encode(&self, vector: &mut [u128], out: &mut [u128]) {
-        Self::accumulate(vector);
-        let vector = &*vector;
-        self.expand(out, |word, p| *word ^= vector[p]);
-    }
 }
 
 #[cfg(test)]
@@ -99,7 +97,16 @@ mod tests {
     /// The positions of each output, collected.
     fn positions(code: &EaCode, outputs: usize) -> Vec<Vec<usize>> {
         let mut out = vec![Vec::new(); outputs];
-        code.expand(&mut out, |positions, p| positions.push(p));
+        code.expand(0, &mut out, |positions, p| positions.push(p));
+        out
+    }
+
+    /// The code applied to `vector`: its first `outputs` words.
+    fn encode(code: &EaCode, vector: &[u128], outputs: usize) -> Vec<u128> {
+        let mut acc = vector.to_vec();
+        EaCode::accumulate(&mut acc);
+        let mut out = vec![0u128; outputs];
+        code.expand(0, &mut out, |word, p| *word ^= acc[p]);
         out
     }
 
@@ -133,10 +140,7 @@ mod tests {
         ) {
             let code = EaCode::new(vector.len(), [1; 16]);
             let all = positions(&code, 50);
-            let mut acc = vector.clone();
-            EaCode::accumulate(&mut acc);
-            let mut out = vec![0u128; 50];
-            code.encode(&mut vector.clone(), &mut out);
+            let out = encode(&code, &vector, 50);
             for (word, positions) in out.iter().zip(&all) {
                 let direct = positions.iter().fold(0, |sum, &p| {
                     sum ^ vector[..=p].iter().fold(0, |s, w| s ^ w)
@@ -145,13 +149,14 @@ mod tests {
             }
             let shifted: Vec<u128> = vector.iter().map(|w| w.rotate_left(3) ^ other_seed).collect();
             let sum: Vec<u128> = vector.iter().zip(&shifted).map(|(a, b)| a ^ b).collect();
-            let (mut a, mut b, mut s) = (vec![0u128; 50], vec![0u128; 50], vec![0u128; 50]);
-            code.encode(&mut vector.clone(), &mut a);
-            code.encode(&mut shifted.clone(), &mut b);
-            code.encode(&mut sum.clone(), &mut s);
+            let (a, b, s) = (encode(&code, &vector, 50), encode(&code, &shifted, 50), encode(&code, &sum, 50));
             for i in 0..50 {
                 prop_assert_eq!(s[i], a[i] ^ b[i]);
             }
+            // Any range of outputs is the same as part of the whole.
+            let mut part = vec![Vec::new(); 7];
+            code.expand(20, &mut part, |positions, p| positions.push(p));
+            prop_assert_eq!(&part[..], &all[20..27]);
         }
     }
 }

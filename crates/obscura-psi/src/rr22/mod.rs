@@ -56,8 +56,10 @@
 //! - **Peer data** is bounded and checked at every step: exact lengths for the seeds, the base-OT
 //!   points (decoded, identity refused), each frame of the OT extension, the VOLE sums and each
 //!   frame of `A'`; whole numbers of tags up to the announced count. Every length follows from
-//!   the announced set sizes, and the server allocates `B` only once the client's OT extension
-//!   has arrived.
+//!   the announced set sizes. The server's VOLE vector (about 100 bytes per client item) is
+//!   expanded once the client's OT extension has arrived; sessions are bounded to
+//!   [`MAX_CLIENT_ITEMS`] client items so that an announcement alone cannot make it allocate
+//!   more than about 430 MB; `B'` grows as the client's frames arrive.
 //!
 //! # Cost
 //!
@@ -86,6 +88,12 @@ use crate::{ecdh, Progress, PsiError, Role, Transport};
 /// OKVS seeds the client tries before giving up (each fails with probability ≤ 2^-40).
 pub const OKVS_ATTEMPTS: u32 = 4;
 
+/// The most distinct client items of one session. The server expands its VOLE locally, about
+/// 100 bytes per client item, before the client has sent data in proportion; this bound keeps
+/// what an announcement alone makes it allocate under half a gigabyte. Larger sets go through
+/// buckets ([`crate::bucketed`]).
+pub const MAX_CLIENT_ITEMS: u64 = 1 << 22;
+
 const ITEM_DOMAIN: &[u8] = b"obscura-psi rr22 item v1\0";
 const TAG_DOMAIN: &[u8] = b"obscura-psi rr22 tag v1\0";
 /// Bytes of the item seed.
@@ -103,7 +111,9 @@ pub fn tag_bytes(n_client: u64, n_server: u64) -> usize {
 /// Words of the client's OKVS for `n_client` distinct items (what its progress counts while it
 /// sends the masked store), or `None` for a set too large for one session.
 pub fn store_words(n_client: u64) -> Option<u64> {
-    okvs::Params::new(n_client).map(|params| params.size() as u64)
+    okvs::Params::new(n_client)
+        .filter(|_| n_client <= MAX_CLIENT_ITEMS)
+        .map(|params| params.size() as u64)
 }
 
 /// What both roles share during one session.
@@ -165,10 +175,12 @@ pub(crate) fn run<T: Transport + ?Sized>(
     progress: Progress<'_>,
 ) -> Result<Option<Vec<bool>>, PsiError> {
     let (n_client, n_server) = ours.set_sizes(peer);
-    let okvs = okvs::Params::new(n_client).ok_or(PsiError::TooManyItems {
-        protocol: crate::Protocol::Rr22,
-        items: n_client,
-    })?;
+    let okvs = okvs::Params::new(n_client)
+        .filter(|_| n_client <= MAX_CLIENT_ITEMS)
+        .ok_or(PsiError::TooManyItems {
+            protocol: crate::Protocol::Rr22,
+            items: n_client,
+        })?;
     let tag_bytes = tag_bytes(n_client, n_server);
     let session = Session {
         n_client,

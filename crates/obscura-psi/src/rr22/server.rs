@@ -52,9 +52,10 @@ pub(super) fn run<T: Transport + ?Sized>(
     drop(rows);
     let trees: Vec<u8> = trees.iter().flat_map(|word| word.to_le_bytes()).collect();
     transport.send(FrameKind::VoleTrees, &trees)?;
-    let b = vole::sender_outputs(&session.vole, leaves, &code);
+    let vector = vole::SenderVector::new(leaves);
     let okvs_seed: [u8; okvs::SEED_BYTES] = recv_array(transport, FrameKind::OkvsSeed)?;
-    let store = receive_masked_store(session, transport, b, delta)?;
+    let store = receive_masked_store(session, transport, &vector, &code, delta)?;
+    drop(vector);
     let okvs = Okvs::new(session.okvs, okvs_seed);
     send_tags(
         session,
@@ -94,17 +95,25 @@ fn receive_extension<T: Transport + ?Sized>(
     Ok(rows)
 }
 
-/// Receives `A' = A ⊕ P` frame by frame and returns `B' = B ⊕ A' · Δ`.
+/// Receives `A' = A ⊕ P` frame by frame and returns `B' = B ⊕ A' · Δ`, computing each frame's
+/// `B` as the frame arrives.
 fn receive_masked_store<T: Transport + ?Sized>(
     session: &Session<'_>,
     transport: &mut T,
-    mut b: Vec<u128>,
+    vector: &vole::SenderVector,
+    code: &EaCode,
     delta: u128,
 ) -> Result<Vec<u128>, PsiError> {
     let width = session.tag_bytes;
-    let total = b.len();
-    for (frame, b) in b.chunks_mut(STORE_FRAME_WORDS).enumerate() {
-        let masked = recv_exact(transport, FrameKind::MaskedOkvs, b.len() * width)?;
+    let total = session.vole.outputs;
+    let mut store = Vec::new();
+    while store.len() < total {
+        let first = store.len();
+        let words = (total - first).min(STORE_FRAME_WORDS);
+        let masked = recv_exact(transport, FrameKind::MaskedOkvs, words * width)?;
+        store.resize(first + words, 0);
+        let b = &mut store[first..];
+        vector.outputs(code, first, b);
         b.par_iter_mut()
             .zip(masked.par_chunks(width))
             .for_each(|(b, masked)| {
@@ -112,10 +121,9 @@ fn receive_masked_store<T: Transport + ?Sized>(
                 word[..width].copy_from_slice(masked);
                 *b ^= mul(u128::from_le_bytes(word), delta);
             });
-        let done = (frame * STORE_FRAME_WORDS + b.len()) as u64;
-        (session.progress)(Stage::PeerItems, done, total as u64);
+        (session.progress)(Stage::PeerItems, store.len() as u64, total as u64);
     }
-    Ok(b)
+    Ok(store)
 }
 
 /// Sends, for our items in the shuffled `order`, the tags `H(Decode(B', k(y)) ⊕ Δ · h(y))`,

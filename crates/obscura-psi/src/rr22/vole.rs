@@ -162,7 +162,7 @@ impl Noise {
 
 /// The sender's first step: from `Δ` and its correlated-OT rows `q` (at least
 /// `trees · (depth + ℓ)`), returns its message, to be sent at once, and its sparse-VOLE vector
-/// `b'` (`params.leaves()` words) for [`sender_outputs`].
+/// `b'` (`params.leaves()` words) for [`SenderVector::new`].
 pub(crate) fn send_trees(
     params: &VoleParams,
     delta: u128,
@@ -194,30 +194,47 @@ pub(crate) fn send_trees(
     Ok((message, leaves))
 }
 
-/// The sender's second step: `B = EA(b')` (`params.outputs` words).
-pub(crate) fn sender_outputs(
-    params: &VoleParams,
-    mut leaves: LargeSlice<u128>,
-    code: &EaCode,
-) -> Vec<u128> {
-    let mut b = vec![0u128; params.outputs];
-    code.encode(&mut leaves, &mut b);
-    b
+/// The sender's sparse-VOLE vector, accumulated: any range of its outputs `B` can be computed.
+pub(crate) struct SenderVector(LargeSlice<u128>);
+
+impl SenderVector {
+    /// The sender's second step: accumulates `b'`.
+    pub(crate) fn new(mut leaves: LargeSlice<u128>) -> Self {
+        EaCode::accumulate(&mut leaves);
+        Self(leaves)
+    }
+
+    /// Writes outputs `first .. first + out.len()` of `B` into `out` (zeroed).
+    pub(crate) fn outputs(&self, code: &EaCode, first: usize, out: &mut [u128]) {
+        code.expand(first, out, |word, p| *word ^= self.0[p]);
+    }
+}
+
+/// The receiver's sparse-VOLE vectors `e` and `c'`, accumulated and kept side by side per
+/// position (32 bytes, aligned in the mapping: one random read fetches both from one cache
+/// line): any range of its outputs `A`, `C` can be computed.
+pub(crate) struct ReceiverVector(LargeSlice<[u128; 2]>);
+
+impl ReceiverVector {
+    /// Writes outputs `first .. first + out.len()` of `(A, C)` into `out` (zeroed) as pairs.
+    pub(crate) fn outputs(&self, code: &EaCode, first: usize, out: &mut [[u128; 2]]) {
+        code.expand(first, out, |out, p| {
+            let cell = self.0[p];
+            *out = [out[0] ^ cell[0], out[1] ^ cell[1]];
+        });
+    }
 }
 
 /// The receiver's side: from its noise, its correlated-OT rows `t` and the sender's message
-/// (`params.message_words()` words), returns `(A, C)` (`params.outputs` words each) under `code`.
+/// (`params.message_words()` words), returns its accumulated vectors.
 pub(crate) fn receive(
     params: &VoleParams,
     noise: &Noise,
     t: &[u128],
     message: &[u128],
-    code: &EaCode,
-) -> (Vec<u128>, Vec<u128>) {
+) -> ReceiverVector {
     let per_tree = params.ots_per_tree();
     let depth = params.depth as usize;
-    // Per position, `e` and `c'` side by side (32 bytes, aligned in the mapping: one random
-    // read of the compression fetches both from one cache line).
     let mut cells = LargeSlice::<[u128; 2]>::zeroed(params.leaves());
     cells
         .par_chunks_mut(1 << depth)
@@ -248,12 +265,7 @@ pub(crate) fn receive(
         sum = [sum[0] ^ cell[0], sum[1] ^ cell[1]];
         *cell = sum;
     }
-    let mut outputs = vec![[0u128; 2]; params.outputs];
-    code.expand(&mut outputs, |out, p| {
-        let cell = cells[p];
-        *out = [out[0] ^ cell[0], out[1] ^ cell[1]];
-    });
-    outputs.into_iter().map(|[a, c]| (a, c)).unzip()
+    ReceiverVector(cells)
 }
 
 #[cfg(test)]
@@ -296,13 +308,20 @@ mod tests {
             let code = EaCode::new(params.leaves(), [4; 16]);
             let (message, leaves) = send_trees(&params, delta, &q, &mut rng).unwrap();
             assert_eq!(message.len(), params.message_words());
-            let b = sender_outputs(&params, leaves, &code);
-            let (a, c) = receive(&params, &noise, &t, &message, &code);
-            for i in 0..outputs {
-                assert_eq!(c[i], b[i] ^ mul(a[i], delta), "{outputs} {i}");
-                assert_eq!(a[i] & !params.subspace_mask(), 0);
+            let sender = SenderVector::new(leaves);
+            let receiver = receive(&params, &noise, &t, &message);
+            // In two ranges, as the protocol computes them frame by frame.
+            let split = outputs / 3;
+            let (mut b, mut pairs) = (vec![0u128; outputs], vec![[0u128; 2]; outputs]);
+            sender.outputs(&code, 0, &mut b[..split]);
+            sender.outputs(&code, split, &mut b[split..]);
+            receiver.outputs(&code, 0, &mut pairs[..split]);
+            receiver.outputs(&code, split, &mut pairs[split..]);
+            for (i, (&[a, c], &b)) in pairs.iter().zip(&b).enumerate() {
+                assert_eq!(c, b ^ mul(a, delta), "{outputs} {i}");
+                assert_eq!(a & !params.subspace_mask(), 0);
             }
-            let zeros = a.iter().filter(|&&a| a == 0).count();
+            let zeros = pairs.iter().filter(|pair| pair[0] == 0).count();
             assert!(zeros < outputs / 100 + 2, "{zeros} of {outputs}");
         }
     }
