@@ -33,19 +33,45 @@ fn two_to_the_16_items_per_side() {
     assert_eq!(outcome.intersection.unwrap().size, 1 << 15);
 }
 
-/// The traffic is what the module documentation says, in bits per item.
+/// The traffic is exactly what the message sizes say, plus frame headers.
 #[test]
 fn traffic_matches_the_cost_model() {
     let n = 1 << 16;
     let (client, server) = (items("a", 0..n), items("b", 0..n));
     let outcome = check(Protocol::Rr22, &client, &server, false);
-    let tag_bytes = rr22::tag_bytes(n as u64, n as u64) as u64;
-    let store = rr22::store_words(n as u64).unwrap() * tag_bytes;
-    // The masked store plus under 0.6 MB of OT extension and seeds.
-    assert!(outcome.bytes_sent > store && outcome.bytes_sent < store + 600_000);
-    // The tags plus under 0.3 MB of base OTs and trees.
-    let tags = tag_bytes * n as u64;
-    assert!(outcome.bytes_received > tags && outcome.bytes_received < tags + 300_000);
+    let sizes = rr22::message_sizes(n as u64, n as u64).unwrap();
+    let frames = |count: usize, per_frame: usize| 5 * count.div_ceil(per_frame) as u64;
+    let hello = 5 + 21;
+    // Base-OT point, seeds, OT extension, OKVS seed, masked store.
+    let store = sizes.store_words * sizes.word_bytes;
+    assert_eq!(
+        outcome.bytes_sent,
+        hello
+            + 5
+            + 32
+            + 5
+            + 32
+            + 2048 * sizes.ot_blocks as u64
+            + frames(sizes.ot_blocks, rr22::OT_FRAME_BLOCKS)
+            + 5
+            + 16
+            + store as u64
+            + frames(sizes.store_words, rr22::STORE_FRAME_WORDS)
+    );
+    // Base-OT points, trees, one tag per item in chunks of 4096.
+    assert_eq!(
+        outcome.bytes_received,
+        hello
+            + 5
+            + 128 * 32
+            + 5
+            + sizes.tree_bytes as u64
+            + (sizes.word_bytes * n) as u64
+            + 5 * (n as u64).div_ceil(4096)
+    );
+    // The fixed cost of the VOLE (about 0.7 MB) still weighs at 2^16 items.
+    let bits = (outcome.bytes_sent + outcome.bytes_received) as f64 * 8.0 / n as f64;
+    assert!(bits < 250.0, "{bits}");
 }
 
 /// Both parties over TCP loopback in this process; prints time and traffic.

@@ -18,10 +18,10 @@ use crate::transport::{FrameKind, Transport};
 use crate::unique::UniqueItems;
 use crate::{positions, PsiError, Stage};
 
-/// Blocks of 128 correlated OTs per frame of the extension (256 KiB).
-pub(super) const OT_FRAME_BLOCKS: usize = 128;
+/// Blocks of 128 correlated OTs per frame of the OT extension (256 KiB).
+pub const OT_FRAME_BLOCKS: usize = 128;
 /// Words of the masked store per frame.
-pub(super) const STORE_FRAME_WORDS: usize = 1 << 16;
+pub const STORE_FRAME_WORDS: usize = 1 << 16;
 
 /// Runs the client's steps; returns which distinct items are in the intersection.
 pub(super) fn run<T: Transport + ?Sized>(

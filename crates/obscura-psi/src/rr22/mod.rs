@@ -70,6 +70,8 @@
 
 mod client;
 mod ea_code;
+
+pub use client::{OT_FRAME_BLOCKS, STORE_FRAME_WORDS};
 mod gf128;
 mod iknp;
 mod okvs;
@@ -108,12 +110,33 @@ pub fn tag_bytes(n_client: u64, n_server: u64) -> usize {
     ecdh::tag_bytes(n_client, n_server).min(16)
 }
 
-/// Words of the client's OKVS for `n_client` distinct items (what its progress counts while it
-/// sends the masked store), or `None` for a set too large for one session.
-pub fn store_words(n_client: u64) -> Option<u64> {
-    okvs::Params::new(n_client)
-        .filter(|_| n_client <= MAX_CLIENT_ITEMS)
-        .map(|params| params.size() as u64)
+/// The sizes of one session's messages, which both parties derive from the set sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MessageSizes {
+    /// Bytes of a tag and of a word of the masked store (`ℓ / 8`).
+    pub word_bytes: usize,
+    /// Words of the masked store: the client's OKVS (what its progress counts while it sends
+    /// them), sent in frames of [`STORE_FRAME_WORDS`].
+    pub store_words: usize,
+    /// Blocks of 128 correlated OTs (2 KiB each) of the client's OT extension, sent in frames of
+    /// [`OT_FRAME_BLOCKS`].
+    pub ot_blocks: usize,
+    /// Bytes of the server's punctured-PRF message.
+    pub tree_bytes: usize,
+}
+
+/// The message sizes of a session with `n_client` and `n_server` distinct items, or `None` if
+/// the client's set is too large for one session (see [`MAX_CLIENT_ITEMS`]).
+pub fn message_sizes(n_client: u64, n_server: u64) -> Option<MessageSizes> {
+    let okvs = okvs::Params::new(n_client).filter(|_| n_client <= MAX_CLIENT_ITEMS)?;
+    let word_bytes = tag_bytes(n_client, n_server);
+    let vole = vole::VoleParams::new(okvs.size(), 8 * word_bytes as u32);
+    Some(MessageSizes {
+        word_bytes,
+        store_words: okvs.size(),
+        ot_blocks: vole.ot_blocks(),
+        tree_bytes: 16 * vole.message_words(),
+    })
 }
 
 /// What both roles share during one session.

@@ -54,7 +54,8 @@ impl FakePeer {
         hello.extend_from_slice(&1u16.to_le_bytes());
         hello.push(match self.protocol {
             Protocol::Ecdh => 1,
-            _ => 2,
+            Protocol::Kkrt => 2,
+            _ => 3,
         });
         hello.push(match role {
             Role::Client => 0,
