@@ -59,9 +59,10 @@ fn protocol_of(name: &str) -> PyResult<Protocol> {
     match name {
         "ecdh" => Ok(Protocol::Ecdh),
         "kkrt" => Ok(Protocol::Kkrt),
+        "rr22" => Ok(Protocol::Rr22),
         _ => Err(error(
             Class::InvalidInput,
-            format!("unknown protocol {name:?}: use \"ecdh\" or \"kkrt\""),
+            format!("unknown protocol {name:?}: use \"ecdh\", \"kkrt\" or \"rr22\""),
         )),
     }
 }

@@ -43,7 +43,7 @@ class Peer:
         return self.result
 
 
-@pytest.mark.parametrize("protocol", ["ecdh", "kkrt"])
+@pytest.mark.parametrize("protocol", ["ecdh", "kkrt", "rr22"])
 def test_two_parties_learn_their_shared_rows(protocol):
     peer = Peer(SERVER, protocol=protocol)
     result = obscura.psi_client(CLIENT, connect=peer.address, protocol=protocol, progress=False)
@@ -66,9 +66,12 @@ def test_both_learn_and_pandas_series():
     assert server.intersection == expected_rows(SERVER, SHARED)
 
 
-def test_bucketed_sessions_read_lists_and_functions_twice():
-    peer = Peer(lambda: iter(SERVER), bucket_items=200)
-    result = obscura.psi_client(CLIENT, connect=peer.address, bucket_items=200, progress=False)
+@pytest.mark.parametrize("protocol", ["kkrt", "rr22"])
+def test_bucketed_sessions_read_lists_and_functions_twice(protocol):
+    peer = Peer(lambda: iter(SERVER), bucket_items=200, protocol=protocol)
+    result = obscura.psi_client(
+        CLIENT, connect=peer.address, bucket_items=200, protocol=protocol, progress=False
+    )
     peer.join()
     assert result.intersection == expected_rows(CLIENT, SHARED)
     assert result.buckets >= 5 and result.intersection_size == len(SHARED)

@@ -4,8 +4,8 @@
 //! accumulator) and `E_i` holds [`EXPANDER_WEIGHT`] positions of output `i` (the expander).
 //!
 //! The expander is regular: position `k` of output `i` lies in the `k`-th of
-//! [`EXPANDER_WEIGHT`] equal segments of `0..N` (`⌊N / 21⌋` wide; the last `N mod 21` positions
-//! are never used), at an offset from the public seed: `AES_seed(6i + j)` for `j < 6` gives 24
+//! [`EXPANDER_WEIGHT`] equal segments of `0..N` (`⌊N / 11⌋` wide; the last `N mod 11` positions
+//! are never used), at an offset from the public seed: `AES_seed(3i + j)` for `j < 3` gives 12
 //! 32-bit words, of which word `k` picks the offset of position `k` by a multiply-high.
 //!
 //! The map is linear over GF(2) and acts on each bit of the words alike, so it keeps a VOLE
@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use crate::block::{cipher, encrypt_each};
 
 /// Positions per output.
-pub(crate) const EXPANDER_WEIGHT: usize = 21;
+pub(crate) const EXPANDER_WEIGHT: usize = 11;
 /// Bytes of the public seed of the expander.
 pub(crate) const SEED_BYTES: usize = 16;
 /// AES blocks per output (four 32-bit offsets each).
@@ -112,7 +112,7 @@ mod tests {
 
     #[test]
     fn positions_are_regular_and_from_the_seed() {
-        let len = 21 * 1000 + 5;
+        let len = EXPANDER_WEIGHT * 1000 + 5;
         let code = EaCode::new(len, [9; 16]);
         let all = positions(&code, 5000);
         for positions in &all {

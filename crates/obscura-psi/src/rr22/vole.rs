@@ -27,11 +27,11 @@
 //! # Parameters and security (κ = 128)
 //!
 //! `A` is pseudorandom by the dual-LPN assumption for the code: `N ≥ 5 · max(m, 2^14)` (rate
-//! 1/5, expander weight 21) and `trees ≥ 256` regular noise positions. Against linear tests, the
+//! 1/5, expander weight 11) and `trees ≥ 400` regular noise positions. Against linear tests, the
 //! bias of any fixed combination of `A` is at most `(1 − 2δ)^trees` for a code of relative
-//! minimum distance `δ`; with the estimate `δ ≥ 0.15` for weight-21 expanders at rate 1/5
-//! (libOTe's `ExAcc21` configuration), `0.7^256 = 2^-131`. `depth = ⌊log2(5 · max(m, 2^14) /
-//! 256)⌋` and `trees = ⌈5 · max(m, 2^14) / 2^depth⌉` (between 256 and 511). Only the first `m`
+//! minimum distance `δ`; with the estimate `δ ≥ 0.1` for weight-11 expanders at rate 1/5
+//! (libOTe's `ExAcc11` configuration), `0.8^400 = 2^-128.8`. `depth = ⌊log2(5 · max(m, 2^14) /
+//! 400)⌋` and `trees = ⌈5 · max(m, 2^14) / 2^depth⌉` (between 400 and 799). Only the first `m`
 //! rows of the code are evaluated (fewer samples of the same instance). The sender's `Δ` is
 //! hidden by the base OTs; what the receiver sees of the trees is, per level, one side sum
 //! masked by a pad it can compute and one masked by a pad that needs `Δ`.
@@ -48,7 +48,7 @@ use super::pprf;
 use crate::block::random_word;
 
 /// The fewest noise positions (trees).
-const MIN_TREES: usize = 256;
+const MIN_TREES: usize = 400;
 /// `N / m`: the code's inverse rate.
 const EXPANSION: usize = 5;
 /// The code has at least this many rows, however few are used.
