@@ -106,7 +106,8 @@ fn receive_masked_store<T: Transport + ?Sized>(
 ) -> Result<Vec<u128>, PsiError> {
     let width = session.tag_bytes;
     let total = session.vole.outputs;
-    let mut store = Vec::new();
+    // Bounded by the session's item bound (see `MAX_CLIENT_ITEMS`).
+    let mut store = Vec::with_capacity(total);
     while store.len() < total {
         let first = store.len();
         let words = (total - first).min(STORE_FRAME_WORDS);
@@ -142,15 +143,19 @@ fn send_tags<T: Transport + ?Sized>(
     let mut decoded = vec![0u128; order.len()];
     okvs.decode(store, &shuffled_keys, &mut decoded);
     drop(shuffled_keys);
+    // `Decode(B', k(y)) ⊕ Δ · h(y)`, in shuffled order.
+    decoded
+        .par_iter_mut()
+        .zip(order.par_iter())
+        .for_each(|(value, &item)| *value ^= mul(values[item], delta));
     let mut sent = 0u64;
-    for (chunk, decoded) in order.chunks(CHUNK_ITEMS).zip(decoded.chunks(CHUNK_ITEMS)) {
-        let mut tags = vec![0u8; chunk.len() * width];
+    for decoded in decoded.chunks(CHUNK_ITEMS) {
+        let mut tags = vec![0u8; decoded.len() * width];
         tags.par_chunks_mut(width)
             .zip(decoded)
-            .zip(chunk)
-            .for_each(|((out, &value), &item)| tag(value ^ mul(values[item], delta), out));
+            .for_each(|(out, &value)| tag(value, out));
         transport.send(FrameKind::ServerTags, &tags)?;
-        sent += chunk.len() as u64;
+        sent += decoded.len() as u64;
         (session.progress)(Stage::OwnItems, sent, session.n_server);
     }
     Ok(())
