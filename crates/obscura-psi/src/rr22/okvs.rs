@@ -166,33 +166,43 @@ impl Okvs {
         rows
     }
 
+    /// The indices of `rows` grouped by bin: `order[starts[b] .. starts[b + 1]]` are those of
+    /// bin `b`, in input order.
+    fn group_by_bin(&self, rows: &[Row]) -> (Vec<usize>, Vec<u32>) {
+        let bins = self.params.bins as usize;
+        let mut starts = vec![0usize; bins + 1];
+        for row in rows {
+            starts[row.bin as usize + 1] += 1;
+        }
+        for bin in 0..bins {
+            starts[bin + 1] += starts[bin];
+        }
+        let mut next = starts.clone();
+        let mut order = vec![0u32; rows.len()];
+        for (i, row) in rows.iter().enumerate() {
+            let slot = &mut next[row.bin as usize];
+            order[*slot] = i as u32;
+            *slot += 1;
+        }
+        (starts, order)
+    }
+
     /// A store `P` with `Decode(P, keys[i]) = values[i]` for every `i` (keys distinct), or
     /// `None` in the rare case (≤ 2^-40) that this seed cannot encode them.
     pub(crate) fn encode(&self, keys: &[u128], values: &[u128]) -> Option<Vec<u128>> {
         debug_assert_eq!(keys.len(), values.len());
         let rows = self.rows(keys);
-        let bins = self.params.bins as usize;
-        let mut starts = vec![0usize; bins + 1];
-        for row in &rows {
-            starts[row.bin as usize + 1] += 1;
-        }
+        let (starts, order) = self.group_by_bin(&rows);
         if starts
-            .iter()
-            .any(|&count| count > self.params.bin_keys as usize)
+            .windows(2)
+            .any(|range| range[1] - range[0] > self.params.bin_keys as usize)
         {
             return None;
         }
-        for bin in 0..bins {
-            starts[bin + 1] += starts[bin];
-        }
-        // The keys grouped by bin: their rows and values.
-        let mut next = starts.clone();
-        let mut grouped = vec![(Row::default(), 0u128); rows.len()];
-        for (row, &value) in rows.iter().zip(values) {
-            let slot = &mut next[row.bin as usize];
-            grouped[*slot] = (*row, value);
-            *slot += 1;
-        }
+        let grouped: Vec<(Row, u128)> = order
+            .iter()
+            .map(|&i| (rows[i as usize], values[i as usize]))
+            .collect();
         let mut store = vec![0u128; self.params.size()];
         let solved = store
             .par_chunks_mut(self.params.width())
@@ -204,24 +214,72 @@ impl Okvs {
         solved.then_some(store)
     }
 
-    /// Writes `Decode(store, keys[i])` into `out[i]`, in parallel.
+    /// Writes `Decode(store, keys[i])` into `out[i]`. The keys are taken bin by bin (in
+    /// parallel over bins), so that each bin's part of the store stays in cache, and each bin's
+    /// dense part is summed through byte tables.
     pub(crate) fn decode(&self, store: &[u128], keys: &[u128], out: &mut [u128]) {
         debug_assert_eq!(store.len(), self.params.size());
         let width = self.params.width();
-        let sparse = self.params.sparse as usize;
-        keys.par_chunks(TASK_KEYS)
-            .zip(out.par_chunks_mut(TASK_KEYS))
-            .for_each(|(keys, out)| {
-                for (row, out) in self.rows(keys).iter().zip(out) {
-                    let bin = &store[row.bin as usize * width..][..width];
-                    let (sparse, dense) = bin.split_at(sparse);
+        let rows = self.rows(keys);
+        let (starts, order) = self.group_by_bin(&rows);
+        let grouped_rows: Vec<Row> = order.iter().map(|&i| rows[i as usize]).collect();
+        drop(rows);
+        let mut grouped = vec![0u128; keys.len()];
+        let mut parts = Vec::with_capacity(starts.len() - 1);
+        let mut rest = grouped.as_mut_slice();
+        for range in starts.windows(2) {
+            let (part, tail) = rest.split_at_mut(range[1] - range[0]);
+            parts.push((part, &grouped_rows[range[0]..range[1]]));
+            rest = tail;
+        }
+        parts
+            .into_par_iter()
+            .zip(store.par_chunks(width))
+            .for_each(|((out, rows), bin)| {
+                let (sparse, dense) = bin.split_at(self.params.sparse as usize);
+                let dense = DenseSums::new(dense);
+                for (out, row) in out.iter_mut().zip(rows) {
                     *out = row
                         .columns
                         .iter()
-                        .fold(0, |acc, &c| acc ^ sparse[c as usize])
-                        ^ masked_sum(row.dense, dense);
+                        .fold(dense.sum(row.dense), |acc, &c| acc ^ sparse[c as usize]);
                 }
             });
+        for (&i, &value) in order.iter().zip(&grouped) {
+            out[i as usize] = value;
+        }
+    }
+}
+
+/// Sums of subsets of a bin's dense values, eight values per table: `⟨mask, D⟩` in one lookup
+/// per byte of the mask.
+struct DenseSums {
+    tables: Vec<[u128; 256]>,
+}
+
+impl DenseSums {
+    /// The tables of the dense values `dense` (at most 64).
+    fn new(dense: &[u128]) -> Self {
+        let tables = dense
+            .chunks(8)
+            .map(|values| {
+                let mut table = [0u128; 256];
+                for byte in 1..256usize {
+                    let lowest = byte.trailing_zeros() as usize;
+                    let value = values.get(lowest).copied().unwrap_or(0);
+                    table[byte] = table[byte & (byte - 1)] ^ value;
+                }
+                table
+            })
+            .collect();
+        Self { tables }
+    }
+
+    /// `⊕_{bit i of mask} D_i`.
+    fn sum(&self, mask: u64) -> u128 {
+        self.tables.iter().enumerate().fold(0, |acc, (i, table)| {
+            acc ^ table[(mask >> (8 * i)) as usize & 0xff]
+        })
     }
 }
 
