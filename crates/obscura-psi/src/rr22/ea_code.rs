@@ -13,6 +13,7 @@
 //! subspace into that subspace. Its security role is in [`super::vole`].
 
 use aes::Aes128;
+use obscura_math::memory::prefetch;
 use rayon::prelude::*;
 
 use crate::block::{cipher, encrypt_each};
@@ -25,6 +26,8 @@ pub(crate) const SEED_BYTES: usize = 16;
 const BLOCKS_PER_OUTPUT: usize = EXPANDER_WEIGHT.div_ceil(4);
 /// Outputs per parallel task.
 const TASK_OUTPUTS: usize = 2048;
+/// How many reads ahead [`EaCode::expand`] asks for a position of the source.
+const PREFETCH_AHEAD: usize = 32;
 
 /// The code of one session.
 pub(crate) struct EaCode {
@@ -51,41 +54,51 @@ impl EaCode {
         }
     }
 
-    /// For each output `first + i` (`i < out.len()`), calls `visit(&mut out[i], p)` for the
-    /// positions `p` of its `E`, in parallel over outputs. The positions of a task's outputs are
-    /// computed first, so that the visits (random reads of a large vector, in the callers) form
-    /// a tight loop of independent loads that the CPU overlaps.
-    pub(crate) fn expand<O: Send>(
+    /// Writes into `positions` the positions of outputs `first .. first + count`,
+    /// [`EXPANDER_WEIGHT`] per output.
+    fn positions(&self, first: usize, count: usize, positions: &mut Vec<usize>) {
+        positions.clear();
+        positions.resize(count * EXPANDER_WEIGHT, 0);
+        let first = (first * BLOCKS_PER_OUTPUT) as u128;
+        let blocks = (count * BLOCKS_PER_OUTPUT) as u128;
+        encrypt_each(&self.cipher, first..first + blocks, |b, word| {
+            let (output, j) = (b / BLOCKS_PER_OUTPUT, b % BLOCKS_PER_OUTPUT);
+            for w in 0..4 {
+                let k = 4 * j + w;
+                if k < EXPANDER_WEIGHT {
+                    let offset = u64::from((word >> (32 * w)) as u32);
+                    let within = (offset * self.segment) >> 32;
+                    positions[output * EXPANDER_WEIGHT + k] =
+                        (k as u64 * self.segment + within) as usize;
+                }
+            }
+        });
+    }
+
+    /// For each output `first + i` (`i < out.len()`), calls `combine(&mut out[i], &source[p])`
+    /// for the positions `p` of its `E` (`source` being the accumulated vector), in parallel
+    /// over outputs. A task's positions are computed first; its reads of `source` (random, in a
+    /// vector far larger than the caches) then run in a tight loop that asks the CPU to fetch
+    /// each one [`PREFETCH_AHEAD`] reads early, so that many are in flight at once.
+    pub(crate) fn expand<S: Sync, O: Send>(
         &self,
         first: usize,
         out: &mut [O],
-        visit: impl Fn(&mut O, usize) + Sync,
+        source: &[S],
+        combine: impl Fn(&mut O, &S) + Sync,
     ) {
-        out.par_chunks_mut(TASK_OUTPUTS)
-            .enumerate()
-            .for_each(|(task, out)| {
-                let first = ((first + task * TASK_OUTPUTS) * BLOCKS_PER_OUTPUT) as u128;
-                let blocks = (out.len() * BLOCKS_PER_OUTPUT) as u128;
-                let mut positions = vec![0usize; out.len() * EXPANDER_WEIGHT];
-                encrypt_each(&self.cipher, first..first + blocks, |b, word| {
-                    let (output, j) = (b / BLOCKS_PER_OUTPUT, b % BLOCKS_PER_OUTPUT);
-                    for w in 0..4 {
-                        let k = 4 * j + w;
-                        if k < EXPANDER_WEIGHT {
-                            let offset = u64::from((word >> (32 * w)) as u32);
-                            let within = (offset * self.segment) >> 32;
-                            positions[output * EXPANDER_WEIGHT + k] =
-                                (k as u64 * self.segment + within) as usize;
-                        }
+        out.par_chunks_mut(TASK_OUTPUTS).enumerate().for_each_init(
+            Vec::new,
+            |positions, (task, out)| {
+                self.positions(first + task * TASK_OUTPUTS, out.len(), positions);
+                for (p, &position) in positions.iter().enumerate() {
+                    if let Some(&ahead) = positions.get(p + PREFETCH_AHEAD) {
+                        prefetch(&source[ahead]);
                     }
-                });
-                let rows = positions.chunks_exact(EXPANDER_WEIGHT);
-                for (output, positions) in out.iter_mut().zip(rows) {
-                    for &p in positions {
-                        visit(output, p);
-                    }
+                    combine(&mut out[p / EXPANDER_WEIGHT], &source[position]);
                 }
-            });
+            },
+        );
     }
 }
 
@@ -94,11 +107,15 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The positions of each output, collected.
+    /// The positions of outputs `first .. first + count`, one list per output.
+    fn positions_from(code: &EaCode, first: usize, count: usize) -> Vec<Vec<usize>> {
+        let mut all = Vec::new();
+        code.positions(first, count, &mut all);
+        all.chunks(EXPANDER_WEIGHT).map(<[usize]>::to_vec).collect()
+    }
+
     fn positions(code: &EaCode, outputs: usize) -> Vec<Vec<usize>> {
-        let mut out = vec![Vec::new(); outputs];
-        code.expand(0, &mut out, |positions, p| positions.push(p));
-        out
+        positions_from(code, 0, outputs)
     }
 
     /// The code applied to `vector`: its first `outputs` words.
@@ -106,7 +123,7 @@ mod tests {
         let mut acc = vector.to_vec();
         EaCode::accumulate(&mut acc);
         let mut out = vec![0u128; outputs];
-        code.expand(0, &mut out, |word, p| *word ^= acc[p]);
+        code.expand(0, &mut out, &acc, |word, value| *word ^= value);
         out
     }
 
@@ -153,10 +170,14 @@ mod tests {
             for i in 0..50 {
                 prop_assert_eq!(s[i], a[i] ^ b[i]);
             }
-            // Any range of outputs is the same as part of the whole.
-            let mut part = vec![Vec::new(); 7];
-            code.expand(20, &mut part, |positions, p| positions.push(p));
-            prop_assert_eq!(&part[..], &all[20..27]);
+            // Any range of outputs is the same as part of the whole, positions and values.
+            prop_assert_eq!(&positions_from(&code, 20, 7)[..], &all[20..27]);
+            let mut acc = vector.clone();
+            EaCode::accumulate(&mut acc);
+            let mut part = vec![0u128; 7];
+            code.expand(20, &mut part, &acc, |word, value| *word ^= value);
+            let whole = encode(&code, &vector, 27);
+            prop_assert_eq!(&part[..], &whole[20..]);
         }
     }
 }

@@ -206,7 +206,7 @@ impl SenderVector {
 
     /// Writes outputs `first .. first + out.len()` of `B` into `out` (zeroed).
     pub(crate) fn outputs(&self, code: &EaCode, first: usize, out: &mut [u128]) {
-        code.expand(first, out, |word, p| *word ^= self.0[p]);
+        code.expand(first, out, &self.0, |word, value| *word ^= value);
     }
 }
 
@@ -218,8 +218,7 @@ pub(crate) struct ReceiverVector(LargeSlice<[u128; 2]>);
 impl ReceiverVector {
     /// Writes outputs `first .. first + out.len()` of `(A, C)` into `out` (zeroed) as pairs.
     pub(crate) fn outputs(&self, code: &EaCode, first: usize, out: &mut [[u128; 2]]) {
-        code.expand(first, out, |out, p| {
-            let cell = self.0[p];
+        code.expand(first, out, &self.0, |out, cell| {
             *out = [out[0] ^ cell[0], out[1] ^ cell[1]];
         });
     }
