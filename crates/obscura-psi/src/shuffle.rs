@@ -14,7 +14,7 @@ pub(crate) fn random_permutation(len: usize, rng: &mut OsSampler) -> Result<Vec<
 
 /// A uniform integer in `0..bound` (`bound` ≥ 1): the high word of a 64 x 64-bit product,
 /// with the few low words that would bias it rejected (Lemire's method).
-fn uniform_below(bound: u64, rng: &mut OsSampler) -> Result<u64, RngError> {
+pub(crate) fn uniform_below(bound: u64, rng: &mut OsSampler) -> Result<u64, RngError> {
     let threshold = bound.wrapping_neg() % bound;
     loop {
         let product = u128::from(rng.next_u64()?) * u128::from(bound);

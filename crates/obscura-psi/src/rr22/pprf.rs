@@ -1,7 +1,9 @@
 //! Punctured PRFs from GGM trees, as the sparse part of silent VOLE: the sender expands a random
-//! root into `2^d` leaves and, per level, the XORs of all left and of all right children; with
+//! root into its leaves and, per level, the XORs of all left and of all right children; with
 //! the sums of the sides its punctured point does *not* take (obtained by OT), the receiver
 //! rebuilds every leaf but that point.
+//!
+//! A tree may have any number of leaves: its levels hold only the nodes with a leaf below them.
 //!
 //! The length-doubling PRG is `G(x) = (AES_{K_0}(x) ⊕ x, AES_{K_1}(x) ⊕ x)` under two fixed public
 //! keys `K_b` = the first 16 bytes of `SHA-256("obscura-psi rr22 ggm key v1\0" ‖ b)` (AES in the
@@ -29,64 +31,78 @@ static PRG: LazyLock<[Aes128; 2]> = LazyLock::new(|| {
     })
 });
 
-/// Expands the nodes in `level` (the first `half` words of `nodes`) into their children (all
-/// `2 · half` words), in place: node `i` becomes nodes `2i` and `2i + 1`. Entries of `skip` (the
-/// receiver's unknown node) expand to zeros.
-fn expand_level(nodes: &mut [u128], half: usize, skip: Option<usize>) {
-    // Children are written from the last parent backwards, so no parent is overwritten before
-    // it is read (children of `i` sit at `2i, 2i + 1 ≥ i`).
-    let parents: Vec<u128> = nodes[..half].to_vec();
+/// The depth of a tree of `leaves` leaves (at least 1): `⌈log2 leaves⌉`.
+pub(crate) fn depth(leaves: usize) -> u32 {
+    leaves.next_power_of_two().trailing_zeros()
+}
+
+/// The nodes at `level` of a tree of `leaves` leaves: those with a leaf below them,
+/// `⌈leaves / 2^(depth − level)⌉`.
+fn width(leaves: usize, level: u32) -> usize {
+    leaves.div_ceil(1 << (depth(leaves) - level))
+}
+
+/// Expands the `parents` first words of `nodes` into their first `children` children, in
+/// place: node `i` becomes nodes `2i` and `2i + 1`. The children of `skip` (the receiver's
+/// unknown node) are zero.
+fn expand_level(nodes: &mut [u128], parents: usize, children: usize, skip: Option<usize>) {
+    // The parents are copied first: children `2i, 2i + 1 ≥ i` overwrite them.
+    let parent_values: Vec<u128> = nodes[..parents].to_vec();
     for (side, prg) in PRG.iter().enumerate() {
-        encrypt_each(prg, parents.iter().copied(), |i, word| {
-            nodes[2 * i + side] = word ^ parents[i];
+        encrypt_each(prg, parent_values.iter().copied(), |i, word| {
+            if let Some(child) = nodes[..children].get_mut(2 * i + side) {
+                *child = word ^ parent_values[i];
+            }
         });
     }
     if let Some(unknown) = skip {
-        nodes[2 * unknown] = 0;
-        nodes[2 * unknown + 1] = 0;
+        for child in nodes[..children].iter_mut().skip(2 * unknown).take(2) {
+            *child = 0;
+        }
     }
 }
 
 /// The XORs of the left (even) and right (odd) nodes.
 fn side_sums(nodes: &[u128]) -> [u128; 2] {
-    nodes
-        .as_chunks::<2>()
-        .0
-        .iter()
-        .fold([0, 0], |[left, right], pair| {
-            [left ^ pair[0], right ^ pair[1]]
-        })
+    let (pairs, last) = nodes.as_chunks::<2>();
+    let [left, right] = pairs.iter().fold([0, 0], |[left, right], pair| {
+        [left ^ pair[0], right ^ pair[1]]
+    });
+    [last.iter().fold(left, |acc, node| acc ^ node), right]
 }
 
-/// The sender's tree from `root`: writes the `2^depth` leaves into `leaves` and returns, for each
-/// level `1..=depth`, the sums of its left and right nodes.
-pub(crate) fn expand(root: u128, depth: u32, leaves: &mut [u128]) -> Vec<[u128; 2]> {
-    debug_assert_eq!(leaves.len(), 1 << depth);
+/// The sender's tree from `root`: writes its leaves into `leaves` (any number, at least 1) and
+/// returns, for each level `1..=depth`, the sums of its left and right nodes.
+pub(crate) fn expand(root: u128, leaves: &mut [u128]) -> Vec<[u128; 2]> {
+    let count = leaves.len();
     leaves[0] = root;
-    (0..depth)
+    (0..depth(count))
         .map(|level| {
-            let half = 1 << level;
-            expand_level(leaves, half, None);
-            side_sums(&leaves[..2 * half])
+            let children = width(count, level + 1);
+            expand_level(leaves, width(count, level), children, None);
+            side_sums(&leaves[..children])
         })
         .collect()
 }
 
 /// The receiver's tree punctured at `point`, from the sums `sums[l]` of the side the path does
 /// not take at level `l + 1`: writes every leaf but `point` (which is zero) into `leaves`.
-pub(crate) fn puncture(point: usize, depth: u32, sums: &[u128], leaves: &mut [u128]) {
-    debug_assert_eq!(leaves.len(), 1 << depth);
+pub(crate) fn puncture(point: usize, sums: &[u128], leaves: &mut [u128]) {
+    let count = leaves.len();
+    let depth = depth(count);
     leaves[0] = 0;
     for (level, &sum) in (0..depth).zip(sums) {
-        let half = 1 << level;
+        let children = width(count, level + 1);
         let parent = point >> (depth - level);
-        expand_level(leaves, half, Some(parent));
+        expand_level(leaves, width(count, level), children, Some(parent));
         let on_path = point >> (depth - level - 1);
         let sibling = on_path ^ 1;
-        // Every node of the sibling's side but the sibling itself is known.
-        let known = side_sums(&leaves[..2 * half])[sibling & 1];
-        leaves[sibling] = sum ^ known;
-        leaves[on_path] = 0;
+        // Every node of the sibling's side but the sibling itself (zero now) is known; a
+        // sibling past the last node does not exist, and its side's sum goes unused.
+        if sibling < children {
+            let known = side_sums(&leaves[..children])[sibling & 1];
+            leaves[sibling] = sum ^ known;
+        }
     }
 }
 
@@ -106,16 +122,18 @@ mod tests {
 
         /// The receiver rebuilds every leaf but its point from the other sides' sums.
         #[test]
-        fn punctured_trees_agree_off_the_point(root in any::<u128>(), depth in 1u32..10, point in any::<usize>()) {
-            let point = point % (1 << depth);
-            let mut full = vec![0u128; 1 << depth];
-            let sums = expand(root, depth, &mut full);
+        fn punctured_trees_agree_off_the_point(root in any::<u128>(), count in 2usize..1100, point in any::<usize>()) {
+            let point = point % count;
+            let depth = depth(count);
+            let mut full = vec![0u128; count];
+            let sums = expand(root, &mut full);
+            prop_assert_eq!(sums.len(), depth as usize);
             let chosen: Vec<u128> = choices(point, depth)
                 .zip(&sums)
                 .map(|(side, sums)| sums[usize::from(side)])
                 .collect();
-            let mut punctured = vec![1u128; 1 << depth];
-            puncture(point, depth, &chosen, &mut punctured);
+            let mut punctured = vec![1u128; count];
+            puncture(point, &chosen, &mut punctured);
             for (j, (a, b)) in full.iter().zip(&punctured).enumerate() {
                 if j == point {
                     prop_assert_eq!(*b, 0);
@@ -130,11 +148,27 @@ mod tests {
         }
     }
 
-    /// Known answer: the first level of the tree of root 0 is the two fixed ciphers on 0.
+    /// A tree of any size is the prefix of the full tree of the next power of two.
+    #[test]
+    fn trees_are_prefixes_of_full_trees() {
+        let mut full = vec![0u128; 1024];
+        expand(9, &mut full);
+        for count in [513, 700, 1000, 1023] {
+            let mut part = vec![0u128; count];
+            expand(9, &mut part);
+            assert_eq!(part, full[..count], "{count}");
+        }
+        assert_eq!(
+            (depth(1), depth(2), depth(3), depth(1024), depth(1025)),
+            (0, 1, 2, 10, 11)
+        );
+    }
+
+    /// Known answer: the first level of the tree of root 7 is the two fixed ciphers on 7.
     #[test]
     fn the_prg_is_aes_with_feed_forward() {
         let mut leaves = [0u128; 2];
-        expand(7, 1, &mut leaves);
+        expand(7, &mut leaves);
         for (side, leaf) in leaves.iter().enumerate() {
             let mut word = 0;
             encrypt_each(&PRG[side], [7u128], |_, w| word = w);

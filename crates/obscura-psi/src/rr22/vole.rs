@@ -6,9 +6,9 @@
 //!
 //! # Construction (dual LPN, Boyle et al. CCS 2019)
 //!
-//! 1. **Sparse VOLE of length `N = trees · 2^depth`.** The receiver draws, per tree, a point
-//!    `α_i < 2^depth` and a nonzero value `β_i ∈ V` (OS CSPRNG): its sparse noise `e` has
-//!    `e_{i·2^depth + α_i} = β_i`. Correlated OT extension ([`super::iknp`], `Δ` being the
+//! 1. **Sparse VOLE of length `N = trees · S`.** The receiver draws, per tree, a point `α_i < S`
+//!    (uniform) and a nonzero value `β_i ∈ V` (OS CSPRNG): its sparse noise `e` has
+//!    `e_{i·S + α_i} = β_i`. Correlated OT extension ([`super::iknp`], `Δ` being the
 //!    sender's base-OT choices) gives, per tree, `depth` OTs with choice bits the sides the path
 //!    to `α_i` does not take, and `ℓ` OTs with choice bits the bits of `β_i`. The sender expands a
 //!    random GGM root per tree ([`super::pprf`]) into leaves `v` and sends each level's two side
@@ -27,11 +27,12 @@
 //! # Parameters and security (κ = 128)
 //!
 //! `A` is pseudorandom by the dual-LPN assumption for the code: `N ≥ 5 · max(m, 2^14)` (rate
-//! 1/5, expander weight 11) and `trees ≥ 400` regular noise positions. Against linear tests, the
+//! 1/5, expander weight 11) and `trees = 400` regular noise positions. Against linear tests, the
 //! bias of any fixed combination of `A` is at most `(1 − 2δ)^trees` for a code of relative
 //! minimum distance `δ`; with the estimate `δ ≥ 0.1` for weight-11 expanders at rate 1/5
-//! (libOTe's `ExAcc11` configuration), `0.8^400 = 2^-128.8`. `depth = ⌊log2(5 · max(m, 2^14) /
-//! 400)⌋` and `trees = ⌈5 · max(m, 2^14) / 2^depth⌉` (between 400 and 799). Only the first `m`
+//! (libOTe's `ExAcc11` configuration), `0.8^400 = 2^-128.8`. Each tree has
+//! `S = ⌈5 · max(m, 2^14) / 400⌉` leaves (its levels hold only the nodes with a leaf below, so
+//! `S` need not be a power of two) and `depth = ⌈log2 S⌉`. Only the first `m`
 //! rows of the code are evaluated (fewer samples of the same instance). The sender's `Δ` is
 //! hidden by the base OTs; what the receiver sees of the trees is, per level, one side sum
 //! masked by a pad it can compute and one masked by a pad that needs `Δ`.
@@ -46,9 +47,10 @@ use super::gf128::combine_powers;
 use super::iknp::BLOCK_ROWS;
 use super::pprf;
 use crate::block::random_word;
+use crate::shuffle::uniform_below;
 
-/// The fewest noise positions (trees).
-const MIN_TREES: usize = 400;
+/// Noise positions (trees).
+const TREES: usize = 400;
 /// `N / m`: the code's inverse rate.
 const EXPANSION: usize = 5;
 /// The code has at least this many rows, however few are used.
@@ -63,7 +65,9 @@ pub(crate) struct VoleParams {
     pub outputs: usize,
     /// Noise positions, one per GGM tree.
     pub trees: usize,
-    /// Depth of each tree: `2^depth` leaves.
+    /// Leaves of each tree (`S`).
+    pub tree_leaves: usize,
+    /// Depth of each tree: `⌈log2 S⌉`.
     pub depth: u32,
     /// Bits of the subspace `V`.
     pub ell: u32,
@@ -72,19 +76,19 @@ pub(crate) struct VoleParams {
 impl VoleParams {
     /// The VOLE of `outputs` correlations with `A` in the `ell`-bit subspace (1 ≤ `ell` ≤ 128).
     pub(crate) fn new(outputs: usize, ell: u32) -> Self {
-        let target = EXPANSION * outputs.max(MIN_ROWS);
-        let depth = (target / MIN_TREES).ilog2();
+        let tree_leaves = (EXPANSION * outputs.max(MIN_ROWS)).div_ceil(TREES);
         Self {
             outputs,
-            trees: target.div_ceil(1 << depth),
-            depth,
+            trees: TREES,
+            tree_leaves,
+            depth: pprf::depth(tree_leaves),
             ell,
         }
     }
 
     /// `N`: the length of the sparse vectors.
     pub(crate) fn leaves(&self) -> usize {
-        self.trees << self.depth
+        self.trees * self.tree_leaves
     }
 
     /// Correlated OTs per tree: one per level and one per bit of the noise value.
@@ -130,7 +134,7 @@ impl Noise {
         let mut points = Vec::with_capacity(params.trees);
         let mut values = Vec::with_capacity(params.trees);
         for _ in 0..params.trees {
-            points.push((rng.next_u64()? & ((1 << params.depth) - 1)) as usize);
+            points.push(uniform_below(params.tree_leaves as u64, rng)? as usize);
             values.push(loop {
                 let value = random_word(rng)? & params.subspace_mask();
                 if value != 0 {
@@ -177,11 +181,11 @@ pub(crate) fn send_trees(
     let mut leaves = LargeSlice::zeroed(params.leaves());
     let mut message = vec![0u128; params.message_words()];
     leaves
-        .par_chunks_mut(1 << depth)
+        .par_chunks_mut(params.tree_leaves)
         .zip(message.par_chunks_mut(2 * depth + 1))
         .enumerate()
         .for_each(|(tree, (leaves, message))| {
-            let sums = pprf::expand(roots[tree], params.depth, leaves);
+            let sums = pprf::expand(roots[tree], leaves);
             let ots = &q[tree * per_tree..][..per_tree];
             for (level, (sums, &row)) in sums.iter().zip(ots).enumerate() {
                 let ot = tree * per_tree + level;
@@ -236,7 +240,7 @@ pub(crate) fn receive(
     let depth = params.depth as usize;
     let mut cells = LargeSlice::<[u128; 2]>::zeroed(params.leaves());
     cells
-        .par_chunks_mut(1 << depth)
+        .par_chunks_mut(params.tree_leaves)
         .zip(message.par_chunks(2 * depth + 1))
         .enumerate()
         .for_each(|(tree, (cells, message))| {
@@ -249,8 +253,8 @@ pub(crate) fn receive(
                     message[2 * level + usize::from(side)] ^ pad(tree * per_tree + level, row)
                 })
                 .collect();
-            let mut leaves = vec![0u128; 1 << depth];
-            pprf::puncture(point, params.depth, &sums, &mut leaves);
+            let mut leaves = vec![0u128; params.tree_leaves];
+            pprf::puncture(point, &sums, &mut leaves);
             let c = combine_powers(&ots[depth..]);
             let known = leaves.iter().fold(0, |acc, leaf| acc ^ leaf);
             leaves[point] = message[2 * depth] ^ known ^ c;
@@ -275,19 +279,20 @@ mod tests {
 
     #[test]
     fn parameters_meet_the_noise_and_rate_bounds() {
-        for outputs in [1, 1000, 1 << 14, 1_328_344, 21_294_464] {
+        for outputs in [1, 1000, 1 << 14, 81_691, 1_328_344, 5_313_376] {
             let params = VoleParams::new(outputs, 80);
+            let target = EXPANSION * outputs.max(MIN_ROWS);
+            assert_eq!(params.trees, TREES);
             assert!(
-                (MIN_TREES..2 * MIN_TREES).contains(&params.trees),
+                params.leaves() >= target && params.leaves() < target + TREES,
                 "{params:?}"
             );
-            assert!(
-                params.leaves() >= EXPANSION * outputs.max(MIN_ROWS),
-                "{params:?}"
-            );
-            assert!(params.leaves() < EXPANSION * outputs.max(MIN_ROWS) + (1 << params.depth));
+            assert_eq!(params.depth, pprf::depth(params.tree_leaves));
         }
-        assert_eq!(VoleParams::new(1_328_344, 80).depth, 14);
+        let at_2_20 = VoleParams::new(1_328_344, 80);
+        assert_eq!((at_2_20.tree_leaves, at_2_20.depth), (16_605, 15));
+        // 400 trees of 15 levels and 80 value bits: 38,000 correlated OTs.
+        assert_eq!(at_2_20.ot_blocks(), 297);
     }
 
     /// A whole VOLE through real base OTs and OT extension: `C = B ⊕ A · Δ` everywhere, with
