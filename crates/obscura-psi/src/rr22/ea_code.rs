@@ -146,6 +146,28 @@ mod tests {
         assert_ne!(positions(&EaCode::new(len, [8; 16]), 1)[0], all[0]);
     }
 
+    /// Known answer: the first 1,000 outputs of a fixed seed on a fixed vector of 50,000 words,
+    /// by their SHA-256, so the expander and the accumulator cannot change unnoticed.
+    #[test]
+    fn known_answer() {
+        use sha2::{Digest, Sha256};
+        let vector: Vec<u128> = (0..50_000u128)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835))
+            .collect();
+        let code = EaCode::new(vector.len(), *b"obscura ea kat\0\0");
+        let digest = encode(&code, &vector, 1000)
+            .iter()
+            .fold(Sha256::new(), |hash, word| {
+                hash.chain_update(word.to_le_bytes())
+            })
+            .finalize();
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, KNOWN_OUTPUTS_SHA256);
+    }
+
+    const KNOWN_OUTPUTS_SHA256: &str =
+        "cf0d68daf317fe2b90832d55546d1ba35558c0c8409d0d20a17bc612015c92e9";
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(16))]
 
