@@ -220,12 +220,13 @@ pub fn run_bucketed<T: Transport + ?Sized, S: ItemSource + ?Sized>(
                 .into_iter()
                 .filter(|&row| row < real)
                 .collect();
-            let mut matched_items = HashSet::new();
+            // Distinct matched items, by the index of their value (no hashing of the items).
+            let mut matched = vec![false; unique.len()];
             for row in real_rows {
                 set.insert(bucket.rows[row]);
-                matched_items.insert(&bucket.items[row]);
+                matched[unique.value_of_row()[row]] = true;
             }
-            *size += matched_items.len() as u64;
+            *size += matched.iter().filter(|&&m| m).count() as u64;
         }
     }
     let (intersection, intersection_size) = found.unzip();
