@@ -69,7 +69,7 @@ fn traffic_matches_the_cost_model() {
             + (sizes.word_bytes * n) as u64
             + 5 * (n as u64).div_ceil(4096)
     );
-    // The fixed cost of the VOLE (about 0.7 MB) still weighs at 2^16 items.
+    // The fixed cost of the VOLE (about 0.6 MB at this size) still weighs at 2^16 items.
     let bits = (outcome.bytes_sent + outcome.bytes_received) as f64 * 8.0 / n as f64;
     assert!(bits < 250.0, "{bits}");
 }
