@@ -32,8 +32,10 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use zeroize::Zeroize;
 
+use crate::chunk::{recv_array, recv_exact};
 use crate::exponent::{random_nonzero_scalar, POINT_BYTES};
-use crate::{point, PeerError};
+use crate::transport::{FrameKind, Transport};
+use crate::{point, PeerError, PsiError};
 
 /// Bytes of a seed.
 pub(crate) const SEED_BYTES: usize = 16;
@@ -91,6 +93,19 @@ impl Sender {
     }
 }
 
+impl Sender {
+    /// Receives the receiver's reply for `count` OTs ([`FrameKind::BaseOtChoices`], exactly
+    /// `count` points) and returns both seeds of each OT.
+    pub(crate) fn seeds_from<T: Transport + ?Sized>(
+        &self,
+        transport: &mut T,
+        count: usize,
+    ) -> Result<Vec<[Seed; 2]>, PsiError> {
+        let reply = recv_exact(transport, FrameKind::BaseOtChoices, count * POINT_BYTES)?;
+        Ok(self.seeds(&reply)?)
+    }
+}
+
 impl Drop for Sender {
     fn drop(&mut self) {
         self.secret.zeroize();
@@ -126,6 +141,25 @@ pub(crate) fn receive(
     Ok((points.concat(), seeds))
 }
 
+/// The receiver's side over `transport`, one OT per bit of `choices` (bit `i % 128` of word
+/// `i / 128` for OT `i`): receives the sender's point ([`FrameKind::BaseOtPoint`]), sends the
+/// reply ([`FrameKind::BaseOtChoices`]) and returns the chosen seeds.
+pub(crate) fn receive_over<T: Transport + ?Sized>(
+    transport: &mut T,
+    choices: &[u128],
+    rng: &mut OsSampler,
+) -> Result<Vec<Seed>, PsiError> {
+    let message: [u8; POINT_BYTES] = recv_array(transport, FrameKind::BaseOtPoint)?;
+    let mut bits: Vec<bool> = (0..128 * choices.len())
+        .map(|i| (choices[i / 128] >> (i % 128)) & 1 == 1)
+        .collect();
+    let received = receive(&bits, &message, rng);
+    bits.zeroize();
+    let (reply, seeds) = received?;
+    transport.send(FrameKind::BaseOtChoices, &reply)?;
+    Ok(seeds)
+}
+
 /// `KDF(i, A, B, P)`.
 fn kdf(
     index: usize,
@@ -146,7 +180,6 @@ fn kdf(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::PsiError;
 
     #[test]
     fn the_receiver_gets_exactly_the_chosen_seed() {

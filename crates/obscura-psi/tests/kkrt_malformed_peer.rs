@@ -4,13 +4,13 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
-use common::fake_peer::{against_fake_peer, client_error, points, server_error, FakePeer};
+use common::fake_peer::{
+    check_match_positions, check_silent_server, client_error, points, server_error, FakePeer,
+};
 
 use obscura_psi::kkrt;
 use obscura_psi::transport::{FrameKind, KindByte, TransportError};
-use obscura_psi::{run, Options, PeerError, Protocol, PsiError, Role};
+use obscura_psi::{PeerError, Protocol, PsiError, Role};
 
 /// Bytes of one block of 128 rows of the OT-extension matrix.
 const BLOCK_BYTES: usize = 512 * 16;
@@ -281,49 +281,7 @@ fn wrong_kinds() {
 
 #[test]
 fn bad_match_positions() {
-    let error = server(|peer| {
-        client_extension(client_start(peer)).frame(FrameKind::MatchCount, &4u64.to_le_bytes());
-    });
-    assert_peer_error(error, PeerError::TooManyMatches { count: 4, most: 3 });
-    let error = server(|peer| {
-        client_extension(client_start(peer))
-            .frame(FrameKind::MatchCount, &1u64.to_le_bytes())
-            .frame(FrameKind::MatchPositions, &3u64.to_le_bytes());
-    });
-    assert_peer_error(
-        error,
-        PeerError::PositionOutOfRange {
-            position: 3,
-            len: 3,
-        },
-    );
-    let error = server(|peer| {
-        client_extension(client_start(peer))
-            .frame(FrameKind::MatchCount, &2u64.to_le_bytes())
-            .frame(
-                FrameKind::MatchPositions,
-                &[0u64.to_le_bytes(), 0u64.to_le_bytes()].concat(),
-            );
-    });
-    assert_peer_error(error, PeerError::RepeatedPosition(0));
-    // Valid positions: the server learns that exactly two of its items matched.
-    let outcome = against_fake_peer(
-        Protocol::Kkrt,
-        Role::Server,
-        &["a", "b", "c"],
-        true,
-        Duration::from_secs(5),
-        |peer| {
-            client_extension(client_start(peer))
-                .frame(FrameKind::MatchCount, &2u64.to_le_bytes())
-                .frame(
-                    FrameKind::MatchPositions,
-                    &[2u64.to_le_bytes(), 0u64.to_le_bytes()].concat(),
-                );
-        },
-    )
-    .unwrap();
-    assert_eq!(outcome.intersection.unwrap().size, 2);
+    check_match_positions(Protocol::Kkrt, |peer| client_extension(client_start(peer)));
 }
 
 /// A client that announces more items than one session can hold is refused before anything
@@ -342,22 +300,8 @@ fn oversized_announced_sets() {
 /// A peer that keeps the connection open but sends nothing: the read times out.
 #[test]
 fn silent_peers_time_out() {
-    let timeout = Duration::from_millis(200);
-    let (mut peer, mut link) = FakePeer::new(Protocol::Kkrt, timeout);
-    server_start(&mut peer, 4);
-    let options = Options {
-        protocol: Protocol::Kkrt,
-        role: Role::Client,
-        both_learn: false,
+    let start = |peer: &mut FakePeer| {
+        server_start(peer, 4);
     };
-    let started = Instant::now();
-    let error = run(&mut link, &["a", "b", "c"], options, &|_, _, _| {}).unwrap_err();
-    assert!(matches!(
-        error,
-        PsiError::Transport(TransportError::Timeout {
-            expected: FrameKind::ServerTags
-        })
-    ));
-    assert!(started.elapsed() < Duration::from_secs(5));
-    drop(peer);
+    check_silent_server(Protocol::Kkrt, start, FrameKind::ServerTags);
 }

@@ -3,13 +3,13 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
-use common::fake_peer::{against_fake_peer, client_error, points, server_error, FakePeer};
+use common::fake_peer::{
+    check_match_positions, check_silent_server, client_error, points, server_error, FakePeer,
+};
 
 use obscura_psi::rr22::{self, MessageSizes, OT_FRAME_BLOCKS};
 use obscura_psi::transport::{FrameKind, KindByte, TransportError};
-use obscura_psi::{run, Options, PeerError, Protocol, PsiError, Role};
+use obscura_psi::{PeerError, Protocol, PsiError, Role};
 
 /// Bytes of one block of 128 correlated OTs.
 const BLOCK_BYTES: usize = 128 * 16;
@@ -318,40 +318,7 @@ fn wrong_kinds() {
 
 #[test]
 fn bad_match_positions() {
-    let error = server(|peer| {
-        client_store(peer).frame(FrameKind::MatchCount, &4u64.to_le_bytes());
-    });
-    assert_peer_error(error, PeerError::TooManyMatches { count: 4, most: 3 });
-    let error = server(|peer| {
-        client_store(peer)
-            .frame(FrameKind::MatchCount, &1u64.to_le_bytes())
-            .frame(FrameKind::MatchPositions, &3u64.to_le_bytes());
-    });
-    assert_peer_error(
-        error,
-        PeerError::PositionOutOfRange {
-            position: 3,
-            len: 3,
-        },
-    );
-    // Valid positions: the server learns that exactly two of its items matched.
-    let outcome = against_fake_peer(
-        Protocol::Rr22,
-        Role::Server,
-        &["a", "b", "c"],
-        true,
-        Duration::from_secs(5),
-        |peer| {
-            client_store(peer)
-                .frame(FrameKind::MatchCount, &2u64.to_le_bytes())
-                .frame(
-                    FrameKind::MatchPositions,
-                    &[2u64.to_le_bytes(), 0u64.to_le_bytes()].concat(),
-                );
-        },
-    )
-    .unwrap();
-    assert_eq!(outcome.intersection.unwrap().size, 2);
+    check_match_positions(Protocol::Rr22, client_store);
 }
 
 /// A client that announces more items than one session holds is refused before the server
@@ -372,23 +339,9 @@ fn oversized_announced_sets() {
 /// A peer that keeps the connection open but sends nothing: the read times out.
 #[test]
 fn silent_peers_time_out() {
-    let timeout = Duration::from_millis(200);
-    let (mut peer, mut link) = FakePeer::new(Protocol::Rr22, timeout);
-    peer.hello(Role::Server, 4, false)
-        .frame(FrameKind::BaseOtChoices, &points(128));
-    let options = Options {
-        protocol: Protocol::Rr22,
-        role: Role::Client,
-        both_learn: false,
+    let start = |peer: &mut FakePeer| {
+        peer.hello(Role::Server, 4, false)
+            .frame(FrameKind::BaseOtChoices, &points(128));
     };
-    let started = Instant::now();
-    let error = run(&mut link, &["a", "b", "c"], options, &|_, _, _| {}).unwrap_err();
-    assert!(matches!(
-        error,
-        PsiError::Transport(TransportError::Timeout {
-            expected: FrameKind::VoleTrees
-        })
-    ));
-    assert!(started.elapsed() < Duration::from_secs(5));
-    drop(peer);
+    check_silent_server(Protocol::Rr22, start, FrameKind::VoleTrees);
 }

@@ -6,13 +6,12 @@ use rayon::prelude::*;
 use zeroize::Zeroize;
 
 use super::code::{item_hashes, Row, CODE_WORDS};
-use super::extension::{Sender, BLOCK_BYTES, BLOCK_ROWS, CODE_BITS};
+use super::extension::{Sender, BLOCK_BYTES, BLOCK_ROWS};
 use super::{Session, FRAME_BLOCKS};
 use crate::base_ot;
 use crate::block::random_word;
 use crate::chunk::{recv_array, recv_exact, CHUNK_ITEMS};
 use crate::cuckoo::{BinHasher, HASHES, SEED_BYTES};
-use crate::exponent::POINT_BYTES;
 use crate::shuffle::random_permutation;
 use crate::transport::{FrameKind, Transport};
 use crate::unique::UniqueItems;
@@ -32,19 +31,13 @@ pub(super) fn run<T: Transport + ?Sized>(
     unique: &UniqueItems<'_>,
     rng: &mut OsSampler,
 ) -> Result<Option<Vec<bool>>, PsiError> {
-    let message: [u8; POINT_BYTES] = recv_array(transport, FrameKind::BaseOtPoint)?;
     let mut choices: Row = [0; CODE_WORDS];
     for word in &mut choices {
         *word = random_word(rng)?;
     }
-    let mut bits: Vec<bool> = (0..CODE_BITS)
-        .map(|i| (choices[i / 128] >> (i % 128)) & 1 == 1)
-        .collect();
-    let (reply, mut seeds) = base_ot::receive(&bits, &message, rng)?;
-    transport.send(FrameKind::BaseOtChoices, &reply)?;
+    let mut seeds = base_ot::receive_over(transport, &choices, rng)?;
     let sender = Sender::new(choices, &seeds);
     seeds.zeroize();
-    bits.zeroize();
     choices.zeroize();
     // Our own work first, while the client places its items.
     let hashes = item_hashes(unique.values());

@@ -12,7 +12,6 @@ use super::vole::{self, Noise};
 use super::{hash_items, tag, Session, ITEM_SEED_BYTES, OKVS_ATTEMPTS};
 use crate::base_ot;
 use crate::chunk::recv_exact;
-use crate::exponent::POINT_BYTES;
 use crate::own_tags::{match_peer_tags, OwnTags, PeerTags};
 use crate::transport::{FrameKind, Transport};
 use crate::unique::UniqueItems;
@@ -42,12 +41,7 @@ pub(super) fn run<T: Transport + ?Sized>(
         session.ell(),
     );
     let (okvs_seed, store) = encode(session, &keys, &values)?;
-    let reply = recv_exact(
-        transport,
-        FrameKind::BaseOtChoices,
-        iknp::BASE_OTS * POINT_BYTES,
-    )?;
-    let mut pairs = base.seeds(&reply)?;
+    let mut pairs = base.seeds_from(transport, iknp::BASE_OTS)?;
     let receiver = Receiver::new(&pairs);
     pairs.zeroize();
     let noise = Noise::random(&session.vole, rng)?;

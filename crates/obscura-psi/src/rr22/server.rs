@@ -14,7 +14,6 @@ use super::{hash_items, tag, vole, Session, ITEM_SEED_BYTES};
 use crate::base_ot;
 use crate::block::random_word;
 use crate::chunk::{recv_array, recv_exact, CHUNK_ITEMS};
-use crate::exponent::POINT_BYTES;
 use crate::shuffle::random_permutation;
 use crate::transport::{FrameKind, Transport};
 use crate::unique::UniqueItems;
@@ -28,14 +27,10 @@ pub(super) fn run<T: Transport + ?Sized>(
     unique: &UniqueItems<'_>,
     rng: &mut OsSampler,
 ) -> Result<Option<Vec<bool>>, PsiError> {
-    let message: [u8; POINT_BYTES] = recv_array(transport, FrameKind::BaseOtPoint)?;
     let mut delta = random_word(rng)?;
-    let mut bits: Vec<bool> = (0..iknp::BASE_OTS).map(|i| (delta >> i) & 1 == 1).collect();
-    let (reply, mut chosen) = base_ot::receive(&bits, &message, rng)?;
-    transport.send(FrameKind::BaseOtChoices, &reply)?;
+    let mut chosen = base_ot::receive_over(transport, &[delta], rng)?;
     let sender = Sender::new(delta, &chosen);
     chosen.zeroize();
-    bits.zeroize();
     let seeds: [u8; ITEM_SEED_BYTES + ea_code::SEED_BYTES] =
         recv_array(transport, FrameKind::VoleSeeds)?;
     let (item_seed, code_seed) = seeds.split_at(ITEM_SEED_BYTES);

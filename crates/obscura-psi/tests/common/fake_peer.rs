@@ -2,12 +2,12 @@
 //! the party sends (keeping it, so that the party's writes succeed).
 
 use std::io::Write;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use obscura_psi::hash_to_group::HashToGroup;
 use obscura_psi::transport::memory::{self, PipeReader, PipeWriter};
-use obscura_psi::transport::{FrameKind, StreamTransport};
-use obscura_psi::{run, Options, Outcome, Protocol, PsiError, Role};
+use obscura_psi::transport::{FrameKind, StreamTransport, TransportError};
+use obscura_psi::{run, Options, Outcome, PeerError, Protocol, PsiError, Role};
 
 /// The party's end of a link to a [`FakePeer`].
 pub type PartyLink = StreamTransport<PipeReader, PipeWriter>;
@@ -119,3 +119,76 @@ pub fn server_error(protocol: Protocol, script: impl FnOnce(&mut FakePeer)) -> P
 
 /// How long a party under test waits for a fake peer that says nothing more.
 pub const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A server with three items (`a`, `b`, `c`), both learning, checks the client's match positions
+/// after `start` (a fake client's messages up to them): too many matches, a position out of
+/// range and a repeated one are refused, and valid positions tell the server its matches.
+pub fn check_match_positions(protocol: Protocol, start: fn(&mut FakePeer) -> &mut FakePeer) {
+    let error = server_error(protocol, |peer| {
+        start(peer).frame(FrameKind::MatchCount, &4u64.to_le_bytes());
+    });
+    assert!(
+        matches!(
+            error,
+            PsiError::Peer(PeerError::TooManyMatches { count: 4, most: 3 })
+        ),
+        "{error:?}"
+    );
+    let error = server_error(protocol, |peer| {
+        start(peer)
+            .frame(FrameKind::MatchCount, &1u64.to_le_bytes())
+            .frame(FrameKind::MatchPositions, &3u64.to_le_bytes());
+    });
+    assert!(
+        matches!(
+            error,
+            PsiError::Peer(PeerError::PositionOutOfRange {
+                position: 3,
+                len: 3
+            })
+        ),
+        "{error:?}"
+    );
+    let positions = |list: [u64; 2]| [list[0].to_le_bytes(), list[1].to_le_bytes()].concat();
+    let error = server_error(protocol, |peer| {
+        start(peer)
+            .frame(FrameKind::MatchCount, &2u64.to_le_bytes())
+            .frame(FrameKind::MatchPositions, &positions([0, 0]));
+    });
+    assert!(
+        matches!(error, PsiError::Peer(PeerError::RepeatedPosition(0))),
+        "{error:?}"
+    );
+    let items = ["a", "b", "c"];
+    let outcome = against_fake_peer(protocol, Role::Server, &items, true, TIMEOUT, |peer| {
+        start(peer)
+            .frame(FrameKind::MatchCount, &2u64.to_le_bytes())
+            .frame(FrameKind::MatchPositions, &positions([2, 0]));
+    })
+    .unwrap();
+    assert_eq!(outcome.intersection.unwrap().size, 2);
+}
+
+/// A client with three items against a fake server that plays `start` and then keeps the
+/// connection open without a word: the read of `expected` times out, quickly.
+pub fn check_silent_server(
+    protocol: Protocol,
+    start: impl FnOnce(&mut FakePeer),
+    expected: FrameKind,
+) {
+    let (mut peer, mut link) = FakePeer::new(protocol, Duration::from_millis(200));
+    start(&mut peer);
+    let options = Options {
+        protocol,
+        role: Role::Client,
+        both_learn: false,
+    };
+    let started = Instant::now();
+    let error = run(&mut link, &["a", "b", "c"], options, &|_, _, _| {}).unwrap_err();
+    assert!(
+        matches!(error, PsiError::Transport(TransportError::Timeout { expected: kind }) if kind == expected),
+        "{error:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    drop(peer);
+}
