@@ -72,6 +72,14 @@ pub enum PsiError {
         /// The client's distinct items.
         items: u64,
     },
+    /// The options ask for something the protocol does not give.
+    #[error("{protocol} does not offer {what}")]
+    Unsupported {
+        /// The protocol.
+        protocol: crate::Protocol,
+        /// What it does not offer.
+        what: &'static str,
+    },
     /// RR22: the client's items could not be encoded into the OKVS under any of the seeds tried
     /// (each seed fails with probability at most 2^-40).
     #[error("could not encode the items into the OKVS with {attempts} different seeds")]
@@ -209,6 +217,14 @@ pub enum PeerError {
     /// Two of the tags the server returned for the client's distinct items are equal.
     #[error("the peer returned the same tag for two different items")]
     RepeatedTag,
+    /// RR22 malicious: the client's OT extension is not consistent with one set of choice bits
+    /// (its rows fail the check of [`crate::rr22`]'s malicious mode).
+    #[error("the peer's OT extension failed its consistency check")]
+    OtCheckFailed,
+    /// RR22 malicious: the server's VOLE does not give the client consistent correlations (its
+    /// GGM trees fail the check of [`crate::rr22`]'s malicious mode).
+    #[error("the peer's VOLE failed its consistency check")]
+    VoleCheckFailed,
     /// The client reports more matches than the smaller set holds.
     #[error("the peer reports {count} matches, more than the {most} possible")]
     TooManyMatches {

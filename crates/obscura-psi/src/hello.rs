@@ -13,7 +13,12 @@ const VERSION: u16 = 1;
 const LEN: usize = 21;
 const BOTH_LEARN: u8 = 1;
 /// Every protocol this build speaks.
-const PROTOCOLS: [Protocol; 3] = [Protocol::Ecdh, Protocol::Kkrt, Protocol::Rr22];
+const PROTOCOLS: [Protocol; 4] = [
+    Protocol::Ecdh,
+    Protocol::Kkrt,
+    Protocol::Rr22,
+    Protocol::Rr22Malicious,
+];
 
 /// One party's announcement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +121,7 @@ fn protocol_id(protocol: Protocol) -> u8 {
         Protocol::Ecdh => 1,
         Protocol::Kkrt => 2,
         Protocol::Rr22 => 3,
+        Protocol::Rr22Malicious => 4,
     }
 }
 

@@ -8,7 +8,8 @@
 //!   argument;
 //! - [`rr22`]: RR22 VOLE-PSI (silent VOLE over a subspace and an OKVS; semi-honest; the client
 //!   learns the intersection, optionally both parties do), with its parameters and security
-//!   argument: about a fifth of KKRT's traffic;
+//!   argument: about a fifth of KKRT's traffic; and its malicious mode (full-field VOLE with
+//!   consistency checks; the client learns the intersection);
 //! - [`bucketed`]: sets larger than memory, split into buckets on disk by a shared keyed hash
 //!   and intersected bucket by bucket (padded, so bucket sizes stay hidden);
 //! - [`hash_to_group`]: RFC 9380 hashing of byte strings to ristretto255;
@@ -85,18 +86,29 @@ pub enum Protocol {
     Ecdh,
     /// KKRT-PSI: OT extension and a batched OPRF (see [`kkrt`]).
     Kkrt,
-    /// RR22 VOLE-PSI: silent VOLE and an OKVS (see [`rr22`]).
+    /// RR22 VOLE-PSI: silent VOLE and an OKVS, semi-honest (see [`rr22`]).
     Rr22,
+    /// RR22 VOLE-PSI secure against a malicious peer (see [`rr22`]); the client alone learns
+    /// the intersection.
+    Rr22Malicious,
 }
 
 impl Protocol {
-    /// The protocol's name as users type it (`ecdh`, `kkrt`, `rr22`).
+    /// The protocol's name as users type it (`ecdh`, `kkrt`, `rr22`, `rr22-malicious`).
     pub fn name(self) -> &'static str {
         match self {
             Self::Ecdh => "ecdh",
             Self::Kkrt => "kkrt",
             Self::Rr22 => "rr22",
+            Self::Rr22Malicious => "rr22-malicious",
         }
+    }
+
+    /// Whether the server can learn the intersection too ([`Options::both_learn`]). Not in
+    /// [`Protocol::Rr22Malicious`]: a server cannot check the matches a malicious client would
+    /// report (run a second session with the roles swapped instead).
+    pub fn offers_both_learn(self) -> bool {
+        self != Self::Rr22Malicious
     }
 }
 
@@ -172,6 +184,12 @@ fn run_unique<T: Transport + ?Sized>(
     progress: Progress<'_>,
 ) -> Result<Outcome, PsiError> {
     let started = Instant::now();
+    if options.both_learn && !options.protocol.offers_both_learn() {
+        return Err(PsiError::Unsupported {
+            protocol: options.protocol,
+            what: "an intersection for the server (both learn)",
+        });
+    }
     let (sent_before, received_before) = (transport.bytes_sent(), transport.bytes_received());
     let ours = Hello {
         protocol: options.protocol,
@@ -189,7 +207,9 @@ fn run_unique<T: Transport + ?Sized>(
         match options.protocol {
             Protocol::Ecdh => ecdh::run(transport, unique, &ours, &peer, progress)?,
             Protocol::Kkrt => kkrt::run(transport, unique, &ours, &peer, progress)?,
-            Protocol::Rr22 => rr22::run(transport, unique, &ours, &peer, progress)?,
+            Protocol::Rr22 | Protocol::Rr22Malicious => {
+                rr22::run(transport, unique, &ours, &peer, progress)?
+            }
         }
     };
     Ok(Outcome {

@@ -50,12 +50,10 @@ impl Stage {
     /// What a party does in this stage of `protocol`, as progress reports name it.
     pub fn label(self, protocol: crate::Protocol) -> &'static str {
         match (protocol, self) {
-            (crate::Protocol::Kkrt | crate::Protocol::Rr22, Self::OwnItems) => "encoding our items",
-            (crate::Protocol::Kkrt | crate::Protocol::Rr22, Self::PeerItems) => {
-                "processing the peer's items"
-            }
-            (_, Self::OwnItems) => "blinding our items",
-            (_, Self::PeerItems) => "blinding the peer's items",
+            (crate::Protocol::Ecdh, Self::OwnItems) => "blinding our items",
+            (crate::Protocol::Ecdh, Self::PeerItems) => "blinding the peer's items",
+            (_, Self::OwnItems) => "encoding our items",
+            (_, Self::PeerItems) => "processing the peer's items",
         }
     }
 }

@@ -116,7 +116,10 @@ fn progress_reaches_the_totals() {
         let reports = reports.into_inner().unwrap();
         let own = match protocol {
             Protocol::Kkrt => u64::from(kkrt::bins(5000).unwrap()),
-            Protocol::Rr22 => rr22::message_sizes(5000, 7000).unwrap().store_words as u64,
+            Protocol::Rr22 | Protocol::Rr22Malicious => {
+                let malicious = protocol == Protocol::Rr22Malicious;
+                rr22::message_sizes(5000, 7000, malicious).unwrap().store_words as u64
+            }
             _ => 5000,
         };
         assert!(reports.contains(&(Stage::OwnItems, own, own)), "{protocol}");

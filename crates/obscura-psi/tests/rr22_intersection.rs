@@ -39,7 +39,7 @@ fn traffic_matches_the_cost_model() {
     let n = 1 << 16;
     let (client, server) = (items("a", 0..n), items("b", 0..n));
     let outcome = check(Protocol::Rr22, &client, &server, false);
-    let sizes = rr22::message_sizes(n as u64, n as u64).unwrap();
+    let sizes = rr22::message_sizes(n as u64, n as u64, false).unwrap();
     let frames = |count: usize, per_frame: usize| 5 * count.div_ceil(per_frame) as u64;
     let hello = 5 + 21;
     // Base-OT point, seeds, OT extension, OKVS seed, masked store.

@@ -26,7 +26,7 @@ fn server(script: impl FnOnce(&mut FakePeer)) -> PsiError {
 
 /// The sizes of a session of three client items against `n_server`.
 fn sizes(n_server: u64) -> MessageSizes {
-    rr22::message_sizes(3, n_server).unwrap()
+    rr22::message_sizes(3, n_server, false).unwrap()
 }
 
 /// A fake server that announces `n_server` items, answers the base OTs with valid points and
@@ -333,7 +333,7 @@ fn oversized_announced_sets() {
         error,
         PsiError::TooManyItems { protocol: Protocol::Rr22, items: refused } if refused == items
     ));
-    assert!(rr22::message_sizes(items, 3).is_none());
+    assert!(rr22::message_sizes(items, 3, false).is_none());
 }
 
 /// A peer that keeps the connection open but sends nothing: the read times out.

@@ -60,9 +60,12 @@ fn protocol_of(name: &str) -> PyResult<Protocol> {
         "ecdh" => Ok(Protocol::Ecdh),
         "kkrt" => Ok(Protocol::Kkrt),
         "rr22" => Ok(Protocol::Rr22),
+        "rr22-malicious" => Ok(Protocol::Rr22Malicious),
         _ => Err(error(
             Class::InvalidInput,
-            format!("unknown protocol {name:?}: use \"ecdh\", \"kkrt\" or \"rr22\""),
+            format!(
+                "unknown protocol {name:?}: use \"ecdh\", \"kkrt\", \"rr22\" or \"rr22-malicious\""
+            ),
         )),
     }
 }

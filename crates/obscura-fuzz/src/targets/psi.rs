@@ -52,6 +52,12 @@ pub(super) fn targets() -> Vec<Target> {
             seeds: || seeds(Session::Plain(Protocol::Rr22)),
         },
         Target {
+            name: "psi_rr22_malicious",
+            about: "a malicious-mode RR22-PSI session against a hostile peer's byte stream",
+            run: |input| session(Session::Plain(Protocol::Rr22Malicious), input),
+            seeds: || seeds(Session::Plain(Protocol::Rr22Malicious)),
+        },
+        Target {
             name: "psi_bucketed",
             about: "a bucketed ECDH-PSI session (bucket plan, then buckets) against a hostile peer",
             run: |input| session(Session::Bucketed(Protocol::Ecdh), input),

@@ -5,17 +5,18 @@ use obscura_math::sample::{fill_random, OsSampler};
 use rayon::prelude::*;
 use zeroize::Zeroize;
 
+use super::check::{self, Coefficients};
 use super::ea_code::{self, EaCode};
 use super::iknp::{self, Receiver};
 use super::okvs::{self, Okvs};
 use super::vole::{self, Noise};
 use super::{hash_items, tag, Session, ITEM_SEED_BYTES, OKVS_ATTEMPTS};
 use crate::base_ot;
-use crate::chunk::recv_exact;
+use crate::chunk::{recv_array, recv_exact};
 use crate::own_tags::{match_peer_tags, OwnTags, PeerTags};
 use crate::transport::{FrameKind, Transport};
 use crate::unique::UniqueItems;
-use crate::{positions, PsiError, Stage};
+use crate::{positions, PeerError, PsiError, Stage};
 
 /// Blocks of 128 correlated OTs per frame of the OT extension (256 KiB).
 pub const OT_FRAME_BLOCKS: usize = 128;
@@ -45,7 +46,14 @@ pub(super) fn run<T: Transport + ?Sized>(
     let receiver = Receiver::new(&pairs);
     pairs.zeroize();
     let noise = Noise::random(&session.vole, rng)?;
-    let rows = send_extension(transport, &receiver, &noise.choices(&session.vole))?;
+    let choices = noise.choices(&session.vole);
+    let rows = send_extension(transport, &receiver, &choices)?;
+    if session.malicious {
+        let seed = recv_array(transport, FrameKind::OtCheckSeed)?;
+        let [x, t] = check::prove_rows(seed, &choices, &rows);
+        transport.send(FrameKind::OtCheckReply, &words_to_bytes(&[x, t]))?;
+    }
+    drop(choices);
     let trees = recv_words(
         transport,
         FrameKind::VoleTrees,
@@ -53,18 +61,31 @@ pub(super) fn run<T: Transport + ?Sized>(
     )?;
     let code = EaCode::new(session.vole.leaves(), code_seed.try_into().expect("split"));
     let vector = vole::receive(&session.vole, &noise, &rows, &trees);
-    drop(rows);
     transport.send(FrameKind::OkvsSeed, &okvs_seed)?;
-    let c = send_masked_store(session, transport, &vector, &code, store)?;
+    let check_seed = match session.malicious {
+        true => {
+            let mut seed = [0u8; check::SEED_BYTES];
+            fill_random(&mut seed)?;
+            transport.send(FrameKind::VoleCheckSeed, &seed)?;
+            Some(Coefficients::new(seed))
+        }
+        false => None,
+    };
+    let (c, sums) = send_masked_store(session, transport, &vector, &code, store, check_seed)?;
     drop(vector);
+    let salt = match sums {
+        Some(sums) => Some(finish_vole_check(session, transport, &noise, &rows, sums)?),
+        None => None,
+    };
+    drop(rows);
     let slots: Vec<u32> = (0..unique.len() as u32).collect();
     let mut own = OwnTags::new(session.tag_bytes, &slots);
     let mut decoded = vec![0u128; keys.len()];
     Okvs::new(session.okvs, okvs_seed).decode(&c, &keys, &mut decoded);
     own.tags_mut(0..keys.len())
         .par_chunks_mut(session.tag_bytes)
-        .zip(&decoded)
-        .for_each(|(out, &value)| tag(value, out));
+        .zip(decoded.par_iter().zip(&keys))
+        .for_each(|(out, (&value, &key))| tag(value, key, salt, out));
     own.index(0..keys.len());
     let peer = PeerTags {
         items: session.n_server,
@@ -77,6 +98,29 @@ pub(super) fn run<T: Transport + ?Sized>(
         positions::send(transport, &matched_positions)?;
     }
     Ok(matched)
+}
+
+/// Malicious mode: sends `x' = Σ χ_i · A_i ⊕ y*` and checks the server's reply against
+/// `Σ χ_i · C_i ⊕ c*` (`sums` = `[Σ χ_i · A_i, Σ χ_i · C_i]`); returns the tags' salt.
+fn finish_vole_check<T: Transport + ?Sized>(
+    session: &Session<'_>,
+    transport: &mut T,
+    noise: &Noise,
+    rows: &[u128],
+    [a, c]: [u128; 2],
+) -> Result<u128, PsiError> {
+    let masked = a ^ noise.check_mask(&session.vole);
+    transport.send(FrameKind::VoleCheckValue, &masked.to_le_bytes())?;
+    let reply = recv_words(transport, FrameKind::VoleCheckReply, 2)?;
+    if reply[0] != c ^ vole::check_mask_share(&session.vole, rows) {
+        return Err(PeerError::VoleCheckFailed.into());
+    }
+    Ok(reply[1])
+}
+
+/// Little-endian bytes of `words`.
+fn words_to_bytes(words: &[u128]) -> Vec<u8> {
+    words.iter().flat_map(|word| word.to_le_bytes()).collect()
 }
 
 /// Encodes the store under a fresh seed, retrying on the rare seeds that fail.
@@ -113,7 +157,7 @@ fn send_extension<T: Transport + ?Sized>(
 }
 
 /// Receives a frame of exactly `words` 128-bit words.
-fn recv_words<T: Transport + ?Sized>(
+pub(super) fn recv_words<T: Transport + ?Sized>(
     transport: &mut T,
     kind: FrameKind,
     words: usize,
@@ -127,16 +171,19 @@ fn recv_words<T: Transport + ?Sized>(
         .collect())
 }
 
-/// Computes `A` and `C` frame by frame and sends `A ⊕ P`, `tag_bytes` bytes per word, each
-/// frame while the earlier ones are on the wire; returns `C`.
+/// Computes `A` and `C` frame by frame and sends `A ⊕ P`, `ℓ / 8` bytes per word, each frame
+/// while the earlier ones are on the wire; returns `C` and, with the VOLE check's coefficients,
+/// `[Σ χ_i · A_i, Σ χ_i · C_i]`.
 fn send_masked_store<T: Transport + ?Sized>(
     session: &Session<'_>,
     transport: &mut T,
     vector: &vole::ReceiverVector,
     code: &EaCode,
     mut store: Vec<u128>,
-) -> Result<Vec<u128>, PsiError> {
-    let width = session.tag_bytes;
+    check: Option<Coefficients>,
+) -> Result<(Vec<u128>, Option<[u128; 2]>), PsiError> {
+    let width = session.word_bytes();
+    let mut sums = [0u128; 2];
     let total = store.len() as u64;
     let mut frame = vec![0u8; STORE_FRAME_WORDS * width];
     let mut pairs = vec![[0u128; 2]; STORE_FRAME_WORDS];
@@ -146,6 +193,10 @@ fn send_masked_store<T: Transport + ?Sized>(
         let pairs = &mut pairs[..store.len()];
         pairs.fill([0; 2]);
         vector.outputs(code, first, pairs);
+        if let Some(chi) = &check {
+            let [a, c] = chi.combine(first, pairs);
+            sums = [sums[0] ^ a, sums[1] ^ c];
+        }
         let frame = &mut frame[..store.len() * width];
         frame
             .par_chunks_mut(width)
@@ -158,5 +209,5 @@ fn send_masked_store<T: Transport + ?Sized>(
         transport.send(FrameKind::MaskedOkvs, frame)?;
         (session.progress)(Stage::OwnItems, (first + store.len()) as u64, total);
     }
-    Ok(store)
+    Ok((store, check.map(|_| sums)))
 }

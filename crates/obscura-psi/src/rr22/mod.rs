@@ -68,6 +68,7 @@
 //! sends `tag_bytes · n_s` bytes of tags and `16 · trees · (2 · depth + 1)` bytes of trees
 //! (about 0.2 MB). At 2^20 items each: 101 + 80 + 4 ≈ 185 bits per item, both directions.
 
+mod check;
 mod client;
 mod ea_code;
 
@@ -98,6 +99,8 @@ pub const MAX_CLIENT_ITEMS: u64 = 1 << 22;
 
 const ITEM_DOMAIN: &[u8] = b"obscura-psi rr22 item v1\0";
 const TAG_DOMAIN: &[u8] = b"obscura-psi rr22 tag v1\0";
+/// Short enough that a keyed tag's input fits in one SHA-256 block.
+const KEYED_TAG_DOMAIN: &[u8] = b"obscura rr22m tag\0";
 /// Bytes of the item seed.
 const ITEM_SEED_BYTES: usize = 16;
 /// Items per parallel task when hashing.
@@ -125,18 +128,27 @@ pub struct MessageSizes {
     pub tree_bytes: usize,
 }
 
-/// The message sizes of a session with `n_client` and `n_server` distinct items, or `None` if
-/// the client's set is too large for one session (see [`MAX_CLIENT_ITEMS`]).
-pub fn message_sizes(n_client: u64, n_server: u64) -> Option<MessageSizes> {
+/// The message sizes of a session with `n_client` and `n_server` distinct items, in the
+/// malicious mode if `malicious`, or `None` if the client's set is too large for one session
+/// (see [`MAX_CLIENT_ITEMS`]).
+pub fn message_sizes(n_client: u64, n_server: u64, malicious: bool) -> Option<MessageSizes> {
     let okvs = okvs::Params::new(n_client).filter(|_| n_client <= MAX_CLIENT_ITEMS)?;
-    let word_bytes = tag_bytes(n_client, n_server);
-    let vole = vole::VoleParams::new(okvs.size(), 8 * word_bytes as u32);
+    let vole = vole_params(okvs.size(), tag_bytes(n_client, n_server), malicious);
     Some(MessageSizes {
-        word_bytes,
+        word_bytes: vole.ell as usize / 8,
         store_words: okvs.size(),
         ot_blocks: vole.ot_blocks(),
         tree_bytes: 16 * vole.message_words(),
     })
+}
+
+/// The VOLE of a session: over `ℓ = 8 · tag_bytes` bits, or over all of GF(2^128) in the
+/// malicious mode.
+fn vole_params(outputs: usize, tag_bytes: usize, malicious: bool) -> vole::VoleParams {
+    match malicious {
+        true => vole::VoleParams::malicious(outputs),
+        false => vole::VoleParams::new(outputs, 8 * tag_bytes as u32),
+    }
 }
 
 /// What both roles share during one session.
@@ -148,13 +160,20 @@ struct Session<'p> {
     okvs: okvs::Params,
     vole: vole::VoleParams,
     both_learn: bool,
+    /// Whether this is the malicious mode.
+    malicious: bool,
     progress: Progress<'p>,
 }
 
 impl Session<'_> {
     /// `ℓ`: bits of `V`.
     fn ell(&self) -> u32 {
-        8 * self.tag_bytes as u32
+        self.vole.ell
+    }
+
+    /// Bytes of a word of the masked store.
+    fn word_bytes(&self) -> usize {
+        self.vole.ell as usize / 8
     }
 }
 
@@ -178,12 +197,20 @@ fn hash_items(items: &[&[u8]], seed: &[u8; ITEM_SEED_BYTES], ell: u32) -> (Vec<u
         .unzip()
 }
 
-/// `H(v)`, the tag of a decoded value, into `out` (at most 16 bytes).
-fn tag(value: u128, out: &mut [u8]) {
-    let digest = Sha256::new()
-        .chain_update(TAG_DOMAIN)
-        .chain_update(value.to_le_bytes())
-        .finalize();
+/// The tag of the value `value` decoded at key `key`, into `out` (at most 16 bytes): `H(v)`, or
+/// in the malicious mode, with the server's salt `w`, `H'(v ⊕ w, k)` (`H'` the first bytes of
+/// `SHA-256("obscura rr22m tag\0" ‖ v ⊕ w ‖ k)`).
+fn tag(value: u128, key: u128, salt: Option<u128>, out: &mut [u8]) {
+    let digest = match salt {
+        None => Sha256::new()
+            .chain_update(TAG_DOMAIN)
+            .chain_update(value.to_le_bytes()),
+        Some(w) => Sha256::new()
+            .chain_update(KEYED_TAG_DOMAIN)
+            .chain_update((value ^ w).to_le_bytes())
+            .chain_update(key.to_le_bytes()),
+    }
+    .finalize();
     out.copy_from_slice(&digest[..out.len()]);
 }
 
@@ -201,17 +228,19 @@ pub(crate) fn run<T: Transport + ?Sized>(
     let okvs = okvs::Params::new(n_client)
         .filter(|_| n_client <= MAX_CLIENT_ITEMS)
         .ok_or(PsiError::TooManyItems {
-            protocol: crate::Protocol::Rr22,
+            protocol: ours.protocol,
             items: n_client,
         })?;
     let tag_bytes = tag_bytes(n_client, n_server);
+    let malicious = ours.protocol == crate::Protocol::Rr22Malicious;
     let session = Session {
         n_client,
         n_server,
         tag_bytes,
         okvs,
-        vole: vole::VoleParams::new(okvs.size(), 8 * tag_bytes as u32),
+        vole: vole_params(okvs.size(), tag_bytes, malicious),
         both_learn: ours.both_learn,
+        malicious,
         progress,
     };
     let mut rng = OsSampler::new();

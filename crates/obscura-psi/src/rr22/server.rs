@@ -5,7 +5,8 @@ use obscura_math::sample::OsSampler;
 use rayon::prelude::*;
 use zeroize::Zeroize;
 
-use super::client::{OT_FRAME_BLOCKS, STORE_FRAME_WORDS};
+use super::check::{self, Coefficients};
+use super::client::{recv_words, OT_FRAME_BLOCKS, STORE_FRAME_WORDS};
 use super::ea_code::{self, EaCode};
 use super::gf128::mul;
 use super::iknp::{self, Sender};
@@ -13,11 +14,12 @@ use super::okvs::{self, Okvs};
 use super::{hash_items, tag, vole, Session, ITEM_SEED_BYTES};
 use crate::base_ot;
 use crate::block::random_word;
+use obscura_math::sample::fill_random;
 use crate::chunk::{recv_array, recv_exact, CHUNK_ITEMS};
 use crate::shuffle::random_permutation;
 use crate::transport::{FrameKind, Transport};
 use crate::unique::UniqueItems;
-use crate::{positions, PsiError, Stage};
+use crate::{positions, PeerError, PsiError, Stage};
 
 /// Runs the server's steps; with both learn, returns which distinct items are in the
 /// intersection.
@@ -42,22 +44,45 @@ pub(super) fn run<T: Transport + ?Sized>(
     );
     let order = random_permutation(unique.len(), rng)?;
     let rows = receive_extension(session, transport, &sender)?;
+    if session.malicious {
+        let mut seed = [0u8; check::SEED_BYTES];
+        fill_random(&mut seed)?;
+        transport.send(FrameKind::OtCheckSeed, &seed)?;
+        let reply = recv_words(transport, FrameKind::OtCheckReply, 2)?;
+        if !check::verify_rows(seed, &rows, delta, [reply[0], reply[1]]) {
+            return Err(PeerError::OtCheckFailed.into());
+        }
+    }
     let code = EaCode::new(session.vole.leaves(), code_seed.try_into().expect("split"));
     let (trees, leaves) = vole::send_trees(&session.vole, delta, &rows, rng)?;
+    let mask_share = session
+        .malicious
+        .then(|| vole::check_mask_share(&session.vole, &rows));
     drop(rows);
     let trees: Vec<u8> = trees.iter().flat_map(|word| word.to_le_bytes()).collect();
     transport.send(FrameKind::VoleTrees, &trees)?;
     let vector = vole::SenderVector::new(leaves);
     let okvs_seed: [u8; okvs::SEED_BYTES] = recv_array(transport, FrameKind::OkvsSeed)?;
-    let store = receive_masked_store(session, transport, &vector, &code, delta)?;
+    let check = match session.malicious {
+        true => Some(Coefficients::new(recv_array(
+            transport,
+            FrameKind::VoleCheckSeed,
+        )?)),
+        false => None,
+    };
+    let (store, sum) = receive_masked_store(session, transport, &vector, &code, delta, check)?;
     drop(vector);
+    let salt = match (sum, mask_share) {
+        (Some(sum), Some(share)) => Some(answer_vole_check(transport, delta, sum ^ share, rng)?),
+        _ => None,
+    };
     let okvs = Okvs::new(session.okvs, okvs_seed);
     send_tags(
         session,
         transport,
         &okvs,
         &store,
-        delta,
+        (delta, salt),
         (&keys, &values),
         &order,
     )?;
@@ -90,16 +115,35 @@ fn receive_extension<T: Transport + ?Sized>(
     Ok(rows)
 }
 
+/// Malicious mode: from the client's `x'` and `sum = Σ χ_i · B_i ⊕ b*`, sends
+/// `V = sum ⊕ x' · Δ` and a fresh salt for the tags, which it returns.
+fn answer_vole_check<T: Transport + ?Sized>(
+    transport: &mut T,
+    delta: u128,
+    sum: u128,
+    rng: &mut OsSampler,
+) -> Result<u128, PsiError> {
+    let masked = u128::from_le_bytes(recv_array(transport, FrameKind::VoleCheckValue)?);
+    let salt = random_word(rng)?;
+    let mut reply = [0u8; 32];
+    reply[..16].copy_from_slice(&(sum ^ mul(masked, delta)).to_le_bytes());
+    reply[16..].copy_from_slice(&salt.to_le_bytes());
+    transport.send(FrameKind::VoleCheckReply, &reply)?;
+    Ok(salt)
+}
+
 /// Receives `A' = A ⊕ P` frame by frame and returns `B' = B ⊕ A' · Δ`, computing each frame's
-/// `B` as the frame arrives.
+/// `B` as the frame arrives; with the VOLE check's coefficients, also `Σ χ_i · B_i`.
 fn receive_masked_store<T: Transport + ?Sized>(
     session: &Session<'_>,
     transport: &mut T,
     vector: &vole::SenderVector,
     code: &EaCode,
     delta: u128,
-) -> Result<Vec<u128>, PsiError> {
-    let width = session.tag_bytes;
+    check: Option<Coefficients>,
+) -> Result<(Vec<u128>, Option<u128>), PsiError> {
+    let width = session.word_bytes();
+    let mut sum = 0;
     let total = session.vole.outputs;
     // Bounded by the session's item bound (see `MAX_CLIENT_ITEMS`).
     let mut store = Vec::with_capacity(total);
@@ -110,6 +154,9 @@ fn receive_masked_store<T: Transport + ?Sized>(
         store.resize(first + words, 0);
         let b = &mut store[first..];
         vector.outputs(code, first, b);
+        if let Some(chi) = &check {
+            sum ^= chi.combine(first, b.as_chunks::<1>().0)[0];
+        }
         b.par_iter_mut()
             .zip(masked.par_chunks(width))
             .for_each(|(b, masked)| {
@@ -119,17 +166,17 @@ fn receive_masked_store<T: Transport + ?Sized>(
             });
         (session.progress)(Stage::PeerItems, store.len() as u64, total as u64);
     }
-    Ok(store)
+    Ok((store, check.map(|_| sum)))
 }
 
-/// Sends, for our items in the shuffled `order`, the tags `H(Decode(B', k(y)) ⊕ Δ · h(y))`,
-/// chunk by chunk.
+/// Sends, for our items in the shuffled `order`, the tags of `Decode(B', k(y)) ⊕ Δ · h(y)`
+/// (salted in the malicious mode), chunk by chunk.
 fn send_tags<T: Transport + ?Sized>(
     session: &Session<'_>,
     transport: &mut T,
     okvs: &Okvs,
     store: &[u128],
-    delta: u128,
+    (delta, salt): (u128, Option<u128>),
     (keys, values): (&[u128], &[u128]),
     order: &[usize],
 ) -> Result<(), PsiError> {
@@ -137,18 +184,17 @@ fn send_tags<T: Transport + ?Sized>(
     let shuffled_keys: Vec<u128> = order.iter().map(|&item| keys[item]).collect();
     let mut decoded = vec![0u128; order.len()];
     okvs.decode(store, &shuffled_keys, &mut decoded);
-    drop(shuffled_keys);
     // `Decode(B', k(y)) ⊕ Δ · h(y)`, in shuffled order.
     decoded
         .par_iter_mut()
         .zip(order.par_iter())
         .for_each(|(value, &item)| *value ^= mul(values[item], delta));
     let mut sent = 0u64;
-    for decoded in decoded.chunks(CHUNK_ITEMS) {
+    for (decoded, keys) in decoded.chunks(CHUNK_ITEMS).zip(shuffled_keys.chunks(CHUNK_ITEMS)) {
         let mut tags = vec![0u8; decoded.len() * width];
         tags.par_chunks_mut(width)
-            .zip(decoded)
-            .for_each(|(out, &value)| tag(value, out));
+            .zip(decoded.par_iter().zip(keys))
+            .for_each(|(out, (&value, &key))| tag(value, key, salt, out));
         transport.send(FrameKind::ServerTags, &tags)?;
         sent += decoded.len() as u64;
         (session.progress)(Stage::OwnItems, sent, session.n_server);

@@ -49,8 +49,12 @@ use super::pprf;
 use crate::block::random_word;
 use crate::shuffle::uniform_below;
 
-/// Noise positions (trees).
+/// Noise positions (trees): exactly this many in the semi-honest mode, at least this many in the
+/// malicious mode.
 const TREES: usize = 400;
+/// Malicious mode: correlated OTs past the trees' that have random choice bits, at least (the
+/// first 128 form the check's mask correlation, all take part in the OT-extension check).
+const CHECK_ROWS: usize = 128 + 256;
 /// `N / m`: the code's inverse rate.
 const EXPANSION: usize = 5;
 /// The code has at least this many rows, however few are used.
@@ -71,6 +75,9 @@ pub(crate) struct VoleParams {
     pub depth: u32,
     /// Bits of the subspace `V`.
     pub ell: u32,
+    /// Whether the VOLE is checked (see [`super::check`]): trees of `2^depth` leaves, so that
+    /// every path the receiver can choose ends at a leaf, and [`CHECK_ROWS`] more OTs.
+    pub malicious: bool,
 }
 
 impl VoleParams {
@@ -83,6 +90,24 @@ impl VoleParams {
             tree_leaves,
             depth: pprf::depth(tree_leaves),
             ell,
+            malicious: false,
+        }
+    }
+
+    /// The malicious mode's VOLE of `outputs` correlations over all of GF(2^128): trees of
+    /// `S = 2^depth` leaves with `S` the largest power of two such that at least [`TREES`] trees
+    /// make `N`.
+    pub(crate) fn malicious(outputs: usize) -> Self {
+        let target = EXPANSION * outputs.max(MIN_ROWS);
+        let depth = (target / TREES).ilog2();
+        let tree_leaves = 1 << depth;
+        Self {
+            outputs,
+            trees: target.div_ceil(tree_leaves),
+            tree_leaves,
+            depth,
+            ell: 128,
+            malicious: true,
         }
     }
 
@@ -96,9 +121,15 @@ impl VoleParams {
         (self.depth + self.ell) as usize
     }
 
+    /// Correlated OTs of the trees (the first rows of the extension).
+    pub(crate) fn tree_rows(&self) -> usize {
+        self.trees * self.ots_per_tree()
+    }
+
     /// Blocks of 128 correlated OTs the VOLE consumes.
     pub(crate) fn ot_blocks(&self) -> usize {
-        (self.trees * self.ots_per_tree()).div_ceil(BLOCK_ROWS)
+        let check_rows = if self.malicious { CHECK_ROWS } else { 0 };
+        (self.tree_rows() + check_rows).div_ceil(BLOCK_ROWS)
     }
 
     /// Words of the sender's message: two side sums per level and `τ`, per tree.
@@ -122,15 +153,24 @@ fn pad(ot: usize, row: u128) -> u128 {
     u128::from_le_bytes(digest[..16].try_into().expect("16 of 32 bytes"))
 }
 
-/// The receiver's secret sparse noise: a point and a nonzero value of `V` per tree.
+/// The receiver's secret sparse noise: a point and a nonzero value of `V` per tree; in the
+/// malicious mode also the random choice bits of the rows past the trees'.
 pub(crate) struct Noise {
     points: Vec<usize>,
     values: Vec<u128>,
+    /// Choice-bit words to start from (random in the malicious mode, zero otherwise).
+    background: Vec<u128>,
 }
 
 impl Noise {
     /// Fresh noise from the OS CSPRNG.
     pub(crate) fn random(params: &VoleParams, rng: &mut OsSampler) -> Result<Self, RngError> {
+        let background = (0..params.ot_blocks())
+            .map(|_| match params.malicious {
+                true => random_word(rng),
+                false => Ok(0),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let mut points = Vec::with_capacity(params.trees);
         let mut values = Vec::with_capacity(params.trees);
         for _ in 0..params.trees {
@@ -142,13 +182,17 @@ impl Noise {
                 }
             });
         }
-        Ok(Self { points, values })
+        Ok(Self {
+            points,
+            values,
+            background,
+        })
     }
 
     /// The choice bits of the VOLE's correlated OTs, 128 per word: per tree, the levels' sides
-    /// then the value's bits.
+    /// then the value's bits; then the random bits of the malicious mode.
     pub(crate) fn choices(&self, params: &VoleParams) -> Vec<u128> {
-        let mut words = vec![0u128; params.ot_blocks()];
+        let mut words = self.background.clone();
         let bits = self
             .points
             .iter()
@@ -158,10 +202,29 @@ impl Noise {
                     .chain((0..params.ell).map(move |k| (value >> k) & 1 == 1))
             });
         for (j, bit) in bits.enumerate() {
-            words[j / 128] |= u128::from(bit) << (j % 128);
+            let mask = 1 << (j % 128);
+            words[j / 128] = (words[j / 128] & !mask) | (u128::from(bit) << (j % 128));
         }
         words
     }
+
+    /// Malicious mode: `y*`, the receiver's value of the check's mask correlation (the choice
+    /// bits of the 128 rows after the trees').
+    pub(crate) fn check_mask(&self, params: &VoleParams) -> u128 {
+        let first = params.tree_rows();
+        let (word, shift) = (first / 128, first % 128);
+        match shift {
+            0 => self.background[word],
+            _ => self.background[word] >> shift | self.background[word + 1] << (128 - shift),
+        }
+    }
+}
+
+/// Malicious mode: one party's share of the check's mask correlation, from its correlated-OT
+/// rows (`c* = Σ_k x^k · t_k` for the receiver, `b* = Σ_k x^k · q_k` for the sender, over the
+/// 128 rows after the trees'), so that `c* = b* ⊕ y* · Δ`.
+pub(crate) fn check_mask_share(params: &VoleParams, rows: &[u128]) -> u128 {
+    combine_powers(&rows[params.tree_rows()..][..128])
 }
 
 /// The sender's first step: from `Δ` and its correlated-OT rows `q` (at least

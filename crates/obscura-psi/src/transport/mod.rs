@@ -79,12 +79,22 @@ pub enum FrameKind {
     OkvsSeed = 14,
     /// RR22, client to server: a frame of the OKVS masked by the VOLE (`A ⊕ P`).
     MaskedOkvs = 15,
+    /// RR22 malicious, server to client: the seed of the OT-extension check.
+    OtCheckSeed = 16,
+    /// RR22 malicious, client to server: the answer to the OT-extension check.
+    OtCheckReply = 17,
+    /// RR22 malicious, client to server: the seed of the VOLE check.
+    VoleCheckSeed = 18,
+    /// RR22 malicious, client to server: the masked combination of the VOLE check.
+    VoleCheckValue = 19,
+    /// RR22 malicious, server to client: the VOLE check's value and the tags' random salt.
+    VoleCheckReply = 20,
     /// Bucketed driver, both ways: rows, bucket size and key nonce (its kinds count from 32).
     BucketPlan = 32,
 }
 
 impl FrameKind {
-    const ALL: [Self; 16] = [
+    const ALL: [Self; 21] = [
         Self::Hello,
         Self::ClientPoints,
         Self::ClientTags,
@@ -100,6 +110,11 @@ impl FrameKind {
         Self::VoleTrees,
         Self::OkvsSeed,
         Self::MaskedOkvs,
+        Self::OtCheckSeed,
+        Self::OtCheckReply,
+        Self::VoleCheckSeed,
+        Self::VoleCheckValue,
+        Self::VoleCheckReply,
         Self::BucketPlan,
     ];
 
@@ -126,6 +141,11 @@ impl FrameKind {
             Self::VoleTrees => "vole-trees",
             Self::OkvsSeed => "okvs-seed",
             Self::MaskedOkvs => "masked-okvs",
+            Self::OtCheckSeed => "ot-check-seed",
+            Self::OtCheckReply => "ot-check-reply",
+            Self::VoleCheckSeed => "vole-check-seed",
+            Self::VoleCheckValue => "vole-check-value",
+            Self::VoleCheckReply => "vole-check-reply",
             Self::BucketPlan => "bucket-plan",
         }
     }

@@ -55,7 +55,8 @@ impl FakePeer {
         hello.push(match self.protocol {
             Protocol::Ecdh => 1,
             Protocol::Kkrt => 2,
-            _ => 3,
+            Protocol::Rr22 => 3,
+            _ => 4,
         });
         hello.push(match role {
             Role::Client => 0,

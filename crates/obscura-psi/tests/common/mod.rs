@@ -8,10 +8,15 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use obscura_psi::transport::memory;
-use obscura_psi::{run, Intersection, Options, Outcome, Protocol, Role};
+use obscura_psi::{run, Intersection, Options, Outcome, Protocol, PsiError, Role, Transport};
 
 /// Every protocol the crate runs.
-pub const PROTOCOLS: [Protocol; 3] = [Protocol::Ecdh, Protocol::Kkrt, Protocol::Rr22];
+pub const PROTOCOLS: [Protocol; 4] = [
+    Protocol::Ecdh,
+    Protocol::Kkrt,
+    Protocol::Rr22,
+    Protocol::Rr22Malicious,
+];
 
 /// The options of one party.
 pub fn options(protocol: Protocol, role: Role, both_learn: bool) -> Options {
@@ -30,6 +35,7 @@ pub fn session(
     server: &[Vec<u8>],
     both_learn: bool,
 ) -> (Outcome, Outcome) {
+    let both_learn = both_learn && both_learn_offered(protocol);
     let (mut client_link, mut server_link) = memory::pair(Duration::from_secs(30));
     std::thread::scope(|scope| {
         let server = scope.spawn(|| {
@@ -40,6 +46,24 @@ pub fn session(
         let client = run(&mut client_link, client, options, &|_, _, _| {});
         (client.unwrap(), server.join().unwrap().unwrap())
     })
+}
+
+/// Whether `protocol` lets both parties learn the intersection; when it does not, checks that
+/// either party asking for it is refused before anything is sent.
+pub fn both_learn_offered(protocol: Protocol) -> bool {
+    if protocol.offers_both_learn() {
+        return true;
+    }
+    for role in [Role::Client, Role::Server] {
+        let (mut link, _peer) = memory::pair(Duration::from_secs(1));
+        let error = run(&mut link, &[b"x"], options(protocol, role, true), &|_, _, _| {});
+        assert!(
+            matches!(error, Err(PsiError::Unsupported { protocol: refused, .. }) if refused == protocol),
+            "{protocol} {role}: {error:?}"
+        );
+        assert_eq!(link.bytes_sent(), 0);
+    }
+    false
 }
 
 /// The rows of `ours` whose value `theirs` holds, and how many distinct values that is.
@@ -70,7 +94,8 @@ pub fn check(
         Some(plain_intersection(client, server)),
         "{protocol}"
     );
-    let expected_server = both_learn.then(|| plain_intersection(server, client));
+    let expected_server = (both_learn && protocol.offers_both_learn())
+        .then(|| plain_intersection(server, client));
     assert_eq!(s.intersection, expected_server, "{protocol}");
     for (outcome, ours, theirs) in [(&c, client, server), (&s, server, client)] {
         assert_eq!(outcome.rows, ours.len());
