@@ -60,6 +60,9 @@ pub enum Preset {
     /// this process over loopback TCP; the report adds bits per item (both directions).
     #[value(name = "psi-rr22")]
     PsiRr22,
+    /// RR22 VOLE-PSI in its malicious mode, as `psi-rr22`.
+    #[value(name = "psi-rr22-malicious")]
+    PsiRr22Malicious,
     /// TreePIR's colouring setup and client indexing against the batch-code baseline's (PBC)
     /// placement and indexing, for trees of height 10, 16, 20, 24 and 30 (`--heights`; PBC is
     /// skipped above 24).
@@ -103,6 +106,7 @@ impl Preset {
             Self::PsiEcdh => "psi-ecdh",
             Self::PsiKkrt => "psi-kkrt",
             Self::PsiRr22 => "psi-rr22",
+            Self::PsiRr22Malicious => "psi-rr22-malicious",
             Self::TreepirSetup => "treepir-setup",
             Self::TreepirE2e => "treepir-e2e",
             Self::StreamedSetup => "streamed-setup",
@@ -142,7 +146,7 @@ impl Preset {
     /// Bytes per record (per item for PSI) unless `--record-bytes` says otherwise.
     fn default_record_bytes(self) -> u64 {
         match self {
-            Self::PsiEcdh | Self::PsiKkrt | Self::PsiRr22 => 16,
+            Self::PsiEcdh | Self::PsiKkrt | Self::PsiRr22 | Self::PsiRr22Malicious => 16,
             Self::Double1g | Self::Ypir1g => 1,
             Self::YpirSmall => 3,
             Self::YpirSp => 32 << 10,

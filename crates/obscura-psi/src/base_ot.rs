@@ -1,39 +1,51 @@
-//! Base oblivious transfers: the "simplest OT" of Chou and Orlandi (LATINCRYPT 2015) on
-//! ristretto255, as random 1-out-of-2 OTs of 128-bit seeds, all OTs of a session batched into one
-//! message each way.
+//! Base oblivious transfers: the endemic OT of Masny and Rindal (CCS 2019) from CDH on
+//! ristretto255, with their two-slot "Feistel" encoding of the receiver's point, as random
+//! 1-out-of-2 OTs of 128-bit seeds, all OTs of a session batched into one message each way.
 //!
 //! # Protocol
 //!
-//! `G` is the ristretto255 base point; `KDF(i, A, B, P)` is the first 16 bytes of
-//! `SHA-256("obscura-psi base-ot v1\0" ‖ i (u64 LE) ‖ A ‖ B ‖ P)` on point encodings.
+//! `G` is the ristretto255 base point; `H_x(i, R)` (slot `x ∈ {0, 1}`) is the RFC 9380 hash to
+//! ristretto255 of `x ‖ i (u64 LE) ‖ R` under the tag `obscura-psi base-ot hash v2`;
+//! `KDF(i, A, R_0, R_1, P)` is the first 16 bytes of
+//! `SHA-256("obscura-psi base-ot v2\0" ‖ i ‖ A ‖ R_0 ‖ R_1 ‖ P)` on point encodings.
 //!
 //! 1. The sender draws a secret scalar `a` and sends `A = a·G`.
-//! 2. For OT `i` with choice bit `s_i`, the receiver draws a secret scalar `b_i` and sends
-//!    `B_i = b_i·G + s_i·A` (all `B_i` in one message); its seed is `KDF(i, A, B_i, b_i·A)`.
-//! 3. The sender's seeds of OT `i` are `k_i^0 = KDF(i, A, B_i, a·B_i)` and
-//!    `k_i^1 = KDF(i, A, B_i, a·(B_i − A))`: the receiver's seed is `k_i^{s_i}`, since
-//!    `a·(B_i − s_i·A) = a·b_i·G = b_i·A`.
+//! 2. For OT `i` with choice bit `s`, the receiver draws secret scalars `b`, `u` and sets
+//!    `R_{1−s} = u·G` and `R_s = b·G − H_s(i, R_{1−s})`; it sends `(R_0, R_1)` (all OTs in one
+//!    message) and its seed is `KDF(i, A, R_0, R_1, b·A)`.
+//! 3. The sender sets `B_x = R_x + H_x(i, R_{1−x})`; its seeds of OT `i` are
+//!    `k_i^x = KDF(i, A, R_0, R_1, a·B_x)`. Since `B_s = b·G`, the receiver's seed is `k_i^s`.
 //!
-//! # Security
+//! # Security (against malicious parties)
 //!
-//! Semi-honest security under the computational Diffie-Hellman assumption in ristretto255
-//! (about 128-bit security), with the KDF modelled as a random oracle: `B_i` is a uniformly
-//! random group element whatever `s_i` is (it hides the choice perfectly), and the seed the
-//! receiver did not choose is the KDF of `b_i·A ∓ a·A`, which it cannot compute without `a·A`,
-//! that is without solving CDH for `(A, A)` (as hard as CDH). The index `i` and both points in the KDF separate the OTs of one batch, which
-//! share `A`. Scalars come from the OS CSPRNG and are wiped after use. Every point received is
-//! decoded (canonical encodings of group elements only) and the identity is refused, which an
-//! honest party sends with negligible probability.
+//! With the hashes modelled as random oracles and CDH hard in ristretto255 (about 128-bit
+//! security):
+//! - **The receiver's choice** is hidden perfectly: `R_{1−s}` is a uniform point and `R_s` is
+//!   `b·G` (uniform) shifted by a value fixed before `b` is drawn, so `(R_0, R_1)` is a uniform
+//!   pair whatever `s` is, whatever the sender does. The selection is constant time.
+//! - **The seed not chosen** stays hidden even from a receiver that deviates: `B_x` hashes the
+//!   other slot, so whichever of `R_0`, `R_1` the receiver fixed last, the other slot's `B` is a
+//!   random-oracle output it did not choose, and its seed needs `a·B`, that is CDH of `(A, B)`.
+//!   The slot whose point was queried first also tells a simulator the receiver's choice
+//!   (Masny and Rindal's extraction), which the VOLE-PSI's malicious mode needs.
+//! - The index `i`, both slots and `A` in the KDF separate the OTs of one batch. Scalars come
+//!   from the OS CSPRNG and are wiped after use. Every point received is decoded (canonical
+//!   encodings of group elements only) and the identity is refused, which an honest party sends
+//!   with negligible probability.
+
+use std::sync::LazyLock;
 
 use curve25519_dalek::ristretto::RistrettoPoint;
 use curve25519_dalek::scalar::Scalar;
 use obscura_math::sample::{OsSampler, RngError};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
+use subtle::{Choice, ConditionallySelectable};
 use zeroize::Zeroize;
 
 use crate::chunk::{recv_array, recv_exact};
 use crate::exponent::{random_nonzero_scalar, POINT_BYTES};
+use crate::hash_to_group::HashToGroup;
 use crate::transport::{FrameKind, Transport};
 use crate::{point, PeerError, PsiError};
 
@@ -41,26 +53,37 @@ use crate::{point, PeerError, PsiError};
 pub(crate) const SEED_BYTES: usize = 16;
 /// A 128-bit seed obtained by OT.
 pub(crate) type Seed = [u8; SEED_BYTES];
+/// Bytes of the receiver's reply per OT: the encodings of `R_0` and `R_1`.
+pub(crate) const REPLY_BYTES: usize = 2 * POINT_BYTES;
 
-const DOMAIN: &[u8] = b"obscura-psi base-ot v1\0";
+const DOMAIN: &[u8] = b"obscura-psi base-ot v2\0";
+const HASH_TAG: &[u8] = b"obscura-psi base-ot hash v2";
+
+/// The hash to the group of the slots.
+static SLOT_HASH: LazyLock<HashToGroup> = LazyLock::new(|| HashToGroup::new(HASH_TAG));
+
+/// `H_x(i, R)`.
+fn slot_hash(slot: u8, index: usize, other: &[u8; POINT_BYTES]) -> RistrettoPoint {
+    let mut message = [0u8; 1 + 8 + POINT_BYTES];
+    message[0] = slot;
+    message[1..9].copy_from_slice(&(index as u64).to_le_bytes());
+    message[9..].copy_from_slice(other);
+    SLOT_HASH.hash(&message)
+}
 
 /// The sender of a batch of base OTs: it ends with both seeds of every OT.
 pub(crate) struct Sender {
     secret: Scalar,
     message: [u8; POINT_BYTES],
-    /// `a·A`.
-    secret_times_message: RistrettoPoint,
 }
 
 impl Sender {
     /// A sender with a fresh secret from `rng`.
     pub(crate) fn new(rng: &mut OsSampler) -> Result<Self, RngError> {
         let secret = random_nonzero_scalar(rng)?;
-        let point = RistrettoPoint::mul_base(&secret);
         Ok(Self {
+            message: RistrettoPoint::mul_base(&secret).compress().to_bytes(),
             secret,
-            message: point.compress().to_bytes(),
-            secret_times_message: secret * point,
         })
     }
 
@@ -69,39 +92,37 @@ impl Sender {
         self.message
     }
 
-    /// Both seeds `[k_i^0, k_i^1]` of each OT from the receiver's reply (the encodings of the
-    /// `B_i`, 32 bytes each; a trailing partial encoding is ignored, the caller checks the
-    /// length). Fails on an invalid encoding or the identity.
+    /// Both seeds `[k_i^0, k_i^1]` of each OT from the receiver's reply ([`REPLY_BYTES`] per
+    /// OT; a trailing partial reply is ignored, the caller checks the length). Fails on an
+    /// invalid encoding or the identity.
     pub(crate) fn seeds(&self, reply: &[u8]) -> Result<Vec<[Seed; 2]>, PeerError> {
-        let (points, _) = reply.as_chunks::<POINT_BYTES>();
-        points
+        let (replies, _) = reply.as_chunks::<REPLY_BYTES>();
+        replies
             .par_iter()
             .enumerate()
-            .map(|(i, encoded)| {
-                let shared = self.secret * point::decode(encoded)?;
-                Ok([
-                    kdf(i, &self.message, encoded, &shared),
-                    kdf(
-                        i,
-                        &self.message,
-                        encoded,
-                        &(shared - self.secret_times_message),
-                    ),
-                ])
+            .map(|(i, reply)| {
+                let (first, second) = reply.split_at(POINT_BYTES);
+                let encoded: [&[u8; POINT_BYTES]; 2] = [
+                    first.try_into().expect("split"),
+                    second.try_into().expect("split"),
+                ];
+                let slots = [point::decode(encoded[0])?, point::decode(encoded[1])?];
+                Ok(std::array::from_fn(|x| {
+                    let b = slots[x] + slot_hash(x as u8, i, encoded[1 - x]);
+                    kdf(i, &self.message, reply, &(self.secret * b))
+                }))
             })
             .collect()
     }
-}
 
-impl Sender {
     /// Receives the receiver's reply for `count` OTs ([`FrameKind::BaseOtChoices`], exactly
-    /// `count` points) and returns both seeds of each OT.
+    /// `count` replies) and returns both seeds of each OT.
     pub(crate) fn seeds_from<T: Transport + ?Sized>(
         &self,
         transport: &mut T,
         count: usize,
     ) -> Result<Vec<[Seed; 2]>, PsiError> {
-        let reply = recv_exact(transport, FrameKind::BaseOtChoices, count * POINT_BYTES)?;
+        let reply = recv_exact(transport, FrameKind::BaseOtChoices, count * REPLY_BYTES)?;
         Ok(self.seeds(&reply)?)
     }
 }
@@ -113,8 +134,8 @@ impl Drop for Sender {
 }
 
 /// The receiver's side for the choice bits `choices`, given the sender's message: returns the
-/// reply (the encodings of the `B_i`, 32 bytes each) and the seed `k_i^{s_i}` of each OT.
-/// Fails on an invalid or identity sender point, or if the OS CSPRNG fails.
+/// reply ([`REPLY_BYTES`] per OT) and the seed `k_i^{s_i}` of each OT. Fails on an invalid or
+/// identity sender point, or if the OS CSPRNG fails.
 pub(crate) fn receive(
     choices: &[bool],
     message: &[u8; POINT_BYTES],
@@ -123,22 +144,31 @@ pub(crate) fn receive(
     let sender_point = point::decode(message)?;
     let mut secrets = choices
         .iter()
-        .map(|_| random_nonzero_scalar(rng))
-        .collect::<Result<Vec<_>, _>>()?;
-    let (points, seeds): (Vec<[u8; POINT_BYTES]>, Vec<Seed>) = secrets
+        .map(|_| Ok([random_nonzero_scalar(rng)?, random_nonzero_scalar(rng)?]))
+        .collect::<Result<Vec<_>, RngError>>()?;
+    let (replies, seeds): (Vec<[u8; REPLY_BYTES]>, Vec<Seed>) = secrets
         .par_iter()
         .zip(choices)
         .enumerate()
-        .map(|(i, (secret, &choice))| {
-            // Constant time in the choice: a full scalar multiplication by 0 or 1.
-            let point =
-                RistrettoPoint::mul_base(secret) + sender_point * Scalar::from(choice as u8);
-            let encoded = point.compress().to_bytes();
-            (encoded, kdf(i, message, &encoded, &(secret * sender_point)))
+        .map(|(i, ([b, u], &choice))| {
+            // `R_{1−s} = u·G`; `R_s = b·G − H_s(i, R_{1−s})`; the slots are swapped in constant
+            // time (the choice only enters as a value).
+            let other = RistrettoPoint::mul_base(u);
+            let chosen = RistrettoPoint::mul_base(b)
+                - slot_hash(u8::from(choice), i, other.compress().as_bytes());
+            let choice = Choice::from(u8::from(choice));
+            let slots = [
+                RistrettoPoint::conditional_select(&chosen, &other, choice),
+                RistrettoPoint::conditional_select(&other, &chosen, choice),
+            ];
+            let mut reply = [0u8; REPLY_BYTES];
+            reply[..POINT_BYTES].copy_from_slice(slots[0].compress().as_bytes());
+            reply[POINT_BYTES..].copy_from_slice(slots[1].compress().as_bytes());
+            (reply, kdf(i, message, &reply, &(b * sender_point)))
         })
         .unzip();
     secrets.zeroize();
-    Ok((points.concat(), seeds))
+    Ok((replies.concat(), seeds))
 }
 
 /// The receiver's side over `transport`, one OT per bit of `choices` (bit `i % 128` of word
@@ -160,18 +190,18 @@ pub(crate) fn receive_over<T: Transport + ?Sized>(
     Ok(seeds)
 }
 
-/// `KDF(i, A, B, P)`.
+/// `KDF(i, A, R_0, R_1, P)`, `reply` being the encodings of `R_0` and `R_1`.
 fn kdf(
     index: usize,
     sender: &[u8; POINT_BYTES],
-    receiver: &[u8; POINT_BYTES],
+    reply: &[u8; REPLY_BYTES],
     shared: &RistrettoPoint,
 ) -> Seed {
     let digest = Sha256::new()
         .chain_update(DOMAIN)
         .chain_update((index as u64).to_le_bytes())
         .chain_update(sender)
-        .chain_update(receiver)
+        .chain_update(reply)
         .chain_update(shared.compress().as_bytes())
         .finalize();
     digest[..SEED_BYTES].try_into().expect("16 of 32 bytes")
@@ -187,7 +217,7 @@ mod tests {
         let choices: Vec<bool> = (0..64).map(|i| (i * 7) % 3 == 0).collect();
         let sender = Sender::new(&mut rng).unwrap();
         let (reply, chosen) = receive(&choices, &sender.message(), &mut rng).unwrap();
-        assert_eq!(reply.len(), 64 * POINT_BYTES);
+        assert_eq!(reply.len(), 64 * REPLY_BYTES);
         let seeds = sender.seeds(&reply).unwrap();
         for ((pair, &choice), seed) in seeds.iter().zip(&choices).zip(&chosen) {
             assert_eq!(pair[usize::from(choice)], *seed);
@@ -205,9 +235,9 @@ mod tests {
         let mut rng = OsSampler::new();
         let sender = Sender::new(&mut rng).unwrap();
         let (mut reply, _) = receive(&[true, false], &sender.message(), &mut rng).unwrap();
-        reply[POINT_BYTES..].fill(0);
+        reply[REPLY_BYTES + POINT_BYTES..].fill(0);
         assert_eq!(sender.seeds(&reply), Err(PeerError::IdentityPoint));
-        reply[POINT_BYTES..].fill(0xff);
+        reply[REPLY_BYTES..].fill(0xff);
         assert_eq!(sender.seeds(&reply), Err(PeerError::InvalidPoint));
         assert!(matches!(
             receive(&[true], &[0u8; 32], &mut rng),

@@ -9,7 +9,7 @@ use crate::{HelloError, Protocol, PsiError, Role};
 
 const MAGIC: [u8; 8] = *b"OBSCPSI\0";
 /// The wire version this build speaks.
-const VERSION: u16 = 1;
+const VERSION: u16 = 2;
 const LEN: usize = 21;
 const BOTH_LEARN: u8 = 1;
 /// Every protocol this build speaks.
@@ -205,7 +205,7 @@ mod tests {
             })
         );
         assert_eq!(with(0, b'X'), Err(HelloError::Magic));
-        assert_eq!(with(8, 2), Err(HelloError::Version { ours: 1, theirs: 2 }));
+        assert_eq!(with(8, 1), Err(HelloError::Version { ours: 2, theirs: 1 }));
         assert_eq!(with(10, 9), Err(HelloError::UnknownProtocol(9)));
         assert_eq!(with(11, 2), Err(HelloError::UnknownRole(2)));
         assert_eq!(with(20, 3), Err(HelloError::UnknownFlags(3)));

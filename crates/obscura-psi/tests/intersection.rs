@@ -118,7 +118,9 @@ fn progress_reaches_the_totals() {
             Protocol::Kkrt => u64::from(kkrt::bins(5000).unwrap()),
             Protocol::Rr22 | Protocol::Rr22Malicious => {
                 let malicious = protocol == Protocol::Rr22Malicious;
-                rr22::message_sizes(5000, 7000, malicious).unwrap().store_words as u64
+                rr22::message_sizes(5000, 7000, malicious)
+                    .unwrap()
+                    .store_words as u64
             }
             _ => 5000,
         };

@@ -10,7 +10,8 @@ use common::{check, items, options, session};
 use obscura_psi::{kkrt, run, Protocol, Role};
 
 /// The traffic is what the module documentation says: 64 bytes per bin and 48 more from the
-/// client, 512 points and three tags per item from the server, plus frame headers.
+/// client, two points per base OT (512) and three tags per item from the server, plus frame
+/// headers.
 #[test]
 fn traffic_matches_the_cost_model() {
     let (client, server) = (items("a", 0..20_000), items("a", 10_000..30_000));
@@ -25,7 +26,7 @@ fn traffic_matches_the_cost_model() {
     let tags = 3 * kkrt::tag_bytes(20_000, 20_000) as u64 * 20_000;
     assert_eq!(
         outcome.bytes_received,
-        hello + 5 + 512 * 32 + tags + 5 * 20_000u64.div_ceil(4096)
+        hello + 5 + 512 * 64 + tags + 5 * 20_000u64.div_ceil(4096)
     );
 }
 

@@ -28,7 +28,7 @@ fn server(script: impl FnOnce(&mut FakePeer)) -> PsiError {
 /// A fake server that announces `n_server` items and answers the base OTs with valid points.
 fn server_start(peer: &mut FakePeer, n_server: u64) -> &mut FakePeer {
     peer.hello(Role::Server, n_server, false)
-        .frame(FrameKind::BaseOtChoices, &points(512))
+        .frame(FrameKind::BaseOtChoices, &points(1024))
 }
 
 /// A fake client with three items (both learn) up to the cuckoo seed.
@@ -62,14 +62,14 @@ fn assert_peer_error(error: PsiError, expected: PeerError) {
 
 #[test]
 fn bad_base_ot_points() {
-    let mut identity = points(512);
+    let mut identity = points(1024);
     identity[32 * 100..32 * 101].fill(0);
     let error = client(|peer| {
         peer.hello(Role::Server, 3, false)
             .frame(FrameKind::BaseOtChoices, &identity);
     });
     assert_peer_error(error, PeerError::IdentityPoint);
-    let mut invalid = points(512);
+    let mut invalid = points(1024);
     invalid[32 * 511..].fill(0xff);
     let error = client(|peer| {
         peer.hello(Role::Server, 3, false)
@@ -92,26 +92,26 @@ fn bad_base_ot_points() {
 fn wrong_lengths() {
     let error = client(|peer| {
         peer.hello(Role::Server, 3, false)
-            .frame(FrameKind::BaseOtChoices, &points(511));
+            .frame(FrameKind::BaseOtChoices, &points(1023));
     });
     assert_peer_error(
         error,
         PeerError::WrongLength {
             kind: FrameKind::BaseOtChoices,
-            len: 511 * 32,
-            expected: 512 * 32,
+            len: 1023 * 32,
+            expected: 1024 * 32,
         },
     );
     let error = client(|peer| {
         peer.hello(Role::Server, 3, false)
-            .frame(FrameKind::BaseOtChoices, &points(513));
+            .frame(FrameKind::BaseOtChoices, &points(1025));
     });
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::TooLong {
             kind: FrameKind::BaseOtChoices,
-            len: 16416,
-            max: 16384
+            len: 32800,
+            max: 32768
         })
     ));
     let error = server(|peer| {
@@ -217,7 +217,7 @@ fn truncated_and_closed() {
     ));
     let error = client(|peer| {
         peer.hello(Role::Server, 3, false)
-            .raw(&[FrameKind::BaseOtChoices as u8, 0, 0x40, 0, 0])
+            .raw(&[FrameKind::BaseOtChoices as u8, 0, 0x80, 0, 0])
             .raw(&points(100));
     });
     assert!(matches!(
@@ -264,7 +264,7 @@ fn wrong_kinds() {
     // An ECDH peer is refused at the handshake.
     let error = client(|peer| {
         let mut hello = b"OBSCPSI\0".to_vec();
-        hello.extend_from_slice(&1u16.to_le_bytes());
+        hello.extend_from_slice(&2u16.to_le_bytes());
         hello.extend_from_slice(&[1, 1]);
         hello.extend_from_slice(&3u64.to_le_bytes());
         hello.push(0);

@@ -63,7 +63,7 @@ fn traffic_matches_the_cost_model() {
         outcome.bytes_received,
         hello
             + 5
-            + 128 * 32
+            + 128 * 64
             + 5
             + sizes.tree_bytes as u64
             + (sizes.word_bytes * n) as u64

@@ -33,7 +33,7 @@ fn sizes(n_server: u64) -> MessageSizes {
 /// sends trees of the right length.
 fn server_start(peer: &mut FakePeer, n_server: u64) -> &mut FakePeer {
     peer.hello(Role::Server, n_server, false)
-        .frame(FrameKind::BaseOtChoices, &points(128))
+        .frame(FrameKind::BaseOtChoices, &points(256))
         .frame(FrameKind::VoleTrees, &vec![5u8; sizes(n_server).tree_bytes])
 }
 
@@ -93,7 +93,7 @@ fn assert_closed(error: PsiError, expected_kind: FrameKind) {
 
 #[test]
 fn bad_base_ot_points() {
-    let mut identity = points(128);
+    let mut identity = points(256);
     identity[32 * 100..32 * 101].fill(0);
     let error = client(|peer| {
         peer.hello(Role::Server, 3, false)
@@ -112,21 +112,21 @@ fn bad_base_ot_points() {
 fn wrong_lengths() {
     let error = client(|peer| {
         peer.hello(Role::Server, 3, false)
-            .frame(FrameKind::BaseOtChoices, &points(127));
+            .frame(FrameKind::BaseOtChoices, &points(255));
     });
     assert_peer_error(
         error,
         PeerError::WrongLength {
             kind: FrameKind::BaseOtChoices,
-            len: 127 * 32,
-            expected: 128 * 32,
+            len: 255 * 32,
+            expected: 256 * 32,
         },
     );
     let trees = sizes(2).tree_bytes;
     for len in [trees - 16, 0] {
         let error = client(|peer| {
             peer.hello(Role::Server, 2, false)
-                .frame(FrameKind::BaseOtChoices, &points(128))
+                .frame(FrameKind::BaseOtChoices, &points(256))
                 .frame(FrameKind::VoleTrees, &vec![0u8; len]);
         });
         assert_peer_error(
@@ -140,7 +140,7 @@ fn wrong_lengths() {
     }
     let error = client(|peer| {
         peer.hello(Role::Server, 2, false)
-            .frame(FrameKind::BaseOtChoices, &points(128))
+            .frame(FrameKind::BaseOtChoices, &points(256))
             .frame(FrameKind::VoleTrees, &vec![0u8; trees + 16]);
     });
     assert_too_long(error, FrameKind::VoleTrees);
@@ -238,12 +238,12 @@ fn truncated_and_closed() {
     assert_closed(error, FrameKind::ServerTags);
     let error = client(|peer| {
         peer.hello(Role::Server, 2, false)
-            .frame(FrameKind::BaseOtChoices, &points(128));
+            .frame(FrameKind::BaseOtChoices, &points(256));
     });
     assert_closed(error, FrameKind::VoleTrees);
     let error = client(|peer| {
         peer.hello(Role::Server, 2, false)
-            .frame(FrameKind::BaseOtChoices, &points(128))
+            .frame(FrameKind::BaseOtChoices, &points(256))
             .raw(&[FrameKind::VoleTrees as u8, 0, 1, 0, 0])
             .raw(&[0u8; 100]);
     });
@@ -278,7 +278,7 @@ fn truncated_and_closed() {
 fn wrong_kinds() {
     let error = client(|peer| {
         peer.hello(Role::Server, 3, false)
-            .frame(FrameKind::BaseOtChoices, &points(128))
+            .frame(FrameKind::BaseOtChoices, &points(256))
             .frame(FrameKind::ServerTags, &[0u8; 6]);
     });
     assert!(matches!(
@@ -301,7 +301,7 @@ fn wrong_kinds() {
     // A KKRT peer is refused at the handshake.
     let error = client(|peer| {
         let mut hello = b"OBSCPSI\0".to_vec();
-        hello.extend_from_slice(&1u16.to_le_bytes());
+        hello.extend_from_slice(&2u16.to_le_bytes());
         hello.extend_from_slice(&[2, 1]);
         hello.extend_from_slice(&3u64.to_le_bytes());
         hello.push(0);
@@ -341,7 +341,7 @@ fn oversized_announced_sets() {
 fn silent_peers_time_out() {
     let start = |peer: &mut FakePeer| {
         peer.hello(Role::Server, 4, false)
-            .frame(FrameKind::BaseOtChoices, &points(128));
+            .frame(FrameKind::BaseOtChoices, &points(256));
     };
     check_silent_server(Protocol::Rr22, start, FrameKind::VoleTrees);
 }

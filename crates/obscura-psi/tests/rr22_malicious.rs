@@ -57,7 +57,7 @@ fn traffic_matches_the_cost_model() {
     // side, one frame per 4096).
     let tag_bytes = rr22::tag_bytes(n as u64, n as u64) as u64;
     let server_sent = (header + 21)
-        + (header + 128 * 32)
+        + (header + 128 * 64)
         + (header + 16)
         + (header + sizes.tree_bytes as u64)
         + (header + 32)
@@ -216,7 +216,7 @@ fn assert_wrong_length(error: PsiError, expected_kind: FrameKind, expected_len: 
 fn fake_server(peer: &mut FakePeer, seed_len: usize) -> &mut FakePeer {
     let sizes = rr22::message_sizes(3, 3, true).unwrap();
     peer.hello(Role::Server, 3, false)
-        .frame(FrameKind::BaseOtChoices, &points(128))
+        .frame(FrameKind::BaseOtChoices, &points(256))
         .frame(FrameKind::OtCheckSeed, &vec![1u8; seed_len])
         .frame(FrameKind::VoleTrees, &vec![5u8; sizes.tree_bytes])
 }

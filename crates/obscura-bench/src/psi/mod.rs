@@ -1,4 +1,4 @@
-//! The `psi-ecdh`, `psi-kkrt` and `psi-rr22` presets: both parties in this process, each on its own thread
+//! The `psi-ecdh`, `psi-kkrt`, `psi-rr22` and `psi-rr22-malicious` presets: both parties in this process, each on its own thread
 //! with its own rayon pool, over loopback TCP, paced like a 100 Mbps or 10 Mbps link if asked.
 
 pub mod report;
@@ -64,6 +64,7 @@ pub fn protocol(preset: Preset) -> Option<Protocol> {
         Preset::PsiEcdh => Some(Protocol::Ecdh),
         Preset::PsiKkrt => Some(Protocol::Kkrt),
         Preset::PsiRr22 => Some(Protocol::Rr22),
+        Preset::PsiRr22Malicious => Some(Protocol::Rr22Malicious),
         Preset::Frodo
         | Preset::Simple1g
         | Preset::Chalamet

@@ -48,11 +48,15 @@ impl Coefficients {
             .map(|(task, values)| {
                 let start = (first + task * TASK_ROWS) as u128;
                 let mut sums = [0u128; N];
-                encrypt_each(&self.0, (0..values.len() as u128).map(|j| start + j), |j, chi| {
-                    for (sum, &value) in sums.iter_mut().zip(&values[j]) {
-                        *sum ^= mul(chi, value);
-                    }
-                });
+                encrypt_each(
+                    &self.0,
+                    (0..values.len() as u128).map(|j| start + j),
+                    |j, chi| {
+                        for (sum, &value) in sums.iter_mut().zip(&values[j]) {
+                            *sum ^= mul(chi, value);
+                        }
+                    },
+                );
                 sums
             })
             .reduce(|| [0u128; N], |a, b| std::array::from_fn(|k| a[k] ^ b[k]))
@@ -87,7 +91,12 @@ pub(crate) fn prove_rows(seed: [u8; SEED_BYTES], choices: &[u128], t: &[u128]) -
 
 /// Whether the client's answer `[x, t]` passes the OT-extension check for the server's rows
 /// `q` and `delta`.
-pub(crate) fn verify_rows(seed: [u8; SEED_BYTES], q: &[u128], delta: u128, [x, t]: [u128; 2]) -> bool {
+pub(crate) fn verify_rows(
+    seed: [u8; SEED_BYTES],
+    q: &[u128],
+    delta: u128,
+    [x, t]: [u128; 2],
+) -> bool {
     let chi = Coefficients::new(seed);
     rows_sum(&chi, q) ^ mul(x, delta) == t
 }
@@ -109,7 +118,10 @@ mod tests {
         let whole = chi.combine(0, &values);
         let (head, tail) = values.split_at(4321);
         let parts = [chi.combine(0, head), chi.combine(4321, tail)];
-        assert_eq!(whole, [parts[0][0] ^ parts[1][0], parts[0][1] ^ parts[1][1]]);
+        assert_eq!(
+            whole,
+            [parts[0][0] ^ parts[1][0], parts[0][1] ^ parts[1][1]]
+        );
         // The bit form is the sum of the coefficients of the rows whose bit is set.
         let bits = [0xdead_beef_u128 << 70 | 5, u128::MAX, 0, 1 << 127];
         let words: Vec<[u128; 1]> = (0..512)
@@ -137,9 +149,19 @@ mod tests {
         forged[5 * 16] ^= 1 << 3;
         let mut q_forged = Vec::new();
         sender.extend(0, &forged, &mut q_forged);
-        assert!(!verify_rows(seed, &q_forged, delta, prove_rows(seed, &choices, &t)));
+        assert!(!verify_rows(
+            seed,
+            &q_forged,
+            delta,
+            prove_rows(seed, &choices, &t)
+        ));
         let mut flipped = choices;
         flipped[0] ^= 1 << 3;
-        assert!(!verify_rows(seed, &q_forged, delta, prove_rows(seed, &flipped, &t)));
+        assert!(!verify_rows(
+            seed,
+            &q_forged,
+            delta,
+            prove_rows(seed, &flipped, &t)
+        ));
     }
 }

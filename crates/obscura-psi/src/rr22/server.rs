@@ -14,12 +14,12 @@ use super::okvs::{self, Okvs};
 use super::{hash_items, tag, vole, Session, ITEM_SEED_BYTES};
 use crate::base_ot;
 use crate::block::random_word;
-use obscura_math::sample::fill_random;
 use crate::chunk::{recv_array, recv_exact, CHUNK_ITEMS};
 use crate::shuffle::random_permutation;
 use crate::transport::{FrameKind, Transport};
 use crate::unique::UniqueItems;
 use crate::{positions, PeerError, PsiError, Stage};
+use obscura_math::sample::fill_random;
 
 /// Runs the server's steps; with both learn, returns which distinct items are in the
 /// intersection.
@@ -190,7 +190,10 @@ fn send_tags<T: Transport + ?Sized>(
         .zip(order.par_iter())
         .for_each(|(value, &item)| *value ^= mul(values[item], delta));
     let mut sent = 0u64;
-    for (decoded, keys) in decoded.chunks(CHUNK_ITEMS).zip(shuffled_keys.chunks(CHUNK_ITEMS)) {
+    for (decoded, keys) in decoded
+        .chunks(CHUNK_ITEMS)
+        .zip(shuffled_keys.chunks(CHUNK_ITEMS))
+    {
         let mut tags = vec![0u8; decoded.len() * width];
         tags.par_chunks_mut(width)
             .zip(decoded.par_iter().zip(keys))

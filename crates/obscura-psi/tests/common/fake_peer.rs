@@ -51,7 +51,7 @@ impl FakePeer {
     /// A handshake as the documented layout has it.
     pub fn hello(&mut self, role: Role, items: u64, both_learn: bool) -> &mut Self {
         let mut hello = b"OBSCPSI\0".to_vec();
-        hello.extend_from_slice(&1u16.to_le_bytes());
+        hello.extend_from_slice(&2u16.to_le_bytes());
         hello.push(match self.protocol {
             Protocol::Ecdh => 1,
             Protocol::Kkrt => 2,

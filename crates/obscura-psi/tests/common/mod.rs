@@ -56,7 +56,12 @@ pub fn both_learn_offered(protocol: Protocol) -> bool {
     }
     for role in [Role::Client, Role::Server] {
         let (mut link, _peer) = memory::pair(Duration::from_secs(1));
-        let error = run(&mut link, &[b"x"], options(protocol, role, true), &|_, _, _| {});
+        let error = run(
+            &mut link,
+            &[b"x"],
+            options(protocol, role, true),
+            &|_, _, _| {},
+        );
         assert!(
             matches!(error, Err(PsiError::Unsupported { protocol: refused, .. }) if refused == protocol),
             "{protocol} {role}: {error:?}"
@@ -94,8 +99,8 @@ pub fn check(
         Some(plain_intersection(client, server)),
         "{protocol}"
     );
-    let expected_server = (both_learn && protocol.offers_both_learn())
-        .then(|| plain_intersection(server, client));
+    let expected_server =
+        (both_learn && protocol.offers_both_learn()).then(|| plain_intersection(server, client));
     assert_eq!(s.intersection, expected_server, "{protocol}");
     for (outcome, ours, theirs) in [(&c, client, server), (&s, server, client)] {
         assert_eq!(outcome.rows, ours.len());
