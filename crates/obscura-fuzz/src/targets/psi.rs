@@ -146,9 +146,11 @@ impl<T: Transport> Transport for Recorder<T> {
     }
 }
 
-/// The streams an honest peer sends, for every choice of options.
+/// The streams an honest peer sends, for every choice of options the protocol offers.
 fn seeds(session: Session) -> Vec<Vec<u8>> {
+    let (Session::Plain(protocol) | Session::Bucketed(protocol)) = session;
     (0..4u8)
+        .filter(|flags| flags & 1 == 0 || protocol.offers_both_learn())
         .map(|flags| {
             let (ours, mut theirs) = memory::pair(Duration::from_secs(30));
             let peer = std::thread::spawn(move || {
