@@ -231,6 +231,7 @@ mod tests {
             about: "panics on boom, refuses bad",
             run: fragile,
             seeds,
+            seeds_end: crate::targets::SeedsEnd::Accepted,
         }
     }
 

@@ -17,7 +17,7 @@ use obscura_server::store::Database;
 use tokio::runtime::Runtime;
 use tower::ServiceExt;
 
-use super::{one_line, Target, Verdict, ACCEPTED};
+use super::{one_line, SeedsEnd, Target, Verdict, ACCEPTED};
 use crate::fixtures::{self, NAMES};
 
 /// The HTTP targets. The first byte of an input picks the database (the fixtures, or one that
@@ -27,6 +27,7 @@ pub(super) fn targets() -> Vec<Target> {
         Target {
             name: "http_query",
             about: "POST /v1/databases/{name}/query bodies",
+            seeds_end: SeedsEnd::Accepted,
             run: |input| post("query", input),
             seeds: || {
                 let mut seeds = vec![with_name(0, &query_to(&fixtures::get().index))];
@@ -37,6 +38,7 @@ pub(super) fn targets() -> Vec<Target> {
         Target {
             name: "http_batch",
             about: "POST /v1/databases/{name}/batch bodies",
+            seeds_end: SeedsEnd::Accepted,
             run: |input| post("batch", input),
             seeds: || {
                 let query = query_to(&fixtures::get().index);
@@ -46,6 +48,7 @@ pub(super) fn targets() -> Vec<Target> {
         Target {
             name: "http_proof",
             about: "POST /v1/databases/{name}/proof bodies",
+            seeds_end: SeedsEnd::Accepted,
             run: |input| post("proof", input),
             seeds: || {
                 let tree = fixtures::get().tree.server::<TreePir>().expect("a tree");
@@ -60,6 +63,7 @@ pub(super) fn targets() -> Vec<Target> {
         Target {
             name: "http_setup",
             about: "GET /v1/databases/{name}/setup with any name and If-None-Match header",
+            seeds_end: SeedsEnd::Accepted,
             run: get_setup,
             seeds: || vec![b"index".to_vec(), b"keyword\0\"another tag\"".to_vec()],
         },

@@ -27,6 +27,29 @@ pub struct Target {
     pub run: fn(&[u8]) -> Verdict,
     /// Valid inputs made from the fixtures, which every run starts from besides the corpus.
     pub seeds: fn() -> Vec<Vec<u8>>,
+    /// What running a seed gives.
+    pub seeds_end: SeedsEnd,
+}
+
+/// What running a target's seed gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeedsEnd {
+    /// [`ACCEPTED`]: the input runs to its end.
+    Accepted,
+    /// A refusal at a consistency check: the party under test checks the peer's messages
+    /// against its own fresh randomness (RR22's malicious mode), which a recorded honest stream
+    /// does not match.
+    ConsistencyCheck,
+}
+
+impl SeedsEnd {
+    /// Whether `outcome` is the one due.
+    pub fn matches(self, outcome: &str) -> bool {
+        match self {
+            Self::Accepted => outcome == ACCEPTED,
+            Self::ConsistencyCheck => outcome.ends_with("failed its consistency check"),
+        }
+    }
 }
 
 /// Every target.

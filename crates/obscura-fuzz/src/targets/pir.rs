@@ -12,7 +12,7 @@ use obscura_pir::ypir::{self, Variant, YpirOptions};
 use obscura_pir::{PirClient, PirServer};
 use std::sync::OnceLock;
 
-use super::{one_line, outcome, round_trip, Target, Verdict, ACCEPTED};
+use super::{one_line, outcome, round_trip, SeedsEnd, Target, Verdict, ACCEPTED};
 use crate::fixtures::{self, PAIRS};
 
 /// The PIR targets.
@@ -21,18 +21,21 @@ pub(super) fn targets() -> Vec<Target> {
         Target {
             name: "wire_envelope",
             about: "the full and compact envelopes of every message kind",
+            seeds_end: SeedsEnd::Accepted,
             run: wire_envelope,
             seeds: || setups().into_iter().chain(queries()).collect(),
         },
         Target {
             name: "lwe_setup",
             about: "an LWE public setup, then a client built on it",
+            seeds_end: SeedsEnd::Accepted,
             run: lwe_setup,
             seeds: lwe_setups,
         },
         Target {
             name: "lwe_setup_fields",
             about: "any setup a server could sign: parameters and geometry fields, then a client's query and decode",
+            seeds_end: SeedsEnd::Accepted,
             run: lwe_setup_fields,
             seeds: || {
                 lwe_setups()
@@ -44,36 +47,42 @@ pub(super) fn targets() -> Vec<Target> {
         Target {
             name: "lwe_query",
             about: "a query to the index fixture, then the server's answer",
+            seeds_end: SeedsEnd::Accepted,
             run: lwe_query,
             seeds: queries,
         },
         Target {
             name: "lwe_answer",
             about: "an answer to a query of the index fixture, then the client's decode",
+            seeds_end: SeedsEnd::Accepted,
             run: lwe_answer,
             seeds: || vec![honest_answer(index_setup())],
         },
         Target {
             name: "keyword_setup",
             about: "a keyword setup, then a client's lookup query",
+            seeds_end: SeedsEnd::Accepted,
             run: keyword_setup,
             seeds: || vec![keyword().to_bytes()],
         },
         Target {
             name: "keyword_answer",
             about: "an answer to a lookup in the keyword fixture, then the client's decode",
+            seeds_end: SeedsEnd::Accepted,
             run: keyword_answer,
             seeds: || vec![honest_answer(keyword().index())],
         },
         Target {
             name: "treepir_setup",
             about: "a TreePIR setup, then a client's proof queries",
+            seeds_end: SeedsEnd::Accepted,
             run: treepir_setup,
             seeds: || vec![tree().to_bytes()],
         },
         Target {
             name: "treepir_answers",
             about: "framed answers to a proof request of the tree fixture, then the path check",
+            seeds_end: SeedsEnd::Accepted,
             run: treepir_answers,
             seeds: || {
                 let answers: Vec<Vec<u8>> =
@@ -84,12 +93,14 @@ pub(super) fn targets() -> Vec<Target> {
         Target {
             name: "ypir_setup",
             about: "a YPIR setup (either variant), then a client's query and its decode of a zero answer",
+            seeds_end: SeedsEnd::Accepted,
             run: ypir_setup,
             seeds: || ypir_setups().iter().map(ypir::PublicSetup::to_bytes).collect(),
         },
         Target {
             name: "ypir_query",
             about: "a query to the YPIR+SP fixture, then the server's answer",
+            seeds_end: SeedsEnd::Accepted,
             run: ypir_query,
             seeds: || {
                 let mut client = ypir::Client::new(ypir_server().public_setup().clone());
@@ -100,6 +111,7 @@ pub(super) fn targets() -> Vec<Target> {
         Target {
             name: "ypir_answer",
             about: "an answer to a query of the YPIR+SP fixture, then the client's decode",
+            seeds_end: SeedsEnd::Accepted,
             run: ypir_answer,
             seeds: || {
                 let server = ypir_server();

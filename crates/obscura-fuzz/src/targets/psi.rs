@@ -12,7 +12,7 @@ use obscura_psi::bucketed::{run_bucketed, BucketOptions};
 use obscura_psi::transport::{memory, FrameKind, StreamTransport, Transport, TransportError};
 use obscura_psi::{run, Options, Protocol, Role};
 
-use super::{outcome, Target, Verdict};
+use super::{outcome, SeedsEnd, Target, Verdict};
 
 /// Our items.
 const OURS: [&str; 4] = ["alice", "bob", "carol", "dave"];
@@ -36,30 +36,35 @@ pub(super) fn targets() -> Vec<Target> {
         Target {
             name: "psi_ecdh",
             about: "an ECDH-PSI session against a hostile peer's byte stream",
+            seeds_end: SeedsEnd::Accepted,
             run: |input| session(Session::Plain(Protocol::Ecdh), input),
             seeds: || seeds(Session::Plain(Protocol::Ecdh)),
         },
         Target {
             name: "psi_kkrt",
             about: "a KKRT-PSI session against a hostile peer's byte stream",
+            seeds_end: SeedsEnd::Accepted,
             run: |input| session(Session::Plain(Protocol::Kkrt), input),
             seeds: || seeds(Session::Plain(Protocol::Kkrt)),
         },
         Target {
             name: "psi_rr22",
             about: "an RR22-PSI session against a hostile peer's byte stream",
+            seeds_end: SeedsEnd::Accepted,
             run: |input| session(Session::Plain(Protocol::Rr22), input),
             seeds: || seeds(Session::Plain(Protocol::Rr22)),
         },
         Target {
             name: "psi_rr22_malicious",
             about: "a malicious-mode RR22-PSI session against a hostile peer's byte stream",
+            seeds_end: SeedsEnd::ConsistencyCheck,
             run: |input| session(Session::Plain(Protocol::Rr22Malicious), input),
             seeds: || seeds(Session::Plain(Protocol::Rr22Malicious)),
         },
         Target {
             name: "psi_bucketed",
             about: "a bucketed ECDH-PSI session (bucket plan, then buckets) against a hostile peer",
+            seeds_end: SeedsEnd::Accepted,
             run: |input| session(Session::Bucketed(Protocol::Ecdh), input),
             seeds: || seeds(Session::Bucketed(Protocol::Ecdh)),
         },

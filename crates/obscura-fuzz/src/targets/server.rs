@@ -8,7 +8,7 @@ use obscura_pir::wire;
 use obscura_server::catalog::DatabaseInfo;
 use obscura_server::store;
 
-use super::{one_line, outcome, round_trip, Target, Verdict, ACCEPTED};
+use super::{one_line, outcome, round_trip, SeedsEnd, Target, Verdict, ACCEPTED};
 use crate::fixtures;
 
 /// Bytes of a database file before its payload: envelope, payload length, checksum.
@@ -20,18 +20,21 @@ pub(super) fn targets() -> Vec<Target> {
         Target {
             name: "batch_framing",
             about: "a framed batch body (count, then length-prefixed messages)",
+            seeds_end: SeedsEnd::Accepted,
             run: batch_framing,
             seeds: || vec![framing::encode(&[b"abc".to_vec(), Vec::new(), vec![7; 40]])],
         },
         Target {
             name: "store_file",
             about: "a database file, loaded as the server loads it",
+            seeds_end: SeedsEnd::Accepted,
             run: store_file,
             seeds: fixture_files,
         },
         Target {
             name: "store_payload",
             about: "a database file's payload under a valid preamble (length and checksum made to match), loaded and written again",
+            seeds_end: SeedsEnd::Accepted,
             run: store_payload,
             seeds: || {
                 fixture_files()
@@ -43,6 +46,7 @@ pub(super) fn targets() -> Vec<Target> {
         Target {
             name: "catalog_json",
             about: "the JSON database list, parsed as the client parses it",
+            seeds_end: SeedsEnd::Accepted,
             run: catalog_json,
             seeds: || {
                 let list = std::fs::read(fixtures::folder().join("list.json"))
