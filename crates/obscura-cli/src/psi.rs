@@ -107,6 +107,12 @@ impl From<RoleArg> for Role {
 /// Runs `obscura psi`.
 pub fn run(args: PsiArgs) -> Result<()> {
     let role = Role::from(args.role);
+    let options = Options {
+        protocol: args.protocol.into(),
+        role,
+        both_learn: args.both_learn,
+    };
+    options.check()?;
     ensure!(args.timeout >= 1, "--timeout must be at least 1 second");
     ensure!(
         args.output.is_none() || role == Role::Client || args.both_learn,
@@ -131,11 +137,6 @@ pub fn run(args: PsiArgs) -> Result<()> {
             .with_context(|| format!("cannot connect to {addr} within {}s", args.timeout))?,
         (Role::Server, ..) => bail!("the server waits for the client: give --listen ADDR"),
         (Role::Client, ..) => bail!("the client connects to the server: give --connect ADDR"),
-    };
-    let options = Options {
-        protocol: args.protocol.into(),
-        role,
-        both_learn: args.both_learn,
     };
     let bar = progress::bar();
     let stage_message = |stage: Stage| stage.label(options.protocol);

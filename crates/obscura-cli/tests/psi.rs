@@ -138,6 +138,34 @@ fn two_rr22_processes_find_the_overlap() {
     check_overlap("rr22");
 }
 
+#[test]
+fn two_rr22_malicious_processes_find_the_overlap() {
+    check_overlap("rr22-malicious");
+}
+
+/// The malicious mode gives the intersection to the client only: asking for both is refused at
+/// once, before the server listens.
+#[test]
+fn rr22_malicious_refuses_both_learn() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "server.csv", SERVER_CSV);
+    let address = format!("127.0.0.1:{}", free_port());
+    let output = psi_with(
+        "rr22-malicious",
+        &["--role", "server", "--listen", &address, "--both-learn"],
+        &input,
+        Some(&dir.path().join("out.csv")),
+    )
+    .output()
+    .unwrap();
+    assert!(!output.status.success());
+    let error = text(&output.stderr);
+    assert!(
+        error.contains("rr22-malicious does not offer an intersection for the server"),
+        "{error}"
+    );
+}
+
 /// Two processes running `protocol`, only the client learning: the client's output holds its
 /// matching rows and both summaries tell what happened.
 fn check_overlap(protocol: &str) {
@@ -305,17 +333,22 @@ fn bad_settings_get_a_one_line_error() {
 
 #[test]
 fn bucketed_processes_find_the_overlap() {
-    check_bucketed("ecdh");
+    check_bucketed("ecdh", true);
 }
 
 #[test]
 fn bucketed_rr22_processes_find_the_overlap() {
-    check_bucketed("rr22");
+    check_bucketed("rr22", true);
 }
 
-/// Streamed through buckets on disk (`--bucket-items`), with both learning: each side writes
-/// exactly its rows whose item the other holds, in input order.
-fn check_bucketed(protocol: &str) {
+#[test]
+fn bucketed_rr22_malicious_processes_find_the_overlap() {
+    check_bucketed("rr22-malicious", false);
+}
+
+/// Streamed through buckets on disk (`--bucket-items`), with both learning if `both_learn`:
+/// each side that learns writes exactly its rows whose item the other holds, in input order.
+fn check_bucketed(protocol: &str, both_learn: bool) {
     let dir = tempfile::tempdir().unwrap();
     let spill = dir.path().join("spill");
     std::fs::create_dir(&spill).unwrap();
@@ -341,18 +374,18 @@ fn check_bucketed(protocol: &str) {
     let port = free_port().to_string();
     let address = format!("127.0.0.1:{port}");
     let spill_dir = spill.to_str().unwrap();
+    let learn: &[&str] = if both_learn { &["--both-learn"] } else { &[] };
     let bucketed = [
-        "--bucket-items",
-        "40",
-        "--both-learn",
-        "--spill-dir",
-        spill_dir,
-    ];
+        &["--bucket-items", "40", "--spill-dir", spill_dir][..],
+        learn,
+    ]
+    .concat();
+    let server_output = both_learn.then(|| dir.path().join("server-out.csv"));
     let server = psi_with(
         protocol,
         &[&["--role", "server", "--listen", &address], &bucketed[..]].concat(),
         &server_input,
-        Some(&dir.path().join("server-out.csv")),
+        server_output.as_deref(),
     )
     .spawn()
     .unwrap();
@@ -372,7 +405,9 @@ fn check_bucketed(protocol: &str) {
     };
     let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
     assert_eq!(read("client-out.csv"), shared(&client_rows, &server_rows));
-    assert_eq!(read("server-out.csv"), shared(&server_rows, &client_rows));
+    if both_learn {
+        assert_eq!(read("server-out.csv"), shared(&server_rows, &client_rows));
+    }
     let summary = text(&client.stdout);
     assert!(summary.contains("in 8 buckets"), "{summary}");
     assert!(

@@ -149,6 +149,22 @@ pub struct Options {
     pub both_learn: bool,
 }
 
+impl Options {
+    /// Whether the protocol offers what the options ask ([`PsiError::Unsupported`] if not);
+    /// [`run`] checks it before sending anything, and a caller can check it before connecting.
+    pub fn check(&self) -> Result<(), PsiError> {
+        if self.both_learn && !self.protocol.offers_both_learn() {
+            return Err(PsiError::Unsupported {
+                protocol: self.protocol,
+                what: "an intersection for the server (both learn): a server cannot check the \
+                       matches a malicious client reports; run a second session with the roles \
+                       swapped",
+            });
+        }
+        Ok(())
+    }
+}
+
 /// A progress report: `(stage, items done, items in the stage)`, called on the caller's thread
 /// after each chunk.
 pub type Progress<'a> = &'a (dyn Fn(Stage, u64, u64) + Sync);
@@ -184,12 +200,7 @@ fn run_unique<T: Transport + ?Sized>(
     progress: Progress<'_>,
 ) -> Result<Outcome, PsiError> {
     let started = Instant::now();
-    if options.both_learn && !options.protocol.offers_both_learn() {
-        return Err(PsiError::Unsupported {
-            protocol: options.protocol,
-            what: "an intersection for the server (both learn)",
-        });
-    }
+    options.check()?;
     let (sent_before, received_before) = (transport.bytes_sent(), transport.bytes_received());
     let ours = Hello {
         protocol: options.protocol,

@@ -177,9 +177,10 @@ impl IntoPyErr for PsiError {
             PsiError::Message(
                 MessageError::Malformed { .. } | MessageError::CountMismatch { .. },
             ) => Class::Malformed,
-            PsiError::Input(_) | PsiError::TooManyItems { .. } | PsiError::Message(_) => {
-                Class::InvalidInput
-            }
+            PsiError::Input(_)
+            | PsiError::TooManyItems { .. }
+            | PsiError::Message(_)
+            | PsiError::Unsupported { .. } => Class::InvalidInput,
             _ => Class::Obscura,
         };
         error(class, full_message(&self))

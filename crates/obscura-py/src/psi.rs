@@ -12,7 +12,7 @@ use obscura_psi::{Options, Protocol, PsiError, Role, Stage};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::errors::{error, Class, PyResultExt};
+use crate::errors::{error, Class, IntoPyErr, PyResultExt};
 use crate::items::{self, bytes_of};
 use crate::progress::Reporter;
 use crate::threads;
@@ -224,6 +224,7 @@ pub fn run_psi(
         role,
         both_learn,
     };
+    options.check().map_err(IntoPyErr::into_py_err)?;
     if !(timeout.is_finite() && timeout >= 0.001) {
         return Err(error(
             Class::InvalidInput,

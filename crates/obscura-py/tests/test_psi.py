@@ -43,7 +43,7 @@ class Peer:
         return self.result
 
 
-@pytest.mark.parametrize("protocol", ["ecdh", "kkrt", "rr22"])
+@pytest.mark.parametrize("protocol", ["ecdh", "kkrt", "rr22", "rr22-malicious"])
 def test_two_parties_learn_their_shared_rows(protocol):
     peer = Peer(SERVER, protocol=protocol)
     result = obscura.psi_client(CLIENT, connect=peer.address, protocol=protocol, progress=False)
@@ -66,7 +66,7 @@ def test_both_learn_and_pandas_series():
     assert server.intersection == expected_rows(SERVER, SHARED)
 
 
-@pytest.mark.parametrize("protocol", ["kkrt", "rr22"])
+@pytest.mark.parametrize("protocol", ["kkrt", "rr22", "rr22-malicious"])
 def test_bucketed_sessions_read_lists_and_functions_twice(protocol):
     peer = Peer(lambda: iter(SERVER), bucket_items=200, protocol=protocol)
     result = obscura.psi_client(
@@ -94,6 +94,8 @@ def test_mismatched_settings_and_silent_peers_raise_peer_errors():
         obscura.psi_client("alice@example.com", connect="127.0.0.1:9")
     with pytest.raises(obscura.InvalidInputError, match="unknown protocol"):
         obscura.psi_client(CLIENT, connect="127.0.0.1:9", protocol="rsa")
+    with pytest.raises(obscura.InvalidInputError, match="does not offer an intersection for the server"):
+        obscura.psi_server(SERVER, listen="127.0.0.1:0", protocol="rr22-malicious", both_learn=True)
 
 
 def test_sessions_with_the_cli_in_another_process(tmp_path, cli):

@@ -152,7 +152,9 @@ def psi_server(
 
     The server learns the intersection only with ``both_learn`` (both parties must pass it).
     ``protocol`` is ``"kkrt"`` (OT extension), ``"rr22"`` (VOLE: the least traffic, about a
-    fifth of KKRT's, for slow links) or ``"ecdh"`` (elliptic curves: the slowest). ``bucket_items``
+    fifth of KKRT's, for slow links), ``"rr22-malicious"`` (RR22 secure against a malicious
+    peer; the client alone learns the intersection) or ``"ecdh"`` (elliptic curves: the
+    slowest). ``bucket_items``
     streams the items through buckets of about that many items on disk (in ``spill_dir``), for sets
     larger than memory: ``items`` is then read twice, so pass a list, a Series, or a function
     that returns a fresh iterable. Interoperates with ``obscura psi`` in another process.
