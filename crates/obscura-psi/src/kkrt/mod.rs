@@ -7,9 +7,10 @@
 //! After the handshake (which fixes both set sizes `n_c`, `n_s`), with `m` cuckoo bins for the
 //! client's items (module `cuckoo`) and the OPRF of module `kkrt::extension`:
 //!
-//! 1. **Base OTs** (client → server, then back): 512 Chou-Orlandi OTs (module `base_ot`) with the
-//!    client as OT *sender* (it ends with both seeds of each OT) and the server as *receiver*
-//!    with secret choice bits `s`; one point from the client, 512 points in one frame back.
+//! 1. **Base OTs** (client → server, then back): 512 Masny-Rindal OTs (module `base_ot`) with
+//!    the client as OT *sender* (it ends with both seeds of each OT) and the server as
+//!    *receiver* with secret choice bits `s`; one point from the client, two points per OT in one
+//!    frame back.
 //! 2. **Cuckoo hashing** (client → server): the client hashes its items to 128 bits, places
 //!    them into `m` bins with three hash functions of a fresh public seed, and sends the seed.
 //!    Empty bins get a random dummy input.

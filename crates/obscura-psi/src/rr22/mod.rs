@@ -1,5 +1,6 @@
 //! RR22 VOLE-PSI: the semi-honest protocol of Raghuraman and Rindal ("Blazing fast PSI from
-//! improved OKVS and subfield VOLE", CCS 2022, figure 4) in its low-communication form.
+//! improved OKVS and subfield VOLE", CCS 2022, figure 4) in its low-communication form, and its
+//! malicious mode ([`crate::Protocol::Rr22Malicious`]; see "Malicious mode" below).
 //!
 //! # Protocol
 //!
@@ -8,7 +9,7 @@
 //! store of module `okvs` for `n_c` keys (`m` words) and the VOLE of module `vole` for `m`
 //! correlations:
 //!
-//! 1. **Base OTs and seeds** (client → server, then back): 128 Chou-Orlandi OTs (module
+//! 1. **Base OTs and seeds** (client → server, then back): 128 Masny-Rindal OTs (module
 //!    `base_ot`) with the server as receiver, its secret choice bits forming `Δ ∈ GF(2^128)`;
 //!    the client sends two public seeds from the OS CSPRNG: the item seed and the code seed.
 //! 2. **Items.** Each party hashes each item `x` to `SHA-256("obscura-psi rr22 item v1\0" ‖
@@ -67,6 +68,55 @@
 //! bytes per block of 128 correlated OTs (`trees · (depth + ℓ)` OTs, about 0.5 MB); the server
 //! sends `tag_bytes · n_s` bytes of tags and `16 · trees · (2 · depth + 1)` bytes of trees
 //! (about 0.2 MB). At 2^20 items each: 101 + 80 + 4 ≈ 185 bits per item, both directions.
+//!
+//! # Malicious mode
+//!
+//! RR22 obtains malicious security by running the malicious VOLE-PSI of Rindal and Schoppmann
+//! ("VOLE-PSI: fast OPRF and circuit-PSI from vector-OLE", Eurocrypt 2021, figure 4) with its
+//! OKVS. This module does so on the steps above, with these changes:
+//!
+//! - **Full field.** `ℓ = 128`: `V` is all of GF(2^128), the item values `h(x)` are 128 bits
+//!   and the masked store carries 16 bytes per word. A client can then make `Decode(P, k(y)) =
+//!   h(y)` hold for at most about `m` items `y` it has queried `h` on, and a simulator reads its
+//!   set off `A' ⊕ A` and those queries; with ℓ-bit values it could cover about `2^{128−ℓ}`
+//!   times more.
+//! - **Checked OT extension** (protects `Δ`): the VOLE's correlated OTs end with at least 384
+//!   with random choice bits; after the extension the server sends a fresh seed
+//!   ([`FrameKind::OtCheckSeed`]) and the client answers the KOS check of module `check`
+//!   ([`FrameKind::OtCheckReply`]). The server sends its trees only if it passes, so a client
+//!   whose rows follow different choice bits in different columns (which would let it test bits
+//!   of `Δ`) is refused with [`PeerError::OtCheckFailed`].
+//! - **Trees of `2^depth` leaves**, at least 400 of them (module `vole`): every path a client can
+//!   choose ends at a leaf, so it always lacks exactly one leaf of each tree (with a partial
+//!   tree, a path past the last leaf would give it every leaf and, through the correction `τ`,
+//!   `β · Δ`).
+//! - **Checked VOLE** (protects the client's noise): after the trees the client sends a fresh
+//!   seed ([`FrameKind::VoleCheckSeed`]); while streaming `A'` both fold the outputs into the
+//!   check of module `check`; the client sends `x' = Σ χ_i · A_i ⊕ y*`
+//!   ([`FrameKind::VoleCheckValue`]) after the last frame of `A'`, and the server answers `V`
+//!   with its salt `w` ([`FrameKind::VoleCheckReply`]). A client that finds `V` wrong stops with
+//!   [`PeerError::VoleCheckFailed`] before reading any tag. (`A' = A ⊕ P` does not depend on the
+//!   trees, so it can go out before the check ends.)
+//! - **Salted, keyed tags**: `H'(v ⊕ w, k)` for the value `v` decoded at key `k` (see `tag`),
+//!   with `w` drawn by the server from the OS CSPRNG once all of `A'` has arrived: no tag can be
+//!   computed before the client is bound to its store, and a tag names the key it is for, so a
+//!   simulator reads a malicious server's set off its queries of `H'`.
+//! - **Base OTs** secure against malicious parties (module `base_ot`, in both modes); `Δ` is the
+//!   server's choice bits, extractable from them.
+//! - **One output.** Only the client learns the intersection: a server cannot check the
+//!   positions a malicious client would report, so both learn is refused
+//!   ([`crate::Options::check`]).
+//!
+//! What a malicious party can still do, as in the papers: choose its own set (any set it could
+//! have input); a client can abort, and a server can make the client abort after the VOLE check
+//! — the abort tells it whether one guess about the client's noise positions was right, the
+//! selective-failure leakage that dual-LPN parameters tolerate (as in Wolverine and Ferret). A
+//! server that deviates elsewhere (tags not of its items, a bad `V`) changes only what the client
+//! sees as the server's set or makes it stop with an error.
+//!
+//! **Cost:** at 2^20 items each, the masked store is `128 · m` bits (162 bits per item), the
+//! tags stay `8 · tag_bytes`, and the VOLE (406 trees of 2^14 leaves, 14 + 128 OTs each) about
+//! 1.1 MB in all: 251 bits per item both directions, against 188 semi-honest.
 
 mod check;
 mod client;
@@ -85,7 +135,11 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use crate::hello::Hello;
+#[cfg(doc)]
+use crate::transport::FrameKind;
 use crate::unique::UniqueItems;
+#[cfg(doc)]
+use crate::PeerError;
 use crate::{ecdh, Progress, PsiError, Role, Transport};
 
 /// OKVS seeds the client tries before giving up (each fails with probability ≤ 2^-40).

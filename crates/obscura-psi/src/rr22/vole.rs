@@ -36,6 +36,14 @@
 //! rows of the code are evaluated (fewer samples of the same instance). The sender's `Δ` is
 //! hidden by the base OTs; what the receiver sees of the trees is, per level, one side sum
 //! masked by a pad it can compute and one masked by a pad that needs `Δ`.
+//!
+//! # Malicious mode ([`VoleParams::malicious`])
+//!
+//! `ℓ = 128`; each tree has `S = 2^depth` leaves, `depth` the largest that still gives at least
+//! 400 trees (`trees = ⌈N / S⌉`, so the noise bound above only improves), so that any path the
+//! receiver chooses ends at a leaf; after the trees' correlated OTs come at least 384 with
+//! random choice bits: the first 128 give the mask correlation `c* = b* ⊕ y* · Δ` of the VOLE
+//! check, and all of them enter the OT-extension check (module `check`).
 
 use obscura_math::memory::LargeSlice;
 use obscura_math::sample::{OsSampler, RngError};
