@@ -230,6 +230,29 @@ mod tests {
         assert_eq!(all.len(), 128);
     }
 
+    /// Each slot's point enters the other slot's: a receiver that swaps its two points (or
+    /// replays one OT's points in another OT) gets neither seed of the original.
+    #[test]
+    fn slots_bind_each_other_and_the_index() {
+        let mut rng = OsSampler::new();
+        let sender = Sender::new(&mut rng).unwrap();
+        let (reply, chosen) = receive(&[true, false], &sender.message(), &mut rng).unwrap();
+        let honest = sender.seeds(&reply).unwrap();
+        assert_eq!(honest[0][1], chosen[0]);
+        let mut swapped = reply.clone();
+        swapped[..REPLY_BYTES].rotate_left(POINT_BYTES);
+        let forged = sender.seeds(&swapped).unwrap();
+        for seed in forged[0] {
+            assert!(!honest[0].contains(&seed));
+        }
+        let replayed = [&reply[..REPLY_BYTES], &reply[..REPLY_BYTES]].concat();
+        let forged = sender.seeds(&replayed).unwrap();
+        assert_eq!(forged[0], honest[0]);
+        for seed in forged[1] {
+            assert!(!honest[0].contains(&seed) && !honest[1].contains(&seed));
+        }
+    }
+
     #[test]
     fn invalid_and_identity_points_are_refused() {
         let mut rng = OsSampler::new();

@@ -366,6 +366,53 @@ mod tests {
         assert_eq!(at_2_20.ot_blocks(), 297);
     }
 
+    #[test]
+    fn malicious_trees_are_full_and_at_least_400() {
+        for outputs in [1, 1000, 81_691, 1_328_344, 5_313_376] {
+            let params = VoleParams::malicious(outputs);
+            let target = EXPANSION * outputs.max(MIN_ROWS);
+            assert!(params.tree_leaves.is_power_of_two(), "{params:?}");
+            assert_eq!(params.tree_leaves, 1 << params.depth);
+            assert!((TREES..2 * TREES).contains(&params.trees), "{params:?}");
+            assert!(params.leaves() >= target && params.leaves() < target + params.tree_leaves);
+            assert!(params.ot_blocks() * BLOCK_ROWS >= params.tree_rows() + CHECK_ROWS);
+        }
+        let at_2_20 = VoleParams::malicious(1_328_344);
+        assert_eq!((at_2_20.trees, at_2_20.depth, at_2_20.ell), (406, 14, 128));
+    }
+
+    /// The malicious mode's VOLE and its mask correlation: `C = B ⊕ A · Δ` and `c* = b* ⊕ y* · Δ`.
+    #[test]
+    fn malicious_correlations_and_mask_hold() {
+        let mut rng = OsSampler::new();
+        let delta = random_word(&mut rng).unwrap();
+        let (ot_receiver, ot_sender) = pair(delta);
+        let params = VoleParams::malicious(5000);
+        let noise = Noise::random(&params, &mut rng).unwrap();
+        let choices = noise.choices(&params);
+        let (mut t, mut q) = (Vec::new(), Vec::new());
+        let u = ot_receiver.extend(0, &choices, &mut t);
+        ot_sender.extend(0, &u, &mut q);
+        let y = noise.check_mask(&params);
+        assert_ne!(y, 0);
+        assert_eq!(
+            check_mask_share(&params, &t),
+            check_mask_share(&params, &q) ^ mul(y, delta)
+        );
+        let code = EaCode::new(params.leaves(), [6; 16]);
+        let (message, leaves) = send_trees(&params, delta, &q, &mut rng).unwrap();
+        let sender = SenderVector::new(leaves);
+        let receiver = receive(&params, &noise, &t, &message);
+        let (mut b, mut pairs) = (vec![0u128; 5000], vec![[0u128; 2]; 5000]);
+        sender.outputs(&code, 0, &mut b);
+        receiver.outputs(&code, 0, &mut pairs);
+        for (&[a, c], &b) in pairs.iter().zip(&b) {
+            assert_eq!(c, b ^ mul(a, delta));
+        }
+        // Full-width values.
+        assert!(pairs.iter().any(|pair| pair[0] >> 100 != 0));
+    }
+
     /// A whole VOLE through real base OTs and OT extension: `C = B ⊕ A · Δ` everywhere, with
     /// `A` in the subspace and not degenerate.
     #[test]
