@@ -33,6 +33,9 @@ pub enum PsiError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The OS could not start a thread (a bucketed session prepares the next bucket on one).
+    #[error("cannot start a thread: {0}")]
+    Thread(std::io::Error),
     /// A bucket holds more distinct items than the padded size both parties agreed on (each
     /// bucket does with probability at most 2^-40; retry, or choose larger buckets).
     #[error("bucket {bucket} holds {items} distinct items, more than its padded size {bound}")]

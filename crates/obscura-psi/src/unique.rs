@@ -17,40 +17,13 @@ pub(crate) struct UniqueItems<'a> {
 }
 
 impl<'a> UniqueItems<'a> {
-    /// The distinct values of `rows`.
-    ///
-    /// Sort-based, so that the work is parallel and streams through memory: each row's value is
-    /// hashed (SipHash under a random key, so crafted inputs cannot pile up on one hash) on the
-    /// current rayon pool, the `(hash, row)` pairs are sorted in parallel, and each run of equal
-    /// hashes is split by comparing values (a run holds one value but for 64-bit collisions).
+    /// The distinct values of `rows` (see [`first_rows`]).
     pub(crate) fn new<I: AsRef<[u8]> + Sync>(rows: &'a [I]) -> Self {
-        let key = RandomState::new();
-        let mut sorted: Vec<(u64, usize)> = rows
-            .par_iter()
-            .with_min_len(TASK_ROWS)
-            .enumerate()
-            .map(|(row, value)| (key.hash_one(value.as_ref()), row))
-            .collect();
-        sorted.par_sort_unstable();
-        // The first row holding each row's value (rows ascend within a run).
-        let mut first_row: Vec<usize> = (0..rows.len()).collect();
-        let mut firsts = Vec::new();
-        for run in sorted
-            .chunk_by(|a, b| a.0 == b.0)
-            .filter(|run| run.len() > 1)
-        {
-            firsts.clear();
-            for &(_, row) in run {
-                let value = rows[row].as_ref();
-                match firsts
-                    .iter()
-                    .find(|&&first: &&usize| rows[first].as_ref() == value)
-                {
-                    Some(&first) => first_row[row] = first,
-                    None => firsts.push(row),
-                }
-            }
-        }
+        Self::from_first_rows(rows, first_rows(rows))
+    }
+
+    /// The distinct values of `rows`, given [`first_rows`]`(rows)`.
+    pub(crate) fn from_first_rows<I: AsRef<[u8]>>(rows: &'a [I], first_row: Vec<usize>) -> Self {
         let mut values = Vec::new();
         let mut value_of_row: Vec<usize> = Vec::with_capacity(rows.len());
         for (row, first) in first_row.into_iter().enumerate() {
@@ -106,6 +79,45 @@ impl<'a> UniqueItems<'a> {
     pub(crate) fn value_of_row(&self) -> &[usize] {
         &self.value_of_row
     }
+}
+
+/// For each row of `rows`, the first row holding the same value (itself for a first
+/// appearance): the costly part of [`UniqueItems::new`], owning nothing of `rows`, so it can be
+/// computed ahead on another thread.
+///
+/// Sort-based, so that the work is parallel and streams through memory: each row's value is
+/// hashed (SipHash under a random key, so crafted inputs cannot pile up on one hash) on the
+/// current rayon pool, the `(hash, row)` pairs are sorted in parallel, and each run of equal
+/// hashes is split by comparing values (a run holds one value but for 64-bit collisions).
+pub(crate) fn first_rows<I: AsRef<[u8]> + Sync>(rows: &[I]) -> Vec<usize> {
+    let key = RandomState::new();
+    let mut sorted: Vec<(u64, usize)> = rows
+        .par_iter()
+        .with_min_len(TASK_ROWS)
+        .enumerate()
+        .map(|(row, value)| (key.hash_one(value.as_ref()), row))
+        .collect();
+    sorted.par_sort_unstable();
+    // The first row holding each row's value (rows ascend within a run).
+    let mut first_row: Vec<usize> = (0..rows.len()).collect();
+    let mut firsts = Vec::new();
+    for run in sorted
+        .chunk_by(|a, b| a.0 == b.0)
+        .filter(|run| run.len() > 1)
+    {
+        firsts.clear();
+        for &(_, row) in run {
+            let value = rows[row].as_ref();
+            match firsts
+                .iter()
+                .find(|&&first: &&usize| rows[first].as_ref() == value)
+            {
+                Some(&first) => first_row[row] = first,
+                None => firsts.push(row),
+            }
+        }
+    }
+    first_row
 }
 
 /// The rows (ascending) whose value, as `value_of_row` numbers them, is marked in `matched`.

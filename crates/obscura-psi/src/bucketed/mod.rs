@@ -11,7 +11,8 @@
 //!    most [`plan::MAX_BUCKETS`]), item `x` going to bucket `SHA-256(key ‖ x) · B / 2^64`.
 //! 3. Each party writes its rows to one file per bucket, then for each bucket in turn reads it
 //!    back, removes duplicates, **pads it with random dummy items to the plan's padded size**
-//!    and runs the chosen protocol on it (as [`crate::run`] does).
+//!    and runs the chosen protocol on it (as [`crate::run`] does). A thread of its own reads and
+//!    prepares the next bucket while a bucket's session runs (two buckets in memory at most).
 //!
 //! # What it reveals
 //!
@@ -37,7 +38,7 @@ use obscura_math::sample::OsSampler;
 pub use plan::BucketPlan;
 pub use spill::MAX_ITEM_BYTES;
 
-use crate::unique::UniqueItems;
+use crate::unique::{self, UniqueItems};
 use crate::{run_unique, Options, PeerError, PsiError, Role, Stage, Transport};
 
 /// A party's items, read twice (to count, then to partition), in the same order both times.
@@ -182,53 +183,64 @@ pub fn run_bucketed<T: Transport + ?Sized, S: ItemSource + ?Sized>(
     let learns = role == Role::Client || options.session.both_learn;
     let mut found = learns.then(|| (RowSet::new(rows), 0u64));
     let mut duplicates_dropped = 0;
-    for b in 0..plan.buckets() {
-        let bucket = spilled.read(b)?;
-        let mut unique = UniqueItems::new(&bucket.items);
-        let distinct = unique.len() as u64;
-        if distinct > padded {
-            return Err(PsiError::BucketOverflow {
-                bucket: b,
-                items: distinct,
-                bound: padded,
-            });
-        }
-        duplicates_dropped += unique.duplicates() as u64;
-        let longest = bucket.items.iter().map(Vec::len).max().unwrap_or(0);
-        let dummies = dummy_items(padded - distinct, longest, &mut rng)?;
-        unique.extend_distinct(&dummies);
-        let real = bucket.items.len();
-        let buckets = plan.buckets();
-        let outcome = run_unique(
-            transport,
-            &unique,
-            options.session,
-            &|stage, done, total| progress(b, buckets, stage, done, total),
-        )?;
-        let expected = plan.padded_size(peer_role);
-        if outcome.peer_items != expected {
-            return Err(PeerError::BucketSize {
-                bucket: b,
-                items: outcome.peer_items,
-                expected,
+    let buckets = plan.buckets();
+    std::thread::scope(|scope| -> Result<(), PsiError> {
+        let spawn = |b: u64| {
+            let spilled = &spilled;
+            std::thread::Builder::new()
+                .name(format!("bucket-{b}"))
+                .spawn_scoped(scope, move || prepare(spilled, b, padded))
+                .map_err(PsiError::Thread)
+        };
+        let mut next = (buckets > 0).then(|| spawn(0)).transpose()?;
+        for b in 0..buckets {
+            let PreparedBucket {
+                bucket,
+                first_rows,
+                dummies,
+            } = next
+                .take()
+                .expect("each bucket is spawned before its turn")
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+            next = (b + 1 < buckets).then(|| spawn(b + 1)).transpose()?;
+            let mut unique = UniqueItems::from_first_rows(&bucket.items, first_rows);
+            duplicates_dropped += unique.duplicates() as u64;
+            unique.extend_distinct(&dummies);
+            let real = bucket.items.len();
+            let outcome = run_unique(
+                transport,
+                &unique,
+                options.session,
+                &|stage, done, total| progress(b, buckets, stage, done, total),
+            )?;
+            let expected = plan.padded_size(peer_role);
+            if outcome.peer_items != expected {
+                return Err(PeerError::BucketSize {
+                    bucket: b,
+                    items: outcome.peer_items,
+                    expected,
+                }
+                .into());
             }
-            .into());
-        }
-        if let (Some(intersection), Some((set, size))) = (outcome.intersection, found.as_mut()) {
-            let real_rows: Vec<usize> = intersection
-                .rows
-                .into_iter()
-                .filter(|&row| row < real)
-                .collect();
-            // Distinct matched items, by the index of their value (no hashing of the items).
-            let mut matched = vec![false; unique.len()];
-            for row in real_rows {
-                set.insert(bucket.rows[row]);
-                matched[unique.value_of_row()[row]] = true;
+            if let (Some(intersection), Some((set, size))) = (outcome.intersection, found.as_mut())
+            {
+                let real_rows: Vec<usize> = intersection
+                    .rows
+                    .into_iter()
+                    .filter(|&row| row < real)
+                    .collect();
+                // Distinct matched items, by the index of their value (no hashing of the items).
+                let mut matched = vec![false; unique.len()];
+                for row in real_rows {
+                    set.insert(bucket.rows[row]);
+                    matched[unique.value_of_row()[row]] = true;
+                }
+                *size += matched.iter().filter(|&&m| m).count() as u64;
             }
-            *size += matched.iter().filter(|&&m| m).count() as u64;
         }
-    }
+        Ok(())
+    })?;
     let (intersection, intersection_size) = found.unzip();
     Ok(BucketedOutcome {
         intersection,
@@ -241,6 +253,52 @@ pub fn run_bucketed<T: Transport + ?Sized, S: ItemSource + ?Sized>(
         bytes_received: transport.bytes_received() - received_before,
         partition_time,
         elapsed: started.elapsed(),
+    })
+}
+
+/// A bucket read back, de-duplicated and with its padding: what its session needs.
+struct PreparedBucket {
+    bucket: spill::Bucket,
+    /// [`unique::first_rows`] of its items.
+    first_rows: Vec<usize>,
+    dummies: Vec<Vec<u8>>,
+}
+
+/// Reads bucket `b` and prepares its session (as a one-thread pool on the calling thread, so
+/// that it takes at most one core from the session it overlaps); refuses a bucket of more than
+/// `padded` distinct items.
+fn prepare(
+    spilled: &spill::SpilledBuckets,
+    b: u64,
+    padded: u64,
+) -> Result<PreparedBucket, PsiError> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .use_current_thread()
+        .build()
+        .map_err(|e| PsiError::Thread(std::io::Error::other(e)))?;
+    pool.install(|| {
+        let bucket = spilled.read(b)?;
+        let first_rows = unique::first_rows(&bucket.items);
+        let distinct = first_rows
+            .iter()
+            .enumerate()
+            .filter(|&(row, &first)| row == first)
+            .count() as u64;
+        if distinct > padded {
+            return Err(PsiError::BucketOverflow {
+                bucket: b,
+                items: distinct,
+                bound: padded,
+            });
+        }
+        let longest = bucket.items.iter().map(Vec::len).max().unwrap_or(0);
+        let dummies = dummy_items(padded - distinct, longest, &mut OsSampler::new())?;
+        Ok(PreparedBucket {
+            bucket,
+            first_rows,
+            dummies,
+        })
     })
 }
 
