@@ -53,14 +53,14 @@ fn traffic_matches_the_cost_model() {
         + frames(sizes.store_words, rr22::STORE_FRAME_WORDS)
         + (header + 16);
     assert_eq!(outcome.bytes_sent, client_sent);
-    // Hello, base-OT choices, OT check seed, trees, VOLE check reply, tags (10 bytes at 2^14 a
+    // Hello, base-OT choices, OT check seed, trees, VOLE check reply (a hash and the salt), tags (10 bytes at 2^14 a
     // side, one frame per 4096).
     let tag_bytes = rr22::tag_bytes(n as u64, n as u64) as u64;
     let server_sent = (header + 21)
         + (header + 128 * 64)
         + (header + 16)
         + (header + sizes.tree_bytes as u64)
-        + (header + 32)
+        + (header + 48)
         + tag_bytes * n as u64
         + frames(n, 4096);
     assert_eq!(outcome.bytes_received, server_sent);
@@ -191,6 +191,22 @@ fn the_client_refuses_inconsistent_trees() {
     assert!(client.unwrap().intersection.unwrap().size < expected.size);
 }
 
+/// A client that sends another combination than its own (`x' ⊕ e`) fails the check itself: the
+/// server answers only a hash of its value, which for `x' ⊕ e` would be `W ⊕ e · Δ`.
+#[test]
+fn a_false_combination_gets_only_a_refusal() {
+    let [client, _] = tampered_session(
+        Protocol::Rr22Malicious,
+        Role::Client,
+        FrameKind::VoleCheckValue,
+        |frame| frame[0] ^= 1,
+    );
+    assert!(
+        matches!(client, Err(PsiError::Peer(PeerError::VoleCheckFailed))),
+        "{client:?}"
+    );
+}
+
 #[test]
 fn both_learn_is_refused() {
     // Before any byte is sent (checked for each role by `both_learn_offered`).
@@ -228,12 +244,12 @@ fn a_client_refuses_malformed_or_false_checks() {
     });
     assert_wrong_length(error, FrameKind::OtCheckSeed, 16);
     let error = malicious_party(Role::Client, |peer| {
-        fake_server(peer, 16).frame(FrameKind::VoleCheckReply, &[0u8; 31]);
+        fake_server(peer, 16).frame(FrameKind::VoleCheckReply, &[0u8; 47]);
     });
-    assert_wrong_length(error, FrameKind::VoleCheckReply, 32);
+    assert_wrong_length(error, FrameKind::VoleCheckReply, 48);
     // Trees of a fixed pattern and an arbitrary check value.
     let error = malicious_party(Role::Client, |peer| {
-        fake_server(peer, 16).frame(FrameKind::VoleCheckReply, &[7u8; 32]);
+        fake_server(peer, 16).frame(FrameKind::VoleCheckReply, &[7u8; 48]);
     });
     assert!(
         matches!(error, PsiError::Peer(PeerError::VoleCheckFailed)),

@@ -12,22 +12,29 @@
 //!   uses this check for its base correlations the same way).
 //! - **VOLE outputs** (as in Weng et al.'s Wolverine, S&P 2021), protecting the client against
 //!   inconsistent GGM trees: with a mask correlation `c* = b* ⊕ y* · Δ` (`y*` uniform in
-//!   GF(2^128)), the client sends `x' = Σ χ_i · A_i ⊕ y*`, the server returns
-//!   `V = Σ χ_i · B_i ⊕ b* ⊕ x' · Δ`, and the client checks `V = Σ χ_i · C_i ⊕ c*`. A server
-//!   whose trees leave an error `D ≠ 0` on the client's outputs passes only if it guesses
+//!   GF(2^128)), the client sends `x' = Σ χ_i · A_i ⊕ y*`, the server returns the hash
+//!   [`vole_digest`] of `V = Σ χ_i · B_i ⊕ b* ⊕ x' · Δ`, and the client checks it against the
+//!   hash of `W = Σ χ_i · C_i ⊕ c*` (an equality test: `V` itself would hand a client that sent
+//!   `x' ⊕ e` the value `W ⊕ e · Δ`, hence `Δ`; its hash only lets it test guesses of `Δ`). A
+//!   server whose trees leave an error `D ≠ 0` on the client's outputs passes only if it guesses
 //!   `Σ χ_i · D_i`, which, for coefficients drawn after the trees were sent, it can do for every
 //!   value of the client's noise at once with probability at most `2^-128`; what it learns is
 //!   whether one guess about the noise was right (the selective-failure leakage the dual-LPN
-//!   parameters allow for, as in Wolverine and Ferret).
+//!   parameters allow for, as in Wolverine and Ferret), since the client only stops or goes on.
 
 use aes::Aes128;
 use rayon::prelude::*;
+use sha2::{Digest, Sha256};
 
 use super::gf128::mul;
 use crate::block::{cipher, encrypt_each};
 
 /// Bytes of a check's seed.
 pub(crate) const SEED_BYTES: usize = 16;
+/// Bytes of [`vole_digest`].
+pub(crate) const DIGEST_BYTES: usize = 32;
+
+const DIGEST_DOMAIN: &[u8] = b"obscura-psi rr22 vole check v1\0";
 /// Rows per parallel task.
 const TASK_ROWS: usize = 1 << 12;
 
@@ -99,6 +106,16 @@ pub(crate) fn verify_rows(
 ) -> bool {
     let chi = Coefficients::new(seed);
     rows_sum(&chi, q) ^ mul(x, delta) == t
+}
+
+/// What the server sends of the VOLE check's value `v`, and what the client compares it with:
+/// `SHA-256("obscura-psi rr22 vole check v1\0" ‖ v)`.
+pub(crate) fn vole_digest(value: u128) -> [u8; DIGEST_BYTES] {
+    Sha256::new()
+        .chain_update(DIGEST_DOMAIN)
+        .chain_update(value.to_le_bytes())
+        .finalize()
+        .into()
 }
 
 /// `Σ_j χ_j · rows_j`.

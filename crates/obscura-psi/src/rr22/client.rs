@@ -100,8 +100,8 @@ pub(super) fn run<T: Transport + ?Sized>(
     Ok(matched)
 }
 
-/// Malicious mode: sends `x' = Σ χ_i · A_i ⊕ y*` and checks the server's reply against
-/// `Σ χ_i · C_i ⊕ c*` (`sums` = `[Σ χ_i · A_i, Σ χ_i · C_i]`); returns the tags' salt.
+/// Malicious mode: sends `x' = Σ χ_i · A_i ⊕ y*` and checks the server's reply against the
+/// hash of `Σ χ_i · C_i ⊕ c*` (`sums` = `[Σ χ_i · A_i, Σ χ_i · C_i]`); returns the tags' salt.
 fn finish_vole_check<T: Transport + ?Sized>(
     session: &Session<'_>,
     transport: &mut T,
@@ -111,11 +111,13 @@ fn finish_vole_check<T: Transport + ?Sized>(
 ) -> Result<u128, PsiError> {
     let masked = a ^ noise.check_mask(&session.vole);
     transport.send(FrameKind::VoleCheckValue, &masked.to_le_bytes())?;
-    let reply = recv_words(transport, FrameKind::VoleCheckReply, 2)?;
-    if reply[0] != c ^ vole::check_mask_share(&session.vole, rows) {
+    let reply: [u8; check::DIGEST_BYTES + 16] = recv_array(transport, FrameKind::VoleCheckReply)?;
+    let (digest, salt) = reply.split_at(check::DIGEST_BYTES);
+    let expected = check::vole_digest(c ^ vole::check_mask_share(&session.vole, rows));
+    if digest != expected {
         return Err(PeerError::VoleCheckFailed.into());
     }
-    Ok(reply[1])
+    Ok(u128::from_le_bytes(salt.try_into().expect("16 bytes")))
 }
 
 /// Little-endian bytes of `words`.

@@ -93,8 +93,9 @@
 //! - **Checked VOLE** (protects the client's noise): after the trees the client sends a fresh
 //!   seed ([`FrameKind::VoleCheckSeed`]); while streaming `A'` both fold the outputs into the
 //!   check of module `check`; the client sends `x' = Σ χ_i · A_i ⊕ y*`
-//!   ([`FrameKind::VoleCheckValue`]) after the last frame of `A'`, and the server answers `V`
-//!   with its salt `w` ([`FrameKind::VoleCheckReply`]). A client that finds `V` wrong stops with
+//!   ([`FrameKind::VoleCheckValue`]) after the last frame of `A'`, and the server answers the hash
+//!   of `V` with its salt `w` ([`FrameKind::VoleCheckReply`]). A client that finds the hash wrong
+//!   stops with
 //!   [`PeerError::VoleCheckFailed`] before reading any tag. (`A' = A ⊕ P` does not depend on the
 //!   trees, so it can go out before the check ends.)
 //! - **Salted, keyed tags**: `H'(v ⊕ w, k)` for the value `v` decoded at key `k` (see `tag`),

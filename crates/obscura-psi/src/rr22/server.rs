@@ -115,8 +115,9 @@ fn receive_extension<T: Transport + ?Sized>(
     Ok(rows)
 }
 
-/// Malicious mode: from the client's `x'` and `sum = Σ χ_i · B_i ⊕ b*`, sends
-/// `V = sum ⊕ x' · Δ` and a fresh salt for the tags, which it returns.
+/// Malicious mode: from the client's `x'` and `sum = Σ χ_i · B_i ⊕ b*`, sends the hash of
+/// `V = sum ⊕ x' · Δ` (never `V`: see module `check`) and a fresh salt for the tags, which it
+/// returns.
 fn answer_vole_check<T: Transport + ?Sized>(
     transport: &mut T,
     delta: u128,
@@ -125,9 +126,9 @@ fn answer_vole_check<T: Transport + ?Sized>(
 ) -> Result<u128, PsiError> {
     let masked = u128::from_le_bytes(recv_array(transport, FrameKind::VoleCheckValue)?);
     let salt = random_word(rng)?;
-    let mut reply = [0u8; 32];
-    reply[..16].copy_from_slice(&(sum ^ mul(masked, delta)).to_le_bytes());
-    reply[16..].copy_from_slice(&salt.to_le_bytes());
+    let mut reply = [0u8; check::DIGEST_BYTES + 16];
+    reply[..check::DIGEST_BYTES].copy_from_slice(&check::vole_digest(sum ^ mul(masked, delta)));
+    reply[check::DIGEST_BYTES..].copy_from_slice(&salt.to_le_bytes());
     transport.send(FrameKind::VoleCheckReply, &reply)?;
     Ok(salt)
 }

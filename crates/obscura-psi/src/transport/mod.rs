@@ -87,7 +87,7 @@ pub enum FrameKind {
     VoleCheckSeed = 18,
     /// RR22 malicious, client to server: the masked combination of the VOLE check.
     VoleCheckValue = 19,
-    /// RR22 malicious, server to client: the VOLE check's value and the tags' random salt.
+    /// RR22 malicious, server to client: the hash of the VOLE check's value and the tags' salt.
     VoleCheckReply = 20,
     /// Bucketed driver, both ways: rows, bucket size and key nonce (its kinds count from 32).
     BucketPlan = 32,
