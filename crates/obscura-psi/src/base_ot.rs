@@ -6,15 +6,15 @@
 //!
 //! `G` is the ristretto255 base point; `H_x(i, R)` (slot `x ∈ {0, 1}`) is the RFC 9380 hash to
 //! ristretto255 of `x ‖ i (u64 LE) ‖ R` under the tag `obscura-psi base-ot hash v2`;
-//! `KDF(i, A, R_0, R_1, P)` is the first 16 bytes of
-//! `SHA-256("obscura-psi base-ot v2\0" ‖ i ‖ A ‖ R_0 ‖ R_1 ‖ P)` on point encodings.
+//! `KDF(i, x, A, R_0, R_1, P)` is the first 16 bytes of
+//! `SHA-256("obscura-psi base-ot v2\0" ‖ i ‖ x ‖ A ‖ R_0 ‖ R_1 ‖ P)` on point encodings.
 //!
 //! 1. The sender draws a secret scalar `a` and sends `A = a·G`.
 //! 2. For OT `i` with choice bit `s`, the receiver draws secret scalars `b`, `u` and sets
 //!    `R_{1−s} = u·G` and `R_s = b·G − H_s(i, R_{1−s})`; it sends `(R_0, R_1)` (all OTs in one
-//!    message) and its seed is `KDF(i, A, R_0, R_1, b·A)`.
+//!    message) and its seed is `KDF(i, s, A, R_0, R_1, b·A)`.
 //! 3. The sender sets `B_x = R_x + H_x(i, R_{1−x})`; its seeds of OT `i` are
-//!    `k_i^x = KDF(i, A, R_0, R_1, a·B_x)`. Since `B_s = b·G`, the receiver's seed is `k_i^s`.
+//!    `k_i^x = KDF(i, x, A, R_0, R_1, a·B_x)`. Since `B_s = b·G`, the receiver's seed is `k_i^s`.
 //!
 //! # Security (against malicious parties)
 //!
@@ -28,7 +28,8 @@
 //!   random-oracle output it did not choose, and its seed needs `a·B`, that is CDH of `(A, B)`.
 //!   The slot whose point was queried first also tells a simulator the receiver's choice
 //!   (Masny and Rindal's extraction), which the VOLE-PSI's malicious mode needs.
-//! - The index `i`, both slots and `A` in the KDF separate the OTs of one batch. Scalars come
+//! - The index `i`, the slot `x`, both points and `A` in the KDF separate the OTs of one batch
+//!   and the two keys of one OT (even if `B_0 = B_1`). Scalars come
 //!   from the OS CSPRNG and are wiped after use. Every point received is decoded (canonical
 //!   encodings of group elements only) and the identity is refused, which an honest party sends
 //!   with negligible probability.
@@ -109,7 +110,7 @@ impl Sender {
                 let slots = [point::decode(encoded[0])?, point::decode(encoded[1])?];
                 Ok(std::array::from_fn(|x| {
                     let b = slots[x] + slot_hash(x as u8, i, encoded[1 - x]);
-                    kdf(i, &self.message, reply, &(self.secret * b))
+                    kdf(i, x as u8, &self.message, reply, &(self.secret * b))
                 }))
             })
             .collect()
@@ -153,10 +154,11 @@ pub(crate) fn receive(
         .map(|(i, ([b, u], &choice))| {
             // `R_{1−s} = u·G`; `R_s = b·G − H_s(i, R_{1−s})`; the slots are swapped in constant
             // time (the choice only enters as a value).
+            let slot = u8::from(choice);
             let other = RistrettoPoint::mul_base(u);
-            let chosen = RistrettoPoint::mul_base(b)
-                - slot_hash(u8::from(choice), i, other.compress().as_bytes());
-            let choice = Choice::from(u8::from(choice));
+            let chosen =
+                RistrettoPoint::mul_base(b) - slot_hash(slot, i, other.compress().as_bytes());
+            let choice = Choice::from(slot);
             let slots = [
                 RistrettoPoint::conditional_select(&chosen, &other, choice),
                 RistrettoPoint::conditional_select(&other, &chosen, choice),
@@ -164,7 +166,7 @@ pub(crate) fn receive(
             let mut reply = [0u8; REPLY_BYTES];
             reply[..POINT_BYTES].copy_from_slice(slots[0].compress().as_bytes());
             reply[POINT_BYTES..].copy_from_slice(slots[1].compress().as_bytes());
-            (reply, kdf(i, message, &reply, &(b * sender_point)))
+            (reply, kdf(i, slot, message, &reply, &(b * sender_point)))
         })
         .unzip();
     secrets.zeroize();
@@ -190,9 +192,10 @@ pub(crate) fn receive_over<T: Transport + ?Sized>(
     Ok(seeds)
 }
 
-/// `KDF(i, A, R_0, R_1, P)`, `reply` being the encodings of `R_0` and `R_1`.
+/// `KDF(i, x, A, R_0, R_1, P)`, `reply` being the encodings of `R_0` and `R_1`.
 fn kdf(
     index: usize,
+    slot: u8,
     sender: &[u8; POINT_BYTES],
     reply: &[u8; REPLY_BYTES],
     shared: &RistrettoPoint,
@@ -200,6 +203,7 @@ fn kdf(
     let digest = Sha256::new()
         .chain_update(DOMAIN)
         .chain_update((index as u64).to_le_bytes())
+        .chain_update([slot])
         .chain_update(sender)
         .chain_update(reply)
         .chain_update(shared.compress().as_bytes())

@@ -3,6 +3,7 @@
 
 use obscura_math::sample::{fill_random, OsSampler};
 use rayon::prelude::*;
+use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
 
 use super::check::{self, Coefficients};
@@ -46,14 +47,14 @@ pub(super) fn run<T: Transport + ?Sized>(
     let receiver = Receiver::new(&pairs);
     pairs.zeroize();
     let noise = Noise::random(&session.vole, rng)?;
-    let choices = noise.choices(&session.vole);
-    let rows = send_extension(transport, &receiver, &choices)?;
+    let mut choices = noise.choices(&session.vole);
+    let mut rows = send_extension(transport, &receiver, &choices)?;
     if session.malicious {
         let seed = recv_array(transport, FrameKind::OtCheckSeed)?;
         let [x, t] = check::prove_rows(seed, &choices, &rows);
         transport.send(FrameKind::OtCheckReply, &words_to_bytes(&[x, t]))?;
     }
-    drop(choices);
+    choices.zeroize();
     let trees = recv_words(
         transport,
         FrameKind::VoleTrees,
@@ -77,7 +78,7 @@ pub(super) fn run<T: Transport + ?Sized>(
         Some(sums) => Some(finish_vole_check(session, transport, &noise, &rows, sums)?),
         None => None,
     };
-    drop(rows);
+    rows.zeroize();
     let slots: Vec<u32> = (0..unique.len() as u32).collect();
     let mut own = OwnTags::new(session.tag_bytes, &slots);
     let mut decoded = vec![0u128; keys.len()];
@@ -114,7 +115,9 @@ fn finish_vole_check<T: Transport + ?Sized>(
     let reply: [u8; check::DIGEST_BYTES + 16] = recv_array(transport, FrameKind::VoleCheckReply)?;
     let (digest, salt) = reply.split_at(check::DIGEST_BYTES);
     let expected = check::vole_digest(c ^ vole::check_mask_share(&session.vole, rows));
-    if digest != expected {
+    // In constant time: how soon a mismatch is found must not tell the server how much of its
+    // guess was right.
+    if !bool::from(digest.ct_eq(&expected)) {
         return Err(PeerError::VoleCheckFailed.into());
     }
     Ok(u128::from_le_bytes(salt.try_into().expect("16 bytes")))

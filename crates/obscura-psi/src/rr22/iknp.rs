@@ -15,6 +15,7 @@
 //! (AES as a PRF), and the receiver never sees `Δ` (hidden by the base OTs).
 
 use aes::Aes128;
+use zeroize::Zeroize;
 
 use crate::base_ot::Seed;
 use crate::block::{cipher, encrypt_each};
@@ -73,6 +74,12 @@ impl Receiver {
 pub(crate) struct Sender {
     keys: Vec<Aes128>,
     delta: u128,
+}
+
+impl Drop for Sender {
+    fn drop(&mut self) {
+        self.delta.zeroize();
+    }
 }
 
 impl Sender {

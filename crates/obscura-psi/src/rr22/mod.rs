@@ -108,8 +108,10 @@
 //!   positions a malicious client would report, so both learn is refused
 //!   ([`crate::Options::check`]).
 //!
-//! What a malicious party can still do, as in the papers: choose its own set (any set it could
-//! have input); a client can abort, and a server can make the client abort after the VOLE check
+//! What a malicious party can still do, as in the papers: choose its own set — a client any set
+//! of up to `m` items (the store's words, [`MessageSizes::store_words`], about `1.27 · n_c`: its
+//! store can decode to `h(y)` at that many keys whatever count it announced; the papers'
+//! functionality allows the same), a server any set of up to `n_s`; a client can abort, and a server can make the client abort after the VOLE check
 //! — the abort tells it whether one guess about the client's noise positions was right, the
 //! selective-failure leakage that dual-LPN parameters tolerate (as in Wolverine and Ferret). A
 //! server that deviates elsewhere (tags not of its items, a bad `V`) changes only what the client

@@ -30,6 +30,20 @@ pub(super) fn run<T: Transport + ?Sized>(
     rng: &mut OsSampler,
 ) -> Result<Option<Vec<bool>>, PsiError> {
     let mut delta = random_word(rng)?;
+    // `Δ` is wiped whichever way the session ends.
+    let result = run_with_delta(session, transport, unique, rng, delta);
+    delta.zeroize();
+    result
+}
+
+/// The server's steps with its secret `delta`.
+fn run_with_delta<T: Transport + ?Sized>(
+    session: &Session<'_>,
+    transport: &mut T,
+    unique: &UniqueItems<'_>,
+    rng: &mut OsSampler,
+    delta: u128,
+) -> Result<Option<Vec<bool>>, PsiError> {
     let mut chosen = base_ot::receive_over(transport, &[delta], rng)?;
     let sender = Sender::new(delta, &chosen);
     chosen.zeroize();
@@ -86,7 +100,6 @@ pub(super) fn run<T: Transport + ?Sized>(
         (&keys, &values),
         &order,
     )?;
-    delta.zeroize();
     positions::receive_if_both_learn(
         session.both_learn,
         transport,

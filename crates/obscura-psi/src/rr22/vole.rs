@@ -49,6 +49,7 @@ use obscura_math::memory::LargeSlice;
 use obscura_math::sample::{OsSampler, RngError};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
+use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use super::ea_code::EaCode;
 use super::gf128::combine_powers;
@@ -162,7 +163,8 @@ fn pad(ot: usize, row: u128) -> u128 {
 }
 
 /// The receiver's secret sparse noise: a point and a nonzero value of `V` per tree; in the
-/// malicious mode also the random choice bits of the rows past the trees'.
+/// malicious mode also the random choice bits of the rows past the trees'. Wiped when dropped.
+#[derive(Zeroize, ZeroizeOnDrop)]
 pub(crate) struct Noise {
     points: Vec<usize>,
     values: Vec<u128>,
