@@ -49,7 +49,7 @@ pub(super) fn run<T: Transport + ?Sized>(
     let noise = Noise::random(&session.vole, rng)?;
     let mut choices = noise.choices(&session.vole);
     let mut rows = send_extension(transport, &receiver, &choices)?;
-    if session.malicious {
+    if session.malicious() {
         let seed = recv_array(transport, FrameKind::OtCheckSeed)?;
         let [x, t] = check::prove_rows(seed, &choices, &rows);
         transport.send(FrameKind::OtCheckReply, &words_to_bytes(&[x, t]))?;
@@ -63,7 +63,7 @@ pub(super) fn run<T: Transport + ?Sized>(
     let code = EaCode::new(session.vole.leaves(), code_seed.try_into().expect("split"));
     let vector = vole::receive(&session.vole, &noise, &rows, &trees);
     transport.send(FrameKind::OkvsSeed, &okvs_seed)?;
-    let check_seed = match session.malicious {
+    let check_seed = match session.malicious() {
         true => {
             let mut seed = [0u8; check::SEED_BYTES];
             fill_random(&mut seed)?;
@@ -124,7 +124,7 @@ fn finish_vole_check<T: Transport + ?Sized>(
 }
 
 /// Little-endian bytes of `words`.
-fn words_to_bytes(words: &[u128]) -> Vec<u8> {
+pub(super) fn words_to_bytes(words: &[u128]) -> Vec<u8> {
     words.iter().flat_map(|word| word.to_le_bytes()).collect()
 }
 

@@ -217,8 +217,6 @@ struct Session<'p> {
     okvs: okvs::Params,
     vole: vole::VoleParams,
     both_learn: bool,
-    /// Whether this is the malicious mode.
-    malicious: bool,
     progress: Progress<'p>,
 }
 
@@ -226,6 +224,11 @@ impl Session<'_> {
     /// `ℓ`: bits of `V`.
     fn ell(&self) -> u32 {
         self.vole.ell
+    }
+
+    /// Whether this is the malicious mode (its VOLE is checked).
+    fn malicious(&self) -> bool {
+        self.vole.malicious
     }
 
     /// Bytes of a word of the masked store.
@@ -297,7 +300,6 @@ pub(crate) fn run<T: Transport + ?Sized>(
         okvs,
         vole: vole_params(okvs.size(), tag_bytes, malicious),
         both_learn: ours.both_learn,
-        malicious,
         progress,
     };
     let mut rng = OsSampler::new();

@@ -6,7 +6,7 @@ use rayon::prelude::*;
 use zeroize::Zeroize;
 
 use super::check::{self, Coefficients};
-use super::client::{recv_words, OT_FRAME_BLOCKS, STORE_FRAME_WORDS};
+use super::client::{recv_words, words_to_bytes, OT_FRAME_BLOCKS, STORE_FRAME_WORDS};
 use super::ea_code::{self, EaCode};
 use super::gf128::mul;
 use super::iknp::{self, Sender};
@@ -58,7 +58,7 @@ fn run_with_delta<T: Transport + ?Sized>(
     );
     let order = random_permutation(unique.len(), rng)?;
     let rows = receive_extension(session, transport, &sender)?;
-    if session.malicious {
+    if session.malicious() {
         let mut seed = [0u8; check::SEED_BYTES];
         fill_random(&mut seed)?;
         transport.send(FrameKind::OtCheckSeed, &seed)?;
@@ -70,14 +70,13 @@ fn run_with_delta<T: Transport + ?Sized>(
     let code = EaCode::new(session.vole.leaves(), code_seed.try_into().expect("split"));
     let (trees, leaves) = vole::send_trees(&session.vole, delta, &rows, rng)?;
     let mask_share = session
-        .malicious
+        .malicious()
         .then(|| vole::check_mask_share(&session.vole, &rows));
     drop(rows);
-    let trees: Vec<u8> = trees.iter().flat_map(|word| word.to_le_bytes()).collect();
-    transport.send(FrameKind::VoleTrees, &trees)?;
+    transport.send(FrameKind::VoleTrees, &words_to_bytes(&trees))?;
     let vector = vole::SenderVector::new(leaves);
     let okvs_seed: [u8; okvs::SEED_BYTES] = recv_array(transport, FrameKind::OkvsSeed)?;
-    let check = match session.malicious {
+    let check = match session.malicious() {
         true => Some(Coefficients::new(recv_array(
             transport,
             FrameKind::VoleCheckSeed,
