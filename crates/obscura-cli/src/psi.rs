@@ -192,15 +192,15 @@ pub fn run(args: PsiArgs) -> Result<()> {
 enum Input {
     /// The items of every row, read before the session.
     Rows(Vec<Vec<u8>>),
-    /// The column, read on each pass of a bucketed session.
+    /// The column, streamed once through the buckets.
     Streamed {
         source: CsvColumn,
         bucket_items: u64,
     },
 }
 
-/// One column of a CSV file with a header row, read from the file on every pass (so a
-/// bucketed session never holds the whole input).
+/// One column of a CSV file with a header row, read from the file as a bucketed session
+/// streams it (so the session never holds the whole input).
 struct CsvColumn {
     path: PathBuf,
     index: usize,
@@ -342,7 +342,7 @@ fn print_bucketed_summary(outcome: &BucketedOutcome, options: Options) {
         _ => println!("intersection: learned by the client only"),
     }
     println!(
-        "time {:.2?} (buckets written in {:.2?}), sent {}, received {}",
+        "time {:.2?} (input read and split in {:.2?}), sent {}, received {}",
         outcome.elapsed,
         outcome.partition_time,
         human(outcome.bytes_sent),

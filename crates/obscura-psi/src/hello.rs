@@ -9,8 +9,9 @@ use crate::{HelloError, Protocol, PsiError, Role};
 
 const MAGIC: [u8; 8] = *b"OBSCPSI\0";
 /// The wire version this build speaks.
-const VERSION: u16 = 2;
-const LEN: usize = 21;
+const VERSION: u16 = 3;
+/// Bytes of a handshake.
+pub(crate) const LEN: usize = 21;
 const BOTH_LEARN: u8 = 1;
 /// Every protocol this build speaks.
 const PROTOCOLS: [Protocol; 4] = [
@@ -34,7 +35,8 @@ pub(crate) struct Hello {
 }
 
 impl Hello {
-    fn encode(&self) -> [u8; LEN] {
+    /// The handshake's bytes.
+    pub(crate) fn encode(&self) -> [u8; LEN] {
         let mut bytes = [0u8; LEN];
         bytes[..8].copy_from_slice(&MAGIC);
         bytes[8..10].copy_from_slice(&VERSION.to_le_bytes());
@@ -48,7 +50,8 @@ impl Hello {
         bytes
     }
 
-    fn decode(bytes: &[u8]) -> Result<Self, HelloError> {
+    /// Reads a handshake, refusing any other version, protocol, role or flag.
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, HelloError> {
         let bytes: &[u8; LEN] = bytes.try_into().map_err(|_| HelloError::Length {
             len: bytes.len(),
             expected: LEN,
@@ -96,7 +99,7 @@ impl Hello {
     }
 
     /// Whether the two announcements make one session: same protocol and options, opposite roles.
-    fn check_peer(&self, peer: &Self) -> Result<(), HelloError> {
+    pub(crate) fn check_peer(&self, peer: &Self) -> Result<(), HelloError> {
         if peer.protocol != self.protocol {
             return Err(HelloError::ProtocolMismatch {
                 ours: self.protocol,
@@ -205,7 +208,7 @@ mod tests {
             })
         );
         assert_eq!(with(0, b'X'), Err(HelloError::Magic));
-        assert_eq!(with(8, 1), Err(HelloError::Version { ours: 2, theirs: 1 }));
+        assert_eq!(with(8, 1), Err(HelloError::Version { ours: 3, theirs: 1 }));
         assert_eq!(with(10, 9), Err(HelloError::UnknownProtocol(9)));
         assert_eq!(with(11, 2), Err(HelloError::UnknownRole(2)));
         assert_eq!(with(20, 3), Err(HelloError::UnknownFlags(3)));

@@ -118,7 +118,8 @@ fn any_number_of_buckets_gives_the_plain_intersection() {
     client.push(b"shared-7".to_vec()); // a duplicate row
     let mut server = items(0..300, "y");
     server.extend(items(0..100, "shared"));
-    for bucket_items in [1 << 20, 300, 64, 7] {
+    // 1 to 351 buckets: more buckets than the 256 files the rows are split into, too.
+    for bucket_items in [1 << 20, 300, 64, 7, 2] {
         check(&client, &server, bucket_items, false);
     }
     check(&client, &server, 64, true);
@@ -234,6 +235,53 @@ fn both_parties_must_choose_the_same_bucket_size() {
     }
 }
 
+/// An input that must not be read.
+struct Unread;
+
+impl ItemSource for Unread {
+    fn for_each(&self, _: &mut dyn FnMut(&[u8]) -> Result<(), PsiError>) -> Result<(), PsiError> {
+        panic!("the input was read before the settings were checked")
+    }
+}
+
+/// Settings that do not make one session are refused before either party reads its input
+/// (which may take long for a large set).
+#[test]
+fn mismatched_settings_are_refused_before_the_input_is_read() {
+    let folder = tempfile::tempdir().unwrap();
+    let (mut client_link, mut server_link) = memory::pair(Duration::from_secs(5));
+    let (c, s) = std::thread::scope(|scope| {
+        let server = scope.spawn(|| {
+            let options = options_for(Protocol::Kkrt, Role::Server, false, 100);
+            run_bucketed(
+                &mut server_link,
+                &Unread,
+                options,
+                folder.path(),
+                &|_, _, _, _, _| {},
+            )
+        });
+        let options = options_for(Protocol::Ecdh, Role::Client, false, 100);
+        let client = run_bucketed(
+            &mut client_link,
+            &Unread,
+            options,
+            folder.path(),
+            &|_, _, _, _, _| {},
+        );
+        (client, server.join().unwrap())
+    });
+    for result in [c, s] {
+        assert!(
+            matches!(
+                result,
+                Err(PsiError::Hello(HelloError::ProtocolMismatch { .. }))
+            ),
+            "{result:?}"
+        );
+    }
+}
+
 /// A bucketed party facing a plain session fails at once with a clear error, never a hang.
 #[test]
 fn a_plain_peer_is_refused() {
@@ -279,12 +327,20 @@ fn a_peer_that_breaks_the_padding_is_refused() {
     let folder = tempfile::tempdir().unwrap();
     let (mut client_link, mut server_link) = memory::pair(Duration::from_secs(5));
     let server = std::thread::spawn(move || {
-        // Plan: 10 rows, buckets of 100 items, a zero nonce; then only 3 items in the bucket.
-        let mut plan = 10u64.to_le_bytes().to_vec();
-        plan.extend_from_slice(&100u64.to_le_bytes());
-        plan.extend_from_slice(&[0u8; 32]);
-        server_link.send(FrameKind::BucketPlan, &plan).unwrap();
-        server_link.recv(FrameKind::BucketPlan, 48).unwrap();
+        // Opening: an ECDH server's handshake (wire version 3), buckets of 100 items, a zero
+        // nonce; then 10 rows announced, and only 3 items in the bucket.
+        let mut opening = b"OBSCPSI\0".to_vec();
+        opening.extend_from_slice(&3u16.to_le_bytes());
+        opening.extend_from_slice(&[1, 1]); // ECDH, server
+        opening.extend_from_slice(&[0; 9]); // no item count yet, no flags
+        opening.extend_from_slice(&100u64.to_le_bytes());
+        opening.extend_from_slice(&[0u8; 32]);
+        server_link.send(FrameKind::BucketPlan, &opening).unwrap();
+        server_link.recv(FrameKind::BucketPlan, 61).unwrap();
+        server_link
+            .send(FrameKind::BucketRows, &10u64.to_le_bytes())
+            .unwrap();
+        server_link.recv(FrameKind::BucketRows, 8).unwrap();
         let options = Options {
             protocol: Protocol::Ecdh,
             role: Role::Server,

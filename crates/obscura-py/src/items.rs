@@ -2,7 +2,7 @@
 //! as they are, `str` as UTF-8; anything else is refused with its position and type.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyIterator, PyMemoryView, PyString};
 
 use crate::errors::{error, Class};
 
@@ -56,6 +56,16 @@ pub fn describe(value: &Bound<'_, PyAny>) -> String {
 /// The items of any iterable of `str` or `bytes` (a list, a tuple, a generator, a pandas
 /// Series or a pyarrow array), in order.
 pub fn collect(items: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u8>>> {
+    let mut out = Vec::with_capacity(items.len().unwrap_or(0));
+    for (row, item) in iterate(items)?.enumerate() {
+        out.push(bytes_of(&item?, || format!("item {row}"))?);
+    }
+    Ok(out)
+}
+
+/// An iterator over `items`, refusing a single `str` or `bytes` (whose characters would each
+/// be an item).
+pub fn iterate<'py>(items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyIterator>> {
     if items.is_instance_of::<PyString>() || items.is_instance_of::<PyBytes>() {
         return Err(error(
             Class::InvalidInput,
@@ -65,9 +75,5 @@ pub fn collect(items: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u8>>> {
             ),
         ));
     }
-    let mut out = Vec::with_capacity(items.len().unwrap_or(0));
-    for (row, item) in items.try_iter()?.enumerate() {
-        out.push(bytes_of(&item?, || format!("item {row}"))?);
-    }
-    Ok(out)
+    items.try_iter()
 }

@@ -10,7 +10,7 @@ use obscura_psi::ecdh::messages::{MessageClient, MessageServer, DEFAULT_FPR};
 use obscura_psi::transport::tcp::{self, TcpTransport};
 use obscura_psi::{Options, Protocol, PsiError, Role, Stage};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyIterator};
 
 use crate::errors::{error, Class, IntoPyErr, PyResultExt};
 use crate::items::{self, bytes_of};
@@ -70,31 +70,16 @@ fn protocol_of(name: &str) -> PyResult<Protocol> {
     }
 }
 
-/// A party's items read from Python on each pass of a bucketed session: a re-iterable
-/// collection (list, tuple, pandas Series, pyarrow array) or a callable that returns a fresh
-/// iterable each time. Every pass must give as many items as the first.
+/// A party's items read from Python as a bucketed session streams them: any iterable of
+/// `str` or `bytes` (a list, a pandas Series, a pyarrow array, a generator), read once.
 struct PythonItems {
-    items: Py<PyAny>,
-    factory: bool,
-    first_pass: std::sync::Mutex<Option<u64>>,
+    iterator: Py<PyIterator>,
 }
 
 impl PythonItems {
     fn new(items: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let factory = items.is_callable();
-        if !factory {
-            let iterator = items.try_iter()?;
-            if iterator.is(items) {
-                return Err(error(
-                    Class::InvalidInput,
-                    "a bucketed session reads the items twice: pass a list, a pandas Series, or a function that returns a fresh iterable (not a one-shot iterator)",
-                ));
-            }
-        }
         Ok(Self {
-            items: items.clone().unbind(),
-            factory,
-            first_pass: std::sync::Mutex::new(None),
+            iterator: items::iterate(items)?.unbind(),
         })
     }
 }
@@ -104,37 +89,15 @@ impl ItemSource for PythonItems {
         &self,
         visit: &mut dyn FnMut(&[u8]) -> Result<(), PsiError>,
     ) -> Result<(), PsiError> {
-        let count = Python::attach(|py| -> Result<u64, PsiError> {
+        Python::attach(|py| {
             let failed = |e: PyErr| PsiError::Input(e.value(py).to_string());
-            let items = self.items.bind(py);
-            let iterable = if self.factory {
-                items.call0().map_err(failed)?
-            } else {
-                items.clone()
-            };
-            let mut count = 0u64;
-            for item in iterable.try_iter().map_err(failed)? {
+            for (row, item) in self.iterator.bind(py).clone().enumerate() {
                 let item = item.map_err(failed)?;
-                let bytes = bytes_of(&item, || format!("item {count}")).map_err(failed)?;
+                let bytes = bytes_of(&item, || format!("item {row}")).map_err(failed)?;
                 visit(&bytes)?;
-                count += 1;
             }
-            Ok(count)
-        })?;
-        let mut first = self
-            .first_pass
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        match *first {
-            None => *first = Some(count),
-            Some(expected) if expected != count => {
-                return Err(PsiError::Input(format!(
-                    "the items changed between passes: {expected} items, then {count}"
-                )))
-            }
-            Some(_) => {}
-        }
-        Ok(())
+            Ok(())
+        })
     }
 }
 

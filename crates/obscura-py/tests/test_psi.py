@@ -67,19 +67,20 @@ def test_both_learn_and_pandas_series():
 
 
 @pytest.mark.parametrize("protocol", ["kkrt", "rr22", "rr22-malicious"])
-def test_bucketed_sessions_read_lists_and_functions_twice(protocol):
-    peer = Peer(lambda: iter(SERVER), bucket_items=200, protocol=protocol)
+def test_bucketed_sessions_stream_lists_and_generators(protocol):
+    peer = Peer((item for item in SERVER), bucket_items=200, protocol=protocol)
     result = obscura.psi_client(
         CLIENT, connect=peer.address, bucket_items=200, protocol=protocol, progress=False
     )
-    peer.join()
+    server = peer.join()
     assert result.intersection == expected_rows(CLIENT, SHARED)
     assert result.buckets >= 5 and result.intersection_size == len(SHARED)
+    assert server.items == len(SERVER) and result.peer_items == len(SERVER)
 
 
-def test_a_one_shot_iterator_is_refused_for_buckets():
-    with pytest.raises(obscura.InvalidInputError, match="twice"):
-        obscura.psi_client(iter(CLIENT), connect="127.0.0.1:9", bucket_items=100)
+def test_a_string_is_refused_as_items_for_buckets_too():
+    with pytest.raises(obscura.InvalidInputError, match="characters"):
+        obscura.psi_client("alice@example.com", connect="127.0.0.1:9", bucket_items=100)
 
 
 def test_mismatched_settings_and_silent_peers_raise_peer_errors():

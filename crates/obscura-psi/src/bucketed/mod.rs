@@ -4,15 +4,18 @@
 //!
 //! # Protocol
 //!
-//! 1. Each party counts its rows and sends them with the bucket size it asks for (both must ask
-//!    for the same) and a 32-byte nonce from the OS CSPRNG; the bucketing key is SHA-256 of both
-//!    nonces, so neither party chooses it alone.
-//! 2. Both derive the same [`BucketPlan`]: `B = ⌈max(n_c, n_s) / bucket_items⌉` buckets (at
-//!    most [`plan::MAX_BUCKETS`]), item `x` going to bucket `SHA-256(key ‖ x) · B / 2^64`.
-//! 3. Each party writes its rows to one file per bucket, then for each bucket in turn reads it
-//!    back, removes duplicates, **pads it with random dummy items to the plan's padded size**
-//!    and runs the chosen protocol on it (as [`crate::run`] does). A thread of its own reads and
-//!    prepares the next bucket while a bucket's session runs (two buckets in memory at most).
+//! 1. Each party sends its opening: the session's handshake (protocol, role, options: checked
+//!    now, before any input is read), the bucket size it asks for (both must ask for the same)
+//!    and a 32-byte nonce from the OS CSPRNG. The bucketing key is derived from both nonces, so
+//!    neither party chooses it alone.
+//! 2. Each party reads its input once, writing every row with its keyed hash (SipHash-2-4, a
+//!    PRF) to one of 256 files by the hash's top bits, and sends its row count.
+//! 3. Both derive the same [`BucketPlan`]: `B = ⌈max(n_c, n_s) / bucket_items⌉` buckets (at
+//!    most [`plan::MAX_BUCKETS`]), the item of hash `h` going to bucket `h · B / 2^64`.
+//! 4. For each bucket in turn, each party reads it back from the files that hold its hashes,
+//!    removes duplicates, **pads it with random dummy items to the plan's padded size** and runs
+//!    the chosen protocol on it (as [`crate::run`] does). A thread of its own reads and prepares
+//!    the next bucket while a bucket's session runs (two buckets in memory at most).
 //!
 //! # What it reveals
 //!
@@ -38,10 +41,11 @@ use obscura_math::sample::OsSampler;
 pub use plan::BucketPlan;
 pub use spill::MAX_ITEM_BYTES;
 
+use crate::hello::Hello;
 use crate::unique::{self, UniqueItems};
 use crate::{run_unique, Options, PeerError, PsiError, Role, Stage, Transport};
 
-/// A party's items, read twice (to count, then to partition), in the same order both times.
+/// A party's items, read once, in order (row numbers count from 0 in that order).
 pub trait ItemSource {
     /// Calls `visit` with every item in order; stops at the first error (of reading or of
     /// `visit`).
@@ -138,7 +142,7 @@ pub struct BucketedOutcome {
     pub bytes_sent: u64,
     /// Bytes received, frame headers included.
     pub bytes_received: u64,
-    /// Time spent writing the buckets to disk.
+    /// Time spent reading the input and writing it to disk.
     pub partition_time: Duration,
     /// Time from the start of the session to its end.
     pub elapsed: Duration,
@@ -157,23 +161,25 @@ pub fn run_bucketed<T: Transport + ?Sized, S: ItemSource + ?Sized>(
     progress: BucketProgress<'_>,
 ) -> Result<BucketedOutcome, PsiError> {
     let started = Instant::now();
+    options.session.check()?;
     let (sent_before, received_before) = (transport.bytes_sent(), transport.bytes_received());
-    let mut rows = 0u64;
-    source.for_each(&mut |_| {
-        rows += 1;
-        Ok(())
-    })?;
-    let mut rng = OsSampler::new();
-    let ours = plan::Announcement {
-        rows,
-        bucket_items: options.bucket_items,
-        nonce: random_bytes(&mut rng)?,
-    };
     let role = options.session.role;
-    let (plan, peer) = plan::agree(transport, role, &ours)?;
+    let opening = plan::Opening {
+        session: Hello {
+            protocol: options.session.protocol,
+            role,
+            items: 0,
+            both_learn: options.session.both_learn,
+        },
+        bucket_items: options.bucket_items,
+        nonce: random_bytes(&mut OsSampler::new())?,
+    };
+    let key = plan::agree_key(transport, &opening)?;
     let partition_started = Instant::now();
-    let spilled = spill::SpilledBuckets::write(folder, &plan, source)?;
+    let spilled = spill::SpilledRows::write(folder, &key, source)?;
     let partition_time = partition_started.elapsed();
+    let rows = spilled.rows();
+    let (plan, peer_rows) = plan::agree_plan(transport, role, rows, options.bucket_items)?;
 
     let padded = plan.padded_size(role);
     let peer_role = match role {
@@ -186,10 +192,10 @@ pub fn run_bucketed<T: Transport + ?Sized, S: ItemSource + ?Sized>(
     let buckets = plan.buckets();
     std::thread::scope(|scope| -> Result<(), PsiError> {
         let spawn = |b: u64| {
-            let spilled = &spilled;
+            let (spilled, plan) = (&spilled, &plan);
             std::thread::Builder::new()
                 .name(format!("bucket-{b}"))
-                .spawn_scoped(scope, move || prepare(spilled, b, padded))
+                .spawn_scoped(scope, move || prepare(spilled, plan, b, padded))
                 .map_err(PsiError::Thread)
         };
         let mut next = (buckets > 0).then(|| spawn(0)).transpose()?;
@@ -247,7 +253,7 @@ pub fn run_bucketed<T: Transport + ?Sized, S: ItemSource + ?Sized>(
         intersection_size,
         rows,
         duplicates_dropped,
-        peer_rows: peer.rows,
+        peer_rows,
         plan,
         bytes_sent: transport.bytes_sent() - sent_before,
         bytes_received: transport.bytes_received() - received_before,
@@ -264,11 +270,12 @@ struct PreparedBucket {
     dummies: Vec<Vec<u8>>,
 }
 
-/// Reads bucket `b` and prepares its session (as a one-thread pool on the calling thread, so
+/// Reads bucket `b` of `plan` and prepares its session (as a one-thread pool on the calling thread, so
 /// that it takes at most one core from the session it overlaps); refuses a bucket of more than
 /// `padded` distinct items.
 fn prepare(
-    spilled: &spill::SpilledBuckets,
+    spilled: &spill::SpilledRows,
+    plan: &BucketPlan,
     b: u64,
     padded: u64,
 ) -> Result<PreparedBucket, PsiError> {
@@ -278,7 +285,7 @@ fn prepare(
         .build()
         .map_err(|e| PsiError::Thread(std::io::Error::other(e)))?;
     pool.install(|| {
-        let bucket = spilled.read(b)?;
+        let bucket = spilled.read(plan, b)?;
         let first_rows = unique::first_rows(&bucket.items);
         let distinct = first_rows
             .iter()

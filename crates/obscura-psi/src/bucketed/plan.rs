@@ -1,65 +1,85 @@
-//! The bucket plan both parties follow: how many buckets, the key that sends an item to its
-//! bucket, and the size every bucket is padded to.
+//! The bucket plan both parties follow: the key that sends an item to its bucket (agreed before
+//! either party reads its input), then, once both have counted their rows, how many buckets and
+//! the size every bucket is padded to.
+
+use std::hash::Hasher;
 
 use sha2::{Digest, Sha256};
+use siphasher::sip::SipHasher24;
 
+use crate::hello::{self, Hello};
 use crate::load::max_load;
 use crate::transport::{FrameKind, Transport};
-use crate::{hello, HelloError, PsiError, Role};
+use crate::{HelloError, PsiError, Role};
 
-/// The most buckets: each is one open file while partitioning.
+/// The most buckets.
 pub const MAX_BUCKETS: u64 = 1024;
 
 /// A bucket overflows its padded size with probability at most `2^-FAILURE_BITS`.
 const FAILURE_BITS: f64 = 40.0;
 
-/// Bytes of one party's plan announcement: rows (`u64` LE), bucket size (`u64` LE), nonce.
-const LEN: usize = 8 + 8 + 32;
+/// Bytes of one party's opening: its handshake (item count 0: not known yet), the bucket size
+/// it asks for (`u64` LE) and its nonce.
+const OPENING_LEN: usize = hello::LEN + 8 + 32;
 
-/// What one party announces before partitioning.
+/// What one party announces before reading its input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Announcement {
-    /// Its number of input rows (duplicates included).
-    pub rows: u64,
+pub(crate) struct Opening {
+    /// The session every bucket runs: protocol, role, options (its item count is ignored).
+    pub session: Hello,
     /// The most distinct items it wants in one bucket.
     pub bucket_items: u64,
     /// Its share of the bucketing key, from the OS CSPRNG.
     pub nonce: [u8; 32],
 }
 
-impl Announcement {
-    fn encode(&self) -> [u8; LEN] {
-        let mut bytes = [0u8; LEN];
-        bytes[..8].copy_from_slice(&self.rows.to_le_bytes());
-        bytes[8..16].copy_from_slice(&self.bucket_items.to_le_bytes());
-        bytes[16..].copy_from_slice(&self.nonce);
+impl Opening {
+    fn encode(&self) -> [u8; OPENING_LEN] {
+        let mut bytes = [0u8; OPENING_LEN];
+        let session = Hello {
+            items: 0,
+            ..self.session
+        };
+        bytes[..hello::LEN].copy_from_slice(&session.encode());
+        bytes[hello::LEN..hello::LEN + 8].copy_from_slice(&self.bucket_items.to_le_bytes());
+        bytes[hello::LEN + 8..].copy_from_slice(&self.nonce);
         bytes
     }
 
     fn decode(bytes: &[u8]) -> Result<Self, HelloError> {
-        let bytes: &[u8; LEN] = bytes.try_into().map_err(|_| HelloError::Length {
-            len: bytes.len(),
-            expected: LEN,
-        })?;
-        let word = |at: usize| {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(&bytes[at..at + 8]);
-            u64::from_le_bytes(word)
-        };
-        let mut nonce = [0u8; 32];
-        nonce.copy_from_slice(&bytes[16..]);
+        if bytes.len() != OPENING_LEN {
+            return Err(HelloError::Length {
+                len: bytes.len(),
+                expected: OPENING_LEN,
+            });
+        }
+        let (session, rest) = bytes.split_at(hello::LEN);
+        let (bucket_items, nonce) = rest.split_at(8);
         Ok(Self {
-            rows: word(0),
-            bucket_items: word(8),
-            nonce,
+            session: Hello::decode(session)?,
+            bucket_items: u64::from_le_bytes(bucket_items.try_into().expect("8 bytes")),
+            nonce: nonce.try_into().expect("32 bytes"),
         })
+    }
+}
+
+/// The keyed hash that places items in buckets: SipHash-2-4 (a PRF) under a key neither party
+/// chose alone, so the items of an honest party land independently and uniformly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BucketKey([u8; 16]);
+
+impl BucketKey {
+    /// The 64-bit hash of `item`.
+    pub(crate) fn hash(&self, item: &[u8]) -> u64 {
+        let mut hasher = SipHasher24::new_with_key(&self.0);
+        hasher.write(item);
+        hasher.finish()
     }
 }
 
 /// The plan of one bucketed session, the same on both sides.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BucketPlan {
-    key: [u8; 32],
     buckets: u64,
     client_size: u64,
     server_size: u64,
@@ -67,17 +87,11 @@ pub struct BucketPlan {
 
 impl BucketPlan {
     /// The plan for sets of `client_rows` and `server_rows` rows with at most about
-    /// `bucket_items` items per bucket, hashing with `key`.
-    pub(crate) fn new(
-        key: [u8; 32],
-        client_rows: u64,
-        server_rows: u64,
-        bucket_items: u64,
-    ) -> Self {
+    /// `bucket_items` items per bucket.
+    pub(crate) fn new(client_rows: u64, server_rows: u64, bucket_items: u64) -> Self {
         let largest = client_rows.max(server_rows);
         let buckets = largest.div_ceil(bucket_items.max(1)).clamp(1, MAX_BUCKETS);
         Self {
-            key,
             buckets,
             client_size: padded_size(client_rows, buckets),
             server_size: padded_size(server_rows, buckets),
@@ -98,16 +112,10 @@ impl BucketPlan {
         }
     }
 
-    /// The bucket of `item`: a keyed SHA-256 of the item, mapped to `0..buckets` without bias
-    /// worth speaking of (a 64-bit multiply-high).
-    pub(crate) fn bucket_of(&self, item: &[u8]) -> u64 {
-        let digest = Sha256::new()
-            .chain_update(self.key)
-            .chain_update(item)
-            .finalize();
-        let mut word = [0u8; 8];
-        word.copy_from_slice(&digest[..8]);
-        ((u128::from(u64::from_le_bytes(word)) * u128::from(self.buckets)) >> 64) as u64
+    /// The bucket of an item of [`BucketKey::hash`] `hash`: `hash · buckets / 2^64` (a 64-bit
+    /// multiply-high: buckets are consecutive ranges of hashes, without bias worth speaking of).
+    pub(crate) fn bucket_of_hash(&self, hash: u64) -> u64 {
+        ((u128::from(hash) * u128::from(self.buckets)) >> 64) as u64
     }
 }
 
@@ -119,16 +127,20 @@ pub fn padded_size(rows: u64, buckets: u64) -> u64 {
     max_load(rows, buckets, FAILURE_BITS)
 }
 
-/// Exchanges the plan announcements and returns the common plan: the key is SHA-256 of both
-/// nonces (client's first), so neither party picks it alone. Both must ask for the same bucket
-/// size.
-pub(crate) fn agree<T: Transport + ?Sized>(
+/// Exchanges the openings, checks that the two sessions fit (protocol, roles, options, bucket
+/// size) and returns the bucketing key: derived from both nonces (client's first), so neither
+/// party picks it alone.
+pub(crate) fn agree_key<T: Transport + ?Sized>(
     transport: &mut T,
-    role: Role,
-    ours: &Announcement,
-) -> Result<(BucketPlan, Announcement), PsiError> {
+    ours: &Opening,
+) -> Result<BucketKey, PsiError> {
     transport.send(FrameKind::BucketPlan, &ours.encode())?;
-    let peer = Announcement::decode(&hello::recv_opening(transport, FrameKind::BucketPlan, LEN)?)?;
+    let peer = Opening::decode(&hello::recv_opening(
+        transport,
+        FrameKind::BucketPlan,
+        OPENING_LEN,
+    )?)?;
+    ours.session.check_peer(&peer.session)?;
     if peer.bucket_items != ours.bucket_items {
         return Err(HelloError::BucketSizeMismatch {
             ours: ours.bucket_items,
@@ -136,28 +148,45 @@ pub(crate) fn agree<T: Transport + ?Sized>(
         }
         .into());
     }
-    let (client, server) = match role {
+    let (client, server) = match ours.session.role {
         Role::Client => (ours, &peer),
         Role::Server => (&peer, ours),
     };
-    let key: [u8; 32] = Sha256::new()
-        .chain_update(b"obscura-psi bucket key v1")
+    let digest = Sha256::new()
+        .chain_update(b"obscura-psi bucket key v2")
         .chain_update(client.nonce)
         .chain_update(server.nonce)
-        .finalize()
-        .into();
-    let plan = BucketPlan::new(key, client.rows, server.rows, ours.bucket_items);
-    Ok((plan, peer))
+        .finalize();
+    Ok(BucketKey(digest[..16].try_into().expect("16 bytes")))
+}
+
+/// Exchanges the row counts (duplicates included) and returns the common plan and the peer's
+/// count.
+pub(crate) fn agree_plan<T: Transport + ?Sized>(
+    transport: &mut T,
+    role: Role,
+    rows: u64,
+    bucket_items: u64,
+) -> Result<(BucketPlan, u64), PsiError> {
+    transport.send(FrameKind::BucketRows, &rows.to_le_bytes())?;
+    let peer: [u8; 8] = crate::chunk::recv_array(transport, FrameKind::BucketRows)?;
+    let peer = u64::from_le_bytes(peer);
+    let (client, server) = match role {
+        Role::Client => (rows, peer),
+        Role::Server => (peer, rows),
+    };
+    Ok((BucketPlan::new(client, server, bucket_items), peer))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Protocol;
 
     #[test]
     fn one_bucket_needs_no_padding() {
         assert_eq!(padded_size(1000, 1), 1000);
-        let plan = BucketPlan::new([1; 32], 10, 1000, 1 << 20);
+        let plan = BucketPlan::new(10, 1000, 1 << 20);
         assert_eq!(plan.buckets(), 1);
         assert_eq!(plan.padded_size(Role::Client), 10);
         assert_eq!(plan.padded_size(Role::Server), 1000);
@@ -177,11 +206,12 @@ mod tests {
     /// Empirically, no bucket of a random spread exceeds its padded size.
     #[test]
     fn buckets_stay_within_their_padded_size() {
-        let plan = BucketPlan::new([7; 32], 200_000, 200_000, 10_000);
+        let key = BucketKey([7; 16]);
+        let plan = BucketPlan::new(200_000, 200_000, 10_000);
         assert_eq!(plan.buckets(), 20);
         let mut counts = vec![0u64; 20];
         for i in 0..200_000u64 {
-            counts[plan.bucket_of(&i.to_le_bytes()) as usize] += 1;
+            counts[plan.bucket_of_hash(key.hash(&i.to_le_bytes())) as usize] += 1;
         }
         let size = plan.padded_size(Role::Client);
         assert!(counts.iter().all(|&c| c <= size), "{counts:?} vs {size}");
@@ -189,13 +219,34 @@ mod tests {
     }
 
     #[test]
-    fn announcements_round_trip() {
-        let ours = Announcement {
-            rows: 1 << 40,
+    fn buckets_are_ranges_of_hashes() {
+        let plan = BucketPlan::new(3_000, 10, 1_000);
+        assert_eq!(plan.buckets(), 3);
+        assert_eq!(plan.bucket_of_hash(0), 0);
+        assert_eq!(plan.bucket_of_hash(u64::MAX / 3), 0);
+        assert_eq!(plan.bucket_of_hash(u64::MAX / 3 + 1), 1);
+        assert_eq!(plan.bucket_of_hash(u64::MAX), 2);
+    }
+
+    #[test]
+    fn openings_round_trip() {
+        let ours = Opening {
+            session: Hello {
+                protocol: Protocol::Rr22,
+                role: Role::Server,
+                items: 0,
+                both_learn: true,
+            },
             bucket_items: 1 << 20,
             nonce: [9; 32],
         };
-        assert_eq!(Announcement::decode(&ours.encode()), Ok(ours));
-        assert!(Announcement::decode(&ours.encode()[..LEN - 1]).is_err());
+        assert_eq!(Opening::decode(&ours.encode()), Ok(ours));
+        assert!(Opening::decode(&ours.encode()[..OPENING_LEN - 1]).is_err());
+        let mut other_version = ours.encode();
+        other_version[8] ^= 1;
+        assert!(matches!(
+            Opening::decode(&other_version),
+            Err(HelloError::Version { .. })
+        ));
     }
 }

@@ -89,12 +89,15 @@ pub enum FrameKind {
     VoleCheckValue = 19,
     /// RR22 malicious, server to client: the hash of the VOLE check's value and the tags' salt.
     VoleCheckReply = 20,
-    /// Bucketed driver, both ways: rows, bucket size and key nonce (its kinds count from 32).
+    /// Bucketed driver, both ways: the session's handshake, the bucket size and a key nonce
+    /// (its kinds count from 32).
     BucketPlan = 32,
+    /// Bucketed driver, both ways: the party's row count, once its input is read.
+    BucketRows = 33,
 }
 
 impl FrameKind {
-    const ALL: [Self; 21] = [
+    const ALL: [Self; 22] = [
         Self::Hello,
         Self::ClientPoints,
         Self::ClientTags,
@@ -116,6 +119,7 @@ impl FrameKind {
         Self::VoleCheckValue,
         Self::VoleCheckReply,
         Self::BucketPlan,
+        Self::BucketRows,
     ];
 
     /// The kind with wire byte `byte`, if there is one.
@@ -147,6 +151,7 @@ impl FrameKind {
             Self::VoleCheckValue => "vole-check-value",
             Self::VoleCheckReply => "vole-check-reply",
             Self::BucketPlan => "bucket-plan",
+            Self::BucketRows => "bucket-rows",
         }
     }
 }

@@ -134,7 +134,7 @@ def build_merkle(
 
 
 def psi_server(
-    items: Union[Iterable[Item], Callable[[], Iterable[Item]]],
+    items: Iterable[Item],
     *,
     listen: str,
     protocol: str = "kkrt",
@@ -156,8 +156,8 @@ def psi_server(
     peer; the client alone learns the intersection) or ``"ecdh"`` (elliptic curves: the
     slowest). ``bucket_items``
     streams the items through buckets of about that many items on disk (in ``spill_dir``), for sets
-    larger than memory: ``items`` is then read twice, so pass a list, a Series, or a function
-    that returns a fresh iterable. Interoperates with ``obscura psi`` in another process.
+    larger than memory: ``items`` is then read once as it streams (a generator will do).
+    Interoperates with ``obscura psi`` in another process.
     """
     return _progress.run(
         _obscura.run_psi,
@@ -176,7 +176,7 @@ def psi_server(
 
 
 def psi_client(
-    items: Union[Iterable[Item], Callable[[], Iterable[Item]]],
+    items: Iterable[Item],
     *,
     connect: str,
     protocol: str = "kkrt",

@@ -148,7 +148,7 @@ def build_merkle(
     progress: Optional[_ProgressCallback] = None,
 ) -> BuildReport: ...
 def run_psi(
-    items: Union[Iterable[_Item], Callable[[], Iterable[_Item]]],
+    items: Iterable[_Item],
     *,
     role: str,
     protocol: str = "kkrt",
