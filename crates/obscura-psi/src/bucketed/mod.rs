@@ -210,10 +210,11 @@ pub fn run_bucketed<T: Transport + ?Sized, S: ItemSource + ?Sized>(
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
             next = (b + 1 < buckets).then(|| spawn(b + 1)).transpose()?;
-            let mut unique = UniqueItems::from_first_rows(&bucket.items, first_rows);
+            let items = bucket.items();
+            let mut unique = UniqueItems::from_first_rows(&items, first_rows);
             duplicates_dropped += unique.duplicates() as u64;
             unique.extend_distinct(&dummies);
-            let real = bucket.items.len();
+            let real = items.len();
             let outcome = run_unique(
                 transport,
                 &unique,
@@ -286,7 +287,8 @@ fn prepare(
         .map_err(|e| PsiError::Thread(std::io::Error::other(e)))?;
     pool.install(|| {
         let bucket = spilled.read(plan, b)?;
-        let first_rows = unique::first_rows(&bucket.items);
+        let items = bucket.items();
+        let first_rows = unique::first_rows(&items);
         let distinct = first_rows
             .iter()
             .enumerate()
@@ -299,7 +301,7 @@ fn prepare(
                 bound: padded,
             });
         }
-        let longest = bucket.items.iter().map(Vec::len).max().unwrap_or(0);
+        let longest = items.iter().map(|item| item.len()).max().unwrap_or(0);
         let dummies = dummy_items(padded - distinct, longest, &mut OsSampler::new())?;
         Ok(PreparedBucket {
             bucket,

@@ -32,18 +32,44 @@ const MAX_LEB128_BYTES: usize = 10;
 /// The longest item a file holds (its length is a `u32`).
 pub const MAX_ITEM_BYTES: usize = u32::MAX as usize;
 
-/// The rows of one bucket: their input row numbers and items.
+/// The rows of one bucket: their input row numbers and items (one buffer for all of them, not
+/// an allocation per item).
 #[derive(Debug, Default)]
 pub(crate) struct Bucket {
     pub rows: Vec<u64>,
-    pub items: Vec<Vec<u8>>,
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Bucket {
+    fn push(&mut self, row: u64, item: &[u8]) {
+        self.rows.push(row);
+        self.bytes.extend_from_slice(item);
+        self.ends.push(self.bytes.len());
+    }
+
+    /// The items, in the order of [`Bucket::rows`].
+    pub(crate) fn items(&self) -> Vec<&[u8]> {
+        let mut start = 0;
+        self.ends
+            .iter()
+            .map(|&end| {
+                let item = &self.bytes[start..end];
+                start = end;
+                item
+            })
+            .collect()
+    }
 }
 
 /// A party's input split by hash, in a temporary folder removed when this is dropped.
 pub(crate) struct SpilledRows {
     folder: tempfile::TempDir,
     key: BucketKey,
+    /// Rows of each file.
     counts: Vec<u64>,
+    /// Item bytes of each file.
+    item_bytes: Vec<u64>,
     rows: u64,
 }
 
@@ -69,6 +95,7 @@ impl SpilledRows {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut counts = vec![0u64; PARTS];
+        let mut item_bytes = vec![0u64; PARTS];
         let mut last_rows = vec![0u64; PARTS];
         let mut row = 0u64;
         source.for_each(&mut |item| {
@@ -87,6 +114,7 @@ impl SpilledRows {
                 .and_then(|()| file.write_all(item))
                 .map_err(|e| PsiError::io(&part_path(folder.path(), part), e))?;
             counts[part] += 1;
+            item_bytes[part] += u64::from(length);
             last_rows[part] = row;
             row += 1;
             Ok(())
@@ -101,6 +129,7 @@ impl SpilledRows {
             folder,
             key: *key,
             counts,
+            item_bytes,
             rows: row,
         })
     }
@@ -114,10 +143,12 @@ impl SpilledRows {
     /// us; their records are still checked).
     pub(crate) fn read(&self, plan: &BucketPlan, b: u64) -> Result<Bucket, PsiError> {
         let parts: Vec<usize> = (0..PARTS).filter(|&part| meets(plan, part, b)).collect();
-        let capacity = parts.iter().map(|&part| self.counts[part]).sum::<u64>() as usize;
+        let total = |of: &[u64]| parts.iter().map(|&part| of[part]).sum::<u64>() as usize;
+        let rows = total(&self.counts);
         let mut bucket = Bucket {
-            rows: Vec::with_capacity(capacity),
-            items: Vec::with_capacity(capacity),
+            rows: Vec::with_capacity(rows),
+            bytes: Vec::with_capacity(total(&self.item_bytes)),
+            ends: Vec::with_capacity(rows),
         };
         for part in parts {
             let path = part_path(self.folder.path(), part);
@@ -147,8 +178,7 @@ fn read_part(
         let item = bytes.get(..length)?;
         bytes = &bytes[length..];
         if keep(item) {
-            bucket.rows.push(row);
-            bucket.items.push(item.to_vec());
+            bucket.push(row, item);
         }
     }
     bytes.is_empty().then_some(())
