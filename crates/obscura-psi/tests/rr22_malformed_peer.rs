@@ -301,7 +301,7 @@ fn wrong_kinds() {
     // A KKRT peer is refused at the handshake.
     let error = client(|peer| {
         let mut hello = b"OBSCPSI\0".to_vec();
-        hello.extend_from_slice(&2u16.to_le_bytes());
+        hello.extend_from_slice(&common::fake_peer::WIRE_VERSION.to_le_bytes());
         hello.extend_from_slice(&[2, 1]);
         hello.extend_from_slice(&3u64.to_le_bytes());
         hello.push(0);

@@ -42,18 +42,30 @@ fn width(leaves: usize, level: u32) -> usize {
     leaves.div_ceil(1 << (depth(leaves) - level))
 }
 
+/// Parents expanded together (read out first, as their children may overwrite them).
+const CHUNK: usize = 64;
+
 /// Expands the `parents` first words of `nodes` into their first `children` children, in
 /// place: node `i` becomes nodes `2i` and `2i + 1`. The children of `skip` (the receiver's
 /// unknown node) are zero.
+///
+/// Chunks of parents go from the last down: the children `2i, 2i + 1 ≥ i` of a chunk land on
+/// parents already expanded or on the chunk itself, never on one still to be read.
 fn expand_level(nodes: &mut [u128], parents: usize, children: usize, skip: Option<usize>) {
-    // The parents are copied first: children `2i, 2i + 1 ≥ i` overwrite them.
-    let parent_values: Vec<u128> = nodes[..parents].to_vec();
-    for (side, prg) in PRG.iter().enumerate() {
-        encrypt_each(prg, parent_values.iter().copied(), |i, word| {
-            if let Some(child) = nodes[..children].get_mut(2 * i + side) {
-                *child = word ^ parent_values[i];
-            }
-        });
+    let mut end = parents;
+    while end > 0 {
+        let start = end.saturating_sub(CHUNK);
+        let mut chunk = [0u128; CHUNK];
+        let chunk = &mut chunk[..end - start];
+        chunk.copy_from_slice(&nodes[start..end]);
+        for (side, prg) in PRG.iter().enumerate() {
+            encrypt_each(prg, chunk.iter().copied(), |k, word| {
+                if let Some(child) = nodes[..children].get_mut(2 * (start + k) + side) {
+                    *child = word ^ chunk[k];
+                }
+            });
+        }
+        end = start;
     }
     if let Some(unknown) = skip {
         for child in nodes[..children].iter_mut().skip(2 * unknown).take(2) {

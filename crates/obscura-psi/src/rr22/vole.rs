@@ -316,26 +316,29 @@ pub(crate) fn receive(
         .par_chunks_mut(params.tree_leaves)
         .zip(message.par_chunks(2 * depth + 1))
         .enumerate()
-        .for_each(|(tree, (cells, message))| {
-            let point = noise.points[tree];
-            let ots = &t[tree * per_tree..][..per_tree];
-            let sums: Vec<u128> = pprf::choices(point, params.depth)
-                .zip(ots)
-                .enumerate()
-                .map(|(level, (side, &row))| {
-                    message[2 * level + usize::from(side)] ^ pad(tree * per_tree + level, row)
-                })
-                .collect();
-            let mut leaves = vec![0u128; params.tree_leaves];
-            pprf::puncture(point, &sums, &mut leaves);
-            let c = combine_powers(&ots[depth..]);
-            let known = leaves.iter().fold(0, |acc, leaf| acc ^ leaf);
-            leaves[point] = message[2 * depth] ^ known ^ c;
-            for (cell, &leaf) in cells.iter_mut().zip(&leaves) {
-                cell[1] = leaf;
-            }
-            cells[point][0] = noise.values[tree];
-        });
+        // One buffer of leaves per task, not per tree.
+        .for_each_init(
+            || vec![0u128; params.tree_leaves],
+            |leaves, (tree, (cells, message))| {
+                let point = noise.points[tree];
+                let ots = &t[tree * per_tree..][..per_tree];
+                let sums: Vec<u128> = pprf::choices(point, params.depth)
+                    .zip(ots)
+                    .enumerate()
+                    .map(|(level, (side, &row))| {
+                        message[2 * level + usize::from(side)] ^ pad(tree * per_tree + level, row)
+                    })
+                    .collect();
+                pprf::puncture(point, &sums, leaves);
+                let c = combine_powers(&ots[depth..]);
+                let known = leaves.iter().fold(0, |acc, leaf| acc ^ leaf);
+                leaves[point] = message[2 * depth] ^ known ^ c;
+                for (cell, &leaf) in cells.iter_mut().zip(leaves.iter()) {
+                    cell[1] = leaf;
+                }
+                cells[point][0] = noise.values[tree];
+            },
+        );
     let mut sum = [0u128; 2];
     for cell in cells.iter_mut() {
         sum = [sum[0] ^ cell[0], sum[1] ^ cell[1]];

@@ -9,6 +9,9 @@ use obscura_psi::transport::memory::{self, PipeReader, PipeWriter};
 use obscura_psi::transport::{FrameKind, StreamTransport, TransportError};
 use obscura_psi::{run, Options, Outcome, PeerError, Protocol, PsiError, Role};
 
+/// The wire version of the handshakes the fake peer sends.
+pub const WIRE_VERSION: u16 = 3;
+
 /// The party's end of a link to a [`FakePeer`].
 pub type PartyLink = StreamTransport<PipeReader, PipeWriter>;
 
@@ -51,7 +54,7 @@ impl FakePeer {
     /// A handshake as the documented layout has it.
     pub fn hello(&mut self, role: Role, items: u64, both_learn: bool) -> &mut Self {
         let mut hello = b"OBSCPSI\0".to_vec();
-        hello.extend_from_slice(&2u16.to_le_bytes());
+        hello.extend_from_slice(&WIRE_VERSION.to_le_bytes());
         hello.push(match self.protocol {
             Protocol::Ecdh => 1,
             Protocol::Kkrt => 2,
