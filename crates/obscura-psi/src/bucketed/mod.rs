@@ -191,24 +191,29 @@ pub fn run_bucketed<T: Transport + ?Sized, S: ItemSource + ?Sized>(
     let mut duplicates_dropped = 0;
     let buckets = plan.buckets();
     std::thread::scope(|scope| -> Result<(), PsiError> {
+        // Bucket `b + 1` is prepared aside while bucket `b`'s session runs.
         let spawn = |b: u64| {
             let (spilled, plan) = (&spilled, &plan);
             std::thread::Builder::new()
                 .name(format!("bucket-{b}"))
-                .spawn_scoped(scope, move || prepare(spilled, plan, b, padded))
+                .spawn_scoped(scope, move || prepare_aside(spilled, plan, b, padded))
                 .map_err(PsiError::Thread)
         };
-        let mut next = (buckets > 0).then(|| spawn(0)).transpose()?;
+        let mut next: Option<std::thread::ScopedJoinHandle<'_, Result<PreparedBucket, PsiError>>> =
+            None;
         for b in 0..buckets {
+            let prepared = match next.take() {
+                Some(aside) => aside
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?,
+                // The first bucket: nothing to overlap, so on the whole pool.
+                None => prepare(&spilled, &plan, b, padded)?,
+            };
             let PreparedBucket {
                 bucket,
                 first_rows,
                 dummies,
-            } = next
-                .take()
-                .expect("each bucket is spawned before its turn")
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+            } = prepared;
             next = (b + 1 < buckets).then(|| spawn(b + 1)).transpose()?;
             let items = bucket.items();
             let mut unique = UniqueItems::from_first_rows(&items, first_rows);
@@ -271,43 +276,51 @@ struct PreparedBucket {
     dummies: Vec<Vec<u8>>,
 }
 
-/// Reads bucket `b` of `plan` and prepares its session (as a one-thread pool on the calling thread, so
-/// that it takes at most one core from the session it overlaps); refuses a bucket of more than
-/// `padded` distinct items.
+/// [`prepare`] on a one-thread pool on the calling thread, so that it takes at most one core
+/// from the session it overlaps.
+fn prepare_aside(
+    spilled: &spill::SpilledRows,
+    plan: &BucketPlan,
+    b: u64,
+    padded: u64,
+) -> Result<PreparedBucket, PsiError> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .use_current_thread()
+        .build()
+        .map_err(|e| PsiError::Thread(std::io::Error::other(e)))?
+        .install(|| prepare(spilled, plan, b, padded))
+}
+
+/// Reads bucket `b` of `plan` and prepares its session on the current rayon pool; refuses a
+/// bucket of more than `padded` distinct items.
 fn prepare(
     spilled: &spill::SpilledRows,
     plan: &BucketPlan,
     b: u64,
     padded: u64,
 ) -> Result<PreparedBucket, PsiError> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .use_current_thread()
-        .build()
-        .map_err(|e| PsiError::Thread(std::io::Error::other(e)))?;
-    pool.install(|| {
-        let bucket = spilled.read(plan, b)?;
-        let items = bucket.items();
-        let first_rows = unique::first_rows(&items);
-        let distinct = first_rows
-            .iter()
-            .enumerate()
-            .filter(|&(row, &first)| row == first)
-            .count() as u64;
-        if distinct > padded {
-            return Err(PsiError::BucketOverflow {
-                bucket: b,
-                items: distinct,
-                bound: padded,
-            });
-        }
-        let longest = items.iter().map(|item| item.len()).max().unwrap_or(0);
-        let dummies = dummy_items(padded - distinct, longest, &mut OsSampler::new())?;
-        Ok(PreparedBucket {
-            bucket,
-            first_rows,
-            dummies,
-        })
+    let bucket = spilled.read(plan, b)?;
+    let items = bucket.items();
+    let first_rows = unique::first_rows(&items);
+    let distinct = first_rows
+        .iter()
+        .enumerate()
+        .filter(|&(row, &first)| row == first)
+        .count() as u64;
+    if distinct > padded {
+        return Err(PsiError::BucketOverflow {
+            bucket: b,
+            items: distinct,
+            bound: padded,
+        });
+    }
+    let longest = items.iter().map(|item| item.len()).max().unwrap_or(0);
+    let dummies = dummy_items(padded - distinct, longest, &mut OsSampler::new())?;
+    Ok(PreparedBucket {
+        bucket,
+        first_rows,
+        dummies,
     })
 }
 
