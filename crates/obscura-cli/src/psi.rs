@@ -47,7 +47,8 @@ pub struct PsiArgs {
     #[arg(long)]
     threads: Option<usize>,
     /// Seconds to wait for the peer: for the client to connect (server) or the server to listen
-    /// (client), then for each read and write.
+    /// (client), then for each read and write (with --bucket-items, also for the peer to finish
+    /// reading its input: raise it where one input takes much longer to read than the other).
     #[arg(long, default_value_t = 60)]
     timeout: u64,
     /// Stream the input through buckets of about this many items on disk, one bucket in memory
