@@ -8,8 +8,8 @@
 //!    now, before any input is read), the bucket size it asks for (both must ask for the same)
 //!    and a 32-byte nonce from the OS CSPRNG. The bucketing key is derived from both nonces, so
 //!    neither party chooses it alone.
-//! 2. Each party reads its input once, writing every row with its keyed hash (SipHash-2-4, a
-//!    PRF) to one of 256 files by the hash's top bits, and sends its row count.
+//! 2. Each party reads its input once, writing every row to one of 256 files by the top bits
+//!    of its keyed hash (SipHash-2-4, a PRF), and sends its row count.
 //! 3. Both derive the same [`BucketPlan`]: `B = ⌈max(n_c, n_s) / bucket_items⌉` buckets (at
 //!    most [`plan::MAX_BUCKETS`]), the item of hash `h` going to bucket `h · B / 2^64`.
 //! 4. For each bucket in turn, each party reads it back from the files that hold its hashes,

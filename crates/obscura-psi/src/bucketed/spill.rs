@@ -74,9 +74,8 @@ pub(crate) struct SpilledRows {
 }
 
 impl SpilledRows {
-    /// Reads `source` once, writing each row (row numbers count from 0 in source order) with its
-    /// hash under `key` to the file of the hash's top bits, in a new temporary folder under
-    /// `parent`.
+    /// Reads `source` once, writing each row (row numbers count from 0 in source order) to the
+    /// file of the top bits of its hash under `key`, in a new temporary folder under `parent`.
     pub(crate) fn write<S: super::ItemSource + ?Sized>(
         parent: &Path,
         key: &BucketKey,
