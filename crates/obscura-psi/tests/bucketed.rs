@@ -30,9 +30,9 @@ fn options_for(
 }
 
 /// Runs a bucketed session; returns the client's and the server's outcomes.
-fn session(
-    client: &[Vec<u8>],
-    server: &[Vec<u8>],
+fn session<C: ItemSource + Sync + ?Sized, S: ItemSource + Sync + ?Sized>(
+    client: &C,
+    server: &S,
     client_options: BucketOptions,
     server_options: BucketOptions,
     folder: &Path,
@@ -221,8 +221,8 @@ fn empty_and_tiny_sets() {
 fn both_parties_must_choose_the_same_bucket_size() {
     let folder = tempfile::tempdir().unwrap();
     let (c, s) = session(
-        &items(0..10, "a"),
-        &items(0..10, "a"),
+        items(0..10, "a").as_slice(),
+        items(0..10, "a").as_slice(),
         options(Role::Client, false, 100),
         options(Role::Server, false, 50),
         folder.path(),
@@ -249,28 +249,13 @@ impl ItemSource for Unread {
 #[test]
 fn mismatched_settings_are_refused_before_the_input_is_read() {
     let folder = tempfile::tempdir().unwrap();
-    let (mut client_link, mut server_link) = memory::pair(Duration::from_secs(5));
-    let (c, s) = std::thread::scope(|scope| {
-        let server = scope.spawn(|| {
-            let options = options_for(Protocol::Kkrt, Role::Server, false, 100);
-            run_bucketed(
-                &mut server_link,
-                &Unread,
-                options,
-                folder.path(),
-                &|_, _, _, _, _| {},
-            )
-        });
-        let options = options_for(Protocol::Ecdh, Role::Client, false, 100);
-        let client = run_bucketed(
-            &mut client_link,
-            &Unread,
-            options,
-            folder.path(),
-            &|_, _, _, _, _| {},
-        );
-        (client, server.join().unwrap())
-    });
+    let (c, s) = session(
+        &Unread,
+        &Unread,
+        options_for(Protocol::Ecdh, Role::Client, false, 100),
+        options_for(Protocol::Kkrt, Role::Server, false, 100),
+        folder.path(),
+    );
     for result in [c, s] {
         assert!(
             matches!(
