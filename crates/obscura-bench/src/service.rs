@@ -5,11 +5,11 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use obscura_client::http::HttpClient;
 use obscura_pir::lwe::{Client, Lwe, SetupOptions};
 use obscura_pir::PirClient;
-use obscura_server::catalog::Catalog;
-use obscura_server::client::HttpClient;
-use obscura_server::service::{BackgroundService, ServiceConfig};
+use obscura_service::catalog::Catalog;
+use obscura_service::service::{BackgroundService, ServiceConfig};
 use serde::Serialize;
 
 use crate::lwe::report::Report;

@@ -13,8 +13,8 @@ use anyhow::{Context, Result};
 use obscura_math::memory::LargeBuffer;
 use obscura_pir::lwe::{Client, Lwe, Server, SetupOptions, StreamedSetup};
 use obscura_pir::{PirClient, PirServer};
-use obscura_server::direct::SequentialReader;
-use obscura_server::store;
+use obscura_store::direct::SequentialReader;
+use obscura_store::store;
 use serde::Serialize;
 
 use crate::lwe::hint_bound;

@@ -4,16 +4,18 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 use obscura_pir::keyword::fuse::Arity;
 use obscura_pir::lwe::{Footprint, Geometry, Layout, SetupOptions, StreamedSetup};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_pir::PirError;
 use obscura_pir::{double, ypir};
-use obscura_server::build::{self as builder, BuildOptions, Records, Shape};
-use obscura_server::direct::SequentialReader;
-use obscura_server::memory::{self as sizes, Plan};
-use obscura_server::store::{self, Database, WrittenSetup};
+use obscura_registry::builders::{builder, builders, default_builder, Builder};
+use obscura_store::build::{self as builder_of, BuildOptions, Records, Shape};
+use obscura_store::direct::SequentialReader;
+use obscura_store::memory::{self as sizes, Plan};
+use obscura_store::store::{self, Database, WrittenSetup};
 
 use crate::ingest::{self, InputFormat};
 use crate::{memory, progress};
@@ -53,8 +55,8 @@ pub struct BuildArgs {
     /// no hint at all and a 12 KiB answer, for records of up to 72 bytes; a query carries
     /// about 0.5-1 MB of packing keys and vectors) or `ypir-sp` (YPIR+SP: the same for records
     /// of any size, 12 KiB of answer per 3.75 KiB of record).
-    #[arg(long, value_enum, default_value = "index")]
-    scheme: RecordScheme,
+    #[arg(long, default_value = "index", value_parser = scheme_parser())]
+    scheme: &'static dyn Builder,
     /// Raw input only: stream the setup from the input file to the database file, a band of
     /// columns at a time, so memory holds a few bands and the hint whatever the size (chosen
     /// by itself when the input does not fit in memory). Its plaintext modulus is the one
@@ -65,28 +67,11 @@ pub struct BuildArgs {
     engine: EngineArgs,
 }
 
-/// How a database of records (not keys) is served.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum RecordScheme {
-    /// The LWE engine: SimplePIR (square layout) or FrodoPIR (one record per column).
-    Index,
-    /// DoublePIR: a second LWE layer over the engine's hint.
-    Double,
-    /// YPIR: DoublePIR with its second layer packed into one RLWE ciphertext; no hint.
-    Ypir,
-    /// YPIR+SP: SimplePIR over a ring, its answer packed; no hint.
-    YpirSp,
-}
-
-impl From<RecordScheme> for builder::RecordScheme {
-    fn from(scheme: RecordScheme) -> Self {
-        match scheme {
-            RecordScheme::Index => Self::Index,
-            RecordScheme::Double => Self::Double,
-            RecordScheme::Ypir => Self::Ypir,
-            RecordScheme::YpirSp => Self::YpirSp,
-        }
-    }
+/// The value parser of `--scheme`: the names of the registry's builders.
+fn scheme_parser() -> impl TypedValueParser<Value = &'static dyn Builder> {
+    let names: Vec<&'static str> = builders().iter().map(|b| b.name()).collect();
+    PossibleValuesParser::new(names)
+        .map(|name: String| builder(&name).expect("the parser accepts only the builders' names"))
 }
 
 /// Rows a DoublePIR record may span before `obscura build` says that its answers grow with it.
@@ -215,11 +200,11 @@ pub fn run(args: BuildArgs) -> Result<()> {
     let format = args
         .format
         .unwrap_or_else(|| InputFormat::guess(&args.input));
-    let indexed_only = args.scheme != RecordScheme::Index;
+    let indexed_only = args.scheme.name() != default_builder().name();
     ensure!(
         !(indexed_only && args.key_column.is_some()),
         "--scheme {} serves records by index; a keyword database takes --key-column alone",
-        builder::RecordScheme::from(args.scheme).name()
+        args.scheme.name()
     );
     ensure!(
         !(indexed_only && args.stream),
@@ -230,7 +215,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
         "--arity applies to keyword databases (--key-column)"
     );
     let options = BuildOptions {
-        scheme: args.scheme.into(),
+        scheme: args.scheme,
         setup: args.engine.options(),
         arity: args.arity,
     };
@@ -320,7 +305,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
     let started = Instant::now();
     let database: Database = pool.install(|| {
         progress::with_bars(options.steps(&shape), |progress| {
-            builder::build(records, &options, progress)
+            builder_of::build(records, &options, progress)
         })
     })?;
     if let Some(server) = database.server::<double::Double>() {
@@ -332,15 +317,27 @@ pub fn run(args: BuildArgs) -> Result<()> {
             );
         }
     }
-    let written = obscura_server::store::write_database(&args.out, &database)?;
+    let written = obscura_store::store::write_database(&args.out, &database)?;
     if let Some(server) = database.server::<ypir::Ypir>() {
         report_ypir(&args, server.public_setup(), &written, started);
         return Ok(());
     }
     let listing = database.listing();
-    let engine = listing
-        .engine
-        .context("an index or keyword database runs on one LWE engine")?;
+    let Some(engine) = listing.engine else {
+        println!(
+            "wrote {}: {} database, {} items of {} bytes, query {} bytes, answer {} bytes, public setup {} bytes, setup sha256 {}, setup {:.2?}",
+            args.out.display(),
+            listing.kind,
+            listing.items,
+            listing.item_bytes,
+            listing.query_bytes,
+            listing.answer_bytes,
+            written.bytes,
+            hex::encode(written.sha256),
+            started.elapsed()
+        );
+        return Ok(());
+    };
     let g = engine.geometry;
     let items = match listing.kind {
         "keyword" => format!("{} keys in {} slots", listing.items, g.records()),

@@ -4,13 +4,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
 use clap::Args;
+use obscura_client::http::HttpClient;
 use obscura_pir::double::{self, Double};
 use obscura_pir::lwe::{self, Layer, Layout, Lwe, SetupOptions};
 use obscura_pir::ypir::{self, Ypir};
 use obscura_pir::{Encode, PirClient, PirError, Scheme, SetupMessage};
-use obscura_server::catalog::Catalog;
-use obscura_server::client::HttpClient;
-use obscura_server::service::{BackgroundService, ServiceConfig};
+use obscura_service::catalog::Catalog;
+use obscura_service::service::{BackgroundService, ServiceConfig};
 
 use crate::progress;
 

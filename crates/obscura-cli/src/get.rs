@@ -5,12 +5,12 @@ use std::path::PathBuf;
 
 use anyhow::{bail, ensure, Context, Result};
 use clap::Args;
-use obscura_server::answerer::{AnswerError, Answerer, Lookup};
-use obscura_server::client::{
-    default_cache_dir, ClientOptions, HttpClient, Sha256, DEFAULT_MAX_QUERY_BYTES,
-    DEFAULT_MAX_SETUP_BYTES,
-};
-use obscura_server::tls;
+use obscura_client::blocking::Client;
+use obscura_client::http::{default_cache_dir, ClientOptions, HttpClient};
+use obscura_client::setup::{Sha256, DEFAULT_MAX_QUERY_BYTES, DEFAULT_MAX_SETUP_BYTES};
+use obscura_client::ClientError;
+use obscura_pir::{Lookup, PirError};
+use obscura_service::tls;
 
 /// Arguments of `obscura get`.
 #[derive(Args)]
@@ -70,6 +70,10 @@ pub struct ServerArgs {
     /// OBSCURA_TOKEN environment variable gives it too.
     #[arg(long, requires = "server")]
     pub token_file: Option<PathBuf>,
+    /// Seconds each request to the server may take, from connecting to the last byte of its
+    /// reply (the setup's download included).
+    #[arg(long, requires = "server", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout: u64,
 }
 
 impl ServerArgs {
@@ -111,7 +115,7 @@ impl ServerArgs {
             max_query_bytes: self.max_query_bytes,
             token,
             trusted_roots,
-            ..ClientOptions::default()
+            timeout: std::time::Duration::from_secs(self.timeout),
         };
         Ok(Some(HttpClient::with_options(server, options)))
     }
@@ -174,48 +178,45 @@ fn echo_key(key: &[u8]) -> String {
 }
 
 impl ServerArgs {
-    /// Where the queries for database `db` are answered: the server of `--server`, or else the
+    /// The client of database `db`: the database `db` of the server of `--server`, or else the
     /// database file `db`.
-    pub fn answerer(&self, db: &str) -> Result<Answerer> {
+    pub fn open(&self, db: &str) -> Result<Client> {
         Ok(match self.client()? {
-            Some(http) => Answerer::remote(http, db)?,
-            None => Answerer::open(db.as_ref())?,
+            Some(http) => Client::connect(http, db)?,
+            None => Client::open(db.as_ref())?,
         })
     }
 }
 
 /// Runs `obscura get`.
 pub fn run(args: GetArgs) -> Result<()> {
-    let mut answerer = args.remote.answerer(&args.db)?;
+    let mut client = args.remote.open(&args.db)?;
     let key = match (&args.key, &args.key_hex) {
         (Some(text), _) => Some(text.as_bytes()),
         (None, Some(KeyBytes(bytes))) => Some(bytes.as_slice()),
         (None, None) => None,
     };
     let fetched = match (key, args.index) {
-        (Some(key), _) => answerer
-            .fetch_key(key)
+        (Some(key), _) => client
+            .get_key(key)
             .map(|value| value.ok_or_else(|| NotFound(key.to_vec()))),
-        (None, index) => answerer
-            .fetch_index(index.context("give --index, --key or --key-hex")?)
+        (None, index) => client
+            .get(index.context("give --index, --key or --key-hex")?)
             .map(Ok),
     };
     let record = match fetched {
-        Err(AnswerError::WrongLookup { found, .. }) => bail!(match found {
-            Lookup::Key => format!(
-                "{} is a keyword database: fetch with --key or --key-hex",
-                args.db
-            ),
-            Lookup::Index => format!("{} is an index database: fetch with --index", args.db),
-            Lookup::AuditPath => format!(
-                "{} is a Merkle tree: fetch audit paths with `obscura merkle prove`",
-                args.db
-            ),
-            Lookup::Other(kind) => format!(
-                "{} holds a {kind}, which `obscura get` does not read",
-                args.db
-            ),
-        }),
+        Err(ClientError::Lookup {
+            error: PirError::WrongLookup { serves, .. },
+            ..
+        }) => bail!(
+            "{} is {}",
+            args.db,
+            match serves {
+                Lookup::Key => "a keyword database: fetch with --key or --key-hex",
+                Lookup::Index | Lookup::Batch => "an index database: fetch with --index",
+                Lookup::Merkle => "a Merkle tree: fetch audit paths with `obscura merkle prove`",
+            }
+        ),
         fetched => fetched??,
     };
     match args.out {

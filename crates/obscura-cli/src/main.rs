@@ -58,6 +58,15 @@ fn main() -> ExitCode {
     if !matches!(cli.command, Command::Serve(_)) {
         end_quietly_when_stdout_closes();
     }
+    if matches!(
+        cli.command,
+        Command::Build(_) | Command::Merkle(_) | Command::Demo(_)
+    ) {
+        // An interrupted build leaves no half-written database file behind.
+        if let Err(error) = obscura_store::partial::remove_on_signals() {
+            eprintln!("warning: an interrupted build may leave a partial file: {error}");
+        }
+    }
     let result = match cli.command {
         Command::Build(args) => build::run(args),
         Command::Get(args) => get::run(args),

@@ -5,7 +5,7 @@ use obscura_pir::batch::merkle::MerkleTree;
 use obscura_pir::batch::treepir::TreePirServer;
 use obscura_pir::lwe::{Server, SetupOptions};
 use obscura_pir::PirError;
-use obscura_server::build::Steps;
+use obscura_store::build::Steps;
 
 /// Sets up a database of fixed-size records with a progress bar over the hint product.
 pub fn setup_with_bar(

@@ -9,7 +9,7 @@ use clap::Args;
 use obscura_psi::bucketed::{run_bucketed, BucketOptions, BucketedOutcome, ItemSource};
 use obscura_psi::transport::tcp::{self, TcpTransport};
 use obscura_psi::{HelloError, Options, Outcome, Protocol, PsiError, Role, Stage};
-use obscura_server::memory::human;
+use obscura_store::memory::human;
 
 use crate::{ingest, progress};
 use obscura_bench::pools;

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use obscura_server::auth::Tokens;
-use obscura_server::catalog::{Catalog, Entry};
-use obscura_server::service::{self, CorsOrigins, Databases, ServiceConfig, Ui};
-use obscura_server::tls;
+use obscura_service::auth::Tokens;
+use obscura_service::catalog::{Catalog, Entry};
+use obscura_service::service::{self, CorsOrigins, Databases, ServiceConfig, Ui};
+use obscura_service::tls;
 
 use obscura_bench::pools;
 

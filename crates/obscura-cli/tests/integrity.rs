@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use obscura_server::client::HttpClient;
+use obscura_client::http::HttpClient;
 use predicates::prelude::*;
 
 mod common;

@@ -212,3 +212,29 @@ fn a_directory_is_not_a_database() {
             .stderr(predicate::str::contains("No such device").not());
     }
 }
+
+#[test]
+fn get_gives_up_on_a_server_that_never_answers_after_its_timeout() {
+    // A listener that accepts connections and never writes a byte.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let started = std::time::Instant::now();
+    obscura()
+        .args([
+            "get",
+            "--server",
+            &url,
+            "--db",
+            "db",
+            "--index",
+            "0",
+            "--timeout",
+            "1",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("cannot reach"));
+    let waited = started.elapsed();
+    assert!(waited < std::time::Duration::from_secs(30), "{waited:?}");
+    drop(listener);
+}

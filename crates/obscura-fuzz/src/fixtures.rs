@@ -6,13 +6,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use obscura_client::api::DatabaseInfo;
 use obscura_pir::batch::merkle::MerkleTree;
 use obscura_pir::batch::treepir::TreePirServer;
 use obscura_pir::keyword::{KeywordOptions, KeywordServer};
 use obscura_pir::lwe::{Layout, Server, SetupOptions};
 use obscura_pir::PirError;
-use obscura_server::catalog::{Catalog, CatalogError, DatabaseInfo};
-use obscura_server::store::{self, Database, StoreError};
+use obscura_service::catalog::{Catalog, CatalogError};
+use obscura_store::store::{self, Database, StoreError};
 
 /// The fixture databases, by the name the HTTP targets serve them under.
 pub const NAMES: [&str; 3] = ["index", "keyword", "tree"];

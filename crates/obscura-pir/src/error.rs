@@ -39,6 +39,14 @@ pub enum PirError {
     /// error's source).
     #[error("the retrieved proof does not verify")]
     InvalidProof(#[from] crate::batch::merkle::ProofError),
+    /// A lookup the database does not serve was asked of it.
+    #[error("{} lookup asked of {}", .asked.name(), .serves.advice())]
+    WrongLookup {
+        /// The lookup the database serves.
+        serves: crate::lookup::Lookup,
+        /// The lookup asked for.
+        asked: crate::lookup::Lookup,
+    },
 }
 
 /// A name (of a parameter set, a matrix kind, a layout, an arity) that is not one of those

@@ -3,6 +3,8 @@
 //! - [`double`]: DoublePIR, a second LWE layer over the engine's hint, so the hint does not grow
 //!   with the database;
 //! - [`keyword`]: keyword PIR, a binary fuse filter of key-value rows on the LWE engine;
+//! - [`lookup`]: what a front end looks up (an index, a key, a Merkle leaf) and finds, for
+//!   every scheme;
 //! - [`lwe`]: the one LWE engine behind SimplePIR and FrodoPIR, with a layout knob and
 //!   client-side query preprocessing;
 //! - [`params`]: the LWE parameter table, its security argument and the correctness bound that
@@ -36,6 +38,7 @@ pub mod double;
 mod error;
 pub mod framing;
 pub mod keyword;
+pub mod lookup;
 pub mod lwe;
 pub mod params;
 pub mod scheme;
@@ -44,7 +47,8 @@ pub mod ypir;
 
 pub use error::{ParseError, PirError};
 
-pub use scheme::{Encode, Message, PirClient, PirServer, Scheme, SetupMessage};
+pub use lookup::{Found, Lookup, Target};
+pub use scheme::{Encode, IndexServer, Message, PirClient, PirServer, Scheme, SetupMessage};
 
 /// The README's library example, compiled and run as a doctest.
 #[doc = include_str!("../../../README.md")]

@@ -12,6 +12,9 @@
 //!    queries the server cannot read into answers;
 //! 4. [`PirClient::decode`] recovers the result from the answer and the state.
 //!
+//! Front ends do steps 2 and 4 in bytes through [`PirClient::lookup`] and
+//! [`PirClient::found`], with the [`Lookup`] the scheme declares ([`crate::lookup`]).
+//!
 //! A server is its public setup plus the plaintext matrices it streams
 //! ([`PirServer::matrices`]), which is what a database file stores and
 //! [`PirServer::from_parts`] takes back; the shapes of those matrices follow from the setup
@@ -32,7 +35,7 @@
 //! }
 //!
 //! let data: Vec<u8> = (0..640u32).map(|i| i as u8).collect();
-//! let records = Records { bytes: &data, record_bytes: 64 };
+//! let records = Records::Raw { bytes: &data, record_bytes: 64 };
 //! let server = <Lwe as Scheme>::Server::build(records, SetupOptions::default(), &|_, _| {})?;
 //! assert_eq!(fetch::<Lwe>(&server, 3)?, &data[192..256]);
 //! # Ok::<(), obscura_pir::PirError>(())
@@ -40,7 +43,8 @@
 
 use obscura_math::matrix::PlaintextMatrix;
 
-use crate::lwe;
+use crate::lookup::{Found, Lookup, Target};
+use crate::lwe::{self, Footprint, RecordShape, Records};
 use crate::wire::{Digest, Kind};
 use crate::PirError;
 
@@ -106,6 +110,8 @@ pub struct Summary<'a> {
     pub engine: Option<&'a lwe::Layer>,
     /// Queries per request, when a request holds one per sub-database (a tree's height).
     pub sub_queries: Option<u32>,
+    /// A Merkle tree's root, which every audit path is verified against.
+    pub root: Option<crate::batch::merkle::Hash>,
 }
 
 /// A message's encoding and wire kind.
@@ -161,6 +167,19 @@ pub trait PirServer: Sized + Send + Sync + 'static {
     ) -> Result<Self, PirError>;
 }
 
+/// A server of records by index (Apple's `IndexPirServer`): built by [`PirServer::build`] from
+/// raw records or values, its footprint known before anything is allocated. What
+/// `obscura build --scheme` chooses among.
+pub trait IndexServer: for<'a> PirServer<Data<'a> = Records<'a>> {
+    /// The labels of the build's progress steps: [`PirServer::build`]'s progress counts from
+    /// zero to a new total at each.
+    const STEPS: &'static [&'static str];
+
+    /// What a build of records of `shape` with `options` will hold and produce, computed
+    /// before anything is allocated.
+    fn footprint_for(shape: RecordShape, options: &Self::Options) -> Result<Footprint, PirError>;
+}
+
 /// The client side of a scheme: builds queries and decodes answers.
 pub trait PirClient: Sized + Send {
     /// The scheme it queries.
@@ -168,9 +187,13 @@ pub trait PirClient: Sized + Send {
     /// What a query asks for (an index, a key, a leaf and its hash, a set of indices).
     type Target<'a>: Copy;
     /// The secret state that decodes the answer to one query; use it once.
-    type State;
+    type State: Send + 'static;
     /// What an answer decodes to.
     type Output;
+    /// The kind of lookup its databases serve.
+    const LOOKUP: Lookup;
+    /// The secret state of a lookup made through [`PirClient::lookup`]; use it once.
+    type Pending: Send + 'static;
 
     /// A client of the database with public setup `setup`.
     fn new(setup: SetupOf<Self::Scheme>) -> Self;
@@ -190,4 +213,11 @@ pub trait PirClient: Sized + Send {
         state: Self::State,
         answer: &AnswerOf<Self::Scheme>,
     ) -> Result<Self::Output, PirError>;
+
+    /// The encoded request for a front end's `target` and the state that decodes its answer;
+    /// [`PirError::WrongLookup`] when the database serves another [`Lookup`].
+    fn lookup(&mut self, target: Target<'_>) -> Result<(Vec<u8>, Self::Pending), PirError>;
+
+    /// What the encoded `answer` to a [`PirClient::lookup`] request carries.
+    fn found(&self, pending: Self::Pending, answer: &[u8]) -> Result<Found, PirError>;
 }

@@ -2,13 +2,12 @@
 //! under `ObscuraError`, defined in Python so that classes can also derive from the built-in
 //! exception that fits), with the library's message.
 
+use obscura_client::ClientError;
 use obscura_pir::PirError;
 use obscura_psi::transport::TransportError;
 use obscura_psi::PsiError;
-use obscura_server::answerer::AnswerError;
-use obscura_server::build::BuildError;
-use obscura_server::client::ClientError;
-use obscura_server::store::StoreError;
+use obscura_store::build::BuildError;
+use obscura_store::store::StoreError;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
@@ -100,6 +99,10 @@ fn store_class(error: &StoreError) -> Class {
 fn client_class(error: &ClientError) -> Class {
     match error {
         ClientError::Pir(error) => pir_class(error),
+        ClientError::Store(error) => store_class(error),
+        ClientError::RootMismatch { .. } => Class::Malformed,
+        ClientError::Lookup { .. } | ClientError::LeafOutOfRange { .. } => Class::InvalidInput,
+        ClientError::UnknownScheme { .. } => Class::Storage,
         _ => Class::Server,
     }
 }
@@ -134,18 +137,9 @@ impl IntoPyErr for StoreError {
     }
 }
 
-impl IntoPyErr for AnswerError {
+impl IntoPyErr for ClientError {
     fn into_py_err(self) -> PyErr {
-        let class = match &self {
-            AnswerError::Store(error) => store_class(error),
-            AnswerError::Client(error) => client_class(error),
-            AnswerError::Pir(error) => pir_class(error),
-            AnswerError::RootMismatch { .. } => Class::Malformed,
-            AnswerError::WrongScheme { .. }
-            | AnswerError::WrongLookup { .. }
-            | AnswerError::LeafOutOfRange { .. } => Class::InvalidInput,
-        };
-        error(class, full_message(&self))
+        error(client_class(&self), full_message(&self))
     }
 }
 

@@ -5,18 +5,19 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use obscura_client::blocking::Client as Session;
+use obscura_client::http::{default_cache_dir, ClientOptions, HttpClient};
+use obscura_client::setup::{DEFAULT_MAX_QUERY_BYTES, DEFAULT_MAX_SETUP_BYTES};
+use obscura_client::AuditPath as LibraryAuditPath;
 use obscura_pir::batch::merkle::{Hash, MerkleTree};
 use obscura_pir::batch::treepir::TreePirServer;
 use obscura_pir::keyword::fuse::Arity;
 use obscura_pir::lwe::{Layout, SetupOptions};
 use obscura_pir::params::{MatrixKind, ParamSet};
-use obscura_server::answerer::{Answerer, AuditPath as LibraryAuditPath, Lookup};
-use obscura_server::build::{self, BuildOptions, RecordScheme, Records};
-use obscura_server::client::{
-    default_cache_dir, ClientOptions, HttpClient, DEFAULT_MAX_QUERY_BYTES, DEFAULT_MAX_SETUP_BYTES,
-};
-use obscura_server::store::{self, Database};
-use obscura_server::tls;
+use obscura_registry::builders::{builder, builders};
+use obscura_service::tls;
+use obscura_store::build::{self, BuildOptions, Records};
+use obscura_store::store::{self, Database};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyMapping};
 
@@ -162,10 +163,11 @@ pub fn build_index(
     max_memory: Option<u64>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<BuildReport> {
-    let scheme = RecordScheme::from_name(scheme).ok_or_else(|| {
+    let scheme = builder(scheme).ok_or_else(|| {
+        let names: Vec<&str> = builders().iter().map(|b| b.name()).collect();
         error(
             Class::InvalidInput,
-            format!("unknown scheme {scheme:?}: use index, double, ypir or ypir-sp"),
+            format!("unknown scheme {scheme:?}: use {}", names.join(", ")),
         )
     })?;
     let options = BuildOptions {
@@ -263,9 +265,9 @@ pub fn build_keyword(
         }
     };
     let options = BuildOptions {
-        scheme: RecordScheme::Index,
         setup: setup_options("one-per-column", params, matrix)?,
         arity,
+        ..BuildOptions::default()
     };
     let pairs = pairs_of(pairs)?;
     build_and_write(
@@ -372,30 +374,30 @@ fn hash_of(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Hash> {
 /// serves (its public setup downloaded once, verified and cached).
 #[pyclass(module = "obscura")]
 pub struct Client {
-    answerer: Mutex<Answerer>,
+    session: Mutex<Session>,
     name: String,
 }
 
 impl Client {
-    fn new(answerer: Answerer) -> Self {
+    fn new(session: Session) -> Self {
         Self {
-            name: answerer.name().to_string(),
-            answerer: Mutex::new(answerer),
+            name: session.session().database().to_string(),
+            session: Mutex::new(session),
         }
     }
 
-    /// Runs `f` on the answerer with the GIL released.
+    /// Runs `f` on the session with the GIL released.
     fn with<T: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&mut Answerer) -> PyResult<T> + Send,
+        f: impl FnOnce(&mut Session) -> PyResult<T> + Send,
     ) -> PyResult<T> {
         py.detach(|| {
-            let mut answerer = self
-                .answerer
+            let mut session = self
+                .session
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            f(&mut answerer)
+            f(&mut session)
         })
     }
 }
@@ -406,8 +408,8 @@ impl Client {
     /// function); its checksum is verified on load.
     #[staticmethod]
     fn open(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let answerer = py.detach(|| Answerer::open(&path)).py()?;
-        Ok(Self::new(answerer))
+        let session = py.detach(|| Session::open(&path)).py()?;
+        Ok(Self::new(session))
     }
 
     /// A client of database `db` on the server at `url` (e.g. `http://127.0.0.1:8080`).
@@ -469,8 +471,8 @@ impl Client {
             trusted_roots,
         };
         let http = HttpClient::with_options(url, options);
-        let answerer = py.detach(|| Answerer::remote(http, db)).py()?;
-        Ok(Self::new(answerer))
+        let session = py.detach(|| Session::connect(http, db)).py()?;
+        Ok(Self::new(session))
     }
 
     /// The database: its file, or its name on the server.
@@ -479,22 +481,16 @@ impl Client {
         &self.name
     }
 
-    /// The lookup the database serves: `"index"`, `"keyword"` or `"merkle"`.
+    /// The lookup the database serves: `"index"`, `"batch"`, `"keyword"` or `"merkle"`.
     #[getter]
-    fn lookup(&self, py: Python<'_>) -> PyResult<String> {
-        let lookup = self.with(py, |answerer| answerer.lookup().py())?;
-        Ok(match lookup {
-            Lookup::Index => "index".into(),
-            Lookup::Key => "keyword".into(),
-            Lookup::AuditPath => "merkle".into(),
-            Lookup::Other(kind) => kind,
-        })
+    fn lookup(&self, py: Python<'_>) -> PyResult<&'static str> {
+        self.with(py, |session| Ok(session.session().lookup().name()))
     }
 
     /// Fetches record `index` (from 0) of an index database privately: the server learns
     /// nothing of `index`.
     fn get<'py>(&self, py: Python<'py>, index: u64) -> PyResult<Bound<'py, PyBytes>> {
-        let record = self.with(py, |answerer| answerer.fetch_index(index).py())?;
+        let record = self.with(py, |session| session.get(index).py())?;
         Ok(PyBytes::new(py, &record))
     }
 
@@ -506,7 +502,7 @@ impl Client {
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let key = bytes_of(key, || "the key".into())?;
-        let value = self.with(py, |answerer| answerer.fetch_key(&key).py())?;
+        let value = self.with(py, |session| session.get_key(&key).py())?;
         Ok(value.map(|value| PyBytes::new(py, &value)))
     }
 
@@ -537,9 +533,7 @@ impl Client {
             (None, None) => None,
         };
         let root = root.map(|root| hash_of(root, "root")).transpose()?;
-        let proof = self.with(py, |answerer| {
-            answerer.audit_path(leaf, leaf_hash, root).py()
-        })?;
+        let proof = self.with(py, |session| session.audit_path(leaf, leaf_hash, root).py())?;
         Ok(proof.into())
     }
 

@@ -3,7 +3,7 @@
 
 use std::sync::Mutex;
 
-use obscura_server::build::Steps;
+use obscura_store::build::Steps;
 use pyo3::prelude::*;
 
 /// Reports per stage, at most: one per half percent, plus the start and the end.

@@ -65,3 +65,18 @@ def test_files_built_by_the_cli_are_read_by_python(tmp_path, cli):
     run(cli, "build", "--input", str(tmp_path / "records.bin"), "--record-size", "16",
         "--scheme", "ypir", "--out", str(tmp_path / "ypir.obs"))
     assert obscura.Client.open(tmp_path / "ypir.obs").get(17) == bytes(range(16, 32))
+
+
+def test_a_scheme_registered_in_one_line_is_built_and_fetched_like_the_others(tmp_path, serve):
+    # The wheel scripts/test builds registers obscura-test-scheme's trivial scheme ("whole").
+    data = bytes(i * 7 % 251 for i in range(40 * 24))
+    report = obscura.build_index(data, tmp_path / "whole.obs", record_size=24, scheme="whole", progress=False)
+    assert report.kind == "whole" and report.items == 40
+    local = obscura.Client.open(tmp_path / "whole.obs")
+    assert local.lookup == "index"
+    assert [local.get(i) for i in (0, 17, 39)] == [data[i * 24 : (i + 1) * 24] for i in (0, 17, 39)]
+    server = serve(tmp_path / "whole.obs")
+    remote = obscura.Client.connect(server.url, "whole", setup_sha256=report.setup_sha256, cache_dir=False)
+    assert remote.get(5) == data[5 * 24 : 6 * 24]
+    with pytest.raises(obscura.InvalidInputError, match="fetch records by index"):
+        remote.get_key("k")

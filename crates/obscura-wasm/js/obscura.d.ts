@@ -66,7 +66,7 @@ export class Database {
   /** Connects to database `name` of the service at `url`. */
   static connect(url: string, name: string, options?: ConnectOptions): Promise<Database>;
   /** What the database serves. */
-  readonly lookup: "index" | "keyword" | "merkle";
+  readonly lookup: "index" | "batch" | "keyword" | "merkle";
   /** Its records (index), keys (keyword) or leaves (Merkle tree). */
   readonly items: number;
   /** The root of a Merkle tree; undefined for other databases. */
@@ -83,5 +83,5 @@ export class Database {
   getKey(key: string | Uint8Array): Promise<Uint8Array | undefined>;
   /** Fetches the audit path of leaf `leaf` of a Merkle tree privately, verified against its
    * root; without `leafHash` the leaf's hash is fetched privately first. */
-  auditPath(leaf: number, options?: { leafHash?: Uint8Array }): Promise<AuditPath>;
+  auditPath(leaf: number, options?: { leafHash?: Uint8Array; root?: Uint8Array }): Promise<AuditPath>;
 }

@@ -1,8 +1,10 @@
 // Obscura's PIR client for web pages and Node.js: fetches records and keys' values from
-// `obscura serve` without the server learning which. The WebAssembly module does the
-// cryptography; this file carries its bytes over `fetch`.
+// `obscura serve` without the server learning which. The WebAssembly module is the client
+// session (it accepts the setup, makes every request, decodes every reply and says when to
+// fetch the setup again); this file carries its bytes over `fetch` and keeps setups in
+// IndexedDB.
 
-import init, { PirClient } from "./obscura_wasm.js";
+import init, { Client } from "./obscura_wasm.js";
 
 /** The largest public setup accepted unless told otherwise (1 GiB). */
 export const DEFAULT_MAX_SETUP_BYTES = 2 ** 30;
@@ -67,25 +69,19 @@ function withStore(cache, mode, action) {
   });
 }
 
-/** A SHA-256 in hex as the client compares it: lower case, without an ETag's quotes. */
-function normalized(sha256) {
-  return sha256.trim().replace(/^"|"$/g, "").toLowerCase();
-}
-
 /** A database served by `obscura serve`, its public setup downloaded and checked. */
 export class Database {
   #url;
   #name;
   #options;
   #client;
-  #fromCache = false;
-  #setupBytes = 0;
   #lastLookup;
 
   constructor(url, name, options) {
     this.#url = url.replace(/\/+$/, "");
     this.#name = name;
     this.#options = options;
+    this.#client = new Client(name, options.sha256, options.maxSetupBytes ?? DEFAULT_MAX_SETUP_BYTES);
   }
 
   /**
@@ -103,7 +99,7 @@ export class Database {
     return database;
   }
 
-  /** What the database serves: `"index"`, `"keyword"` or `"merkle"`. */
+  /** What the database serves: `"index"`, `"batch"`, `"keyword"` or `"merkle"`. */
   get lookup() {
     return this.#client.lookup;
   }
@@ -120,12 +116,12 @@ export class Database {
 
   /** Bytes of the public setup. */
   get setupBytes() {
-    return this.#setupBytes;
+    return this.#client.setupBytes;
   }
 
   /** Whether the public setup came from the cache (revalidated with the service). */
   get fromCache() {
-    return this.#fromCache;
+    return this.#client.fromCache;
   }
 
   /** What the last `get`, `getKey` or `auditPath` cost: `{ requests, queryBytes, answerBytes,
@@ -136,8 +132,7 @@ export class Database {
 
   /** Fetches record `index` (from 0) of an index database privately. */
   async get(index) {
-    this.#lastLookup = undefined;
-    return this.#retrieve("query", (client) => client.queryIndex(index));
+    return (await this.#lookup((client) => client.get(index))).value;
   }
 
   /**
@@ -146,8 +141,7 @@ export class Database {
    */
   async getKey(key) {
     const bytes = typeof key === "string" ? new TextEncoder().encode(key) : key;
-    this.#lastLookup = undefined;
-    return this.#retrieve("query", (client) => client.queryKey(bytes));
+    return (await this.#lookup((client) => client.getKey(bytes))).value;
   }
 
   /**
@@ -157,12 +151,10 @@ export class Database {
    * its own, and proved by the path.
    */
   async auditPath(leaf, options = {}) {
-    this.#lastLookup = undefined;
-    const leafHash = options.leafHash ?? (await this.#retrieve("proof", (client) => client.queryLeafHash(leaf)));
-    const joined = await this.#retrieve("proof", (client) => client.queryAuditPath(leaf, leafHash));
+    const found = await this.#lookup((client) => client.auditPath(leaf, options.leafHash, options.root));
     const path = [];
-    for (let at = 0; at < joined.length; at += 32) path.push(joined.slice(at, at + 32));
-    return { leaf, leafHash, path, root: this.root };
+    for (let at = 0; at < found.value.length; at += 32) path.push(found.value.slice(at, at + 32));
+    return { leaf, leafHash: found.leafHash, path, root: this.root };
   }
 
   #headers(extra = {}) {
@@ -171,41 +163,34 @@ export class Database {
     return headers;
   }
 
-  /** Uses `client` (of a setup of `bytes` bytes) from now on, freeing the one it replaces. */
-  #replaceClient(client, bytes, fromCache) {
-    this.#client?.free();
-    this.#client = client;
-    this.#setupBytes = bytes;
-    this.#fromCache = fromCache;
-  }
-
+  /** Fetches the public setup (offering the cached copy, when there is one, for revalidation)
+   * and hands the reply to the client, which checks it; keeps a new setup in the cache. */
   async #fetchSetup() {
     const url = `${this.#url}/v1/databases/${encodeURIComponent(this.#name)}/setup`;
-    const pinned = this.#options.sha256 && normalized(this.#options.sha256);
     const cache = this.#options.cache === false ? null : await openCache();
     const cached = cache ? await withStore(cache, "readonly", (store) => store.get(url)) : undefined;
-    const usable = cached && (!pinned || cached.sha256 === pinned);
-    const headers = this.#headers(usable ? { "If-None-Match": `"${cached.sha256}"` } : {});
+    const revalidation = cached && this.#client.revalidation(cached.sha256);
+    const headers = this.#headers(revalidation ? { "If-None-Match": revalidation } : {});
     // With a cache of its own, the client asks the service itself (the browser's HTTP cache
     // would turn a 304 into a 200 with the bytes it kept).
     const reply = await fetch(url, cache ? { headers, cache: "no-store" } : { headers });
-    if (reply.status === 304 && usable) {
-      this.#replaceClient(new PirClient(cached.bytes, cached.sha256), cached.bytes.length, true);
-      return;
+    let body;
+    if (reply.status === 304) body = new Uint8Array();
+    else if (reply.ok) body = await this.#download(reply);
+    else body = new TextEncoder().encode(await reply.text());
+    let fresh;
+    try {
+      fresh = this.#client.acceptSetup(url, reply.status, reply.headers.get("ETag") ?? undefined, body, revalidation ? cached.bytes : undefined);
+    } catch (error) {
+      throw new ObscuraError(error.message, reply.ok ? undefined : reply.status);
     }
-    if (!reply.ok) throw await refusal(reply, url);
-    const setup = await this.#download(reply);
-    const etag = reply.headers.get("ETag");
-    const sha256 = pinned || (etag && normalized(etag));
-    if (!sha256) throw new ObscuraError(`${url} sent no ETag and no sha256 is pinned: the setup cannot be checked`);
-    this.#replaceClient(new PirClient(setup, sha256), setup.length, false);
-    if (cache) await withStore(cache, "readwrite", (store) => store.put({ sha256, bytes: setup }, url));
+    if (fresh && cache) await withStore(cache, "readwrite", (store) => store.put({ sha256: this.#client.setupSha256, bytes: body }, url));
   }
 
   /** The body of the setup's `reply`, read as it arrives (reporting progress), within the
    * size limit. */
   async #download(reply) {
-    const limit = this.#options.maxSetupBytes ?? DEFAULT_MAX_SETUP_BYTES;
+    const limit = this.#client.maxSetupBytes;
     const tooLarge = (size) =>
       new ObscuraError(`the setup of ${this.#name} is ${size} bytes, more than the ${limit} allowed (maxSetupBytes)`);
     const announced = Number(reply.headers.get("Content-Length") ?? NaN);
@@ -235,37 +220,44 @@ export class Database {
     return setup;
   }
 
-  /** Sends the query `makeQuery` makes to the database's `route` and decodes the answer; when
-   * the database was replaced since its setup was fetched (409), fetches the setup again and
-   * retries, once. */
-  async #retrieve(route, makeQuery) {
-    const url = `${this.#url}/v1/databases/${encodeURIComponent(this.#name)}/${route}`;
-    for (let attempt = 0; ; attempt++) {
-      const started = performance.now();
-      const query = makeQuery(this.#client);
-      try {
-        const body = query.bytes;
+  /** Runs the exchange `start` begins on the client: posts each request it makes to its
+   * route and hands it the reply, fetching the setup again when it says so; returns what it
+   * found, `{ value, leafHash }`. */
+  async #lookup(start) {
+    this.#lastLookup = undefined;
+    let started = performance.now();
+    const exchange = start(this.#client);
+    try {
+      for (;;) {
+        const state = exchange.state;
+        if (state === "done") return { value: exchange.value, leafHash: exchange.leafHash };
+        if (state === "refresh") {
+          await this.#fetchSetup();
+          started = performance.now();
+          this.#client.restart(exchange);
+          continue;
+        }
+        const url = `${this.#url}/v1/databases/${encodeURIComponent(this.#name)}/${exchange.route}`;
+        const body = exchange.body;
         const sent = performance.now();
         const reply = await fetch(url, {
           method: "POST",
           headers: this.#headers({ "Content-Type": "application/octet-stream" }),
           body,
         });
-        if (reply.status !== 409 || attempt > 0) {
-          if (!reply.ok) throw await refusal(reply, url);
-          const answer = new Uint8Array(await reply.arrayBuffer());
-          const received = performance.now();
-          if (answer.length !== query.answerBytes) {
-            throw new ObscuraError(`${url} answered ${answer.length} bytes where ${query.answerBytes} were due`);
-          }
-          const value = query.decode(answer);
-          this.#count(body.length, answer.length, sent - started, received - sent, performance.now() - received);
-          return value;
+        const answer = new Uint8Array(await reply.arrayBuffer());
+        const received = performance.now();
+        try {
+          this.#client.receive(exchange, url, reply.status, answer);
+        } catch (error) {
+          throw new ObscuraError(error.message, reply.ok ? undefined : reply.status);
         }
-      } finally {
-        query.free();
+        const decoded = performance.now();
+        this.#count(body.length, answer.length, sent - started, received - sent, decoded - received);
+        started = decoded;
       }
-      await this.#fetchSetup();
+    } finally {
+      exchange.free();
     }
   }
 
@@ -279,9 +271,4 @@ export class Database {
     last.roundTripMs += roundTripMs;
     last.decodeMs += decodeMs;
   }
-}
-
-async function refusal(reply, url) {
-  const reason = (await reply.text()).trim().split("\n")[0];
-  return new ObscuraError(`${url}: ${reply.status} ${reason}`, reply.status);
 }

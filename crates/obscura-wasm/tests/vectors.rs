@@ -10,13 +10,15 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use obscura_client::setup::SetupPolicy;
+use obscura_client::{Ask, Exchange, Outcome, Request, Session, Step};
 use obscura_math::sample::test_secrets;
 use obscura_pir::batch::merkle::{leaf_hash, MerkleTree};
 use obscura_pir::batch::treepir::TreePirServer;
 use obscura_pir::lwe::{Layout, SetupOptions};
-use obscura_server::build::{build, BuildOptions, RecordScheme, Records};
-use obscura_server::store::Database;
-use obscura_wasm::lookup::{Pending, Setup};
+use obscura_registry::Registry;
+use obscura_store::build::{build, BuildOptions, Records};
+use obscura_store::store::Database;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -29,14 +31,34 @@ enum Target {
 }
 
 impl Target {
-    fn query(&self, setup: &Setup) -> Pending {
+    /// What a client asks for this target.
+    fn ask(&self) -> Ask {
         match *self {
-            Self::Index(index) => setup.query_index(index),
-            Self::Key(key) => setup.query_key(key.as_bytes()),
-            Self::LeafHash(leaf) => setup.query_leaf_hash(leaf),
-            Self::AuditPath(leaf, hash) => setup.query_audit_path(leaf, hash),
+            Self::Index(index) => Ask::Record(index),
+            Self::Key(key) => Ask::Value(key.as_bytes().to_vec()),
+            Self::LeafHash(leaf) => Ask::AuditPath {
+                leaf,
+                leaf_hash: None,
+                root: None,
+            },
+            Self::AuditPath(leaf, hash) => Ask::AuditPath {
+                leaf,
+                leaf_hash: Some(hash),
+                root: None,
+            },
         }
-        .unwrap()
+    }
+
+    /// What the answer to the first request decoded to: the step after it, and for a leaf
+    /// hash, the hash the exchange learnt.
+    fn value(&self, step: Step, exchange: &Exchange) -> Option<Vec<u8>> {
+        match (self, step) {
+            (Self::LeafHash(_), Step::Send(_)) => exchange.leaf_hash().map(|h| h.to_vec()),
+            (_, Step::Done(Outcome::Record(record))) => Some(record),
+            (_, Step::Done(Outcome::Value(value))) => value,
+            (_, Step::Done(Outcome::AuditPath(path))) => Some(path.path.concat()),
+            (_, step) => panic!("unexpected step {step:?}"),
+        }
     }
 
     /// What the answer must decode to: the plain data.
@@ -79,9 +101,9 @@ fn records() -> Vec<Vec<u8>> {
         .collect()
 }
 
-fn index_database(scheme: RecordScheme, layout: Layout) -> Database {
+fn index_database(scheme: &str, layout: Layout) -> Database {
     let options = BuildOptions {
-        scheme,
+        scheme: obscura_registry::builder(scheme).unwrap(),
         setup: SetupOptions {
             layout,
             ..SetupOptions::default()
@@ -117,27 +139,27 @@ fn cases() -> Vec<Case> {
     vec![
         (
             "simplepir",
-            || index_database(RecordScheme::Index, Layout::Square),
+            || index_database("index", Layout::Square),
             vec![Target::Index(123)],
         ),
         (
             "frodopir",
-            || index_database(RecordScheme::Index, Layout::OnePerColumn),
+            || index_database("index", Layout::OnePerColumn),
             vec![Target::Index(7)],
         ),
         (
             "doublepir",
-            || index_database(RecordScheme::Double, Layout::Square),
+            || index_database("double", Layout::Square),
             vec![Target::Index(299)],
         ),
         (
             "ypir",
-            || index_database(RecordScheme::Ypir, Layout::Square),
+            || index_database("ypir", Layout::Square),
             vec![Target::Index(0)],
         ),
         (
             "ypir-sp",
-            || index_database(RecordScheme::YpirSp, Layout::Square),
+            || index_database("ypir-sp", Layout::Square),
             vec![Target::Index(42)],
         ),
         (
@@ -184,25 +206,36 @@ fn the_native_client_makes_the_recorded_queries_and_values() {
             };
             let setup_bytes = database.setup_bytes();
             fs::write(out.join(format!("{name}.setup")), &setup_bytes).unwrap();
-            let setup = Setup::from_bytes(&setup_bytes).unwrap();
             for (i, target) in targets.iter().enumerate() {
                 number += 1;
-                let mut pending = {
+                // The session is made in the stream too, as a page makes it.
+                let (mut session, mut exchange, request): (Session, Exchange, Request) = {
                     let _stream = test_secrets::install(secret_key(number));
-                    target.query(&setup)
+                    let mut session = Session::new(
+                        name,
+                        &setup_bytes,
+                        obscura_registry::setup_sha256(&setup_bytes),
+                        false,
+                        &SetupPolicy::default(),
+                        &Registry::default(),
+                    )
+                    .unwrap();
+                    let (exchange, request) = session.begin(target.ask()).unwrap();
+                    (session, exchange, request)
                 };
-                let query = database.decode_query(&pending.query).unwrap();
+                let query = database.decode_query(&request.body).unwrap();
                 let answer = database.answer(vec![query]).unwrap().remove(0);
                 fs::write(out.join(format!("{name}-{i}.answer")), &answer).unwrap();
-                let value = pending.decode(&answer).unwrap();
+                let step = session.receive(&mut exchange, Ok(&answer)).unwrap();
+                let value = target.value(step, &exchange);
                 assert_eq!(value, target.expected(), "{name} {i}");
                 made.push(json!({
                     "database": name,
                     "setupSha256": sha256(&setup_bytes),
                     "secretKey": hex::encode(secret_key(number)),
                     "target": target.describe(),
-                    "queryBytes": pending.query.len(),
-                    "querySha256": sha256(&pending.query),
+                    "queryBytes": request.body.len(),
+                    "querySha256": sha256(&request.body),
                     "answer": format!("{name}-{i}.answer"),
                     "answerSha256": sha256(&answer),
                     "value": value.map(hex::encode),

@@ -8,7 +8,7 @@ use clap::Args;
 use obscura_pir::batch::merkle::MerkleTree;
 use obscura_pir::batch::treepir::TreePirServer;
 use obscura_pir::lwe::SetupOptions;
-use obscura_server::store::{self, Database};
+use obscura_store::store::{self, Database};
 
 use crate::build::EngineArgs;
 use crate::progress;

@@ -2,10 +2,9 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
+use obscura_client::ClientError;
 use obscura_pir::batch::merkle::{self, Hash};
-use obscura_pir::batch::treepir::TreePir;
 use obscura_pir::PirError;
-use obscura_server::answerer::{AnswerError, Lookup};
 
 use crate::get::{parse_sha256, ServerArgs};
 
@@ -34,37 +33,34 @@ pub struct ProveArgs {
 
 /// Runs `obscura merkle prove`.
 pub fn run(args: ProveArgs) -> Result<()> {
-    let answerer = args.remote.answerer(&args.db)?;
+    let mut client = args.remote.open(&args.db)?;
     let leaf_hash = args
         .leaf_data
         .as_ref()
         .map(|data| merkle::leaf_hash(data.as_bytes()))
         .or(args.leaf_hash);
-    let proof = match answerer.audit_path(args.leaf, leaf_hash, args.root) {
-        Err(AnswerError::WrongLookup { found, .. }) => {
-            let found = match found {
-                Lookup::Index => "index".to_string(),
-                Lookup::Key => "keyword".to_string(),
-                Lookup::AuditPath => "merkle".to_string(),
-                Lookup::Other(kind) => kind,
-            };
-            bail!(
-                "{} is not a Merkle tree (it is a database of kind {found}): build one with `obscura merkle build`",
-                args.db
-            )
-        }
-        Err(AnswerError::LeafOutOfRange { leaf, leaves }) => bail!(
+    let proof = match client.audit_path(args.leaf, leaf_hash, args.root) {
+        Err(ClientError::Lookup {
+            error: PirError::WrongLookup { serves, .. },
+            ..
+        }) => bail!(
+            "{} is not a Merkle tree (it is a database of kind {serves}): build one with `obscura merkle build`",
+            args.db
+        ),
+        Err(ClientError::LeafOutOfRange { leaf, leaves }) => bail!(
             "leaf {leaf} is out of range: the tree has {leaves} leaves (0 to {})",
             leaves - 1
         ),
-        Err(error @ AnswerError::Pir(PirError::InvalidProof(_))) => {
+        Err(error @ ClientError::Pir(PirError::InvalidProof(_))) => {
             return Err(anyhow::Error::new(error).context(format!(
                 "leaf {} with hash {} under root {}",
                 args.leaf,
                 leaf_hash.map_or("(fetched)".into(), hex::encode),
-                answerer
-                    .setup::<TreePir>()
-                    .map_or("(unknown)".into(), |setup| hex::encode(setup.root()))
+                client
+                    .session()
+                    .listing()
+                    .root
+                    .map_or("(unknown)".into(), hex::encode)
             )))
         }
         proof => proof?,

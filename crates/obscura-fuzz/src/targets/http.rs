@@ -11,9 +11,9 @@ use obscura_pir::framing;
 use obscura_pir::keyword::Keyword;
 use obscura_pir::lwe::{Client, Lwe};
 use obscura_pir::PirClient;
-use obscura_server::catalog::Catalog;
-use obscura_server::service::{self, ServiceConfig};
-use obscura_server::store::Database;
+use obscura_service::catalog::Catalog;
+use obscura_service::service::{self, ServiceConfig};
+use obscura_store::store::Database;
 use tokio::runtime::Runtime;
 use tower::ServiceExt;
 

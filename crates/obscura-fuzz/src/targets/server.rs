@@ -3,10 +3,10 @@
 use std::cell::RefCell;
 use std::path::PathBuf;
 
+use obscura_client::api::DatabaseInfo;
 use obscura_pir::framing;
 use obscura_pir::wire;
-use obscura_server::catalog::DatabaseInfo;
-use obscura_server::store;
+use obscura_store::store;
 
 use super::{one_line, outcome, round_trip, SeedsEnd, Target, Verdict, ACCEPTED};
 use crate::fixtures;

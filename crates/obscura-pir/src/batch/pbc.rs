@@ -23,6 +23,7 @@ use sha2::{Digest as _, Sha256};
 use super::merkle::{self, Hash, MerkleTree};
 use super::shards::{self, ShardClients, ShardServers, Sharded, Shards};
 use super::{coloring, swapped};
+use crate::lookup::{self, Found, Lookup, Target};
 use crate::lwe::{Answer, PublicSetup, Query, QueryState, Records, Server, SetupOptions};
 use crate::scheme::{Progress, Scheme, SetupMessage, Summary};
 use crate::wire::{self, Digest, Kind, Reader};
@@ -369,6 +370,7 @@ impl SetupMessage for PbcSetup {
             item_bytes: self.record_bytes,
             engine: self.largest_shard(),
             sub_queries: Some(self.databases.len() as u32),
+            root: None,
         }
     }
 }
@@ -383,9 +385,18 @@ impl PirServer for PbcServer {
         options: PbcOptions,
         progress: Progress<'_>,
     ) -> Result<Self, PirError> {
+        let Records::Raw {
+            bytes,
+            record_bytes,
+        } = records
+        else {
+            return Err(PirError::InvalidParameters(
+                "a batch-code database is built from fixed-size records".into(),
+            ));
+        };
         Self::setup(
-            records.bytes,
-            records.record_bytes,
+            bytes,
+            record_bytes,
             options.batch,
             options.seed,
             options.engine,
@@ -421,6 +432,8 @@ impl PirClient for PbcClient {
     type State = BatchState;
     /// The records, in the order they were asked for.
     type Output = Vec<Vec<u8>>;
+    const LOOKUP: Lookup = Lookup::Batch;
+    type Pending = (BatchState, bool);
 
     fn new(setup: PbcSetup) -> Self {
         PbcClient::new(setup)
@@ -436,6 +449,28 @@ impl PirClient for PbcClient {
 
     fn decode(&self, state: BatchState, answer: &Shards<Answer>) -> Result<Vec<Vec<u8>>, PirError> {
         PbcClient::decode(self, state, &answer.0)
+    }
+
+    /// One index is a batch of one, found as a [`Found::Record`].
+    fn lookup(&mut self, target: Target<'_>) -> Result<(Vec<u8>, (BatchState, bool)), PirError> {
+        let (items, one) = match &target {
+            Target::Index(index) => (std::slice::from_ref(index), true),
+            Target::Indices(items) => (*items, false),
+            other => return Err(lookup::wrong_lookup(Self::LOOKUP, other)),
+        };
+        let (query, state) = lookup::encoded_query(self, items)?;
+        Ok((query, (state, one)))
+    }
+
+    fn found(&self, (state, one): (BatchState, bool), answer: &[u8]) -> Result<Found, PirError> {
+        let records = lookup::decoded_answer(self, state, answer)?;
+        if !one {
+            return Ok(Found::Records(records));
+        }
+        let [record]: [Vec<u8>; 1] = records
+            .try_into()
+            .map_err(|_| PirError::malformed("batch answer", "not one record"))?;
+        Ok(Found::Record(record))
     }
 }
 

@@ -17,11 +17,12 @@ use super::coloring::{self, Coloring};
 use super::merkle::{self, Hash, MerkleTree};
 use super::shards::{self, ShardClients, ShardServers, Sharded, Shards};
 use super::swapped;
+use crate::lookup::{self, Found, Lookup, Target};
 use crate::lwe::{Answer, Footprint, PublicSetup, Query, QueryState, Server, SetupOptions};
-use crate::scheme::{Progress, Scheme, SetupMessage, Summary};
+use crate::scheme::{AnswerOf, Progress, Scheme, SetupMessage, Summary};
 use crate::wire::{self, Digest, Kind, Reader};
 use crate::PirError;
-use crate::{PirClient, PirServer};
+use crate::{Encode, Message, PirClient, PirServer};
 use obscura_math::matrix::PlaintextMatrix;
 
 /// TreePIR: the audit paths of a Merkle tree, fetched by leaf.
@@ -291,6 +292,7 @@ impl SetupMessage for TreePirSetup {
             item_bytes: ENTRY_BYTES,
             engine: self.largest_shard(),
             sub_queries: Some(self.height()),
+            root: Some(self.root),
         }
     }
 }
@@ -348,6 +350,8 @@ impl PirClient for TreePirClient {
     type State = (ProofState, Hash);
     /// The verified audit path, leaf to root.
     type Output = Vec<Hash>;
+    const LOOKUP: Lookup = Lookup::Merkle;
+    type Pending = TreeLookup;
 
     fn new(setup: TreePirSetup) -> Self {
         TreePirClient::new(setup)
@@ -369,6 +373,45 @@ impl PirClient for TreePirClient {
     ) -> Result<Vec<Hash>, PirError> {
         TreePirClient::decode(self, state, &answer.0, &hash)
     }
+
+    fn lookup(&mut self, target: Target<'_>) -> Result<(Vec<u8>, TreeLookup), PirError> {
+        match target {
+            Target::MerklePath { leaf, leaf_hash } => {
+                let leaf = Leaf {
+                    index: leaf,
+                    hash: leaf_hash,
+                };
+                let (query, (proof, hash)) = lookup::encoded_query(self, leaf)?;
+                Ok((query, TreeLookup::Path(proof, hash)))
+            }
+            Target::MerkleLeafHash(leaf) => {
+                let (queries, state) = self.query_leaf_hash(leaf)?;
+                Ok((Shards(queries).to_bytes(), TreeLookup::LeafHash(state)))
+            }
+            other => Err(lookup::wrong_lookup(Self::LOOKUP, &other)),
+        }
+    }
+
+    fn found(&self, pending: TreeLookup, answer: &[u8]) -> Result<Found, PirError> {
+        match pending {
+            TreeLookup::Path(proof, hash) => {
+                lookup::decoded_answer(self, (proof, hash), answer).map(Found::Path)
+            }
+            TreeLookup::LeafHash(state) => {
+                let answers = AnswerOf::<TreePir>::from_bytes(answer, &self.setup)?;
+                self.decode_leaf_hash(state, &answers.0)
+                    .map(Found::LeafHash)
+            }
+        }
+    }
+}
+
+/// The secret state of a lookup in a Merkle tree: an audit path's, or a leaf hash's.
+pub enum TreeLookup {
+    /// A request for the audit path of the leaf with this hash.
+    Path(ProofState, Hash),
+    /// A request for a leaf's hash.
+    LeafHash(LeafHashState),
 }
 
 /// The client: one LWE client per sub-database.

@@ -55,6 +55,7 @@ impl SetupMessage for PublicSetup {
             item_bytes: self.first().geometry().record_bytes(),
             engine: Some(self.first()),
             sub_queries: None,
+            root: None,
         }
     }
 }

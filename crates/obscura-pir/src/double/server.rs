@@ -13,9 +13,9 @@ use super::setup::{
 };
 use crate::lwe::{
     self, encode_database, encode_with_largest_p, switch_modulus, value_slots, Footprint, Geometry,
-    Layout, RecordFormat, Records, SetupOptions,
+    Layout, RecordFormat, RecordShape, Records, SetupOptions,
 };
-use crate::scheme::Progress;
+use crate::scheme::{IndexServer, Progress};
 use crate::{PirError, PirServer};
 
 /// The server side of DoublePIR: the database, the second layer (the digits of the first
@@ -287,6 +287,17 @@ fn word_digits(words: &[u32], geometry: &Geometry) -> PlaintextMatrix {
     encode_database(bytes, geometry)
 }
 
+impl IndexServer for Server {
+    const STEPS: &'static [&'static str] = &["computing the hints"];
+
+    fn footprint_for(shape: RecordShape, options: &SetupOptions) -> Result<Footprint, PirError> {
+        shape.either(
+            |bytes, record_bytes| Self::footprint(bytes, record_bytes, *options),
+            |count, longest| Self::values_footprint(count, longest, *options),
+        )
+    }
+}
+
 impl PirServer for Server {
     type Scheme = Double;
     type Data<'a> = Records<'a>;
@@ -297,7 +308,13 @@ impl PirServer for Server {
         options: SetupOptions,
         progress: Progress<'_>,
     ) -> Result<Self, PirError> {
-        Self::setup(records.bytes, records.record_bytes, options, progress)
+        match records {
+            Records::Raw {
+                bytes,
+                record_bytes,
+            } => Self::setup(bytes, record_bytes, options, progress),
+            Records::Values(values) => Self::setup_values(values, options, progress),
+        }
     }
 
     fn public_setup(&self) -> &PublicSetup {

@@ -6,6 +6,7 @@ use super::index::{IndexState, KeywordIndex};
 use super::row::{filter_hash, key_digest, mask_digit, row_check, CHECK_BYTES, DIGEST_BYTES};
 use super::setup::Setup;
 use super::Keyword;
+use crate::lookup::{self, Found, Lookup, Target};
 use crate::scheme::{AnswerOf, QueryOf};
 use crate::{PirClient, PirError};
 
@@ -16,7 +17,7 @@ pub struct Client<I: KeywordIndex> {
 }
 
 /// The secret state of one lookup.
-pub struct Lookup<I: KeywordIndex> {
+pub struct KeyLookup<I: KeywordIndex> {
     index: IndexState<I>,
     digest: [u8; DIGEST_BYTES],
     hash: u64,
@@ -32,9 +33,11 @@ impl<I: KeywordIndex> Client<I> {
 impl<I: KeywordIndex> PirClient for Client<I> {
     type Scheme = Keyword<I>;
     type Target<'a> = &'a [u8];
-    type State = Lookup<I>;
+    type State = KeyLookup<I>;
     /// The value stored under the key, or `None` when the key is absent.
     type Output = Option<Vec<u8>>;
+    const LOOKUP: Lookup = Lookup::Key;
+    type Pending = KeyLookup<I>;
 
     fn new(setup: Setup<I>) -> Self {
         Self {
@@ -48,7 +51,7 @@ impl<I: KeywordIndex> PirClient for Client<I> {
     }
 
     /// A query for `key`: Δ at its filter slots. The server cannot tell keys apart.
-    fn query(&mut self, key: &[u8]) -> Result<(QueryOf<I>, Lookup<I>), PirError> {
+    fn query(&mut self, key: &[u8]) -> Result<(QueryOf<I>, KeyLookup<I>), PirError> {
         let digest = key_digest(key);
         let hash = filter_hash(&self.setup.seed, &digest);
         let positions = self.setup.shape().positions(hash);
@@ -56,7 +59,7 @@ impl<I: KeywordIndex> PirClient for Client<I> {
             I::query_slots(&mut self.index, &positions[..self.setup.arity().get()])?;
         Ok((
             query,
-            Lookup {
+            KeyLookup {
                 index,
                 digest,
                 hash,
@@ -66,7 +69,11 @@ impl<I: KeywordIndex> PirClient for Client<I> {
 
     /// The value stored under the key, or `None` when the key is absent. An answer altered on
     /// the way fails the row's check and also gives `None` (or an error), never a wrong value.
-    fn decode(&self, state: Lookup<I>, answer: &AnswerOf<I>) -> Result<Option<Vec<u8>>, PirError> {
+    fn decode(
+        &self,
+        state: KeyLookup<I>,
+        answer: &AnswerOf<I>,
+    ) -> Result<Option<Vec<u8>>, PirError> {
         let log_p = I::engine(&self.setup.index).params().log_p;
         let p_mask = (1u16 << log_p) - 1;
         let mut digits = I::decode_slots(&self.index, state.index, answer)?;
@@ -98,5 +105,16 @@ impl<I: KeywordIndex> PirClient for Client<I> {
             return Ok(None);
         }
         Ok(Some(value.to_vec()))
+    }
+
+    fn lookup(&mut self, target: Target<'_>) -> Result<(Vec<u8>, KeyLookup<I>), PirError> {
+        match target {
+            Target::Key(key) => lookup::encoded_query(self, key),
+            other => Err(lookup::wrong_lookup(Self::LOOKUP, &other)),
+        }
+    }
+
+    fn found(&self, state: KeyLookup<I>, answer: &[u8]) -> Result<Found, PirError> {
+        lookup::decoded_answer(self, state, answer).map(Found::Value)
     }
 }

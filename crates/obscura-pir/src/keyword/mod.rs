@@ -38,7 +38,7 @@ mod row;
 mod server;
 mod setup;
 
-pub use client::{Client, Lookup};
+pub use client::{Client, KeyLookup};
 pub use index::{IndexState, KeywordIndex};
 pub use row::{filter_hash, key_digest, row_check, CHECK_BYTES, DIGEST_BYTES};
 pub use server::Server;
@@ -51,7 +51,7 @@ pub type KeywordClient = Client<Lwe>;
 /// The public setup of a keyword database on the LWE engine.
 pub type KeywordSetup = Setup<Lwe>;
 /// The secret state of one lookup in a keyword database on the LWE engine.
-pub type LookupState = Lookup<Lwe>;
+pub type LookupState = KeyLookup<Lwe>;
 
 use crate::lwe::Lwe;
 use crate::params::{MatrixKind, ParamSet};

@@ -262,6 +262,7 @@ impl PirClient for Client {
     type Target<'a> = u64;
     type State = QueryState;
     type Output = Vec<u8>;
+    crate::lookup::index_lookup!(QueryState);
 
     fn new(setup: PublicSetup) -> Self {
         Client::new(setup)

@@ -55,12 +55,7 @@ impl Footprint {
     /// A setup that keeps `matrix_bytes` of matrices, holds `held_bytes` besides them through
     /// the setup (and after: what a server keeps in memory), `working_bytes` for a while, and
     /// writes an encoded setup of `setup_bytes` (a scheme without an engine's hint).
-    pub(crate) fn of(
-        matrix_bytes: u64,
-        held_bytes: u64,
-        working_bytes: u64,
-        setup_bytes: u64,
-    ) -> Self {
+    pub fn of(matrix_bytes: u64, held_bytes: u64, working_bytes: u64, setup_bytes: u64) -> Self {
         Self {
             matrix_bytes,
             hint_bytes: 0,

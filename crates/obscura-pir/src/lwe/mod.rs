@@ -29,7 +29,7 @@ pub use client::{Client, QueryState};
 pub use footprint::Footprint;
 pub use layout::{Geometry, Layout, RecordLocation, MAX_RECORD_BYTES};
 pub use messages::{Answer, Query};
-pub use scheme::{Lwe, Records};
+pub use scheme::{Lwe, RecordShape, Records};
 pub(crate) use server::centered;
 pub use server::Server;
 pub(crate) use server::{

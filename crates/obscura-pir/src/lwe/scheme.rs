@@ -9,14 +9,80 @@ use crate::PirError;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lwe;
 
-/// Records of `record_bytes` bytes laid end to end (the last one may be short; it is
-/// zero-padded): what [`Server::build`](crate::PirServer::build) sets up.
+/// The records of an index database, as [`PirServer::build`](crate::PirServer::build) of every
+/// index scheme takes them.
 #[derive(Clone, Copy, Debug)]
-pub struct Records<'a> {
-    /// The records' bytes.
-    pub bytes: &'a [u8],
-    /// Bytes per record.
-    pub record_bytes: u64,
+pub enum Records<'a> {
+    /// Records of `record_bytes` bytes laid end to end (the last one may be short; it is
+    /// zero-padded).
+    Raw {
+        /// The records' bytes.
+        bytes: &'a [u8],
+        /// Bytes per record.
+        record_bytes: u64,
+    },
+    /// Records of any length, one per value; clients get each back exactly.
+    Values(&'a [Vec<u8>]),
+}
+
+/// The sizes of an index database's records: all a footprint needs, known before the records
+/// are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordShape {
+    /// Fixed-size records.
+    Raw {
+        /// Bytes of records.
+        bytes: u64,
+        /// Bytes per record.
+        record_bytes: u64,
+    },
+    /// Records of any length.
+    Values {
+        /// Records.
+        count: u64,
+        /// The longest record's bytes.
+        longest: u64,
+        /// Bytes of records in all.
+        bytes: u64,
+    },
+}
+
+impl RecordShape {
+    /// `raw(bytes, record_bytes)` for fixed-size records, `values(count, longest)` for records
+    /// of any length.
+    pub fn either<T>(
+        self,
+        raw: impl FnOnce(u64, u64) -> T,
+        values: impl FnOnce(u64, u64) -> T,
+    ) -> T {
+        match self {
+            Self::Raw {
+                bytes,
+                record_bytes,
+            } => raw(bytes, record_bytes),
+            Self::Values { count, longest, .. } => values(count, longest),
+        }
+    }
+}
+
+impl Records<'_> {
+    /// The records' sizes.
+    pub fn shape(&self) -> RecordShape {
+        match *self {
+            Self::Raw {
+                bytes,
+                record_bytes,
+            } => RecordShape::Raw {
+                bytes: bytes.len() as u64,
+                record_bytes,
+            },
+            Self::Values(values) => RecordShape::Values {
+                count: values.len() as u64,
+                longest: values.iter().map(|v| v.len() as u64).max().unwrap_or(0),
+                bytes: values.iter().map(|v| v.len() as u64).sum(),
+            },
+        }
+    }
 }
 
 impl Scheme for Lwe {
@@ -61,6 +127,7 @@ impl SetupMessage for PublicSetup {
             item_bytes: self.geometry().record_bytes(),
             engine: Some(self.layer()),
             sub_queries: None,
+            root: None,
         }
     }
 }

@@ -8,12 +8,12 @@ use obscura_math::{hint, kernels, pack};
 use super::footprint::Footprint;
 use super::layout::{Geometry, MAX_RECORD_BYTES};
 use super::messages::{Answer, Query};
-use super::scheme::{Lwe, Records};
+use super::scheme::{Lwe, RecordShape, Records};
 use super::setup::{matrix_a, PublicSetup, RecordFormat, SetupOptions};
 use crate::params::{
     worst_row_norm, LweParams, MatrixKind, ParamSet, ANSWER_BITS, LOG_FAILURE, MAX_LOG_P,
 };
-use crate::scheme::Progress;
+use crate::scheme::{IndexServer, Progress};
 use crate::{PirError, PirServer};
 
 /// The server side of the LWE engine: the encoded database and its public setup.
@@ -178,6 +178,17 @@ impl Server {
     }
 }
 
+impl IndexServer for Server {
+    const STEPS: &'static [&'static str] = &["computing the hint"];
+
+    fn footprint_for(shape: RecordShape, options: &SetupOptions) -> Result<Footprint, PirError> {
+        shape.either(
+            |bytes, record_bytes| Self::footprint(bytes, record_bytes, *options),
+            |count, longest| Self::values_footprint(count, longest, *options),
+        )
+    }
+}
+
 impl PirServer for Server {
     type Scheme = Lwe;
     type Data<'a> = Records<'a>;
@@ -188,7 +199,13 @@ impl PirServer for Server {
         options: SetupOptions,
         progress: Progress<'_>,
     ) -> Result<Self, PirError> {
-        Self::setup(records.bytes, records.record_bytes, options, progress)
+        match records {
+            Records::Raw {
+                bytes,
+                record_bytes,
+            } => Self::setup(bytes, record_bytes, options, progress),
+            Records::Values(values) => Self::setup_values(values, options, progress),
+        }
     }
 
     fn public_setup(&self) -> &PublicSetup {

@@ -51,6 +51,7 @@ impl SetupMessage for PublicSetup {
             item_bytes: self.shape().record_bytes(),
             engine: None,
             sub_queries: None,
+            root: None,
         }
     }
 }

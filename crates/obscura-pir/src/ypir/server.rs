@@ -18,8 +18,10 @@ use super::params::{DEGREE, FIRST_DIMENSION, GADGET_DIGITS, LEVELS, PLAINTEXT_BI
 use super::scheme::Ypir;
 use super::setup::PublicSetup;
 use super::shape::{DoubleShape, Shape, SimpleShape, Variant, HINT_CHUNKS};
-use crate::lwe::{centered, value_slots, values_footprint, Footprint, RecordFormat, Records};
-use crate::scheme::Progress;
+use crate::lwe::{
+    centered, value_slots, values_footprint, Footprint, RecordFormat, RecordShape, Records,
+};
+use crate::scheme::{IndexServer, Progress};
 use crate::{PirError, PirServer};
 use obscura_math::ring::words::{pass, word_matrix, Residues};
 
@@ -507,6 +509,17 @@ fn hint_chunks(hint: &[u32], shape: &DoubleShape) -> PlaintextMatrix {
     })
 }
 
+impl IndexServer for Server {
+    const STEPS: &'static [&'static str] = &["planning the packing"];
+
+    fn footprint_for(shape: RecordShape, options: &YpirOptions) -> Result<Footprint, PirError> {
+        shape.either(
+            |bytes, record_bytes| Self::footprint(bytes, record_bytes, *options),
+            |count, longest| Self::values_footprint(count, longest, *options),
+        )
+    }
+}
+
 impl PirServer for Server {
     type Scheme = Ypir;
     type Data<'a> = Records<'a>;
@@ -517,7 +530,13 @@ impl PirServer for Server {
         options: YpirOptions,
         progress: Progress<'_>,
     ) -> Result<Self, PirError> {
-        Self::setup(records.bytes, records.record_bytes, options, progress)
+        match records {
+            Records::Raw {
+                bytes,
+                record_bytes,
+            } => Self::setup(bytes, record_bytes, options, progress),
+            Records::Values(values) => Self::setup_values(values, options, progress),
+        }
     }
 
     fn public_setup(&self) -> &PublicSetup {

@@ -16,7 +16,7 @@ const root = resolve(import.meta.dirname, "../../../..");
 const folder = process.env.OBSCURA_VECTORS_DIR ?? join(root, "target/tmp/wasm-vectors");
 const vectors = JSON.parse(readFileSync(resolve(import.meta.dirname, "../vectors/queries.json"), "utf8"));
 const { load } = await import(join(pkg, "obscura.js"));
-const { PirClient } = await import(join(pkg, "obscura_wasm.js"));
+const { Client } = await import(join(pkg, "obscura_wasm.js"));
 await load(readFileSync(join(pkg, "obscura_wasm_bg.wasm")));
 
 const sha256 = (bytes) => createHash("sha256").update(bytes).digest("hex");
@@ -39,11 +39,12 @@ function withSecretStream(key, action) {
   }
 }
 
-function query(client, target) {
-  if ("index" in target) return client.queryIndex(target.index);
-  if ("key" in target) return client.queryKey(new TextEncoder().encode(target.key));
-  if ("auditPath" in target) return client.queryAuditPath(target.auditPath, hex(target.leafHash));
-  return client.queryLeafHash(target.leafHash);
+/** Starts the exchange a page starts for `target`. */
+function begin(client, target) {
+  if ("index" in target) return client.get(target.index);
+  if ("key" in target) return client.getKey(new TextEncoder().encode(target.key));
+  if ("auditPath" in target) return client.auditPath(target.auditPath, hex(target.leafHash));
+  return client.auditPath(target.leafHash);
 }
 
 for (const vector of vectors) {
@@ -52,16 +53,22 @@ for (const vector of vectors) {
     assert.ok(existsSync(setupFile), `no ${setupFile}: run cargo test -p obscura-wasm --test vectors first`);
     const setup = readFileSync(setupFile);
     assert.equal(sha256(setup), vector.setupSha256, "the setup file is not the vectors' (run the native test again)");
-    const client = new PirClient(setup, vector.setupSha256);
-    const pending = withSecretStream(vector.secretKey, () => query(client, vector.target));
-    const bytes = pending.bytes;
+    // The client and its session are made in the stream too, as the native vectors are.
+    const { client, exchange } = withSecretStream(vector.secretKey, () => {
+      const client = new Client(vector.database, vector.setupSha256, 2 ** 30);
+      client.acceptSetup("vectors", 200, undefined, setup, undefined);
+      return { client, exchange: begin(client, vector.target) };
+    });
+    const bytes = exchange.body;
     assert.equal(bytes.length, vector.queryBytes);
     assert.equal(sha256(bytes), vector.querySha256, "the query differs from the native client's");
     const answer = readFileSync(join(folder, vector.answer));
     assert.equal(sha256(answer), vector.answerSha256);
-    const value = pending.decode(answer);
+    client.receive(exchange, "vectors", 200, answer);
+    // A leaf hash request is the first of an audit path's two: its value is the hash learnt.
+    const value = "auditPath" in vector.target || !("leafHash" in vector.target) ? exchange.value : exchange.leafHash;
     assert.equal(value === undefined ? null : Buffer.from(value).toString("hex"), vector.value);
-    pending.free();
+    exchange.free();
     client.free();
   });
 }

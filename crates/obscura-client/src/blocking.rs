@@ -1,0 +1,172 @@
+//! A blocking client of one database: a [`Session`] driven over a database file read in this
+//! process (feature `file`) or over HTTP to `obscura serve` (feature `http`).
+
+use obscura_pir::batch::merkle::Hash;
+use obscura_registry::Registry;
+
+use crate::error::ClientError;
+use crate::session::{Ask, AuditPath, Outcome, Request, Session, Step};
+use crate::setup::SetupPolicy;
+
+/// Where requests are answered.
+enum Source {
+    /// A database file, answered in this process.
+    #[cfg(feature = "file")]
+    File(obscura_registry::Database),
+    /// A database served over HTTP, by its name on the server.
+    #[cfg(feature = "http")]
+    Http(Box<crate::http::HttpClient>),
+}
+
+/// A client of one database: its setup verified and decoded once, its scheme's client kept,
+/// every lookup one exchange of its session.
+pub struct Client {
+    source: Source,
+    session: Session,
+}
+
+impl Client {
+    /// A client of the database file at `path` (its checksum verified on load).
+    #[cfg(feature = "file")]
+    pub fn open(path: &std::path::Path) -> Result<Self, ClientError> {
+        let database = obscura_store::store::read_database(path)?;
+        let setup = database.setup_bytes();
+        let sha256 = obscura_registry::setup_sha256(&setup);
+        // A local file's queries are answered in this process: no size limit protects a peer.
+        let policy = SetupPolicy {
+            max_query_bytes: u64::MAX,
+            ..SetupPolicy::default()
+        };
+        let name = path.display().to_string();
+        let session = Session::new(&name, &setup, sha256, false, &policy, &Registry::default())?;
+        Ok(Self {
+            source: Source::File(database),
+            session,
+        })
+    }
+
+    /// A client of database `name` of the server `http` talks to: its setup fetched and
+    /// verified as `http`'s options say.
+    #[cfg(feature = "http")]
+    pub fn connect(http: crate::http::HttpClient, name: &str) -> Result<Self, ClientError> {
+        let session = Self::remote_session(&http, name)?;
+        Ok(Self {
+            source: Source::Http(Box::new(http)),
+            session,
+        })
+    }
+
+    /// The session of database `name` of `http`'s server, from its setup fetched now.
+    #[cfg(feature = "http")]
+    fn remote_session(http: &crate::http::HttpClient, name: &str) -> Result<Session, ClientError> {
+        let setup = http.fetch_setup(name)?;
+        let policy = http.policy();
+        Session::new(
+            name,
+            &setup.bytes,
+            setup.sha256,
+            setup.from_cache,
+            &policy,
+            &Registry::default(),
+        )
+    }
+
+    /// The session: what the database serves and holds.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Looks `ask` up: the outcome and the requests it took. When a server has replaced the
+    /// database since its setup was fetched, the new setup is fetched (and verified) and the
+    /// lookup made again, once.
+    pub fn fetch(&mut self, ask: Ask) -> Result<(Outcome, usize), ClientError> {
+        let (mut exchange, mut request) = self.session.begin(ask)?;
+        loop {
+            let step = match self.send(&request) {
+                Ok(answer) => self.session.receive(&mut exchange, Ok(&answer)),
+                Err(error) => self.session.receive(&mut exchange, Err(error)),
+            };
+            match step? {
+                Step::Send(next) => request = next,
+                Step::Refresh => {
+                    self.refresh()?;
+                    request = self.session.restart(&mut exchange)?;
+                }
+                Step::Done(outcome) => return Ok((outcome, exchange.requests())),
+            }
+        }
+    }
+
+    /// Fetches record `index` of an index (or batch) database.
+    pub fn get(&mut self, index: u64) -> Result<Vec<u8>, ClientError> {
+        match self.fetch(Ask::Record(index))?.0 {
+            Outcome::Record(record) => Ok(record),
+            other => Err(self.unexpected(other)),
+        }
+    }
+
+    /// Fetches the value under `key` of a keyword database: `None` when the key is absent.
+    pub fn get_key(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, ClientError> {
+        match self.fetch(Ask::Value(key.to_vec()))?.0 {
+            Outcome::Value(value) => Ok(value),
+            other => Err(self.unexpected(other)),
+        }
+    }
+
+    /// Fetches the audit path of `leaf` of a Merkle tree, verified against the tree's root
+    /// (and `root`, when given); without `leaf_hash` the leaf's hash is fetched privately too.
+    pub fn audit_path(
+        &mut self,
+        leaf: u64,
+        leaf_hash: Option<Hash>,
+        root: Option<Hash>,
+    ) -> Result<AuditPath, ClientError> {
+        let ask = Ask::AuditPath {
+            leaf,
+            leaf_hash,
+            root,
+        };
+        match self.fetch(ask)?.0 {
+            Outcome::AuditPath(path) => Ok(path),
+            other => Err(self.unexpected(other)),
+        }
+    }
+
+    /// The error for an outcome of another kind than the lookup asked for.
+    fn unexpected(&self, outcome: Outcome) -> ClientError {
+        ClientError::Unexpected {
+            url: self.session.database().to_string(),
+            message: format!("the lookup found {outcome:?}"),
+        }
+    }
+
+    /// The answer to `request`, from the source.
+    fn send(&self, request: &Request) -> Result<Vec<u8>, ClientError> {
+        match &self.source {
+            #[cfg(feature = "file")]
+            Source::File(database) => {
+                let query = database.decode_query(&request.body)?;
+                let mut answers = database.answer(vec![query])?;
+                answers.pop().ok_or_else(|| ClientError::Unexpected {
+                    url: self.session.database().to_string(),
+                    message: "no answer".into(),
+                })
+            }
+            #[cfg(feature = "http")]
+            Source::Http(http) => http.send(self.session.database(), request),
+        }
+    }
+
+    /// Makes a new session of the setup the source has now (a file's never changes).
+    fn refresh(&mut self) -> Result<(), ClientError> {
+        match &self.source {
+            #[cfg(feature = "file")]
+            Source::File(_) => Ok(()),
+            #[cfg(feature = "http")]
+            Source::Http(http) => {
+                self.session = Self::remote_session(http, self.session.database())?;
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,452 @@
+//! The HTTP client: fetches public setups, verified by their SHA-256 on every download and every
+//! load from the cache, and exchanges queries for answers. Every response is bounded by what
+//! its request can legitimately receive, before anything is allocated for it.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use obscura_pir::framing;
+use obscura_pir::scheme::{AnswerOf, QueryOf, SetupOf};
+use obscura_pir::{Encode, Message, Scheme, SetupMessage};
+use obscura_registry::setup_sha256;
+use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
+use ureq::Agent;
+
+use crate::api::DatabaseInfo;
+use crate::error::ClientError;
+use crate::session::Request;
+use crate::setup::{
+    etag_of, refusal, sha256_of_etag, Accepted, Cached, SetupPolicy, Sha256,
+    DEFAULT_MAX_QUERY_BYTES, DEFAULT_MAX_SETUP_BYTES, MAX_ERROR_BYTES,
+};
+
+/// The largest database list read.
+const MAX_LIST_BYTES: u64 = 16 << 20;
+
+/// How a client fetches, verifies and caches setups. Built once, handed to
+/// [`HttpClient::with_options`].
+#[derive(Clone, Debug)]
+pub struct ClientOptions {
+    /// Folder where verified setups are cached, one subfolder per server (`None`: no cache).
+    pub cache_dir: Option<PathBuf>,
+    /// The SHA-256 every setup this client fetches must have, taken out of band (e.g. as
+    /// `obscura build` printed it). Without it a setup is checked against the server's ETag,
+    /// which catches corruption but not a server or network that lies.
+    pub setup_sha256: Option<Sha256>,
+    /// The largest setup accepted, in bytes; a larger one is refused before it is read.
+    pub max_setup_bytes: u64,
+    /// The largest query (or all the queries of a proof request) this client makes, in bytes;
+    /// a setup that asks for more is refused.
+    pub max_query_bytes: u64,
+    /// Time limit of each request, from connecting to the last byte of the response.
+    pub timeout: Duration,
+    /// The bearer token sent with every request, for databases behind tokens.
+    pub token: Option<String>,
+    /// The certificates (DER) trusted as roots for `https://` servers, in place of the WebPKI
+    /// roots: e.g. a server's self-signed certificate or a private CA (`obscura-service`'s
+    /// `tls::certificates_from_pem` reads them from PEM).
+    pub trusted_roots: Option<Vec<Vec<u8>>>,
+}
+
+/// The default cache folder of downloaded setups: `$XDG_CACHE_HOME/obscura` or
+/// `~/.cache/obscura` (`None` where neither variable is set).
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
+    Some(base.join("obscura"))
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            cache_dir: None,
+            setup_sha256: None,
+            max_setup_bytes: DEFAULT_MAX_SETUP_BYTES,
+            max_query_bytes: DEFAULT_MAX_QUERY_BYTES,
+            timeout: Duration::from_secs(300),
+            token: None,
+            trusted_roots: None,
+        }
+    }
+}
+
+/// A response that is not an error: its status, its ETag and its body.
+struct Reply {
+    status: u16,
+    etag: Option<String>,
+    body: Vec<u8>,
+}
+
+/// A client of one Obscura server.
+pub struct HttpClient {
+    base: String,
+    agent: Agent,
+    options: ClientOptions,
+}
+
+impl HttpClient {
+    /// A client for the server at `base_url` (e.g. `http://127.0.0.1:8080`; a bare `host:port`
+    /// means `http://`), caching public setups under `cache_dir` when given, with the other
+    /// [`ClientOptions`] at their defaults.
+    pub fn new(base_url: &str, cache_dir: Option<PathBuf>) -> Self {
+        Self::with_options(
+            base_url,
+            ClientOptions {
+                cache_dir,
+                ..ClientOptions::default()
+            },
+        )
+    }
+
+    /// A client for the server at `base_url` (see [`HttpClient::new`]) with `options`.
+    pub fn with_options(base_url: &str, options: ClientOptions) -> Self {
+        let mut tls = TlsConfig::builder().provider(TlsProvider::Rustls);
+        if let Some(roots) = &options.trusted_roots {
+            let roots: Vec<Certificate<'static>> = roots
+                .iter()
+                .map(|der| Certificate::from_der(der).to_owned())
+                .collect();
+            tls = tls.root_certs(RootCerts::new_with_certs(&roots));
+        }
+        let agent: Agent = Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(options.timeout))
+            .tls_config(tls.build())
+            .build()
+            .into();
+        // A bare host:port means plain HTTP.
+        let base = base_url.trim_end_matches('/');
+        let base = if base.contains("://") {
+            base.to_string()
+        } else {
+            format!("http://{base}")
+        };
+        Self {
+            base,
+            agent,
+            options,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// A GET request to `url`, with the token if there is one.
+    fn get(&self, url: &str) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> {
+        self.authorized(self.agent.get(url))
+    }
+
+    /// A POST request of binary messages to `url`, with the token if there is one.
+    fn post(&self, url: &str) -> ureq::RequestBuilder<ureq::typestate::WithBody> {
+        self.authorized(
+            self.agent
+                .post(url)
+                .header("content-type", "application/octet-stream"),
+        )
+    }
+
+    /// `request` with the bearer token, if this client has one.
+    fn authorized<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        match &self.options.token {
+            Some(token) => request.header("authorization", format!("Bearer {token}")),
+            None => request,
+        }
+    }
+
+    /// Reads a response of at most `limit` bytes (`what` says why that is the limit), turning
+    /// error statuses into [`ClientError::Status`]. A `Content-Length` above the limit is
+    /// refused before the body is read, and reading stops at the limit whatever the server
+    /// announced, so memory grows only with the bytes that arrived, never beyond the limit.
+    fn receive(
+        &self,
+        url: &str,
+        response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+        limit: u64,
+        what: &'static str,
+    ) -> Result<Reply, ClientError> {
+        let transport = |message: String| ClientError::Transport {
+            url: url.to_string(),
+            message,
+        };
+        let mut response = response.map_err(|e| transport(e.to_string()))?;
+        let status = response.status().as_u16();
+        let etag = response
+            .headers()
+            .get("etag")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let body = response.body_mut();
+        if status >= 400 {
+            let (text, cut) = read_at_most(body, MAX_ERROR_BYTES).map_err(transport)?;
+            return Err(refusal(url, status, &text, cut));
+        }
+        let too_large = || ClientError::TooLarge {
+            url: url.to_string(),
+            limit,
+            what,
+        };
+        if body.content_length().is_some_and(|length| length > limit) {
+            return Err(too_large());
+        }
+        let (body, cut) = read_at_most(body, limit).map_err(transport)?;
+        if cut {
+            return Err(too_large());
+        }
+        Ok(Reply { status, etag, body })
+    }
+
+    /// The databases the server offers.
+    pub fn list(&self) -> Result<Vec<DatabaseInfo>, ClientError> {
+        let url = self.url("/v1/databases");
+        let reply = self.receive(
+            &url,
+            self.get(&url).call(),
+            MAX_LIST_BYTES,
+            "the most a database list may take",
+        )?;
+        serde_json::from_slice(&reply.body).map_err(|e| ClientError::Unexpected {
+            url,
+            message: e.to_string(),
+        })
+    }
+
+    /// What this client accepts of setups and queries.
+    pub fn policy(&self) -> SetupPolicy {
+        SetupPolicy {
+            pin: self.options.setup_sha256,
+            max_setup_bytes: self.options.max_setup_bytes,
+            max_query_bytes: self.options.max_query_bytes,
+        }
+    }
+
+    /// The public setup of database `name`, of scheme `S` (see [`HttpClient::fetch_setup`]).
+    pub fn setup<S: Scheme>(&self, name: &str) -> Result<SetupOf<S>, ClientError> {
+        let setup = <SetupOf<S> as SetupMessage>::from_bytes(&self.fetch_setup(name)?.bytes)?;
+        self.policy()
+            .check_query_bytes(&self.setup_url(name), setup.query_bytes())?;
+        Ok(setup)
+    }
+
+    fn setup_url(&self, name: &str) -> String {
+        self.url(&format!("/v1/databases/{name}/setup"))
+    }
+
+    /// The encoded public setup of database `name`, verified ([`SetupPolicy::accept`]): its
+    /// SHA-256 must equal the server's ETag and the pinned [`ClientOptions::setup_sha256`]
+    /// when given. A cached copy is offered with `If-None-Match` when its bytes still have the
+    /// SHA-256 recorded beside them (a damaged entry is deleted) and used when the server
+    /// confirms it is current; otherwise the setup is downloaded, and cached only once
+    /// verified.
+    pub fn fetch_setup(&self, name: &str) -> Result<Accepted, ClientError> {
+        let url = self.setup_url(name);
+        let policy = self.policy();
+        let cache = self
+            .options
+            .cache_dir
+            .as_deref()
+            .map(|dir| CacheEntry::new(dir, &self.base, name));
+        let cached = policy.usable(
+            cache
+                .as_ref()
+                .and_then(|entry| entry.load(policy.max_setup_bytes)),
+        );
+        let mut request = self.get(&url);
+        if let Some(cached) = &cached {
+            request = request.header("If-None-Match", etag_of(&cached.sha256));
+        }
+        let reply = self.receive(
+            &url,
+            request.call(),
+            policy.max_setup_bytes,
+            "the most this client accepts for a setup",
+        )?;
+        let accepted = policy.accept(
+            &url,
+            reply.status,
+            reply.etag.as_deref(),
+            reply.body,
+            cached,
+        )?;
+        if let (Some(entry), false) = (cache, accepted.from_cache) {
+            // A cache that cannot be written only costs a download next time.
+            let _ = entry.store(&accepted.sha256, &accepted.bytes);
+        }
+        Ok(accepted)
+    }
+
+    /// Sends `request`, a session's request for database `name`, and reads its answer (no
+    /// more than the bytes it is due).
+    pub fn send(&self, name: &str, request: &Request) -> Result<Vec<u8>, ClientError> {
+        let url = self.url(&format!("/v1/databases/{name}/{}", request.route));
+        let reply = self.receive(
+            &url,
+            self.post(&url).send(&request.body[..]),
+            request.answer_bytes,
+            "the size of an answer",
+        )?;
+        Ok(reply.body)
+    }
+
+    /// Sends one query for database `name`, of scheme `S`, and decodes the answer against
+    /// `setup`.
+    pub fn query<S: Scheme>(
+        &self,
+        name: &str,
+        setup: &SetupOf<S>,
+        query: &QueryOf<S>,
+    ) -> Result<AnswerOf<S>, ClientError> {
+        let url = self.url(&format!("/v1/databases/{name}/query"));
+        let request = self.post(&url);
+        let reply = self.receive(
+            &url,
+            request.send(&Encode::to_bytes(query)[..]),
+            setup.answer_bytes(),
+            "the size of an answer",
+        )?;
+        Ok(AnswerOf::<S>::from_bytes(&reply.body, setup)?)
+    }
+
+    /// Sends several queries for database `name` in one request; the answers come back in
+    /// order, from one pass over the database.
+    pub fn batch<S: Scheme>(
+        &self,
+        name: &str,
+        setup: &SetupOf<S>,
+        queries: &[QueryOf<S>],
+    ) -> Result<Vec<AnswerOf<S>>, ClientError> {
+        let url = self.url(&format!("/v1/databases/{name}/batch"));
+        let unexpected = |message: String| ClientError::Unexpected {
+            url: url.clone(),
+            message,
+        };
+        let request = self.post(&url);
+        let messages: Vec<Vec<u8>> = queries.iter().map(Encode::to_bytes).collect();
+        let expected = (queries.len() as u64)
+            .saturating_mul(setup.answer_bytes().saturating_add(4))
+            .saturating_add(4);
+        let reply = self.receive(
+            &url,
+            request.send(&framing::encode(&messages)[..]),
+            expected,
+            "the size of the framed answers",
+        )?;
+        let answers = framing::decode_exact(&reply.body, queries.len()).map_err(unexpected)?;
+        Ok(answers
+            .into_iter()
+            .map(|answer| AnswerOf::<S>::from_bytes(answer, setup))
+            .collect::<Result<_, _>>()?)
+    }
+}
+
+/// Reads at most `limit` bytes of `body`; says whether more followed. The buffer grows with the
+/// bytes read, whatever length the server announced.
+fn read_at_most(body: &mut ureq::Body, limit: u64) -> Result<(Vec<u8>, bool), String> {
+    let mut bytes = Vec::new();
+    body.as_reader()
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    let cut = bytes.len() as u64 > limit;
+    bytes.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    Ok((bytes, cut))
+}
+
+/// Where a database's cached setup lies: one folder per server, the setup's ETag (its SHA-256)
+/// beside it.
+struct CacheEntry {
+    setup: PathBuf,
+    etag: PathBuf,
+}
+
+impl CacheEntry {
+    /// The entry of database `name` of server `base` under `dir`. Server and database names are
+    /// reduced to letters, digits, `-` and `_`, so no name reaches outside the cache folder
+    /// (names that collide only share a slot: the server's ETag check refuses a stale setup).
+    fn new(dir: &Path, base: &str, name: &str) -> Self {
+        let safe = |text: &str| -> String {
+            text.chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect()
+        };
+        let (folder, name) = (dir.join(safe(base)), safe(name));
+        Self {
+            setup: folder.join(format!("{name}.setup")),
+            etag: folder.join(format!("{name}.etag")),
+        }
+    }
+
+    /// The cached setup and its SHA-256, recomputed over the bytes; an entry whose bytes do
+    /// not have the recorded SHA-256 (damaged, half written, or from another version) is
+    /// deleted, as is one larger than `max_bytes`.
+    fn load(&self, max_bytes: u64) -> Option<Cached> {
+        let recorded = std::fs::read_to_string(&self.etag).ok();
+        let size = std::fs::metadata(&self.setup).ok().map(|m| m.len());
+        let (recorded, size) = match (recorded, size) {
+            (None, None) => return None,
+            (Some(recorded), Some(size)) if size <= max_bytes => (recorded, size),
+            _ => return self.remove(),
+        };
+        let bytes = std::fs::read(&self.setup).ok()?;
+        let found = setup_sha256(&bytes);
+        if bytes.len() as u64 != size || sha256_of_etag(&recorded) != Some(found) {
+            return self.remove();
+        }
+        Some(Cached {
+            sha256: found,
+            bytes,
+        })
+    }
+
+    /// Deletes the entry (what cannot be deleted is verified again next time).
+    fn remove(&self) -> Option<Cached> {
+        let _ = std::fs::remove_file(&self.setup);
+        let _ = std::fs::remove_file(&self.etag);
+        None
+    }
+
+    /// Caches `bytes`, whose SHA-256 is `sha256`; each file is replaced whole (written beside
+    /// it, then renamed), so a reader sees the old file or the new one.
+    fn store(&self, sha256: &Sha256, bytes: &[u8]) -> std::io::Result<()> {
+        let folder = self.setup.parent().expect("cache paths have a folder");
+        std::fs::create_dir_all(folder)?;
+        for (path, contents) in [
+            (&self.setup, bytes),
+            (&self.etag, etag_of(sha256).as_bytes()),
+        ] {
+            let temp = tempfile::NamedTempFile::new_in(folder)?;
+            std::fs::write(temp.path(), contents)?;
+            temp.persist(path).map_err(|e| e.error)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_paths_stay_in_the_cache_folder() {
+        let dir = Path::new("/cache");
+        for name in ["../../etc/passwd", "a/b", "..", "db"] {
+            let entry = CacheEntry::new(dir, "http://127.0.0.1:8080", name);
+            for path in [entry.setup, entry.etag] {
+                assert_eq!(
+                    path.parent().unwrap().parent(),
+                    Some(dir),
+                    "{name}: {path:?}"
+                );
+                assert!(!path.to_string_lossy().contains(".."), "{name}: {path:?}");
+            }
+        }
+    }
+}

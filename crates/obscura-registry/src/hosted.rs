@@ -1,0 +1,135 @@
+//! A database of any scheme as a [`Database`]: a trait object over the scheme's server that
+//! the store writes and loads, the catalog lists and the service answers, all in bytes.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use obscura_math::matrix::PlaintextMatrix;
+use obscura_pir::scheme::QueryOf;
+use obscura_pir::wire::{Digest, Kind};
+use obscura_pir::{Encode, Message, PirError, PirServer, Scheme, SetupMessage};
+
+use crate::listing::{listing, Listing};
+
+/// A query decoded for a [`Database`], waiting to be answered (its type is the scheme's).
+pub struct DecodedQuery(Box<dyn Any + Send>);
+
+/// A database of some scheme, as the store, the catalog and the service handle it.
+trait Hosted: Send + Sync {
+    fn kind(&self) -> Kind;
+    fn setup_bytes(&self) -> Vec<u8>;
+    fn digest(&self) -> Digest;
+    fn listing(&self) -> Listing;
+    fn matrices(&self) -> Vec<&PlaintextMatrix>;
+    fn decode_query(&self, bytes: &[u8]) -> Result<DecodedQuery, PirError>;
+    fn answer(&self, queries: Vec<DecodedQuery>) -> Result<Vec<Vec<u8>>, PirError>;
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// The server of scheme `S`, hosted.
+struct Server<S: Scheme>(S::Server);
+
+impl<S: Scheme> Hosted for Server<S> {
+    fn kind(&self) -> Kind {
+        S::KIND
+    }
+
+    fn setup_bytes(&self) -> Vec<u8> {
+        SetupMessage::to_bytes(self.0.public_setup())
+    }
+
+    fn digest(&self) -> Digest {
+        *self.0.public_setup().digest()
+    }
+
+    fn listing(&self) -> Listing {
+        listing::<S>(self.0.public_setup())
+    }
+
+    fn matrices(&self) -> Vec<&PlaintextMatrix> {
+        self.0.matrices()
+    }
+
+    fn decode_query(&self, bytes: &[u8]) -> Result<DecodedQuery, PirError> {
+        let query = QueryOf::<S>::from_bytes(bytes, self.0.public_setup())?;
+        Ok(DecodedQuery(Box::new(query)))
+    }
+
+    fn answer(&self, queries: Vec<DecodedQuery>) -> Result<Vec<Vec<u8>>, PirError> {
+        let queries = queries
+            .into_iter()
+            .map(|query| {
+                query.0.downcast::<QueryOf<S>>().map(|q| *q).map_err(|_| {
+                    PirError::InvalidParameters(format!(
+                        "a query decoded for another database reached a {} database",
+                        S::NAME
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let answers = self.0.answer_batch(&queries)?;
+        Ok(answers.iter().map(Encode::to_bytes).collect())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        &self.0
+    }
+}
+
+/// A database of any scheme, shared by the tasks that answer it.
+#[derive(Clone)]
+pub struct Database(Arc<dyn Hosted>);
+
+impl Database {
+    /// Hosts `server`, of any scheme.
+    pub fn new<T: PirServer>(server: T) -> Self {
+        Self(Arc::new(Server::<T::Scheme>(server)))
+    }
+
+    /// The wire kind of its public setup, which names its scheme.
+    pub fn kind(&self) -> Kind {
+        self.0.kind()
+    }
+
+    /// The encoded public setup clients download.
+    pub fn setup_bytes(&self) -> Vec<u8> {
+        self.0.setup_bytes()
+    }
+
+    /// The digest that names the public setup.
+    pub fn digest(&self) -> Digest {
+        self.0.digest()
+    }
+
+    /// What a listing says about it.
+    pub fn listing(&self) -> Listing {
+        self.0.listing()
+    }
+
+    /// The matrices a database file stores, in file order.
+    pub fn matrices(&self) -> Vec<&PlaintextMatrix> {
+        self.0.matrices()
+    }
+
+    /// Decodes a query for this database: its setup tag and length are checked.
+    pub fn decode_query(&self, bytes: &[u8]) -> Result<DecodedQuery, PirError> {
+        self.0.decode_query(bytes)
+    }
+
+    /// Answers queries decoded by [`Database::decode_query`] in one pass; the answers come
+    /// encoded, in order.
+    pub fn answer(&self, queries: Vec<DecodedQuery>) -> Result<Vec<Vec<u8>>, PirError> {
+        self.0.answer(queries)
+    }
+
+    /// The server, if the database is of scheme `S`.
+    pub fn server<S: Scheme>(&self) -> Option<&S::Server> {
+        self.0.as_any().downcast_ref::<S::Server>()
+    }
+}
+
+impl<T: PirServer> From<T> for Database {
+    fn from(server: T) -> Self {
+        Self::new(server)
+    }
+}

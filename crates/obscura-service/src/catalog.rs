@@ -1,0 +1,202 @@
+//! The databases a service serves, each loaded once with what its responses need.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, RwLockReadGuard};
+
+use obscura_client::api::{DatabaseInfo, ParamsInfo};
+use obscura_client::setup::etag_of;
+use obscura_registry::{setup_sha256, Registry};
+use obscura_store::store::{self, Database, FileChanged, ServedFile, StoreError};
+
+/// One served database.
+pub struct Entry {
+    /// The name clients use in URLs.
+    pub name: String,
+    /// The database, of any scheme.
+    pub database: Database,
+    /// The encoded public setup, served as is.
+    pub setup_bytes: Arc<[u8]>,
+    /// The entity tag of the setup: its SHA-256 (`obscura_registry::setup_sha256`) in hex, quoted.
+    pub etag: String,
+    /// What `GET /v1/databases` says about it.
+    pub info: DatabaseInfo,
+    /// The file it is served from, guarded against changes in place (none for a database
+    /// that lives in memory).
+    pub file: Option<Arc<ServedFile>>,
+}
+
+impl Entry {
+    /// An entry for `database` under `name`.
+    pub fn new(name: String, database: Database) -> Self {
+        let listing = database.listing();
+        let setup_bytes: Arc<[u8]> = database.setup_bytes().into();
+        let sha256 = setup_sha256(&setup_bytes);
+        let info = DatabaseInfo {
+            name: name.clone(),
+            kind: listing.kind.into(),
+            lookup: listing.lookup.name().into(),
+            records: listing.items,
+            record_bytes: listing.item_bytes,
+            params: listing.engine.as_ref().map(ParamsInfo::from),
+            height: listing.sub_queries,
+            hint_bytes: setup_bytes.len() as u64,
+            query_bytes: listing.query_bytes,
+            answer_bytes: listing.answer_bytes,
+            digest: hex::encode(database.digest()),
+            setup_sha256: hex::encode(sha256),
+        };
+        Self {
+            name,
+            database,
+            setup_bytes,
+            etag: etag_of(&sha256),
+            info,
+            file: None,
+        }
+    }
+
+    /// Permission to read the database's matrices for one answer (see [`ServedFile::reader`]);
+    /// always granted to a database in memory.
+    pub fn reader(&self) -> Result<Option<RwLockReadGuard<'_, bool>>, FileChanged> {
+        self.file.as_deref().map(ServedFile::reader).transpose()
+    }
+}
+
+/// The served databases by name, and the schemes their files may hold.
+#[derive(Default)]
+pub struct Catalog {
+    entries: BTreeMap<String, Arc<Entry>>,
+    registry: Registry,
+}
+
+/// Why a catalog could not be assembled.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    /// A database file could not be loaded.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Two databases would have the same name.
+    #[error("two databases are named {0:?}: rename one of the files")]
+    DuplicateName(String),
+    /// A file name does not make a usable database name.
+    #[error(
+        "{0}: the file name does not make a database name (use letters, digits, '-', '_', '.')"
+    )]
+    BadName(String),
+}
+
+impl Catalog {
+    /// Loads and verifies each database file, of a built-in scheme, for serving
+    /// ([`store::open_served`]); a database is named after its file stem.
+    pub fn open(paths: &[impl AsRef<Path>]) -> Result<Self, CatalogError> {
+        Self::open_with(paths, Registry::default())
+    }
+
+    /// Loads and verifies each database file, of any scheme of `registry`, for serving.
+    pub fn open_with(paths: &[impl AsRef<Path>], registry: Registry) -> Result<Self, CatalogError> {
+        let mut catalog = Self {
+            registry,
+            ..Self::default()
+        };
+        for path in paths {
+            let path = path.as_ref();
+            let name = name_of(path)?;
+            let (database, file) = store::open_served(path, &catalog.registry)?;
+            catalog.insert_entry(Entry {
+                file: Some(file),
+                ..Entry::new(name, database)
+            })?;
+        }
+        Ok(catalog)
+    }
+
+    /// The catalog of `paths` after their files changed on disk: a file that is still the one
+    /// this catalog serves, unchanged, keeps its entry as it is; every other file is loaded
+    /// again. A file that cannot be loaded keeps its current entry, and the reason is returned
+    /// beside the new catalog.
+    pub fn reload(
+        &self,
+        paths: &[impl AsRef<Path>],
+    ) -> Result<(Self, Vec<CatalogError>), CatalogError> {
+        let mut catalog = Self {
+            registry: self.registry.clone(),
+            ..Self::default()
+        };
+        let mut failures = Vec::new();
+        for path in paths {
+            let path = path.as_ref();
+            let name = name_of(path)?;
+            let current = self.entries.get(&name);
+            let keep = current.filter(|e| e.file.as_ref().is_some_and(|f| f.is_current(path)));
+            let entry = match keep {
+                Some(entry) => entry.clone(),
+                None => match store::open_served(path, &self.registry) {
+                    Ok((database, file)) => Arc::new(Entry {
+                        file: Some(file),
+                        ..Entry::new(name.clone(), database)
+                    }),
+                    Err(error) => {
+                        failures.push(error.into());
+                        match current {
+                            Some(entry) => entry.clone(),
+                            None => continue,
+                        }
+                    }
+                },
+            };
+            if catalog.entries.insert(name.clone(), entry).is_some() {
+                return Err(CatalogError::DuplicateName(name));
+            }
+        }
+        Ok((catalog, failures))
+    }
+
+    /// Adds a database under `name`.
+    pub fn insert(
+        &mut self,
+        name: String,
+        database: impl Into<Database>,
+    ) -> Result<(), CatalogError> {
+        self.insert_entry(Entry::new(name, database.into()))
+    }
+
+    fn insert_entry(&mut self, entry: Entry) -> Result<(), CatalogError> {
+        if !valid_name(&entry.name) {
+            return Err(CatalogError::BadName(entry.name));
+        }
+        if self.entries.contains_key(&entry.name) {
+            return Err(CatalogError::DuplicateName(entry.name));
+        }
+        self.entries.insert(entry.name.clone(), Arc::new(entry));
+        Ok(())
+    }
+
+    /// The database called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<Entry>> {
+        self.entries.get(name)
+    }
+
+    /// Every database, by name.
+    pub fn entries(&self) -> impl Iterator<Item = &Arc<Entry>> {
+        self.entries.values()
+    }
+}
+
+/// The database name of the file at `path`: its stem.
+fn name_of(path: &Path) -> Result<String, CatalogError> {
+    path.file_stem()
+        .and_then(|s| s.to_str())
+        .filter(|s| valid_name(s))
+        .map(str::to_string)
+        .ok_or_else(|| CatalogError::BadName(path.display().to_string()))
+}
+
+/// Names are short and URL-safe.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}

@@ -1,0 +1,238 @@
+//! Database files changed under a running server: changed in place (truncated, overwritten at
+//! the same size) they stop being served with a clear error, never a crash or a mixed answer;
+//! replaced by renaming, the old version is served until a reload, which moves the ETag.
+
+use std::fs::OpenOptions;
+use std::io::{Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use obscura_client::blocking::Client as BlockingClient;
+use obscura_client::http::HttpClient;
+use obscura_client::ClientError;
+use obscura_pir::lwe::{Client, Layout, Lwe, Server, SetupOptions};
+use obscura_pir::PirClient;
+use obscura_service::catalog::Catalog;
+use obscura_service::service::{BackgroundService, ServiceConfig};
+use obscura_store::store::{self, Database};
+
+fn records(seed: u8) -> Vec<u8> {
+    (0..64u32 * 32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8 ^ seed)
+        .collect()
+}
+
+/// Writes a database of 64 records of 32 bytes, made from `seed`, to `path`.
+fn build(path: &Path, seed: u8) -> Vec<u8> {
+    let data = records(seed);
+    let options = SetupOptions {
+        layout: Layout::Square,
+        ..SetupOptions::default()
+    };
+    let server = Server::setup(&data, 32, options, &|_, _| {}).unwrap();
+    store::write_database(path, &Database::from(server)).unwrap();
+    data
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    data: Vec<u8>,
+    service: BackgroundService,
+}
+
+fn serve() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.obs");
+    let data = build(&path, 1);
+    let catalog = Catalog::open(&[&path]).unwrap();
+    assert!(
+        catalog
+            .get("db")
+            .unwrap()
+            .file
+            .as_ref()
+            .unwrap()
+            .unguarded()
+            .is_none(),
+        "this test needs file leases (Linux, a local file system)"
+    );
+    let service = BackgroundService::start(
+        catalog,
+        ServiceConfig::default(),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .unwrap();
+    Fixture {
+        _dir: dir,
+        path,
+        data,
+        service,
+    }
+}
+
+/// Fetches record `index` with a fresh client (no cache), returning it or the error.
+fn fetch(url: &str, index: u64) -> Result<Vec<u8>, ClientError> {
+    let http = HttpClient::new(url, None);
+    let mut client = Client::new(http.setup::<Lwe>("db")?);
+    let (query, state) = client.query(index).unwrap();
+    let answer = http.query::<Lwe>("db", client.setup(), &query)?;
+    Ok(client.decode(state, &answer)?)
+}
+
+fn record(data: &[u8], index: u64) -> &[u8] {
+    &data[index as usize * 32..][..32]
+}
+
+fn assert_unavailable(url: &str) {
+    match fetch(url, 5) {
+        Err(ClientError::Status {
+            status, message, ..
+        }) => {
+            assert_eq!(status, 503, "{message}");
+            assert!(
+                message.contains("changed on disk") && message.contains("reload"),
+                "{message}"
+            );
+        }
+        other => panic!("expected 503, got {other:?}"),
+    }
+}
+
+fn healthy(url: &str) -> bool {
+    ureq::get(&format!("{url}/healthz"))
+        .call()
+        .is_ok_and(|r| r.status() == 200)
+}
+
+/// A file truncated in place (which would fault a reader of the lost pages) is no longer read:
+/// the server stays up and says why, and a reload serves the file written next.
+#[test]
+fn a_file_truncated_in_place_is_refused_not_a_crash() {
+    let fixture = serve();
+    let url = fixture.service.url();
+    assert_eq!(fetch(&url, 5).unwrap(), record(&fixture.data, 5));
+    // Opening for writing waits until the server lets go of the file.
+    OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&fixture.path)
+        .unwrap();
+    assert_unavailable(&url);
+    assert!(healthy(&url));
+
+    let data = build(&fixture.path, 2);
+    let databases = fixture.service.databases();
+    let (catalog, failures) = databases.catalog().reload(&[&fixture.path]).unwrap();
+    assert!(failures.is_empty(), "{failures:?}");
+    databases.replace(catalog);
+    assert_eq!(fetch(&url, 9).unwrap(), record(&data, 9));
+}
+
+/// Bytes overwritten in place, at the same size, never reach an answer.
+#[test]
+fn a_file_overwritten_in_place_is_refused_not_mixed() {
+    let fixture = serve();
+    let url = fixture.service.url();
+    let mut file = OpenOptions::new().write(true).open(&fixture.path).unwrap();
+    let len = file.metadata().unwrap().len();
+    file.seek(SeekFrom::Start(len - 64 * 32)).unwrap();
+    file.write_all(&[0x5a; 64 * 32]).unwrap();
+    drop(file);
+    assert_unavailable(&url);
+    // A reload finds the file damaged (its checksum) and keeps the previous entry, which
+    // still refuses to read it.
+    let databases = fixture.service.databases();
+    let (catalog, failures) = databases.catalog().reload(&[&fixture.path]).unwrap();
+    assert_eq!(failures.len(), 1);
+    assert!(
+        failures[0].to_string().contains("checksum"),
+        "{}",
+        failures[0]
+    );
+    databases.replace(catalog);
+    assert_unavailable(&url);
+}
+
+/// A file replaced by renaming a new one over it keeps the old version served, with its ETag,
+/// until a reload; then the new version and a new ETag, and queries made for the old setup are
+/// refused as stale (a [`BlockingClient`] then fetches the new setup and asks again).
+#[test]
+fn a_renamed_replacement_is_served_after_a_reload() {
+    let fixture = serve();
+    let url = fixture.service.url();
+    let etag = |url: &str| {
+        ureq::get(&format!("{url}/v1/databases/db/setup"))
+            .call()
+            .unwrap()
+            .headers()
+            .get("etag")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
+    let before = etag(&url);
+    let http = HttpClient::new(&url, None);
+    let old_setup = http.setup::<Lwe>("db").unwrap();
+    let mut session = BlockingClient::connect(HttpClient::new(&url, None), "db").unwrap();
+    let new_data = build(&fixture.path, 3); // written to a temporary name, renamed over
+    assert_eq!(fetch(&url, 7).unwrap(), record(&fixture.data, 7));
+    assert_eq!(etag(&url), before);
+
+    let databases = fixture.service.databases();
+    let (catalog, failures) = databases.catalog().reload(&[&fixture.path]).unwrap();
+    assert!(failures.is_empty(), "{failures:?}");
+    databases.replace(catalog);
+    assert_ne!(etag(&url), before);
+    assert_eq!(fetch(&url, 7).unwrap(), record(&new_data, 7));
+    // A query made for the old setup is refused as stale, not answered from the new data.
+    let mut client = Client::new(old_setup);
+    let (query, _) = client.query(7).unwrap();
+    let stale = http.query::<Lwe>("db", client.setup(), &query).unwrap_err();
+    assert!(matches!(stale, ClientError::StaleSetup { .. }), "{stale}");
+    // A client that holds the old setup fetches the new one and asks again.
+    assert_eq!(session.get(7).unwrap(), record(&new_data, 7));
+    assert_eq!(session.get(8).unwrap(), record(&new_data, 8));
+
+    // A reload with nothing changed keeps the entry as it is.
+    let current = databases.catalog();
+    let (again, _) = current.reload(&[&fixture.path]).unwrap();
+    assert!(std::sync::Arc::ptr_eq(
+        again.get("db").unwrap(),
+        current.get("db").unwrap()
+    ));
+}
+
+/// A query waiting in a database's batch when the databases are replaced is answered by the
+/// version it was sent to.
+#[test]
+fn requests_in_flight_finish_across_a_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.obs");
+    let data = build(&path, 4);
+    let config = ServiceConfig {
+        batch_window: Duration::from_millis(400),
+        ..ServiceConfig::default()
+    };
+    let service = BackgroundService::start(
+        Catalog::open(&[&path]).unwrap(),
+        config,
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .unwrap();
+    let url = service.url();
+    let http = HttpClient::new(&url, None);
+    let mut client = Client::new(http.setup::<Lwe>("db").unwrap());
+    let (query, state) = client.query(11).unwrap();
+    std::thread::scope(|scope| {
+        let waiting = scope.spawn(|| http.query::<Lwe>("db", client.setup(), &query));
+        std::thread::sleep(Duration::from_millis(100));
+        build(&path, 5);
+        let databases = service.databases();
+        let (catalog, _) = databases.catalog().reload(&[&path]).unwrap();
+        databases.replace(catalog);
+        let answer = waiting.join().unwrap().unwrap();
+        assert_eq!(client.decode(state, &answer).unwrap(), record(&data, 11));
+    });
+}

@@ -1,0 +1,465 @@
+//! Building a database in memory from records, values or key-value pairs, for the CLI and the
+//! language bindings alike: the input's shape and the scheme's [`Builder`] (from the registry)
+//! give the setup, its footprint, the memory check and the progress steps.
+
+use obscura_pir::keyword::fuse::Arity;
+use obscura_pir::keyword::{KeywordOptions, KeywordServer};
+use obscura_pir::lwe::{self, Footprint, Layout, RecordShape, SetupOptions};
+use obscura_pir::PirError;
+use obscura_registry::builders::default_builder;
+use obscura_registry::Builder;
+
+use crate::memory::{self, MemoryError};
+use crate::store::Database;
+
+/// The records a database is built from.
+#[derive(Clone, Copy)]
+pub enum Records<'a> {
+    /// Fixed-size records laid end to end (the last may be short: it is zero-padded).
+    Raw {
+        /// The records.
+        data: &'a [u8],
+        /// Bytes per record.
+        record_size: u64,
+    },
+    /// Variable-length records, one per value, served by index.
+    Values(&'a [Vec<u8>]),
+    /// Key-value pairs, served by key (keyword PIR).
+    Pairs(&'a [(Vec<u8>, Vec<u8>)]),
+}
+
+/// The sizes of a build's records: all a footprint needs, known before the records are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// Fixed-size records: `bytes` in all, `record_size` each.
+    Raw {
+        /// Bytes of records.
+        bytes: u64,
+        /// Bytes per record.
+        record_size: u64,
+    },
+    /// Variable-length records.
+    Values {
+        /// Records.
+        count: u64,
+        /// The longest record's bytes.
+        longest: u64,
+        /// Bytes of records in all.
+        bytes: u64,
+    },
+    /// Key-value pairs.
+    Pairs {
+        /// Pairs.
+        count: u64,
+        /// The longest value's bytes.
+        longest: u64,
+        /// Whether every value has the longest one's length.
+        uniform: bool,
+        /// Bytes of keys and values in all.
+        bytes: u64,
+    },
+}
+
+/// Bytes of a `Vec` besides its contents: what each value held in memory costs.
+const VEC_BYTES: u64 = std::mem::size_of::<Vec<u8>>() as u64;
+
+impl Records<'_> {
+    /// The records' sizes.
+    pub fn shape(&self) -> Shape {
+        match *self {
+            Self::Raw { data, record_size } => Shape::Raw {
+                bytes: data.len() as u64,
+                record_size,
+            },
+            Self::Values(values) => Shape::Values {
+                count: values.len() as u64,
+                longest: values.iter().map(|v| v.len() as u64).max().unwrap_or(0),
+                bytes: values.iter().map(|v| v.len() as u64).sum(),
+            },
+            Self::Pairs(pairs) => {
+                let longest = pairs.iter().map(|(_, v)| v.len() as u64).max().unwrap_or(0);
+                Shape::Pairs {
+                    count: pairs.len() as u64,
+                    longest,
+                    uniform: pairs.iter().all(|(_, v)| v.len() as u64 == longest),
+                    bytes: pairs.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum(),
+                }
+            }
+        }
+    }
+}
+
+impl Shape {
+    /// Whether there is nothing to serve.
+    pub fn is_empty(&self) -> bool {
+        match *self {
+            Self::Raw { bytes, .. } => bytes == 0,
+            Self::Values { count, .. } | Self::Pairs { count, .. } => count == 0,
+        }
+    }
+
+    /// Bytes of data served.
+    pub fn data_bytes(&self) -> u64 {
+        match *self {
+            Self::Raw { bytes, .. } | Self::Values { bytes, .. } | Self::Pairs { bytes, .. } => {
+                bytes
+            }
+        }
+    }
+
+    /// Bytes the records take in memory during a build (each value's `Vec` counted).
+    pub fn held_bytes(&self) -> u64 {
+        match *self {
+            Self::Raw { bytes, .. } => bytes,
+            Self::Values { count, bytes, .. } => bytes + count * VEC_BYTES,
+            Self::Pairs { count, bytes, .. } => bytes + 2 * count * VEC_BYTES,
+        }
+    }
+}
+
+/// How a database is built: its scheme and the LWE engine's options (parameters, layout,
+/// matrix), and for a keyword database its filter's arity.
+#[derive(Clone, Copy, Debug)]
+pub struct BuildOptions {
+    /// The scheme of a database of records (a keyword database runs on the LWE engine).
+    pub scheme: &'static dyn Builder,
+    /// The LWE engine's options (schemes that fix their own ignore them).
+    pub setup: SetupOptions,
+    /// Filter slots per key of a keyword database (default: by the number of keys).
+    pub arity: Option<Arity>,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        Self {
+            scheme: default_builder(),
+            setup: SetupOptions::default(),
+            arity: None,
+        }
+    }
+}
+
+/// Why a build was refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// There are no records.
+    #[error("there are no records to serve")]
+    Empty,
+    /// Options that do not fit together or the records.
+    #[error("{0}")]
+    Options(String),
+    /// The build needs more memory than it may use.
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    /// The setup failed (parameters, sizes).
+    #[error(transparent)]
+    Pir(#[from] PirError),
+}
+
+impl BuildOptions {
+    /// Refuses options that do not fit records of `shape`.
+    fn check(&self, shape: &Shape) -> Result<(), BuildError> {
+        if shape.is_empty() {
+            return Err(BuildError::Empty);
+        }
+        match shape {
+            Shape::Pairs { .. } if self.scheme.name() != default_builder().name() => {
+                Err(BuildError::Options(format!(
+                    "scheme {} serves records by index; a keyword database runs on the index scheme",
+                    self.scheme.name()
+                )))
+            }
+            Shape::Raw { record_size: 0, .. } => Err(BuildError::Options(
+                "the record size must be at least 1 byte".into(),
+            )),
+            Shape::Raw { .. } | Shape::Values { .. } if self.arity.is_some() => Err(
+                BuildError::Options("the arity applies to keyword databases".into()),
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    fn keyword(&self) -> KeywordOptions {
+        KeywordOptions {
+            arity: self.arity,
+            params: self.setup.params,
+            matrix: self.setup.matrix,
+        }
+    }
+
+    /// The footprint of a build of records of `shape` with these options, in `layout` (the
+    /// layout is ignored where the scheme fixes its own).
+    pub fn footprint(&self, shape: &Shape, layout: Layout) -> Result<Footprint, BuildError> {
+        self.check(shape)?;
+        let options = SetupOptions {
+            layout,
+            ..self.setup
+        };
+        Ok(match *shape {
+            Shape::Raw { bytes, record_size } => {
+                let records = RecordShape::Raw {
+                    bytes,
+                    record_bytes: record_size,
+                };
+                self.scheme.footprint(records, options)?
+            }
+            Shape::Values {
+                count,
+                longest,
+                bytes,
+            } => {
+                let records = RecordShape::Values {
+                    count,
+                    longest,
+                    bytes,
+                };
+                self.scheme.footprint(records, options)?
+            }
+            Shape::Pairs {
+                count,
+                longest,
+                uniform,
+                ..
+            } => KeywordServer::footprint(count, longest, uniform, self.keyword())?,
+        })
+    }
+
+    /// Checks, before anything is allocated, that a build of records of `shape` fits in memory
+    /// (`max_memory`, named `limit_name` in messages, or else what the system has available),
+    /// holding `input_bytes` of input besides the setup. A refusal names the other layouts that
+    /// fit, as `layout_name` spells them. Returns a warning when the setup dwarfs its data.
+    pub fn check_memory(
+        &self,
+        shape: &Shape,
+        input_bytes: u64,
+        max_memory: Option<u64>,
+        limit_name: &'static str,
+        layout_name: impl Fn(Layout) -> String,
+    ) -> Result<Option<String>, BuildError> {
+        let footprint = self.footprint(shape, self.setup.layout)?;
+        let alternatives = match shape {
+            Shape::Pairs { .. } => Vec::new(),
+            _ if !self.scheme.takes_layout() => Vec::new(),
+            _ => memory::alternatives(
+                self.setup.layout,
+                |layout| self.footprint(shape, layout).ok(),
+                layout_name,
+            ),
+        };
+        Ok(memory::Plan {
+            footprint,
+            input_bytes,
+            data_bytes: shape.data_bytes(),
+            max_memory,
+            limit_name,
+            alternatives,
+        }
+        .check()?)
+    }
+
+    /// The labels of the setup's progress steps for records of `shape`: the progress callback
+    /// of [`build`] counts from zero to a new total at each step.
+    pub fn steps(&self, shape: &Shape) -> &'static [&'static str] {
+        match shape {
+            Shape::Pairs { .. } => &["filling the slots", "computing the hint"],
+            _ => self.scheme.steps(),
+        }
+    }
+}
+
+/// Follows a setup's progress reports through its steps (see [`BuildOptions::steps`]): each
+/// step reports `(done, total)` from zero to its own total, so a report with a new total starts
+/// the next step.
+pub struct Steps {
+    names: Vec<String>,
+    state: std::sync::Mutex<(usize, Option<u64>)>,
+}
+
+impl Steps {
+    /// Steps named `names`, in order; a report past the last step counts in the last.
+    pub fn new(names: &[&str]) -> Self {
+        Self {
+            names: names.iter().map(|name| name.to_string()).collect(),
+            state: std::sync::Mutex::new((0, None)),
+        }
+    }
+
+    /// The name of the first step.
+    pub fn first(&self) -> &str {
+        self.names.first().map_or("", String::as_str)
+    }
+
+    /// The name of the step a report of `total` belongs to, and whether the report starts it.
+    pub fn step(&self, total: u64) -> (&str, bool) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let starts = state.1 != Some(total);
+        if starts {
+            if state.1.is_some() {
+                state.0 = (state.0 + 1).min(self.names.len().saturating_sub(1));
+            }
+            state.1 = Some(total);
+        }
+        (self.names.get(state.0).map_or("", String::as_str), starts)
+    }
+}
+
+/// Builds the database of `records` as `options` say, on the current rayon pool, reporting
+/// `(done, total)` of each step of [`BuildOptions::steps`] to `progress`.
+pub fn build(
+    records: Records<'_>,
+    options: &BuildOptions,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<Database, BuildError> {
+    options.check(&records.shape())?;
+    let (scheme, setup) = (options.scheme, options.setup);
+    Ok(match records {
+        Records::Raw { data, record_size } => {
+            let records = lwe::Records::Raw {
+                bytes: data,
+                record_bytes: record_size,
+            };
+            scheme.build(records, setup, progress)?
+        }
+        Records::Values(values) => scheme.build(lwe::Records::Values(values), setup, progress)?,
+        Records::Pairs(pairs) => KeywordServer::setup(pairs, options.keyword(), progress)?.into(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use obscura_pir::keyword::Keyword;
+    use obscura_pir::lwe::Lwe;
+    use obscura_pir::{PirClient, PirServer, Scheme};
+
+    fn fetch<S: Scheme>(
+        database: &Database,
+        target: <S::Client as PirClient>::Target<'_>,
+    ) -> <S::Client as PirClient>::Output {
+        let server = database.server::<S>().expect("the scheme built");
+        let mut client = S::Client::new(server.public_setup().clone());
+        let (query, state) = client.query(target).unwrap();
+        client
+            .decode(state, &server.answer(&query).unwrap())
+            .unwrap()
+    }
+
+    #[test]
+    fn every_scheme_builds_from_raw_records_and_values() {
+        let data: Vec<u8> = (0..600u32).map(|i| (i * 7 % 251) as u8).collect();
+        let values: Vec<Vec<u8>> = (0..50u8).map(|i| vec![i; usize::from(i % 9)]).collect();
+        for scheme in obscura_registry::builders() {
+            assert_eq!(
+                obscura_registry::builder(scheme.name()).unwrap().name(),
+                scheme.name()
+            );
+            let options = BuildOptions {
+                scheme,
+                ..BuildOptions::default()
+            };
+            let raw = Records::Raw {
+                data: &data,
+                record_size: 6,
+            };
+            let database = build(raw, &options, &|_, _| {}).unwrap();
+            assert_eq!(
+                database.listing().kind,
+                scheme.name().replace("ypir-sp", "ypir")
+            );
+            for records in [raw, Records::Values(&values)] {
+                let footprint = options.footprint(&records.shape(), Layout::Square).unwrap();
+                assert!(footprint.peak_bytes() > 0);
+                assert_eq!(options.steps(&records.shape()).len(), 1);
+            }
+        }
+        let index = build(
+            Records::Values(&values),
+            &BuildOptions::default(),
+            &|_, _| {},
+        )
+        .unwrap();
+        assert_eq!(fetch::<Lwe>(&index, 17), values[17]);
+    }
+
+    #[test]
+    fn a_new_total_starts_the_next_step() {
+        let steps = Steps::new(&["fill", "hint"]);
+        assert_eq!(steps.step(10), ("fill", true));
+        assert_eq!(steps.step(10), ("fill", false));
+        assert_eq!(steps.step(7), ("hint", true));
+        assert_eq!(steps.step(7), ("hint", false));
+        assert_eq!(steps.step(3), ("hint", true), "past the last step");
+    }
+
+    #[test]
+    fn keyword_databases_build_from_pairs() {
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..40u8)
+            .map(|i| (format!("key {i}").into_bytes(), vec![i; 3]))
+            .collect();
+        let options = BuildOptions::default();
+        let shape = Records::Pairs(&pairs).shape();
+        assert_eq!(options.steps(&shape).len(), 2);
+        let database = build(Records::Pairs(&pairs), &options, &|_, _| {}).unwrap();
+        assert_eq!(fetch::<Keyword>(&database, b"key 9"), Some(vec![9; 3]));
+        assert_eq!(fetch::<Keyword>(&database, b"absent"), None);
+    }
+
+    #[test]
+    fn options_that_do_not_fit_are_refused() {
+        let pairs = vec![(b"k".to_vec(), b"v".to_vec())];
+        let ypir = BuildOptions {
+            scheme: obscura_registry::builder("ypir").unwrap(),
+            ..BuildOptions::default()
+        };
+        let Err(refused) = build(Records::Pairs(&pairs), &ypir, &|_, _| {}) else {
+            panic!("a keyword database on YPIR was built");
+        };
+        assert!(
+            refused.to_string().contains("keyword database"),
+            "{refused}"
+        );
+        let empty = build(Records::Values(&[]), &BuildOptions::default(), &|_, _| {});
+        assert!(matches!(empty, Err(BuildError::Empty)));
+        let zero = Records::Raw {
+            data: b"abc",
+            record_size: 0,
+        };
+        assert!(matches!(
+            build(zero, &BuildOptions::default(), &|_, _| {}),
+            Err(BuildError::Options(_))
+        ));
+        let arity = BuildOptions {
+            arity: Some(Arity::Three),
+            ..BuildOptions::default()
+        };
+        assert!(build(Records::Values(&[vec![1]]), &arity, &|_, _| {}).is_err());
+    }
+
+    /// 4,000 records per column over 3 MB would need a hint of 11 GiB; one per column fits.
+    #[test]
+    fn a_build_larger_than_the_limit_is_refused_with_a_layout_that_fits() {
+        let shape = Shape::Raw {
+            bytes: 3_000_000,
+            record_size: 1024,
+        };
+        let options = BuildOptions {
+            setup: SetupOptions {
+                layout: Layout::PerColumn(4000),
+                ..SetupOptions::default()
+            },
+            ..BuildOptions::default()
+        };
+        let name = |layout: Layout| format!("{layout:?}");
+        let refused = options
+            .check_memory(&shape, 0, Some(1 << 30), "the limit", name)
+            .unwrap_err();
+        let message = refused.to_string();
+        assert!(
+            message.contains("but the limit allows 1.0 GiB; OnePerColumn would need"),
+            "{message}"
+        );
+        assert!(options
+            .check_memory(&shape, 0, Some(1 << 40), "the limit", name)
+            .is_ok());
+    }
+}

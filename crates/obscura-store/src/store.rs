@@ -1,0 +1,780 @@
+//! The database file: a database's public setup and the matrix of each of its LWE engines.
+//!
+//! ```text
+//! envelope (magic, version, kind = database file, setup digest)   40 bytes
+//! payload length: u64 LE
+//! checksum of the payload: 32 bytes (SHA-256 over the setup's length, the setup and the
+//!   SHA-256 of the matrices, itself over the SHA-256s of their 64 MiB chunks)
+//! payload:
+//!   public setup length: u64 LE, then the encoded public setup of the database's scheme
+//!     (its envelope's kind names the scheme, see `obscura_registry`)
+//!   the plaintext matrices that setup announces, in its order (one per LWE engine: one, or
+//!     one per colour class or bucket), rows x cols bytes each, in `PlaintextMatrix` storage
+//!     order (`obscura_math::layout`: panels of 2,048 columns, each of groups of four rows,
+//!     each of 64-column steps stored row-major)
+//! ```
+//!
+//! Files are written to a temporary name in the target directory and renamed into place, so a
+//! crash never leaves a half-written database under the final name. [`write_streamed`] writes
+//! a setup as it streams from the records, in bounded memory. Loading memory-maps the
+//! file, checks every length against the file size, verifies the checksum and the setup digest,
+//! and refuses a truncated or corrupted file with a [`StoreError`]; the matrices are then served
+//! straight from the mapping.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
+
+use obscura_math::matrix::{PlaintextMatrix, SharedBytes};
+use obscura_pir::lwe::{StreamError, StreamedSetup};
+use obscura_pir::scheme::Progress;
+use obscura_pir::wire::{self, Kind, Reader};
+use obscura_pir::PirError;
+
+pub use crate::checksum::checksum_of_payload;
+use crate::checksum::{payload_checksum, MatrixHasher};
+use crate::direct::SequentialWriter;
+
+use crate::lease::{Lease, Revocable};
+use crate::partial::Partial;
+pub use obscura_registry::Database;
+use obscura_registry::{setup_sha256, Registry};
+
+/// Bytes before the payload: envelope, payload length, checksum.
+const PREAMBLE_BYTES: usize = wire::HEADER_BYTES + 8 + 32;
+
+/// What went wrong reading or writing a database file.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The file could not be read or written (the OS error is the source).
+    #[error("{}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file is not a valid database file.
+    #[error("{path}: not a valid Obscura database: {reason}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// What [`write_database`] wrote of the public setup: its size and its [`setup_sha256`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WrittenSetup {
+    /// Bytes of the encoded public setup.
+    pub bytes: u64,
+    /// Its SHA-256.
+    pub sha256: [u8; 32],
+}
+
+/// The length of the database file that holds a public setup of `setup_bytes` bytes and
+/// matrices of `matrix_bytes` bytes in all: the preamble, the setup's length, the setup and the
+/// matrices.
+pub fn file_len(setup_bytes: u64, matrix_bytes: u64) -> u64 {
+    (PREAMBLE_BYTES as u64 + 8)
+        .saturating_add(setup_bytes)
+        .saturating_add(matrix_bytes)
+}
+
+/// Writes a database and its public setup to `path`, atomically, and says what setup it wrote.
+pub fn write_database(path: &Path, database: &Database) -> Result<WrittenSetup, StoreError> {
+    let io = |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let setup = database.setup_bytes();
+    let matrices: Vec<&[u8]> = database
+        .matrices()
+        .into_iter()
+        .map(PlaintextMatrix::as_bytes)
+        .collect();
+    let matrix_bytes: u64 = matrices.iter().map(|m| m.len() as u64).sum();
+    let mut hasher = MatrixHasher::default();
+    for matrix in &matrices {
+        hasher.update(matrix);
+    }
+    let preamble = preamble(&database.digest(), &setup, matrix_bytes, &hasher.finish());
+    let temp = temporary_beside(path)?;
+    {
+        let mut out = BufWriter::with_capacity(1 << 20, temp.file());
+        out.write_all(&preamble).map_err(io)?;
+        out.write_all(&(setup.len() as u64).to_le_bytes())
+            .map_err(io)?;
+        out.write_all(&setup).map_err(io)?;
+        for matrix in &matrices {
+            out.write_all(matrix).map_err(io)?;
+        }
+        out.flush().map_err(io)?;
+    }
+    persist(path, temp)?;
+    Ok(WrittenSetup {
+        bytes: setup.len() as u64,
+        sha256: setup_sha256(&setup),
+    })
+}
+
+/// Streams a setup of an LWE database from `records` (the bytes `plan` was made for, read in
+/// order) to a database file at `path`, atomically: the matrix is written band by band as it
+/// is encoded, and the public setup and the checksum once the last band is in, so memory holds
+/// [`StreamedSetup::peak_bytes`] whatever the size of the database. Says what setup it wrote.
+pub fn write_streamed(
+    path: &Path,
+    plan: &StreamedSetup,
+    records: &mut (dyn Read + Send),
+    progress: Progress<'_>,
+) -> Result<WrittenSetup, StreamedError> {
+    let io = |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let temp = temporary_beside(path)?;
+    let setup_start = PREAMBLE_BYTES as u64 + 8;
+    let mut file = temp.file();
+    let mut hasher = MatrixHasher::default();
+    let mut matrix = SequentialWriter::new(file, temp.path(), setup_start + plan.setup_bytes());
+    let setup = plan.run(
+        records,
+        &mut |bytes| {
+            hasher.update(bytes);
+            matrix.write(bytes)
+        },
+        progress,
+    )?;
+    matrix.finish().map_err(io)?;
+    let setup_bytes = setup.to_bytes();
+    if setup_bytes.len() as u64 != plan.setup_bytes() {
+        return Err(StreamedError::Setup(PirError::InvalidParameters(format!(
+            "the setup takes {} bytes, not the {} planned",
+            setup_bytes.len(),
+            plan.setup_bytes()
+        ))));
+    }
+    let preamble = preamble(
+        setup.digest(),
+        &setup_bytes,
+        plan.matrix_bytes(),
+        &hasher.finish(),
+    );
+    file.seek(SeekFrom::Start(0)).map_err(io)?;
+    file.write_all(&preamble).map_err(io)?;
+    file.write_all(&(setup_bytes.len() as u64).to_le_bytes())
+        .map_err(io)?;
+    file.write_all(&setup_bytes).map_err(io)?;
+    persist(path, temp)?;
+    Ok(WrittenSetup {
+        bytes: setup_bytes.len() as u64,
+        sha256: setup_sha256(&setup_bytes),
+    })
+}
+
+/// What went wrong streaming a setup to a database file.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamedError {
+    /// The database file could not be written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The setup failed: the records could not be read, or the parameters make no setup.
+    #[error(transparent)]
+    Setup(#[from] PirError),
+    /// The records could not be read or the matrix written.
+    #[error(transparent)]
+    Stream(#[from] StreamError),
+}
+
+/// The bytes before the payload of a database file: the envelope with the setup's digest, the
+/// payload's length and its checksum.
+fn preamble(
+    digest: &wire::Digest,
+    setup: &[u8],
+    matrix_bytes: u64,
+    matrices: &[u8; 32],
+) -> Vec<u8> {
+    let payload_len = 8 + setup.len() as u64 + matrix_bytes;
+    let mut preamble = Vec::with_capacity(PREAMBLE_BYTES);
+    wire::write_header(&mut preamble, Kind::DATABASE_FILE, digest);
+    preamble.extend_from_slice(&payload_len.to_le_bytes());
+    preamble.extend_from_slice(&payload_checksum(setup, matrices));
+    preamble
+}
+
+/// A temporary file beside `path` (see [`crate::partial`]).
+fn temporary_beside(path: &Path) -> Result<Partial, StoreError> {
+    Partial::beside(path).map_err(|source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Flushes the written `temp` to disk and renames it to `path`.
+fn persist(path: &Path, temp: Partial) -> Result<(), StoreError> {
+    temp.persist(path).map_err(|source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Loads and verifies the database file at `path`, of any built-in scheme. The file is
+/// memory-mapped and the matrices are served from the mapping without a copy; the caller must
+/// not let the file be changed in place while the database is in use (see [`open_served`] for
+/// a server, which guards against that).
+pub fn read_database(path: &Path) -> Result<Database, StoreError> {
+    read_database_with(path, &Registry::default())
+}
+
+/// Loads and verifies the database file at `path`, of any scheme of `registry`.
+pub fn read_database_with(path: &Path, registry: &Registry) -> Result<Database, StoreError> {
+    load(path, &open_regular(path)?, registry)
+}
+
+/// Loads and verifies the database file at `path` for serving: under a read lease where the
+/// system offers one (see [`crate::lease`]), taken before the checksum is verified, so that the
+/// bytes served are the bytes verified. Every answer must hold [`ServedFile::reader`] while it
+/// reads the matrices.
+pub fn open_served(
+    path: &Path,
+    registry: &Registry,
+) -> Result<(Database, Arc<ServedFile>), StoreError> {
+    let file = open_regular(path)?;
+    let served = ServedFile::watch(path, file)?;
+    let database = {
+        let _reading = served.reader().map_err(|e| served.invalid(e))?;
+        load(path, &served.file, registry)?
+    };
+    // A writer that arrived while the file was being verified has made it stale already.
+    served.reader().map(drop).map_err(|e| served.invalid(e))?;
+    Ok((database, served))
+}
+
+/// Opens `path` for reading, refusing what is not a regular file with a clear reason.
+fn open_regular(path: &Path) -> Result<File, StoreError> {
+    let io = |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(io)?;
+    let metadata = file.metadata().map_err(io)?;
+    if !metadata.is_file() {
+        let what = if metadata.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file"
+        };
+        return Err(StoreError::Invalid {
+            path: path.to_path_buf(),
+            reason: format!("this is {what}, not a database file"),
+        });
+    }
+    Ok(file)
+}
+
+/// Maps, verifies and decodes the open database file `file`, read from `path`.
+fn load(path: &Path, file: &File, registry: &Registry) -> Result<Database, StoreError> {
+    let io = |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let invalid = |reason: String| StoreError::Invalid {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let file_len = file.metadata().map_err(io)?.len();
+    if file_len < PREAMBLE_BYTES as u64 {
+        return Err(invalid(format!("the file is only {file_len} bytes long")));
+    }
+    let map = Arc::new(map_read_only(file).map_err(io)?);
+    let bytes: &[u8] = &map[..];
+
+    let (mut reader, digest) = Reader::open(&bytes[..PREAMBLE_BYTES], Kind::DATABASE_FILE)
+        .map_err(|e| invalid(e.to_string()))?;
+    let payload_len = reader.u64().map_err(|e| invalid(e.to_string()))?;
+    let checksum = reader.take(32).map_err(|e| invalid(e.to_string()))?;
+    let payload = &bytes[PREAMBLE_BYTES..];
+    if payload_len != payload.len() as u64 {
+        return Err(invalid(format!(
+            "the header announces {payload_len} payload bytes but the file holds {} (truncated or extended)",
+            payload.len()
+        )));
+    }
+    let setup_len = payload
+        .get(..8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+        .ok_or_else(|| invalid("the payload is shorter than its setup length".into()))?;
+    if setup_len > payload_len - 8 {
+        return Err(invalid(format!(
+            "the public setup length {setup_len} exceeds the payload"
+        )));
+    }
+    let setup_end = 8 + setup_len as usize;
+    if checksum_of_payload(payload).as_slice() != checksum {
+        return Err(invalid(
+            "the checksum does not match: the file is corrupted".into(),
+        ));
+    }
+    let owner: SharedBytes = map.clone();
+    let mut matrices = |shapes: &[(usize, usize)]| {
+        let mut start = setup_end;
+        let mut matrices = Vec::with_capacity(shapes.len());
+        for (i, &(rows, cols)) in shapes.iter().enumerate() {
+            let left = payload.len() - start;
+            let len = rows
+                .checked_mul(cols)
+                .filter(|&len| len <= left)
+                .ok_or_else(|| {
+                    format!("matrix {i} ({rows} x {cols}) is larger than the {left} bytes left")
+                })?;
+            let matrix =
+                PlaintextMatrix::from_shared(rows, cols, owner.clone(), PREAMBLE_BYTES + start)
+                    .ok_or_else(|| format!("matrix {i} ({rows} x {cols}) cannot be mapped"))?;
+            matrices.push(matrix);
+            start += len;
+        }
+        if start != payload.len() {
+            return Err(format!(
+                "{} bytes follow the last matrix",
+                payload.len() - start
+            ));
+        }
+        Ok(matrices)
+    };
+    let database = registry
+        .load(&payload[8..setup_end], &mut matrices)
+        .map_err(|e| invalid(e.to_string()))?;
+    if database.digest() != digest {
+        return Err(invalid(
+            "the header digest does not match the public setup".into(),
+        ));
+    }
+    Ok(database)
+}
+
+/// Maps `file` read-only.
+#[allow(unsafe_code)]
+fn map_read_only(file: &File) -> std::io::Result<memmap2::Mmap> {
+    // SAFETY: the mapping is read-only. Obscura never modifies a database file in place:
+    // `write_database` writes a new file and renames it over the old one, which leaves existing
+    // mappings on the old contents. A file changed in place by another process could fault the
+    // process on access (truncation) or change bytes under a reader; a served file is guarded
+    // against that by `ServedFile` (a read lease, or a size check before each pass), and
+    // `read_database`'s callers (one-shot commands) document the same requirement.
+    unsafe { memmap2::Mmap::map(file) }
+}
+
+/// A database file held open while it is served, guarding its memory mapping against changes
+/// made in place by other processes (see [`crate::lease`]).
+pub struct ServedFile {
+    path: PathBuf,
+    file: File,
+    identity: FileIdentity,
+    lease: Option<Lease>,
+    unguarded: Option<String>,
+    changed: RwLock<bool>,
+}
+
+/// What tells one version of a file from another without reading it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileIdentity {
+    device: u64,
+    inode: u64,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl FileIdentity {
+    fn of(metadata: &std::fs::Metadata) -> Self {
+        #[cfg(unix)]
+        let (device, inode) = {
+            use std::os::unix::fs::MetadataExt;
+            (metadata.dev(), metadata.ino())
+        };
+        #[cfg(not(unix))]
+        let (device, inode) = (0, 0);
+        Self {
+            device,
+            inode,
+            len: metadata.len(),
+            modified: metadata.modified().ok(),
+        }
+    }
+}
+
+/// A served file that changed on disk: it is no longer read.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {}", path.display(), self.summary())]
+pub struct FileChanged {
+    /// The file.
+    pub path: PathBuf,
+    /// What changed.
+    pub how: &'static str,
+}
+
+impl FileChanged {
+    /// What happened, without the path (for clients of the server).
+    pub fn summary(&self) -> String {
+        format!(
+            "its file changed on disk while served ({}); it is served again once the server reloads it",
+            self.how
+        )
+    }
+}
+
+impl ServedFile {
+    /// Holds `file`, read from `path`, under a read lease where one can be taken.
+    fn watch(path: &Path, file: File) -> Result<Arc<Self>, StoreError> {
+        let io = |source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let identity = FileIdentity::of(&file.metadata().map_err(io)?);
+        let mut refused = None;
+        let served = Arc::new_cyclic(|me: &std::sync::Weak<Self>| {
+            let watched: std::sync::Weak<dyn Revocable> = me.clone();
+            let (lease, unguarded) = match Lease::take(&file, watched) {
+                Ok(lease) => (Some(lease), None),
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                    refused = Some(error);
+                    (None, None)
+                }
+                Err(error) => (None, Some(error.to_string())),
+            };
+            Self {
+                path: path.to_path_buf(),
+                file,
+                identity,
+                lease,
+                unguarded,
+                changed: RwLock::new(false),
+            }
+        });
+        match refused {
+            Some(_) => Err(StoreError::Invalid {
+                path: path.to_path_buf(),
+                reason: "another process has the file open for writing: serve it once the writer has finished".into(),
+            }),
+            None => Ok(served),
+        }
+    }
+
+    /// Permission to read the file's mapping, held for the length of an answer: refused once
+    /// the file has changed on disk. While any reader holds it, a writer waiting on the lease
+    /// stays blocked.
+    pub fn reader(&self) -> Result<RwLockReadGuard<'_, bool>, FileChanged> {
+        let changed = self.changed.read().unwrap_or_else(|e| e.into_inner());
+        if *changed {
+            return Err(FileChanged {
+                path: self.path.clone(),
+                how: "another process opened it for writing",
+            });
+        }
+        if self.lease.is_none() {
+            let len = self.file.metadata().map(|m| m.len()).ok();
+            if len != Some(self.identity.len) {
+                return Err(FileChanged {
+                    path: self.path.clone(),
+                    how: "its size changed",
+                });
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Why no lease guards this file, when none does: a change made to it in place could then
+    /// crash the server or mix versions (replace it by renaming instead).
+    pub fn unguarded(&self) -> Option<&str> {
+        self.unguarded.as_deref()
+    }
+
+    /// Whether `path` still names this very file, unchanged: then a reload keeps serving it as
+    /// it is, without reading it again.
+    pub fn is_current(&self, path: &Path) -> bool {
+        let unchanged = !*self.changed.read().unwrap_or_else(|e| e.into_inner());
+        let same = std::fs::metadata(path).is_ok_and(|m| FileIdentity::of(&m) == self.identity);
+        unchanged && same && self.reader().is_ok()
+    }
+
+    fn invalid(&self, error: FileChanged) -> StoreError {
+        StoreError::Invalid {
+            path: self.path.clone(),
+            reason: format!("the file changed while it was loaded ({})", error.how),
+        }
+    }
+}
+
+impl Revocable for ServedFile {
+    fn revoke_if_broken(&self) {
+        let Some(lease) = &self.lease else { return };
+        if lease.intact(&self.file) {
+            return;
+        }
+        // Waits for the answers reading the mapping, then lets the writer go on.
+        *self.changed.write().unwrap_or_else(|e| e.into_inner()) = true;
+        lease.release(&self.file);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use obscura_pir::batch::merkle::{leaf_hash, MerkleTree};
+    use obscura_pir::batch::treepir::{TreePir, TreePirClient, TreePirServer};
+    use obscura_pir::keyword::{Keyword, KeywordServer};
+    use obscura_pir::lwe::{Client, Lwe, Server, SetupOptions};
+    use obscura_pir::wire::Digest;
+    use obscura_pir::{PirClient, PirServer};
+
+    fn server() -> (Server, Vec<u8>) {
+        let data: Vec<u8> = (0..1000u32).map(|i| (i * 13 % 256) as u8).collect();
+        let server = Server::setup(&data, 24, SetupOptions::default(), &|_, _| {}).unwrap();
+        (server, data)
+    }
+
+    #[test]
+    fn round_trip_serves_the_same_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.obs");
+        let (server, data) = server();
+        let database = Database::from(server);
+        write_database(&path, &database).unwrap();
+        let matrix_bytes = database.matrices()[0].as_bytes().len() as u64;
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            file_len(database.setup_bytes().len() as u64, matrix_bytes)
+        );
+        let loaded = read_database(&path).unwrap();
+        let loaded = loaded.server::<Lwe>().expect("an index database");
+        let original = database.server::<Lwe>().unwrap();
+        assert_eq!(loaded.public_setup(), original.public_setup());
+        let mut client = Client::new(loaded.public_setup().clone());
+        for index in [0u64, 17, 41] {
+            let (query, state) = client.query(index).unwrap();
+            let record = client
+                .decode(state, &loaded.answer(&query).unwrap())
+                .unwrap();
+            let start = index as usize * 24;
+            assert_eq!(record, &data[start..(start + 24).min(1000)]);
+        }
+        // Only the final file is left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn keyword_databases_round_trip() {
+        use obscura_pir::keyword::{KeywordClient, KeywordOptions};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kv.obs");
+        let pairs = vec![
+            (b"k1".to_vec(), b"one".to_vec()),
+            (b"k2".to_vec(), b"".to_vec()),
+        ];
+        let server = KeywordServer::setup(&pairs, KeywordOptions::default(), &|_, _| {}).unwrap();
+        write_database(&path, &server.into()).unwrap();
+        let loaded = read_database(&path).unwrap();
+        let loaded = loaded.server::<Keyword>().expect("a keyword database");
+        let mut client = KeywordClient::new(loaded.public_setup().clone());
+        for (key, value) in &pairs {
+            let (query, state) = client.query(key).unwrap();
+            let answer = loaded.answer(&query).unwrap();
+            assert_eq!(client.decode(state, &answer).unwrap().as_ref(), Some(value));
+        }
+    }
+
+    /// A batch-code database is stored, loaded through the registry and fetched from in batches.
+    #[test]
+    fn pbc_databases_round_trip() {
+        use obscura_pir::batch::pbc::{Pbc, PbcClient, PbcOptions, PbcServer};
+        use obscura_pir::lwe::Records;
+        let data: Vec<u8> = (0..100 * 32u32).map(|i| (i * 7 % 251) as u8).collect();
+        let records = Records::Raw {
+            bytes: &data,
+            record_bytes: 32,
+        };
+        let options = PbcOptions {
+            batch: 4,
+            seed: 9,
+            engine: SetupOptions::default(),
+        };
+        let server = PbcServer::build(records, options, &|_, _| {}).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pbc.obs");
+        write_database(&path, &server.into()).unwrap();
+        let loaded = read_database(&path).unwrap();
+        assert_eq!(loaded.listing().kind, "pbc");
+        let server = loaded.server::<Pbc>().expect("a batch-code database");
+        let mut client = PbcClient::new(server.public_setup().clone());
+        let wanted = [3u64, 50, 97];
+        let (request, state) = PirClient::query(&mut client, &wanted[..]).unwrap();
+        let reply = PirServer::answer(server, &request).unwrap();
+        let fetched = PirClient::decode(&client, state, &reply).unwrap();
+        for (record, &i) in fetched.iter().zip(&wanted) {
+            assert_eq!(record, &data[i as usize * 32..][..32], "record {i}");
+        }
+    }
+
+    #[test]
+    fn truncated_and_corrupted_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.obs");
+        let (server, _) = server();
+        write_database(&path, &Database::from(server)).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let bad = dir.path().join("bad.obs");
+        for cut in [0, 10, PREAMBLE_BYTES, bytes.len() / 2, bytes.len() - 1] {
+            std::fs::write(&bad, &bytes[..cut]).unwrap();
+            assert!(
+                matches!(read_database(&bad), Err(StoreError::Invalid { .. })),
+                "cut {cut}"
+            );
+        }
+        for position in [0, 5, 50, 90, 200, bytes.len() - 1] {
+            let mut corrupted = bytes.clone();
+            corrupted[position] ^= 0x10;
+            std::fs::write(&bad, &corrupted).unwrap();
+            assert!(read_database(&bad).is_err(), "flip at {position}");
+        }
+        let mut extended = bytes.clone();
+        extended.push(0);
+        std::fs::write(&bad, &extended).unwrap();
+        assert!(read_database(&bad).is_err());
+        assert!(matches!(
+            read_database(&dir.path().join("missing.obs")),
+            Err(StoreError::Io { .. })
+        ));
+    }
+
+    fn tree_database(n: usize) -> (Database, MerkleTree, Vec<Vec<u8>>) {
+        let leaves: Vec<Vec<u8>> = (0..n).map(|i| format!("entry {i}").into_bytes()).collect();
+        let tree = MerkleTree::from_leaves(&leaves);
+        let server = TreePirServer::setup(&tree, SetupOptions::default(), &|_, _| {}).unwrap();
+        (server.into(), tree, leaves)
+    }
+
+    #[test]
+    fn treepir_databases_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in [1usize, 2, 37] {
+            let path = dir.path().join(format!("tree-{n}.obs"));
+            let (database, tree, leaves) = tree_database(n);
+            write_database(&path, &database).unwrap();
+            let loaded = read_database(&path).unwrap();
+            let listing = loaded.listing();
+            assert_eq!((listing.kind, listing.items), ("treepir", n as u64));
+            assert_eq!(loaded.digest(), database.digest());
+            assert_eq!(loaded.setup_bytes(), database.setup_bytes());
+            let server = loaded.server::<TreePir>().expect("a TreePIR database");
+            assert_eq!(server.databases().len(), tree.height() as usize);
+            let mut client = TreePirClient::new(server.public_setup().clone());
+            for m in [0, n as u64 / 2, n as u64 - 1] {
+                let (queries, state) = client.query(m).unwrap();
+                let answers = server.answer(&queries).unwrap();
+                let leaf = leaf_hash(&leaves[m as usize]);
+                let path = client.decode(state, &answers, &leaf).unwrap();
+                assert_eq!(Some(path), tree.audit_path(m), "n = {n}, leaf {m}");
+            }
+        }
+    }
+
+    /// A file around `payload` with a valid envelope, length and checksum, so that the checks
+    /// behind the checksum are reached.
+    fn sealed(digest: &Digest, payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        wire::write_header(&mut out, Kind::DATABASE_FILE, digest);
+        out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        out.extend_from_slice(&checksum_of_payload(payload));
+        out.extend_from_slice(payload);
+        out
+    }
+
+    fn refused(dir: &Path, bytes: &[u8]) -> bool {
+        let path = dir.join("damaged.obs");
+        std::fs::write(&path, bytes).unwrap();
+        matches!(read_database(&path), Err(StoreError::Invalid { .. }))
+    }
+
+    /// Truncated, extended and altered TreePIR files are refused with a typed error, also when
+    /// the checksum is made to match, and huge declared lengths allocate nothing.
+    #[test]
+    fn damaged_treepir_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tree.obs");
+        let (database, _, _) = tree_database(37);
+        write_database(&path, &database).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let digest = database.digest();
+        let payload = &bytes[PREAMBLE_BYTES..];
+        let setup_len = u64::from_le_bytes(payload[..8].try_into().unwrap()) as usize;
+        // Cuts through the setup's fields, its hints and the matrices.
+        let cuts = (0..200)
+            .step_by(7)
+            .chain((200..setup_len + 8).step_by(setup_len / 20))
+            .chain((setup_len + 8..payload.len()).step_by(payload.len() / 10));
+        for cut in cuts {
+            assert!(
+                refused(dir.path(), &bytes[..PREAMBLE_BYTES + cut]),
+                "cut {cut}"
+            );
+            assert!(
+                refused(dir.path(), &sealed(&digest, &payload[..cut])),
+                "sealed cut {cut}"
+            );
+        }
+        let mut longer = payload.to_vec();
+        longer.push(0);
+        assert!(refused(dir.path(), &sealed(&digest, &longer)));
+        // The payload: setup length (0), TreePIR envelope (8), leaves (48), root (56), the length
+        // of the first colour class's setup (88), then that setup (96).
+        for (at, value) in [
+            (0, u64::MAX),
+            (48, 1 << 63),
+            (48, 38),
+            (48, 0),
+            (88, u64::MAX),
+            (88, 1 << 40),
+            (96 + 52, 1 << 62),
+        ] {
+            let mut altered = payload.to_vec();
+            altered[at..at + 8].copy_from_slice(&value.to_le_bytes());
+            assert!(
+                refused(dir.path(), &sealed(&digest, &altered)),
+                "{at}: {value}"
+            );
+        }
+        for at in [8, 20, 56, 100] {
+            let mut altered = payload.to_vec();
+            altered[at] ^= 0x40;
+            assert!(
+                refused(dir.path(), &sealed(&digest, &altered)),
+                "flip at {at}"
+            );
+        }
+        // A setup of the wrong kind for its file, or a tree file without its matrices.
+        let index = Database::from(server().0);
+        assert!(refused(
+            dir.path(),
+            &sealed(&index.digest(), &payload[..8 + setup_len])
+        ));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Random bytes after a valid TreePIR setup prefix, sealed, never panic.
+        #[test]
+        fn random_tree_payloads_are_refused(
+            keep in 0usize..200,
+            tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+        ) {
+            let (database, _, _) = tree_database(5);
+            let setup = database.setup_bytes();
+            let mut payload = (setup.len() as u64).to_le_bytes().to_vec();
+            payload.extend_from_slice(&setup[..keep]);
+            payload.extend_from_slice(&tail);
+            let dir = tempfile::tempdir().unwrap();
+            proptest::prop_assert!(refused(dir.path(), &sealed(&database.digest(), &payload)));
+        }
+    }
+}
