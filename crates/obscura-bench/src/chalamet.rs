@@ -14,8 +14,8 @@ use crate::lwe::report::{Bytes, Report, Retrieval};
 use crate::lwe::{describe, hint_bound, measure_answers};
 use crate::measure::{splitmix64, timed};
 use crate::memory::peak_of;
-use crate::pools::Pools;
 use crate::progress::Progress;
+use obscura_math::threads::Pools;
 
 /// Bytes per key, as in ChalametPIR's benchmark.
 const KEY_BYTES: usize = 32;

@@ -13,7 +13,6 @@ pub mod lwe;
 mod measure;
 pub mod memory;
 pub mod peers;
-pub mod pools;
 pub mod progress;
 pub mod psi;
 pub mod report;
@@ -31,7 +30,7 @@ pub use engine::EngineArgs;
 pub use progress::{Progress, Silent};
 
 use lwe::report::Report;
-use pools::Pools;
+use obscura_math::threads::{self as pools, Pools};
 use report::Tables;
 
 /// A standard workload.

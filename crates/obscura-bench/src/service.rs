@@ -15,8 +15,8 @@ use serde::Serialize;
 use crate::lwe::report::Report;
 use crate::lwe::{describe, setup_server};
 use crate::measure::generate;
-use crate::pools::Pools;
 use crate::progress::Progress;
+use obscura_math::threads::Pools;
 
 /// Concurrent clients measured.
 const CONCURRENCY: [usize; 4] = [1, 4, 16, 64];

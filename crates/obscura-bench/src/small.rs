@@ -12,8 +12,8 @@ use serde::Serialize;
 
 use crate::lwe::Measured;
 use crate::measure::{generate, median, timed};
-use crate::pools::Pools;
 use crate::report::{human, print_bandwidth, print_correct, Pair, Params, Tables};
+use obscura_math::threads::Pools;
 use obscura_pir::ypir::params::PLAINTEXT_BITS;
 
 /// Database sizes the preset runs unless `--records` names one.

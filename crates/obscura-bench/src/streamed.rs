@@ -20,9 +20,9 @@ use serde::Serialize;
 use crate::lwe::hint_bound;
 use crate::measure::{splitmix64, timed};
 use crate::memory::peak_of;
-use crate::pools::Pools;
 use crate::progress::Progress;
 use crate::report::{human, human_bytes, print_bandwidth, print_correct, Pair, Params, Tables};
+use obscura_math::threads::Pools;
 
 /// Bytes per read or write of the disk probes and of the generated input (a multiple of every
 /// direct-I/O alignment).

@@ -13,9 +13,9 @@ use serde::Serialize;
 use crate::bandwidth;
 use crate::measure::{generate, median, timed};
 use crate::memory::peak_of;
-use crate::pools::Pools;
 use crate::progress::Progress;
 use crate::report::{human, human_bytes, print_bandwidth, print_correct, Pair, Tables};
+use obscura_math::threads::Pools;
 
 /// Answers timed per pool and way (the median is reported).
 const REPEATS: usize = 5;

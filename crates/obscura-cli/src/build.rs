@@ -7,10 +7,9 @@ use anyhow::{ensure, Context, Result};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 use obscura_pir::keyword::fuse::Arity;
-use obscura_pir::lwe::{Footprint, Geometry, Layout, SetupOptions, StreamedSetup};
+use obscura_pir::lwe::{self, Footprint, Layout, SetupOptions, StreamedSetup};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_pir::PirError;
-use obscura_pir::{double, ypir};
 use obscura_registry::builders::{builder, builders, default_builder, Builder};
 use obscura_store::build::{self as builder_of, BuildOptions, Records, Shape};
 use obscura_store::direct::SequentialReader;
@@ -19,7 +18,7 @@ use obscura_store::store::{self, Database, WrittenSetup};
 
 use crate::ingest::{self, InputFormat};
 use crate::{memory, progress};
-use obscura_bench::pools;
+use obscura_math::threads as pools;
 
 /// Arguments of `obscura build`.
 #[derive(Args)]
@@ -73,9 +72,6 @@ fn scheme_parser() -> impl TypedValueParser<Value = &'static dyn Builder> {
     PossibleValuesParser::new(names)
         .map(|name: String| builder(&name).expect("the parser accepts only the builders' names"))
 }
-
-/// Rows a DoublePIR record may span before `obscura build` says that its answers grow with it.
-const DOUBLE_SMALL_ROWS: u64 = 8;
 
 /// How the LWE engine is set up: the options `obscura build` and `obscura merkle build` share.
 #[derive(Args)]
@@ -151,7 +147,7 @@ impl EngineArgs {
 
     /// The thread pool the setup runs in.
     pub fn pool(&self) -> Result<rayon::ThreadPool> {
-        pools::pool(pools::count(self.threads)?)
+        Ok(pools::pool(pools::count(self.threads)?)?)
     }
 }
 
@@ -308,47 +304,16 @@ pub fn run(args: BuildArgs) -> Result<()> {
             builder_of::build(records, &options, progress)
         })
     })?;
-    if let Some(server) = database.server::<double::Double>() {
-        let rows = server.public_setup().rows_per_query();
-        if rows > DOUBLE_SMALL_ROWS {
-            eprintln!(
-                "note: a record spans up to {rows} rows, and a DoublePIR query asks for each: its answer is {} bytes; an index database (--scheme index) answers records this large with less",
-                obscura_pir::SetupMessage::answer_bytes(server.public_setup())
-            );
-        }
+    let listing = database.listing();
+    if let Some(note) = &listing.note {
+        eprintln!("note: {note}");
     }
     let written = obscura_store::store::write_database(&args.out, &database)?;
-    if let Some(server) = database.server::<ypir::Ypir>() {
-        report_ypir(&args, server.public_setup(), &written, started);
-        return Ok(());
-    }
-    let listing = database.listing();
-    let Some(engine) = listing.engine else {
-        println!(
-            "wrote {}: {} database, {} items of {} bytes, query {} bytes, answer {} bytes, public setup {} bytes, setup sha256 {}, setup {:.2?}",
-            args.out.display(),
-            listing.kind,
-            listing.items,
-            listing.item_bytes,
-            listing.query_bytes,
-            listing.answer_bytes,
-            written.bytes,
-            hex::encode(written.sha256),
-            started.elapsed()
-        );
-        return Ok(());
-    };
-    let g = engine.geometry;
-    let items = match listing.kind {
-        "keyword" => format!("{} keys in {} slots", listing.items, g.records()),
-        _ => format!("{} records", g.records()),
-    };
-    let kind = match listing.kind {
-        "double" => "DoublePIR",
-        kind => kind,
-    };
-    let params = (engine.params.set, engine.params.matrix);
-    report(&args, kind, &items, &g, params, &written, started);
+    let description = format!(
+        "{}, query {} bytes, answer {} bytes",
+        listing.description, listing.query_bytes, listing.answer_bytes
+    );
+    report(&args, listing.kind, &description, &written, started);
     Ok(())
 }
 
@@ -366,70 +331,27 @@ fn build_streamed(args: &BuildArgs, plan: &StreamedSetup) -> Result<()> {
         })
         .with_context(|| format!("{} from {}", args.out.display(), args.input.display()))?;
     let g = plan.geometry();
-    let items = format!("{} records", g.records());
-    let params = (plan.params().set, plan.params().matrix);
-    report(args, "index", &items, g, params, &written, started);
+    let description = format!(
+        "{} records of {} bytes, {}",
+        g.records(),
+        g.record_bytes(),
+        lwe::describe(g, *plan.params())
+    );
+    report(args, "index", &description, &written, started);
     Ok(())
 }
 
-/// Prints what `obscura build` wrote for a YPIR database.
-fn report_ypir(
-    args: &BuildArgs,
-    setup: &ypir::PublicSetup,
-    written: &WrittenSetup,
-    started: Instant,
-) {
-    use obscura_pir::SetupMessage;
-    let shape = match setup.shape() {
-        ypir::Shape::Double(s) => format!(
-            "first layer {} x {} of {}-bit digits ({} per record), packed layer 2048 x {}",
-            s.rows(),
-            s.columns(),
-            s.log_p(),
-            s.digits(),
-            s.rows()
-        ),
-        ypir::Shape::Simple(s) => format!(
-            "{} x {} words of 15 bits, {} records per column",
-            s.rows(),
-            s.columns(),
-            s.per_column()
-        ),
-    };
-    println!(
-        "wrote {}: {} database, {} records of {} bytes, {shape}, query {} bytes, answer {} bytes, failure probability 2^{:.0}, public setup {} bytes (no hint), setup sha256 {}, setup {:.2?}",
-        args.out.display(),
-        setup.variant().name(),
-        setup.shape().records(),
-        setup.shape().record_bytes(),
-        setup.query_bytes(),
-        setup.answer_bytes(),
-        setup.shape().log_failure(),
-        written.bytes,
-        hex::encode(written.sha256),
-        started.elapsed()
-    );
-}
-
-/// Prints what `obscura build` wrote.
+/// Prints what `obscura build` wrote: a database of `kind`, as `description` says.
 fn report(
     args: &BuildArgs,
     kind: &str,
-    items: &str,
-    g: &Geometry,
-    (set, matrix): (ParamSet, MatrixKind),
+    description: &str,
     written: &WrittenSetup,
     started: Instant,
 ) {
     println!(
-        "wrote {}: {kind} database, {items} of {} bytes, {} x {} matrix, p = 2^{}, {} with a {} A, public setup {} bytes, setup sha256 {}, setup {:.2?}",
+        "wrote {}: {kind} database, {description}, public setup {} bytes, setup sha256 {}, setup {:.2?}",
         args.out.display(),
-        g.record_bytes(),
-        g.rows(),
-        g.cols(),
-        g.log_p(),
-        set.name(),
-        matrix.name(),
         written.bytes,
         hex::encode(written.sha256),
         started.elapsed()

@@ -12,7 +12,7 @@ use obscura_psi::{HelloError, Options, Outcome, Protocol, PsiError, Role, Stage}
 use obscura_store::memory::human;
 
 use crate::{ingest, progress};
-use obscura_bench::pools;
+use obscura_math::threads as pools;
 
 /// Arguments of `obscura psi`.
 #[derive(Args)]

@@ -11,7 +11,7 @@ use obscura_service::catalog::{Catalog, Entry};
 use obscura_service::service::{self, CorsOrigins, Databases, ServiceConfig, Ui};
 use obscura_service::tls;
 
-use obscura_bench::pools;
+use obscura_math::threads as pools;
 
 /// Arguments of `obscura serve`.
 #[derive(Args)]

@@ -36,7 +36,7 @@ fn the_test_scheme_is_built_served_and_fetched_like_the_others() {
         .assert()
         .success()
         .stdout(predicate::str::contains(
-            "whole database, 40 items of 24 bytes",
+            "whole database, 40 records of 24 bytes",
         ));
     let record = |i: usize| hex::encode(&data[i * 24..(i + 1) * 24]) + "\n";
     for index in [0usize, 17, 39] {

@@ -9,6 +9,7 @@
 //! - [`mix`]: MurmurHash3's 64-bit finalizer and vectorized runs of it;
 //! - [`expand`]: public matrices expanded from a 16-byte seed with AES-128-CTR, block by block;
 //! - [`sample`]: secret vectors (uniform, ternary, discrete Gaussian) drawn from the OS CSPRNG;
+//! - [`threads`]: the thread count of parallel work and rayon pools of it;
 //! - [`pack`]: dense packing of byte strings into `w`-bit plaintext digits and back;
 //! - [`ring`]: ring-LWE arithmetic modulo a product of two NTT primes (transforms,
 //!   automorphisms, gadget decomposition, key and modulus switching);
@@ -34,3 +35,4 @@ mod ntt_avx512;
 pub mod pack;
 pub mod ring;
 pub mod sample;
+pub mod threads;

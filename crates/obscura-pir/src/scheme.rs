@@ -97,6 +97,15 @@ pub trait SetupMessage:
     fn matrix_shapes(&self) -> Vec<(usize, usize)>;
     /// What the database holds, for listings.
     fn summary(&self) -> Summary<'_>;
+
+    /// What the database holds and how it is laid out, in words: the line a build reports.
+    fn describe(&self) -> String;
+
+    /// A note on how this setup serves its records, when another scheme would serve them
+    /// better (what a build warns about).
+    fn note(&self) -> Option<String> {
+        None
+    }
 }
 
 /// What a public setup says about its database, for listings.

@@ -137,6 +137,16 @@ impl IntoPyErr for StoreError {
     }
 }
 
+impl IntoPyErr for obscura_math::threads::ThreadsError {
+    fn into_py_err(self) -> PyErr {
+        let class = match self {
+            obscura_math::threads::ThreadsError::Zero => Class::InvalidInput,
+            _ => Class::Obscura,
+        };
+        error(class, full_message(&self).replace("--threads", "threads"))
+    }
+}
+
 impl IntoPyErr for ClientError {
     fn into_py_err(self) -> PyErr {
         error(client_class(&self), full_message(&self))

@@ -10,7 +10,6 @@ mod items;
 mod pir;
 mod progress;
 mod psi;
-mod threads;
 
 use pyo3::prelude::*;
 

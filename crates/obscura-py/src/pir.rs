@@ -24,7 +24,7 @@ use pyo3::types::{PyBytes, PyMapping};
 use crate::errors::{error, Class, PyResultExt};
 use crate::items::{self, bytes_of};
 use crate::progress::{self, Reporter};
-use crate::threads;
+use obscura_math::threads;
 
 /// What a build wrote.
 #[pyclass(module = "obscura", frozen, get_all)]
@@ -105,6 +105,7 @@ fn build_and_write(
         threads::run(threads, || {
             build::build(records, &options, &progress::steps(steps, &reporter))
         })
+        .py()
     })?;
     reporter.finish()?;
     write(py, database.py()?, out)
@@ -114,9 +115,7 @@ fn build_and_write(
 fn write(py: Python<'_>, database: Database, out: PathBuf) -> PyResult<BuildReport> {
     let written = py.detach(|| store::write_database(&out, &database)).py()?;
     let listing = database.listing();
-    let root = database
-        .server::<obscura_pir::batch::treepir::TreePir>()
-        .map(|server| hex::encode(server.public_setup().root()));
+    let root = listing.root.map(hex::encode);
     let file_bytes = std::fs::metadata(&out)
         .map_err(|e| {
             error(
@@ -307,6 +306,7 @@ pub fn build_merkle(
                 reporter.report("setting up the colour classes", done, total)
             })
         })
+        .py()
     })?;
     reporter.finish()?;
     write(py, Database::from(server.py()?), out)

@@ -15,7 +15,7 @@ use pyo3::types::{PyBytes, PyIterator};
 use crate::errors::{error, Class, IntoPyErr, PyResultExt};
 use crate::items::{self, bytes_of};
 use crate::progress::Reporter;
-use crate::threads;
+use obscura_math::threads;
 
 /// What a PSI session did, and the intersection when this party learns it.
 #[pyclass(module = "obscura", frozen, get_all)]
@@ -214,6 +214,7 @@ pub fn run_psi(
                         reporter.report(label(stage), done, total)
                     })
                 })
+                .py()
             })?;
             let outcome = outcome.py()?;
             PsiResult {
@@ -252,6 +253,7 @@ pub fn run_psi(
                         },
                     )
                 })
+                .py()
             })?;
             let outcome = outcome.py()?;
             PsiResult {

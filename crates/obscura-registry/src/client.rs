@@ -87,11 +87,6 @@ impl Client {
         &self.listing
     }
 
-    /// The digest that names the public setup.
-    pub fn digest(&self) -> Digest {
-        self.inner.digest()
-    }
-
     /// The encoded request for `target` and the state that decodes its answer;
     /// [`PirError::WrongLookup`] for a target of another lookup than the database's.
     pub fn query(&mut self, target: Target<'_>) -> Result<(Vec<u8>, Pending), PirError> {

@@ -48,7 +48,7 @@ use obscura_pir::wire::{Kind, Reader};
 use obscura_pir::ypir::Ypir;
 #[cfg(feature = "server")]
 use obscura_pir::PirServer;
-use obscura_pir::{Lookup, PirClient, PirError, Scheme, SetupMessage};
+use obscura_pir::{PirError, Scheme, SetupMessage};
 
 pub use builders::{builder, builders, Builder};
 pub use client::{Client, Pending};
@@ -70,9 +70,6 @@ pub trait Entry: Send + Sync {
 
     /// What users call its databases (`index`, `keyword`, ...).
     fn name(&self) -> &'static str;
-
-    /// The lookup its databases serve.
-    fn lookup(&self) -> Lookup;
 
     /// The database with the encoded public setup `setup`, whose matrices `matrices` gives
     /// for the shapes the setup announces (`(rows, cols)`, in file order).
@@ -113,10 +110,6 @@ impl<S: Scheme> Entry for Of<S> {
 
     fn name(&self) -> &'static str {
         S::NAME
-    }
-
-    fn lookup(&self) -> Lookup {
-        <S::Client as PirClient>::LOOKUP
     }
 
     #[cfg(feature = "server")]

@@ -27,6 +27,10 @@ pub struct Listing {
     pub answer_bytes: u64,
     /// A Merkle tree's root.
     pub root: Option<Hash>,
+    /// What the database holds and how it is laid out, in words (the scheme's own).
+    pub description: String,
+    /// A note on how it serves its records, when another scheme would serve them better.
+    pub note: Option<String>,
 }
 
 /// The parameters and geometry of an LWE engine (what a listing shows of it, without its hint).
@@ -54,5 +58,7 @@ pub(crate) fn listing<S: Scheme>(setup: &S::Setup) -> Listing {
         query_bytes: setup.query_bytes(),
         answer_bytes: setup.answer_bytes(),
         root: summary.root,
+        description: setup.describe(),
+        note: setup.note(),
     }
 }

@@ -105,6 +105,13 @@ impl<const CODE: u8> SetupMessage for WholeSetup<CODE> {
         vec![(self.records as usize, self.record_bytes as usize)]
     }
 
+    fn describe(&self) -> String {
+        format!(
+            "{} records of {} bytes, all of them in every answer",
+            self.records, self.record_bytes
+        )
+    }
+
     fn summary(&self) -> Summary<'_> {
         Summary {
             items: self.records,

@@ -16,9 +16,9 @@ use obscura_pir::{Encode, PirClient, PirError, PirServer, Scheme, SetupMessage};
 use crate::bandwidth;
 use crate::measure::{generate, median, timed};
 use crate::memory::peak_of;
-use crate::pools::Pools;
 use crate::progress::Progress;
 use crate::report::{Pair, Params};
+use obscura_math::threads::Pools;
 use report::{AnswerReads, Batch, Bytes, Report, Retrieval};
 
 /// Times an answer is repeated to take the median (enough that a few answers slowed down by a

@@ -17,8 +17,8 @@ use rayon::ThreadPool;
 
 use crate::lwe::report::Report;
 use crate::measure::{generate, timed};
-use crate::pools;
 use crate::Preset;
+use obscura_math::threads as pools;
 use report::{PsiBytes, PsiReport, PsiRun, PsiSeconds};
 
 /// How long a party waits for the other's next message: enough for the largest sets on the

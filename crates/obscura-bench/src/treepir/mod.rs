@@ -18,8 +18,8 @@ use crate::lwe::layout_name;
 use crate::lwe::report::Report;
 use crate::measure::{generate, median, timed};
 use crate::memory::peak_of;
-use crate::pools::Pools;
 use crate::report::Params;
+use obscura_math::threads::Pools;
 use report::{
     PbcSetupRow, ProofBytes, ProofScheme, ProofSeconds, TreePir, TreePirE2eRow, TreePirReport,
     TreePirSetupRow,

@@ -364,6 +364,15 @@ impl SetupMessage for PbcSetup {
         self.shard_matrix_shapes()
     }
 
+    fn describe(&self) -> String {
+        format!(
+            "{} records of {} bytes in {} buckets",
+            self.placement.items,
+            self.record_bytes,
+            self.databases.len()
+        )
+    }
+
     fn summary(&self) -> Summary<'_> {
         Summary {
             items: self.placement.items,

@@ -286,6 +286,19 @@ impl SetupMessage for TreePirSetup {
         self.shard_matrix_shapes()
     }
 
+    fn describe(&self) -> String {
+        format!(
+            "a Merkle tree of {} leaves, height {}, {} sub-databases, root {}",
+            self.leaves,
+            self.height(),
+            self.databases.len(),
+            self.root
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        )
+    }
+
     fn summary(&self) -> Summary<'_> {
         Summary {
             items: self.leaves,

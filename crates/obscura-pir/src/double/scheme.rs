@@ -5,6 +5,9 @@ use crate::scheme::{Encode, Message, Scheme, SetupMessage, Summary};
 use crate::wire::{Digest, Kind};
 use crate::PirError;
 
+/// Rows a record may span before a DoublePIR setup notes that its answers grow with it.
+const SMALL_ROWS: u64 = 8;
+
 /// DoublePIR: records fetched by index, with a hint whose size does not depend on the
 /// database's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +50,28 @@ impl SetupMessage for PublicSetup {
             (first.rows() as usize, first.cols() as usize),
             (second.rows() as usize, second.cols() as usize),
         ]
+    }
+
+    fn describe(&self) -> String {
+        let (first, second) = (self.first().geometry(), self.second().geometry());
+        format!(
+            "{} records of {} bytes, {}; second layer {} x {}",
+            first.records(),
+            first.record_bytes(),
+            crate::lwe::describe(first, self.first().params()),
+            second.rows(),
+            second.cols()
+        )
+    }
+
+    fn note(&self) -> Option<String> {
+        let rows = self.rows_per_query();
+        (rows > SMALL_ROWS).then(|| {
+            format!(
+                "a record spans up to {rows} rows, and a DoublePIR query asks for each: its answer is {} bytes; an index database (--scheme index) answers records this large with less",
+                self.answer_bytes()
+            )
+        })
     }
 
     fn summary(&self) -> Summary<'_> {

@@ -99,6 +99,19 @@ impl<I: KeywordIndex> SetupMessage for Setup<I> {
         self.index.matrix_shapes()
     }
 
+    fn describe(&self) -> String {
+        let engine = I::engine(&self.index);
+        let g = engine.geometry();
+        format!(
+            "{} keys in {} slots of {} bytes ({}-wise filter), {}",
+            self.keys,
+            g.records(),
+            g.record_bytes(),
+            self.arity().get(),
+            crate::lwe::describe(g, engine.params())
+        )
+    }
+
     fn summary(&self) -> Summary<'_> {
         Summary {
             items: self.keys,

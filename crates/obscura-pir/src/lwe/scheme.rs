@@ -65,7 +65,23 @@ impl RecordShape {
     }
 }
 
-impl Records<'_> {
+impl<'a> Records<'a> {
+    /// `raw(bytes, record_bytes)` for fixed-size records, `values(values)` for records of any
+    /// length: how each index scheme's build takes them.
+    pub fn either<T>(
+        self,
+        raw: impl FnOnce(&'a [u8], u64) -> T,
+        values: impl FnOnce(&'a [Vec<u8>]) -> T,
+    ) -> T {
+        match self {
+            Self::Raw {
+                bytes,
+                record_bytes,
+            } => raw(bytes, record_bytes),
+            Self::Values(list) => values(list),
+        }
+    }
+
     /// The records' sizes.
     pub fn shape(&self) -> RecordShape {
         match *self {
@@ -119,6 +135,16 @@ impl SetupMessage for PublicSetup {
     fn matrix_shapes(&self) -> Vec<(usize, usize)> {
         let geometry = self.geometry();
         vec![(geometry.rows() as usize, geometry.cols() as usize)]
+    }
+
+    fn describe(&self) -> String {
+        let g = self.geometry();
+        let engine = super::describe(g, self.params());
+        format!(
+            "{} records of {} bytes, {engine}",
+            g.records(),
+            g.record_bytes()
+        )
     }
 
     fn summary(&self) -> Summary<'_> {

@@ -199,13 +199,10 @@ impl PirServer for Server {
         options: SetupOptions,
         progress: Progress<'_>,
     ) -> Result<Self, PirError> {
-        match records {
-            Records::Raw {
-                bytes,
-                record_bytes,
-            } => Self::setup(bytes, record_bytes, options, progress),
-            Records::Values(values) => Self::setup_values(values, options, progress),
-        }
+        records.either(
+            |bytes, record_bytes| Self::setup(bytes, record_bytes, options, progress),
+            |values| Self::setup_values(values, options, progress),
+        )
     }
 
     fn public_setup(&self) -> &PublicSetup {

@@ -80,6 +80,19 @@ pub struct Layer {
     seed: MatrixSeed,
 }
 
+/// An engine of `geometry` under `params`, in words: its matrix, plaintext modulus and
+/// parameter set.
+pub fn describe(geometry: &Geometry, params: LweParams) -> String {
+    format!(
+        "{} x {} matrix, p = 2^{}, {} with a {} A",
+        geometry.rows(),
+        geometry.cols(),
+        geometry.log_p(),
+        params.set.name(),
+        params.matrix.name()
+    )
+}
+
 impl Layer {
     /// Bytes of an encoded layer: four codes (set, matrix kind, record format, log p), five
     /// `u64` (records, record bytes, data bytes, records per column, row norm) and the seed.

@@ -1,7 +1,7 @@
 //! YPIR as a [`Scheme`]: its public setup, query and answer codecs.
 
 use super::server::matrix_shapes;
-use super::{Answer, Client, PublicSetup, Query, Server};
+use super::{Answer, Client, PublicSetup, Query, Server, Shape};
 use crate::scheme::{Encode, Message, Scheme, SetupMessage, Summary};
 use crate::wire::{Digest, Kind};
 use crate::PirError;
@@ -43,6 +43,31 @@ impl SetupMessage for PublicSetup {
 
     fn matrix_shapes(&self) -> Vec<(usize, usize)> {
         matrix_shapes(self)
+    }
+
+    fn describe(&self) -> String {
+        let layout = match self.shape() {
+            Shape::Double(s) => format!(
+                "first layer {} x {} of {}-bit digits ({} per record), packed layer 2048 x {}",
+                s.rows(),
+                s.columns(),
+                s.log_p(),
+                s.digits(),
+                s.rows()
+            ),
+            Shape::Simple(s) => format!(
+                "{} x {} words of 15 bits, {} records per column",
+                s.rows(),
+                s.columns(),
+                s.per_column()
+            ),
+        };
+        format!(
+            "{} records of {} bytes, {layout}, failure probability 2^{:.0}, no hint",
+            self.shape().records(),
+            self.shape().record_bytes(),
+            self.shape().log_failure()
+        )
     }
 
     fn summary(&self) -> Summary<'_> {
