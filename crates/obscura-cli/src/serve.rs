@@ -44,7 +44,7 @@ pub struct ServeArgs {
     /// database with a token answers only requests that carry one; SIGHUP reads the file again.
     #[arg(long)]
     tokens: Option<PathBuf>,
-    /// Let pages from this web origin (e.g. https://lookup.example) call the service, the
+    /// Let pages from this web origin (e.g. `https://lookup.example`) call the service, the
     /// `Authorization` header of tokens included; repeat for several, or `*` for any. Without
     /// it browsers refuse pages of other origins.
     #[arg(long = "cors-origin")]

@@ -12,7 +12,7 @@
 //! computed in the NTT domain: one forward transform of each slice `d̃_i`, a pointwise
 //! multiply-add by the transform of `a_i`, and one inverse transform per row, about
 //! `rows·cols·log2(n)` butterflies per prime instead of `rows·cols·n` multiply-adds. Rows are
-//! transformed [`LANES`] at a time, one coefficient of each side by side, so every butterfly is
+//! transformed `LANES` (16) at a time, one coefficient of each side by side, so every butterfly is
 //! one vector operation.
 //!
 //! The products are exact: `|Q[j]| ≤ cols · 2^7 · 2^31` (digits in `[-128, 128]`, centered
@@ -86,7 +86,7 @@ pub fn ntt_butterflies(rows: usize, cols: usize, n: usize) -> u64 {
 }
 
 /// Butterflies per second of the hint product's transforms of degree `n` (a power of two the
-/// NTT supports) on the rayon pool: every thread transforms [`LANES`] rows at a time for about
+/// NTT supports) on the rayon pool: every thread transforms `LANES` (16) rows at a time for about
 /// `duration`, on the backend [`hint_product`] uses. With [`ntt_butterflies`] it gives the time
 /// the arithmetic alone takes, the bound a setup is measured against.
 pub fn butterfly_rate(n: usize, duration: std::time::Duration) -> f64 {

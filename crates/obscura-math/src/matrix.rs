@@ -456,7 +456,7 @@ impl PlaintextMatrix {
     }
 
     /// Copies the digits of rows `rows` (starting on a group boundary, see
-    /// [`GROUP_ROWS`](crate::layout::GROUP_ROWS)) and columns `cols` into `out`, row-major with
+    /// [`GROUP_ROWS`]) and columns `cols` into `out`, row-major with
     /// row stride `cols.len()`.
     ///
     /// # Panics

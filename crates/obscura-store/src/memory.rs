@@ -102,8 +102,8 @@ pub struct Plan {
 
 impl Plan {
     /// Refuses a build that needs more memory than the limit, naming the figures and a layout
-    /// that fits; returns a warning when the hint or the file exceeds both [`WARN_RATIO`] times
-    /// the data and [`WARN_FLOOR`].
+    /// that fits; returns a warning when the hint or the file exceeds both `WARN_RATIO` (4) times
+    /// the data and `WARN_FLOOR` (64 MiB).
     pub fn check(&self) -> Result<Option<String>, MemoryError> {
         let (f, file) = (&self.footprint, file_bytes(&self.footprint));
         let needed = f.peak_bytes().saturating_add(self.input_bytes);
