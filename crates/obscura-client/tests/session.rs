@@ -68,7 +68,10 @@ fn every_index_scheme_returns_its_records_from_one_session() {
     let records: Vec<Vec<u8>> = (0..300u32)
         .map(|i| format!("record {i}").into_bytes())
         .collect();
-    for scheme in obscura_registry::builders() {
+    // The built-in index schemes (a scheme registered for tests may take fixed-size records
+    // only).
+    for name in ["index", "double", "ypir", "ypir-sp"] {
+        let scheme = obscura_registry::builder(name).unwrap();
         let options = BuildOptions {
             scheme,
             ..BuildOptions::default()
