@@ -1,5 +1,5 @@
 //! No build leaves debris: an interrupted build removes its partial file, and one that a
-//! killed build left is removed by the next build into the same folder.
+//! killed build left is removed by the next build into the same folder once it is stale.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -70,6 +70,10 @@ fn a_partial_file_left_by_a_killed_build_is_removed_by_the_next_build() {
     // kernel's largest).
     let stale = dir.path().join(".db.obs.x1y2z3.obscura-partial-2147483646");
     std::fs::write(&stale, vec![0u8; 4096]).unwrap();
+    // Untouched for longer than a live writer leaves its file.
+    let long_ago = std::time::SystemTime::now() - 2 * obscura_store::partial::STALE_AFTER;
+    let file = std::fs::File::options().write(true).open(&stale).unwrap();
+    file.set_modified(long_ago).unwrap();
     let input = dir.path().join("records.bin");
     std::fs::write(&input, vec![7u8; 64 * 10]).unwrap();
     assert_cmd::Command::cargo_bin("obscura")

@@ -2,13 +2,18 @@
 //! created beside its final file under a recognisable name (`.NAME.XXXXXX.obscura-partial-PID`,
 //! the writing process's id at the end), removed when the write fails or its process is
 //! interrupted ([`remove_on_signals`]), and one left by a killed process is removed by the next
-//! write into the same folder ([`sweep`]).
+//! write into the same folder ([`sweep`]) once untouched for [`STALE_AFTER`] (a process of the
+//! same id in another PID namespace, e.g. another container sharing the folder, writes its file
+//! all along).
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// What ends the name of every temporary database file, before the writer's process id.
 const MARK: &str = ".obscura-partial-";
+
+/// How long a partial file of a process that is gone stays untouched before it is swept.
+pub const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// The temporary files this process is writing now.
 static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
@@ -96,8 +101,15 @@ fn running(pid: i32) -> bool {
     result == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
+/// Whether the file of `entry` was last written over [`STALE_AFTER`] ago.
+fn untouched(entry: &std::fs::DirEntry) -> bool {
+    let modified = entry.metadata().and_then(|m| m.modified());
+    modified.is_ok_and(|time| time.elapsed().is_ok_and(|age| age > STALE_AFTER))
+}
+
 /// Removes the partial database files in `dir` whose writing process is gone (killed before it
-/// could clean up); returns how many. Files of running processes are left alone.
+/// could clean up) and that were untouched for [`STALE_AFTER`]; returns how many. Files of
+/// running processes are left alone.
 pub fn sweep(dir: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
@@ -107,7 +119,9 @@ pub fn sweep(dir: &Path) -> usize {
         .filter(|entry| {
             let name = entry.file_name();
             let pid = writer_of(&name.to_string_lossy());
-            pid.is_some_and(|pid| !running(pid)) && std::fs::remove_file(entry.path()).is_ok()
+            pid.is_some_and(|pid| !running(pid))
+                && untouched(entry)
+                && std::fs::remove_file(entry.path()).is_ok()
         })
         .count()
 }
@@ -147,15 +161,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // A process id that no process has (above the kernel's pid_max).
         let dead = dir.path().join(".db.obs.abc.obscura-partial-2147483646");
+        let recent = dir.path().join(".db.obs.def.obscura-partial-2147483646");
         let alive = dir
             .path()
             .join(format!(".db.obs.abc{MARK}{}", std::process::id()));
         let other = dir.path().join("db.obs");
-        for path in [&dead, &alive, &other] {
+        let long_ago = std::time::SystemTime::now() - 2 * STALE_AFTER;
+        for path in [&dead, &recent, &alive, &other] {
             std::fs::write(path, b"x").unwrap();
+            if path != &recent {
+                let file = std::fs::File::options().write(true).open(path).unwrap();
+                file.set_modified(long_ago).unwrap();
+            }
         }
         assert_eq!(sweep(dir.path()), 1);
-        assert!(!dead.exists() && alive.exists() && other.exists());
+        assert!(!dead.exists() && recent.exists() && alive.exists() && other.exists());
     }
 
     #[test]
