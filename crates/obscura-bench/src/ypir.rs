@@ -23,8 +23,8 @@ const REPEATS: usize = 5;
 /// Queries generated to time it (the median is reported).
 const QUERIES: usize = 5;
 
-/// The reference code's figures on this project's 2-core machine (one thread, as it is written),
-/// as the issue that set the targets records them.
+/// The reference code's figures, measured on this project's 2-core machine (one thread, as it
+/// is written).
 struct Reference {
     variant: &'static str,
     /// The answer, and its first pass, second pass and packing where recorded (ms).

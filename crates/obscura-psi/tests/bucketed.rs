@@ -159,7 +159,7 @@ impl ItemSource for Generated {
     }
 }
 
-/// The large workload: 2^24 items per side (half shared) through RR22 in buckets of
+/// The large workload: 2^24 items per side (half shared) through RR22 in buckets of
 /// 2^20, exact. Run by hand: `cargo test --release -p obscura-psi --test bucketed -- --ignored
 /// --nocapture` (both parties in this process; the CLI's two processes give each party's
 /// resident memory).

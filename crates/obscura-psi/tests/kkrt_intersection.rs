@@ -1,5 +1,5 @@
 //! KKRT-PSI's own checks: its traffic is its cost model, a 2^16-per-side session, and (run by
-//! hand) the 2^20-per-side workload over TCP. The checks both protocols share are in
+//! hand) the standard 2^20-per-side workload over TCP. The checks both protocols share are in
 //! `intersection.rs`.
 
 mod common;
@@ -39,7 +39,7 @@ fn two_to_the_16_items_per_side() {
     assert_eq!(c.intersection.unwrap().size, 1 << 15);
 }
 
-/// The workload: 2^20 items per side over TCP loopback, both parties in this process.
+/// The standard workload: 2^20 items per side over TCP loopback, both parties in this process.
 /// Run by hand: `cargo test --release -p obscura-psi --test kkrt_intersection -- --ignored
 /// --nocapture`.
 #[test]

@@ -1,5 +1,5 @@
 //! RR22-PSI's own checks: its traffic, unbalanced sets of a million items, and (run by hand)
-//! the workloads over TCP. The checks every protocol shares are in `intersection.rs`.
+//! the standard workloads over TCP. The checks every protocol shares are in `intersection.rs`.
 
 mod common;
 
@@ -104,7 +104,7 @@ fn over_tcp(n: usize) {
     );
 }
 
-/// The workload: 2^20 items per side over TCP loopback. Run by hand:
+/// The standard workload: 2^20 items per side over TCP loopback. Run by hand:
 /// `cargo test --release -p obscura-psi --test rr22_intersection -- --ignored --nocapture`.
 #[test]
 #[ignore = "a benchmark: 2^20 items per side"]
