@@ -269,8 +269,8 @@ pub fn run(args: BenchArgs, progress: &dyn Progress) -> Result<()> {
         }
         Preset::Ypir1g | Preset::YpirSp => {
             let variant = match args.preset {
-                Preset::Ypir1g => obscura_pir::ypir::Variant::Double,
-                _ => obscura_pir::ypir::Variant::Simple,
+                Preset::Ypir1g => obscura_pir::ypir::Variant::Ypir,
+                _ => obscura_pir::ypir::Variant::YpirSp,
             };
             let report = ypir::run(
                 args.preset.name(),

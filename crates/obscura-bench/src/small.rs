@@ -145,8 +145,8 @@ fn ypir_driver<'a>(
         setup,
         preprocess: &|_, _| Ok(()),
         shape: &|setup| match setup.shape() {
-            ypir::Shape::Double(s) => ([s.rows(), s.columns()], 1 << s.log_p()),
-            ypir::Shape::Simple(s) => ([s.rows(), s.columns()], 1 << PLAINTEXT_BITS),
+            ypir::Shape::Ypir(s) => ([s.rows(), s.columns()], 1 << s.log_p()),
+            ypir::Shape::YpirSp(s) => ([s.rows(), s.columns()], 1 << PLAINTEXT_BITS),
         },
         params: &|_| None,
     }
@@ -185,7 +185,7 @@ pub fn run(
                 record_bytes,
             )
         }));
-        for variant in [Variant::Double, Variant::Simple] {
+        for variant in [Variant::Ypir, Variant::YpirSp] {
             let ypir_options = YpirOptions {
                 variant: Some(variant),
             };

@@ -231,18 +231,18 @@ fn measure(
     };
     let data_gb = data.len() as f64 / 1e9;
     let (matrix, pass_gb) = match setup.shape() {
-        Shape::Double(s) => (
+        Shape::Ypir(s) => (
             [s.rows(), s.columns()],
             (s.rows() * s.columns()) as f64 / 1e9,
         ),
-        Shape::Simple(s) => (
+        Shape::YpirSp(s) => (
             [s.rows(), s.columns()],
             (2 * s.rows() * s.columns()) as f64 / 1e9,
         ),
     };
     let pass = match setup.variant() {
-        Variant::Double => pairs[1],
-        Variant::Simple => pairs[2],
+        Variant::Ypir => pairs[1],
+        Variant::YpirSp => pairs[2],
     };
     let share = |i: usize| pass_gb / pass[i] / pairs[4][i];
     let report = YpirReport {

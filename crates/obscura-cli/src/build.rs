@@ -1,19 +1,18 @@
 //! `obscura build`: records in (raw, CSV or JSON lines), database file out.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 use obscura_pir::keyword::fuse::Arity;
-use obscura_pir::lwe::{self, Footprint, Layout, SetupOptions, StreamedSetup};
+use obscura_pir::lwe::{self, Layout, RecordShape, SetupOptions, StreamedSetup};
 use obscura_pir::params::{MatrixKind, ParamSet};
-use obscura_pir::PirError;
 use obscura_registry::builders::{builder, builders, default_builder, Builder};
 use obscura_store::build::{self as builder_of, BuildOptions, Records, Shape};
 use obscura_store::direct::SequentialReader;
-use obscura_store::memory::{self as sizes, Plan};
+use obscura_store::memory as sizes;
 use obscura_store::store::{self, Database, WrittenSetup};
 
 use crate::ingest::{self, InputFormat};
@@ -106,35 +105,15 @@ impl EngineArgs {
         }
     }
 
-    /// Checks, before anything is allocated, the setup whose footprint `footprint_of(layout)`
-    /// gives for the chosen layout, the other layouts named when they fit better (see
-    /// [`Plan::check`]). The build holds `input_bytes` of input besides; it serves
-    /// `data_bytes` of data.
-    pub fn check_size(
+    /// Checks, before anything is allocated, that the build of records of `shape` with
+    /// `options` fits in memory (`--max-memory`, or what the system has available), holding
+    /// `input_bytes` of input besides; prints the warning of a setup that dwarfs its data.
+    pub fn check_build(
         &self,
+        options: &BuildOptions,
+        shape: &Shape,
         input_bytes: u64,
-        data_bytes: u64,
-        footprint_of: impl Fn(Layout) -> Result<Footprint, PirError>,
     ) -> Result<()> {
-        let plan = Plan {
-            footprint: footprint_of(self.layout)?,
-            input_bytes,
-            data_bytes,
-            max_memory: self.max_memory,
-            limit_name: "--max-memory",
-            alternatives: sizes::alternatives(
-                self.layout,
-                |layout| footprint_of(layout).ok(),
-                layout_option,
-            ),
-        };
-        warn(plan.check()?);
-        Ok(())
-    }
-
-    /// Checks that the build of records of `shape` with `options` fits in memory, as
-    /// [`EngineArgs::check_size`] does, holding `input_bytes` of input besides.
-    fn check_build(&self, options: &BuildOptions, shape: &Shape, input_bytes: u64) -> Result<()> {
         warn(options.check_memory(
             shape,
             input_bytes,
@@ -181,11 +160,8 @@ impl Input {
     /// The records, as the builder takes them.
     fn records(&self) -> Records<'_> {
         match self {
-            Self::Raw { data, record_size } => Records::Raw {
-                data,
-                record_size: *record_size,
-            },
-            Self::Values(values) => Records::Values(values),
+            Self::Raw { data, record_size } => Records::raw(data, *record_size),
+            Self::Values(values) => Records::values(values),
             Self::Pairs(pairs) => Records::Pairs(pairs),
         }
     }
@@ -233,10 +209,10 @@ pub fn run(args: BuildArgs) -> Result<()> {
                 "{} is empty: there are no records to serve",
                 args.input.display()
             );
-            let shape = Shape::Raw {
+            let shape = Shape::Index(RecordShape::Raw {
                 bytes: size,
-                record_size,
-            };
+                record_bytes: record_size,
+            });
             let in_memory = args.engine.check_build(&options, &shape, size);
             let streamed = StreamedSetup::plan(size, record_size, args.engine.options())?;
             let stream_fits = sizes::fits(streamed.peak_bytes(), args.engine.max_memory);
@@ -244,7 +220,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
                 _ if args.stream => return build_streamed(&args, &streamed),
                 Err(reason) if stream_fits && !indexed_only => {
                     eprintln!(
-                        "streaming the setup, in about {} of memory: in memory {reason:#}",
+                        "streaming the build, in about {} of memory: in memory {reason:#}",
                         sizes::human(streamed.peak_bytes())
                     );
                     return build_streamed(&args, &streamed);
@@ -297,23 +273,35 @@ pub fn run(args: BuildArgs) -> Result<()> {
         args.engine
             .check_build(&options, &shape, shape.held_bytes())?;
     }
-    let pool = args.engine.pool()?;
+    build_and_write(&args.engine, &args.out, records, &options)
+}
+
+/// Builds the database of `records` as `options` say, in `engine`'s thread pool with progress
+/// bars, writes it to `out` and reports it.
+pub fn build_and_write(
+    engine: &EngineArgs,
+    out: &Path,
+    records: Records<'_>,
+    options: &BuildOptions,
+) -> Result<()> {
+    let shape = records.shape();
+    let pool = engine.pool()?;
     let started = Instant::now();
     let database: Database = pool.install(|| {
         progress::with_bars(options.steps(&shape), |progress| {
-            builder_of::build(records, &options, progress)
+            builder_of::build(records, options, progress)
         })
     })?;
     let listing = database.listing();
     if let Some(note) = &listing.note {
         eprintln!("note: {note}");
     }
-    let written = obscura_store::store::write_database(&args.out, &database)?;
+    let written = store::write_database(out, &database)?;
     let description = format!(
         "{}, query {} bytes, answer {} bytes",
         listing.description, listing.query_bytes, listing.answer_bytes
     );
-    report(&args, listing.kind, &description, &written, started);
+    report(out, listing.kind, &description, &written, started);
     Ok(())
 }
 
@@ -325,7 +313,7 @@ fn build_streamed(args: &BuildArgs, plan: &StreamedSetup) -> Result<()> {
         .with_context(|| format!("cannot read {}", args.input.display()))?;
     let written = pool
         .install(|| {
-            progress::with_bar("streaming the setup", |progress| {
+            progress::with_bar("streaming the build", |progress| {
                 store::write_streamed(&args.out, plan, &mut input, progress)
             })
         })
@@ -337,21 +325,15 @@ fn build_streamed(args: &BuildArgs, plan: &StreamedSetup) -> Result<()> {
         g.record_bytes(),
         lwe::describe(g, *plan.params())
     );
-    report(args, "index", &description, &written, started);
+    report(&args.out, "index", &description, &written, started);
     Ok(())
 }
 
-/// Prints what `obscura build` wrote: a database of `kind`, as `description` says.
-fn report(
-    args: &BuildArgs,
-    kind: &str,
-    description: &str,
-    written: &WrittenSetup,
-    started: Instant,
-) {
+/// Prints what a build wrote to `out`: a database of `kind`, as `description` says.
+fn report(out: &Path, kind: &str, description: &str, written: &WrittenSetup, started: Instant) {
     println!(
-        "wrote {}: {kind} database, {description}, public setup {} bytes, setup sha256 {}, setup {:.2?}",
-        args.out.display(),
+        "wrote {}: {kind} database, {description}, public setup {} bytes, setup sha256 {}, built in {:.2?}",
+        out.display(),
         written.bytes,
         hex::encode(written.sha256),
         started.elapsed()

@@ -214,7 +214,7 @@ pub fn run(args: GetArgs) -> Result<()> {
             match serves {
                 Lookup::Key => "a keyword database: fetch with --key or --key-hex",
                 Lookup::Index | Lookup::Batch => "an index database: fetch with --index",
-                Lookup::Merkle => "a Merkle tree: fetch audit paths with `obscura merkle prove`",
+                Lookup::AuditPath => "a Merkle tree: fetch audit paths with `obscura merkle prove`",
             }
         ),
         fetched => fetched??,

@@ -1,34 +1,7 @@
 //! Progress bars for long steps (drawn on stderr, hidden when it is not a terminal).
 
 use indicatif::{ProgressBar, ProgressStyle};
-use obscura_pir::batch::merkle::MerkleTree;
-use obscura_pir::batch::treepir::TreePirServer;
-use obscura_pir::lwe::{Server, SetupOptions};
-use obscura_pir::PirError;
 use obscura_store::build::Steps;
-
-/// Sets up a database of fixed-size records with a progress bar over the hint product.
-pub fn setup_with_bar(
-    data: &[u8],
-    record_bytes: u64,
-    options: SetupOptions,
-    message: &'static str,
-) -> Result<Server, PirError> {
-    with_bar(message, |progress| {
-        Server::setup(data, record_bytes, options, progress)
-    })
-}
-
-/// Sets up a TreePIR database of `tree` with a progress bar over its colour classes.
-pub fn treepir_with_bar(
-    tree: &MerkleTree,
-    options: SetupOptions,
-    message: &'static str,
-) -> Result<TreePirServer, PirError> {
-    with_bar(message, |progress| {
-        TreePirServer::setup(tree, options, progress)
-    })
-}
 
 /// An empty progress bar in the style of every long step: message, bar, percent, elapsed, ETA.
 pub fn bar() -> ProgressBar {

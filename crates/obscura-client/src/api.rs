@@ -12,7 +12,7 @@ pub struct DatabaseInfo {
     /// Kind of database, named after its scheme: `index` (the LWE engine), `keyword`,
     /// `treepir` (a Merkle tree, see `height`) or `pbc` (the batch-code baseline).
     pub kind: String,
-    /// The lookup it serves: `index`, `batch`, `keyword` or `merkle`.
+    /// The lookup it serves: `index`, `batch`, `keyword` or `audit-path`.
     #[serde(default)]
     pub lookup: String,
     /// Number of records (of keys, for a keyword database; of leaves, for a Merkle tree).

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use obscura_pir::framing;
 use obscura_pir::scheme::{AnswerOf, QueryOf, SetupOf};
-use obscura_pir::{Encode, Message, Scheme, SetupMessage};
+use obscura_pir::{Encode, Message, PirClient, Scheme, SetupMessage};
 use obscura_registry::setup_sha256;
 use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
 use ureq::Agent;
@@ -36,7 +36,7 @@ pub struct ClientOptions {
     pub setup_sha256: Option<Sha256>,
     /// The largest setup accepted, in bytes; a larger one is refused before it is read.
     pub max_setup_bytes: u64,
-    /// The largest query (or all the queries of a proof request) this client makes, in bytes;
+    /// The largest query (or all the queries of an audit-path request) this client makes, in bytes;
     /// a setup that asks for more is refused.
     pub max_query_bytes: u64,
     /// Time limit of each request, from connecting to the last byte of the response.
@@ -290,23 +290,23 @@ impl HttpClient {
         Ok(reply.body)
     }
 
-    /// Sends one query for database `name`, of scheme `S`, and decodes the answer against
-    /// `setup`.
+    /// Sends one query for database `name`, of scheme `S`, to the route of the scheme's
+    /// lookup, and decodes the answer against `setup`.
     pub fn query<S: Scheme>(
         &self,
         name: &str,
         setup: &SetupOf<S>,
         query: &QueryOf<S>,
     ) -> Result<AnswerOf<S>, ClientError> {
-        let url = self.url(&format!("/v1/databases/{name}/query"));
-        let request = self.post(&url);
-        let reply = self.receive(
-            &url,
-            request.send(&Encode::to_bytes(query)[..]),
-            setup.answer_bytes(),
-            "the size of an answer",
-        )?;
-        Ok(AnswerOf::<S>::from_bytes(&reply.body, setup)?)
+        let request = Request {
+            route: <S::Client as PirClient>::LOOKUP.route(),
+            body: Encode::to_bytes(query),
+            answer_bytes: setup.answer_bytes(),
+        };
+        Ok(AnswerOf::<S>::from_bytes(
+            &self.send(name, &request)?,
+            setup,
+        )?)
     }
 
     /// Sends several queries for database `name` in one request; the answers come back in

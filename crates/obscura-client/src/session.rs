@@ -234,7 +234,7 @@ impl Session {
             (Ask::Value(_), Found::Value(value)) => Outcome::Value(value),
             (Ask::AuditPath { leaf, .. }, Found::LeafHash(hash)) => {
                 exchange.leaf_hash = Some((hash, true));
-                let target = Target::MerklePath {
+                let target = Target::AuditPath {
                     leaf: *leaf,
                     leaf_hash: hash,
                 };
@@ -284,12 +284,12 @@ impl Session {
                 match leaf_hash {
                     Some(hash) => {
                         exchange.leaf_hash = Some((*hash, false));
-                        Target::MerklePath {
+                        Target::AuditPath {
                             leaf: *leaf,
                             leaf_hash: *hash,
                         }
                     }
-                    None => Target::MerkleLeafHash(*leaf),
+                    None => Target::LeafHash(*leaf),
                 }
             }
         };

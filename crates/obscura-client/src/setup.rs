@@ -32,7 +32,7 @@ pub struct SetupPolicy {
     pub pin: Option<Sha256>,
     /// The largest setup accepted, in bytes; a larger one is refused before it is read.
     pub max_setup_bytes: u64,
-    /// The largest query (or all the queries of a proof request) this client makes, in bytes;
+    /// The largest query (or all the queries of an audit-path request) this client makes, in bytes;
     /// a setup that asks for more is refused (a setup of a few kilobytes can describe a matrix
     /// whose query would take gigabytes to make).
     pub max_query_bytes: u64,

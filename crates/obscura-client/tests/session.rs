@@ -5,8 +5,6 @@
 use obscura_client::setup::SetupPolicy;
 use obscura_client::{Ask, ClientError, Outcome, Session, Step};
 use obscura_pir::batch::merkle::{leaf_hash, MerkleTree};
-use obscura_pir::batch::treepir::TreePirServer;
-use obscura_pir::lwe::SetupOptions;
 use obscura_pir::{Lookup, PirError};
 use obscura_registry::{setup_sha256, Database, Registry};
 use obscura_store::build::{build, BuildOptions, Records};
@@ -76,7 +74,7 @@ fn every_index_scheme_returns_its_records_from_one_session() {
             scheme,
             ..BuildOptions::default()
         };
-        let database = build(Records::Values(&records), &options, &|_, _| {}).unwrap();
+        let database = build(Records::values(&records), &options, &|_, _| {}).unwrap();
         let mut session = session(&database);
         assert_eq!(session.lookup(), Lookup::Index);
         assert_eq!(session.listing().items, 300);
@@ -124,7 +122,7 @@ fn keyword_lookups_find_values_and_absent_keys() {
 fn bad_answers_and_oversized_queries_are_refused() {
     let records = vec![b"a".to_vec(), b"b".to_vec()];
     let database = build(
-        Records::Values(&records),
+        Records::values(&records),
         &BuildOptions::default(),
         &|_, _| {},
     )
@@ -177,7 +175,7 @@ fn bad_answers_and_oversized_queries_are_refused() {
 fn a_stale_setup_asks_for_one_refresh_then_the_lookup_runs_again() {
     let records: Vec<Vec<u8>> = (0..10u32).map(|i| vec![i as u8; 4]).collect();
     let database = build(
-        Records::Values(&records),
+        Records::values(&records),
         &BuildOptions::default(),
         &|_, _| {},
     )
@@ -212,10 +210,15 @@ fn merkle_audit_paths_are_fetched_and_verified() {
     for n in [1usize, 2, 37] {
         let leaves: Vec<Vec<u8>> = (0..n).map(|i| format!("cert {i}").into_bytes()).collect();
         let tree = MerkleTree::from_leaves(&leaves);
-        let server = TreePirServer::setup(&tree, SetupOptions::default(), &|_, _| {}).unwrap();
-        let database = Database::from(server);
+        let slices: Vec<&[u8]> = leaves.iter().map(Vec::as_slice).collect();
+        let database = build(
+            Records::Leaves(&slices),
+            &BuildOptions::default(),
+            &|_, _| {},
+        )
+        .unwrap();
         let mut session = session(&database);
-        assert_eq!(session.lookup(), Lookup::Merkle);
+        assert_eq!(session.lookup(), Lookup::AuditPath);
         assert_eq!(session.listing().root, Some(tree.root()));
         for leaf in [0, n as u64 / 2, n as u64 - 1] {
             let expected = tree.audit_path(leaf).unwrap();

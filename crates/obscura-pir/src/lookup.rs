@@ -21,25 +21,25 @@ pub enum Lookup {
     /// Values by key, an absent key reported absent (keyword PIR).
     Key,
     /// Audit paths of a Merkle tree by leaf, verified against its root (TreePIR).
-    Merkle,
+    AuditPath,
 }
 
 impl Lookup {
     /// Its name in listings, the CLI, Python and the browser: `index`, `batch`, `keyword`,
-    /// `merkle`.
+    /// `audit-path`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Index => "index",
             Self::Batch => "batch",
             Self::Key => "keyword",
-            Self::Merkle => "merkle",
+            Self::AuditPath => "audit-path",
         }
     }
 
     /// The service route its requests are posted to (`/v1/databases/{name}/{route}`).
     pub fn route(self) -> &'static str {
         match self {
-            Self::Merkle => "proof",
+            Self::AuditPath => "audit-path",
             Self::Index | Self::Batch | Self::Key => "query",
         }
     }
@@ -50,7 +50,7 @@ impl Lookup {
             Self::Index => "an index database: fetch records by index",
             Self::Batch => "a batch database: fetch records by index",
             Self::Key => "a keyword database: fetch values by key",
-            Self::Merkle => "a Merkle tree: fetch audit paths by leaf",
+            Self::AuditPath => "a Merkle tree: fetch audit paths by leaf",
         }
     }
 }
@@ -71,7 +71,7 @@ pub enum Target<'a> {
     /// The value under this key.
     Key(&'a [u8]),
     /// The audit path of `leaf`, whose hash is `leaf_hash` (the path is verified with it).
-    MerklePath {
+    AuditPath {
         /// The leaf, from 0.
         leaf: u64,
         /// Its hash, `SHA-256(0x00 ‖ data)`.
@@ -79,7 +79,7 @@ pub enum Target<'a> {
     },
     /// The hash of this leaf, for a client that knows only its index: the request looks like
     /// any audit path request, and the hash is proved when its path verifies with it.
-    MerkleLeafHash(u64),
+    LeafHash(u64),
 }
 
 impl Target<'_> {
@@ -89,7 +89,7 @@ impl Target<'_> {
             Self::Index(_) => Lookup::Index,
             Self::Indices(_) => Lookup::Batch,
             Self::Key(_) => Lookup::Key,
-            Self::MerklePath { .. } | Self::MerkleLeafHash(_) => Lookup::Merkle,
+            Self::AuditPath { .. } | Self::LeafHash(_) => Lookup::AuditPath,
         }
     }
 }

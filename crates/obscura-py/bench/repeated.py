@@ -12,10 +12,12 @@ workloads, each from a local file and over `obscura serve` on loopback:
 
 Usage (the CLI and the wheel built from the same tree; `--threads` as the bench's):
 
-    python crates/obscura-py/bench/repeated.py --cli target/release/obscura [--calls 9] [--dir D]
+    python crates/obscura-py/bench/repeated.py --cli target/release/obscura [--calls 9] [--rounds 5] [--dir D]
 
-Prints JSON: for each workload and place, the first call's seconds, the later calls' median and
-range, and their ratio to the bench's sum.
+The bench runs `--rounds` times, each run followed by `--calls` later calls from each client, so
+each ratio sets calls against a bench run of the same minutes on a noisy machine. Prints JSON: for
+each workload and place, the client's opening and first call in seconds, the later calls' median
+and range, and the per-round ratios of their median to the bench's sum (median and range).
 """
 
 import argparse
@@ -32,6 +34,7 @@ import obscura
 RECORDS = 1 << 20
 RECORD_BYTES = 1024
 KEY_BYTES = 32
+SETTLE_SECONDS = 5
 
 
 def bench(cli: str, preset: str, *extra: str) -> dict:
@@ -47,17 +50,16 @@ def lookup_seconds(report: dict) -> float:
     return seconds["query_fresh"] + seconds["answer"] + seconds["decode"]
 
 
-def timed(call, calls: int) -> dict:
-    """The first call's seconds and the later calls' median and range."""
+def seconds_of(call, i: int) -> float:
+    """The seconds `call(i)` takes."""
     started = time.perf_counter()
-    call(0)
-    first = time.perf_counter() - started
-    later = []
-    for i in range(1, calls + 1):
-        started = time.perf_counter()
-        call(i)
-        later.append(time.perf_counter() - started)
-    return {"first": first, "later_median": statistics.median(later), "later_min": min(later), "later_max": max(later)}
+    call(i)
+    return time.perf_counter() - started
+
+
+def spread(values: list) -> dict:
+    """The median and range of `values`."""
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
 class Served:
@@ -77,20 +79,38 @@ class Served:
         self.process.wait(timeout=60)
 
 
-def measure(cli: str, path: str, name: str, lookup, calls: int) -> dict:
-    """Timings of `lookup(client, i)` from the file and over `obscura serve`."""
+def measure(cli: str, path: str, name: str, preset: list, lookup, calls: int, rounds: int) -> dict:
+    """Timings of `lookup(client, i)` from the file and over `obscura serve`: each client's
+    opening and first call, then `rounds` rounds of the bench's `preset` followed by `calls`
+    later calls of each client, so each round's ratio sets later calls against a bench run made
+    just before them."""
     started = time.perf_counter()
     local = obscura.Client.open(path)
-    result = {"local": {"open": time.perf_counter() - started, **timed(lambda i: lookup(local, i), calls)}}
-    del local
+    clients = {"local": {"open": time.perf_counter() - started}}
     served = Served(cli, path)
     try:
         started = time.perf_counter()
         remote = obscura.Client.connect(served.url, name, cache_dir=False)
-        opened = time.perf_counter() - started
-        result["served"] = {"open": opened, **timed(lambda i: lookup(remote, i), calls)}
+        clients["served"] = {"open": time.perf_counter() - started}
+        places = {"local": local, "served": remote}
+        for place, client in places.items():
+            clients[place]["first"] = seconds_of(lambda i: lookup(client, i), 0)
+        benches, later, ratios = [], {p: [] for p in places}, {p: [] for p in places}
+        for run in range(rounds):
+            benches.append(lookup_seconds(bench(cli, *preset)))
+            # The bench process's gigabyte of memory is returned to the system after it exits;
+            # the calls start once that is done.
+            time.sleep(SETTLE_SECONDS)
+            for place, client in places.items():
+                first = 1 + run * calls
+                times = [seconds_of(lambda i: lookup(client, i), i) for i in range(first, first + calls)]
+                later[place] += times
+                ratios[place].append(statistics.median(times) / benches[-1])
     finally:
         served.stop()
+    result: dict = {"bench_lookup": spread(benches)}
+    for place in places:
+        result[place] = {**clients[place], "later": spread(later[place]), "later_over_bench": spread(ratios[place])}
     return result
 
 
@@ -98,6 +118,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cli", required=True, help="the obscura binary")
     parser.add_argument("--calls", type=int, default=9, help="later calls timed after the first")
+    parser.add_argument("--rounds", type=int, default=5, help="bench runs, each followed by the later calls")
     parser.add_argument("--dir", help="folder for the databases (default: a temporary one)")
     args = parser.parse_args()
     folder = args.dir or tempfile.mkdtemp(prefix="obscura-repeated-")
@@ -111,26 +132,17 @@ def main() -> None:
                 out.write(os.urandom(64 << 20))
         subprocess.run([args.cli, "build", "--input", records, "--record-size", str(RECORD_BYTES), "--out", index], check=True)
         os.remove(records)
-    bench_index = bench(args.cli, "simple-1g")
-    results["simple-1g"] = {
-        "bench_lookup": lookup_seconds(bench_index),
-        **measure(args.cli, index, "db", lambda client, i: client.get(i * 7919 % RECORDS), args.calls),
-    }
+    get = lambda client, i: client.get(i * 7919 % RECORDS)  # noqa: E731
+    results["simple-1g"] = measure(args.cli, index, "db", ["simple-1g"], get, args.calls, args.rounds)
 
     keyword = os.path.join(folder, "keys.obs")
     keys = [i.to_bytes(8, "little") * (KEY_BYTES // 8) for i in range(RECORDS)]
     if not os.path.exists(keyword):
         pairs = ((key, os.urandom(RECORD_BYTES)) for key in keys)
         obscura.build_keyword(pairs, keyword, arity=4, progress=False)
-    bench_keyword = bench(args.cli, "chalamet", "--arity", "4")
-    results["chalamet"] = {
-        "bench_lookup": lookup_seconds(bench_keyword),
-        **measure(args.cli, keyword, "keys", lambda client, i: client.get_key(keys[i * 7919 % RECORDS]), args.calls),
-    }
-    for workload in ("simple-1g", "chalamet"):
-        result = results[workload]
-        for place in ("local", "served"):
-            result[place]["later_over_bench"] = result[place]["later_median"] / result["bench_lookup"]
+    get_key = lambda client, i: client.get_key(keys[i * 7919 % RECORDS])  # noqa: E731
+    preset = ["chalamet", "--arity", "4"]
+    results["chalamet"] = measure(args.cli, keyword, "keys", preset, get_key, args.calls, args.rounds)
     json.dump(results, sys.stdout, indent=2)
     print()
 

@@ -9,15 +9,14 @@ use obscura_client::blocking::Client as Session;
 use obscura_client::http::{default_cache_dir, ClientOptions, HttpClient};
 use obscura_client::setup::{DEFAULT_MAX_QUERY_BYTES, DEFAULT_MAX_SETUP_BYTES};
 use obscura_client::AuditPath as LibraryAuditPath;
-use obscura_pir::batch::merkle::{Hash, MerkleTree};
-use obscura_pir::batch::treepir::TreePirServer;
+use obscura_pir::batch::merkle::Hash;
 use obscura_pir::keyword::fuse::Arity;
 use obscura_pir::lwe::{Layout, SetupOptions};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_registry::builders::{builder, builders};
 use obscura_service::tls;
 use obscura_store::build::{self, BuildOptions, Records};
-use obscura_store::store::{self, Database};
+use obscura_store::store;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyMapping};
 
@@ -77,7 +76,8 @@ fn setup_options(layout: &str, params: &str, matrix: Option<&str>) -> PyResult<S
     })
 }
 
-/// Checks the memory a build needs, then builds and writes the database, with the GIL released.
+/// Checks the memory a build needs, then builds and writes the database (GIL released) and
+/// says what was written.
 fn build_and_write(
     py: Python<'_>,
     records: Records<'_>,
@@ -108,11 +108,7 @@ fn build_and_write(
         .py()
     })?;
     reporter.finish()?;
-    write(py, database.py()?, out)
-}
-
-/// Writes `database` to `out` (GIL released) and says what was written.
-fn write(py: Python<'_>, database: Database, out: PathBuf) -> PyResult<BuildReport> {
+    let database = database.py()?;
     let written = py.detach(|| store::write_database(&out, &database)).py()?;
     let listing = database.listing();
     let root = listing.root.map(hex::encode);
@@ -194,7 +190,7 @@ pub fn build_index(
                     &copied
                 }
             };
-            let records = Records::Raw { data, record_size };
+            let records = Records::raw(data, record_size);
             build_and_write(py, records, options, out, threads, max_memory, progress)
         }
         None => {
@@ -205,7 +201,7 @@ pub fn build_index(
                 ));
             }
             let values = items::collect(records)?;
-            let records = Records::Values(&values);
+            let records = Records::values(&values);
             build_and_write(py, records, options, out, threads, max_memory, progress)
         }
     }
@@ -297,19 +293,13 @@ pub fn build_merkle(
     if leaves.is_empty() {
         return Err(error(Class::InvalidInput, "there are no leaves"));
     }
-    let options = setup_options("square", params, matrix)?;
-    let reporter = Reporter::new(progress);
-    let server = py.detach(|| {
-        threads::run(threads, || {
-            let tree = MerkleTree::from_leaves(&leaves);
-            TreePirServer::setup(&tree, options, &|done, total| {
-                reporter.report("setting up the colour classes", done, total)
-            })
-        })
-        .py()
-    })?;
-    reporter.finish()?;
-    write(py, Database::from(server.py()?), out)
+    let leaves: Vec<&[u8]> = leaves.iter().map(Vec::as_slice).collect();
+    let options = BuildOptions {
+        setup: setup_options("square", params, matrix)?,
+        ..BuildOptions::default()
+    };
+    let records = Records::Leaves(&leaves);
+    build_and_write(py, records, options, out, threads, None, progress)
 }
 
 /// A Merkle leaf's audit path, fetched privately and verified against the tree's root.
@@ -481,7 +471,7 @@ impl Client {
         &self.name
     }
 
-    /// The lookup the database serves: `"index"`, `"batch"`, `"keyword"` or `"merkle"`.
+    /// The lookup the database serves: `"index"`, `"batch"`, `"keyword"` or `"audit-path"`.
     #[getter]
     fn lookup(&self, py: Python<'_>) -> PyResult<&'static str> {
         self.with(py, |session| Ok(session.session().lookup().name()))

@@ -91,7 +91,7 @@ def test_merkle_audit_paths_verify_against_the_root(tmp_path):
     leaves = [f"certificate {i}" for i in range(21)]
     report = obscura.build_merkle(leaves, tmp_path / "log.obs", progress=False)
     client = obscura.Client.open(tmp_path / "log.obs")
-    assert client.lookup == "merkle"
+    assert client.lookup == "audit-path"
     fetched = client.audit_path(13)
     given = client.audit_path(13, leaf_data=leaves[13], root=report.root)
     assert fetched.path == given.path and fetched.root == report.root

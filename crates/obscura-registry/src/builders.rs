@@ -105,7 +105,7 @@ static DOUBLE: With<double::Server> = With {
 static YPIR: With<ypir::Server> = With {
     name: "ypir",
     options: |_| ypir::YpirOptions {
-        variant: Some(ypir::Variant::Double),
+        variant: Some(ypir::Variant::Ypir),
     },
     takes_layout: false,
 };
@@ -114,7 +114,7 @@ static YPIR: With<ypir::Server> = With {
 static YPIR_SP: With<ypir::Server> = With {
     name: "ypir-sp",
     options: |_| ypir::YpirOptions {
-        variant: Some(ypir::Variant::Simple),
+        variant: Some(ypir::Variant::YpirSp),
     },
     takes_layout: false,
 };

@@ -6,6 +6,7 @@ use std::sync::{Arc, RwLockReadGuard};
 
 use obscura_client::api::{DatabaseInfo, ParamsInfo};
 use obscura_client::setup::etag_of;
+use obscura_pir::Lookup;
 use obscura_registry::{setup_sha256, Registry};
 use obscura_store::store::{self, Database, FileChanged, ServedFile, StoreError};
 
@@ -19,6 +20,8 @@ pub struct Entry {
     pub setup_bytes: Arc<[u8]>,
     /// The entity tag of the setup: its SHA-256 (`obscura_registry::setup_sha256`) in hex, quoted.
     pub etag: String,
+    /// The lookup it serves (which route its queries are posted to).
+    pub lookup: Lookup,
     /// What `GET /v1/databases` says about it.
     pub info: DatabaseInfo,
     /// The file it is served from, guarded against changes in place (none for a database
@@ -51,6 +54,7 @@ impl Entry {
             database,
             setup_bytes,
             etag: etag_of(&sha256),
+            lookup: listing.lookup,
             info,
             file: None,
         }

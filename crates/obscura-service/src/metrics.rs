@@ -10,7 +10,7 @@ pub const ENDPOINTS: [&str; 7] = [
     "setup",
     "query",
     "batch",
-    "proof",
+    "audit-path",
     "healthz",
     "metrics",
 ];

@@ -488,9 +488,9 @@ fn treepir_proofs_over_http() {
     let cases: Vec<(&str, Vec<u8>, u16, &str)> = vec![
         (
             "/v1/databases/tree/query",
-            encoded[0].clone(),
+            framing::encode(&encoded),
             400,
-            "where 6 are expected",
+            "serves audit-path lookups: post them to /v1/databases/tree/audit-path",
         ),
         (
             "/v1/databases/tree/batch",
@@ -499,42 +499,42 @@ fn treepir_proofs_over_http() {
             "where 6 are expected",
         ),
         (
-            "/v1/databases/db/proof",
+            "/v1/databases/db/audit-path",
             framing::encode(&encoded),
             400,
-            "not a Merkle tree",
+            "serves index lookups: post them to /v1/databases/db/query",
         ),
         (
-            "/v1/databases/tree/proof",
+            "/v1/databases/tree/audit-path",
             framing::encode(&encoded[..5]),
             400,
             "5 messages where 6 are expected",
         ),
         (
-            "/v1/databases/tree/proof",
+            "/v1/databases/tree/audit-path",
             framing::encode(&[&encoded[..], &encoded[..1]].concat()),
             400,
             "7 messages where 6 are expected",
         ),
         (
-            "/v1/databases/tree/proof",
+            "/v1/databases/tree/audit-path",
             framing::encode(&swapped),
             409,
             "different setup",
         ),
         (
-            "/v1/databases/tree/proof",
+            "/v1/databases/tree/audit-path",
             b"junk".to_vec(),
             400,
             "where 6 are expected",
         ),
         (
-            "/v1/databases/nope/proof",
+            "/v1/databases/nope/audit-path",
             framing::encode(&encoded),
             404,
             "unknown database",
         ),
-        ("/v1/databases/tree/proof", vec![0; limit + 1], 413, ""),
+        ("/v1/databases/tree/audit-path", vec![0; limit + 1], 413, ""),
     ];
     for (path, body, status, message) in cases {
         let (got, text) = post(path, &body);
@@ -543,9 +543,9 @@ fn treepir_proofs_over_http() {
     }
     // Still answering.
     let (queries, state) = client.query(36).unwrap();
-    // The proof route is the query route of a Merkle tree.
+    // The audit-path route is the query route of a Merkle tree.
     let mut response = raw()
-        .post(&format!("{}/v1/databases/tree/proof", server.url))
+        .post(&format!("{}/v1/databases/tree/audit-path", server.url))
         .send(&Encode::to_bytes(&Shards(queries))[..])
         .unwrap();
     assert_eq!(response.status().as_u16(), 200);
@@ -556,9 +556,12 @@ fn treepir_proofs_over_http() {
         .unwrap();
     assert_eq!(Some(path), tree.audit_path(36));
     let (_, metrics) = status_and_text(raw().get(&format!("{}/metrics", server.url)).call());
+    // 14 lookups through the typed client, 7 refused requests and the raw one above.
     for line in [
-        "obscura_requests_total{endpoint=\"proof\"} 8",
-        "obscura_errors_total{endpoint=\"proof\"} 7",
+        "obscura_requests_total{endpoint=\"audit-path\"} 22",
+        "obscura_errors_total{endpoint=\"audit-path\"} 7",
+        "obscura_requests_total{endpoint=\"query\"} 1",
+        "obscura_errors_total{endpoint=\"query\"} 1",
     ] {
         assert!(metrics.contains(line), "{metrics}");
     }

@@ -11,13 +11,12 @@ const select = $("database");
 const target = $("target");
 const button = $("fetch");
 
-/** What the browser client can look up in each kind of database, and how to ask for it. */
-const KINDS = {
+/** How to ask for each lookup a database serves (whatever its scheme). */
+const LOOKUPS = {
   index: { noun: "records", label: "Record index", placeholder: (n) => `0 to ${n - 1}` },
-  double: { noun: "records", label: "Record index", placeholder: (n) => `0 to ${n - 1}` },
-  ypir: { noun: "records", label: "Record index", placeholder: (n) => `0 to ${n - 1}` },
+  batch: { noun: "records", label: "Record index", placeholder: (n) => `0 to ${n - 1}` },
   keyword: { noun: "keys", label: "Key", placeholder: () => "a key, e.g. a phone number" },
-  treepir: { noun: "leaves", label: "Leaf index", placeholder: (n) => `0 to ${n - 1}` },
+  "audit-path": { noun: "leaves", label: "Leaf index", placeholder: (n) => `0 to ${n - 1}` },
 };
 
 let listing = [];
@@ -67,12 +66,12 @@ async function list() {
   const chosen = select.value;
   select.replaceChildren(
     ...listing.map((info) => {
-      const kind = KINDS[info.kind];
+      const asked = LOOKUPS[info.lookup];
       const option = new Option(
-        kind ? `${info.name}: ${info.kind}, ${info.records.toLocaleString("en")} ${kind.noun}` : `${info.name}: ${info.kind} (not for the browser client)`,
+        asked ? `${info.name}: ${info.kind}, ${info.records.toLocaleString("en")} ${asked.noun}` : `${info.name}: ${info.kind} (not for the browser client)`,
         info.name,
       );
-      option.disabled = !kind;
+      option.disabled = !asked;
       return option;
     }),
   );
@@ -88,11 +87,11 @@ async function connect() {
   connected = undefined;
   button.disabled = true;
   $("result").hidden = true;
-  if (!info || !KINDS[info.kind]) return;
-  const kind = KINDS[info.kind];
-  $("target-label").textContent = kind.label;
-  target.placeholder = kind.placeholder(info.records);
-  target.inputMode = info.kind === "keyword" ? "text" : "numeric";
+  if (!info || !LOOKUPS[info.lookup]) return;
+  const asked = LOOKUPS[info.lookup];
+  $("target-label").textContent = asked.label;
+  target.placeholder = asked.placeholder(info.records);
+  target.inputMode = info.lookup === "keyword" ? "text" : "numeric";
   $("about").textContent = `Public setup ${size(info.hint_bytes)}, query ${size(info.query_bytes)}, answer ${size(info.answer_bytes)}.`;
 
   const bar = $("setup-progress");
@@ -117,7 +116,7 @@ async function connect() {
     });
     if (mine !== attempt) return;
     const setup = { bytes: database.setupBytes, ms: performance.now() - started, fromCache: database.fromCache };
-    connected = { name: info.name, kind: info.kind, database, setup };
+    connected = { name: info.name, lookup: info.lookup, database, setup };
     bar.max = 1;
     bar.value = 1;
     status.textContent = setup.fromCache
@@ -132,14 +131,14 @@ async function connect() {
 }
 
 /** Fetches what the form asks for from the connected database, privately. */
-async function lookup() {
-  const { database, kind, setup } = connected;
+async function fetchValue() {
+  const { database, lookup, setup } = connected;
   const text = target.value.trim();
   const started = performance.now();
   let title;
   let value;
   let state = "found";
-  if (kind === "keyword") {
+  if (lookup === "keyword") {
     const found = await database.getKey(text);
     title = found ? `Value under “${text}”` : `No value under “${text}”`;
     value = found ? shown(found) : "absent: the database has no such key";
@@ -147,7 +146,7 @@ async function lookup() {
   } else {
     const index = Number(text);
     if (!/^\d+$/.test(text) || !Number.isSafeInteger(index)) throw new Error("type a whole number from 0");
-    if (kind === "treepir") {
+    if (lookup === "audit-path") {
       const proof = await database.auditPath(index);
       title = `Audit path of leaf ${index}, verified against the root`;
       value = [`leaf hash ${hex(proof.leafHash)}`, ...proof.path.map((h, level) => `level ${level + 1}  ${hex(h)}`), `root      ${hex(proof.root)}`].join("\n");
@@ -189,7 +188,7 @@ form.addEventListener("submit", async (event) => {
   showError("");
   $("result").hidden = true;
   try {
-    await lookup();
+    await fetchValue();
   } catch (error) {
     showError(error.message);
   } finally {

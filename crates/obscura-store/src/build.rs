@@ -1,7 +1,9 @@
-//! Building a database in memory from records, values or key-value pairs, for the CLI and the
-//! language bindings alike: the input's shape and the scheme's [`Builder`] (from the registry)
-//! give the setup, its footprint, the memory check and the progress steps.
+//! Building a database in memory from records, key-value pairs or a Merkle tree's leaves, for
+//! the CLI and the language bindings alike: the input's shape and the scheme's [`Builder`] (from
+//! the registry) give the setup, its footprint, the memory check and the progress steps.
 
+use obscura_pir::batch::merkle::MerkleTree;
+use obscura_pir::batch::treepir::TreePirServer;
 use obscura_pir::keyword::fuse::Arity;
 use obscura_pir::keyword::{KeywordOptions, KeywordServer};
 use obscura_pir::lwe::{self, Footprint, Layout, RecordShape, SetupOptions};
@@ -12,41 +14,23 @@ use obscura_registry::Builder;
 use crate::memory::{self, MemoryError};
 use crate::store::Database;
 
-/// The records a database is built from.
+/// What a database is built from.
 #[derive(Clone, Copy)]
 pub enum Records<'a> {
-    /// Fixed-size records laid end to end (the last may be short: it is zero-padded).
-    Raw {
-        /// The records.
-        data: &'a [u8],
-        /// Bytes per record.
-        record_size: u64,
-    },
-    /// Variable-length records, one per value, served by index.
-    Values(&'a [Vec<u8>]),
+    /// Records served by index, by the scheme of [`BuildOptions::scheme`].
+    Index(lwe::Records<'a>),
     /// Key-value pairs, served by key (keyword PIR).
     Pairs(&'a [(Vec<u8>, Vec<u8>)]),
+    /// The leaves of a Merkle tree (RFC 6962), served as audit paths (TreePIR).
+    Leaves(&'a [&'a [u8]]),
 }
 
-/// The sizes of a build's records: all a footprint needs, known before the records are read.
+/// The sizes of what a database is built from: all a footprint needs, known before the records
+/// are read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shape {
-    /// Fixed-size records: `bytes` in all, `record_size` each.
-    Raw {
-        /// Bytes of records.
-        bytes: u64,
-        /// Bytes per record.
-        record_size: u64,
-    },
-    /// Variable-length records.
-    Values {
-        /// Records.
-        count: u64,
-        /// The longest record's bytes.
-        longest: u64,
-        /// Bytes of records in all.
-        bytes: u64,
-    },
+    /// Records served by index.
+    Index(RecordShape),
     /// Key-value pairs.
     Pairs {
         /// Pairs.
@@ -58,24 +42,43 @@ pub enum Shape {
         /// Bytes of keys and values in all.
         bytes: u64,
     },
+    /// A Merkle tree's leaves.
+    Leaves {
+        /// Leaves.
+        count: u64,
+        /// Bytes of leaves in all.
+        bytes: u64,
+    },
 }
 
 /// Bytes of a `Vec` besides its contents: what each value held in memory costs.
 const VEC_BYTES: u64 = std::mem::size_of::<Vec<u8>>() as u64;
 
-impl Records<'_> {
+/// Bytes of a slice's pointer and length: what each leaf held in memory costs.
+const SLICE_BYTES: u64 = std::mem::size_of::<&[u8]>() as u64;
+
+/// Bytes a Merkle tree holds per leaf: its hash and about one inner node's.
+const TREE_BYTES_PER_LEAF: u64 = 64;
+
+impl<'a> Records<'a> {
+    /// Fixed-size records of `record_bytes` bytes laid end to end in `bytes` (the last may be
+    /// short: it is zero-padded), served by index.
+    pub fn raw(bytes: &'a [u8], record_bytes: u64) -> Self {
+        Self::Index(lwe::Records::Raw {
+            bytes,
+            record_bytes,
+        })
+    }
+
+    /// Records of any length, one per value, served by index.
+    pub fn values(values: &'a [Vec<u8>]) -> Self {
+        Self::Index(lwe::Records::Values(values))
+    }
+
     /// The records' sizes.
     pub fn shape(&self) -> Shape {
         match *self {
-            Self::Raw { data, record_size } => Shape::Raw {
-                bytes: data.len() as u64,
-                record_size,
-            },
-            Self::Values(values) => Shape::Values {
-                count: values.len() as u64,
-                longest: values.iter().map(|v| v.len() as u64).max().unwrap_or(0),
-                bytes: values.iter().map(|v| v.len() as u64).sum(),
-            },
+            Self::Index(records) => Shape::Index(records.shape()),
             Self::Pairs(pairs) => {
                 let longest = pairs.iter().map(|(_, v)| v.len() as u64).max().unwrap_or(0);
                 Shape::Pairs {
@@ -85,6 +88,10 @@ impl Records<'_> {
                     bytes: pairs.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum(),
                 }
             }
+            Self::Leaves(leaves) => Shape::Leaves {
+                count: leaves.len() as u64,
+                bytes: leaves.iter().map(|leaf| leaf.len() as u64).sum(),
+            },
         }
     }
 }
@@ -93,26 +100,28 @@ impl Shape {
     /// Whether there is nothing to serve.
     pub fn is_empty(&self) -> bool {
         match *self {
-            Self::Raw { bytes, .. } => bytes == 0,
-            Self::Values { count, .. } | Self::Pairs { count, .. } => count == 0,
+            Self::Index(shape) => shape.is_empty(),
+            Self::Pairs { count, .. } | Self::Leaves { count, .. } => count == 0,
         }
     }
 
-    /// Bytes of data served.
+    /// Bytes of data served (a tree's: its nodes).
     pub fn data_bytes(&self) -> u64 {
         match *self {
-            Self::Raw { bytes, .. } | Self::Values { bytes, .. } | Self::Pairs { bytes, .. } => {
-                bytes
-            }
+            Self::Index(shape) => shape.bytes(),
+            Self::Pairs { bytes, .. } => bytes,
+            Self::Leaves { count, .. } => count * TREE_BYTES_PER_LEAF,
         }
     }
 
-    /// Bytes the records take in memory during a build (each value's `Vec` counted).
+    /// Bytes the input takes in memory during a build (each value's `Vec` or leaf's slice
+    /// counted).
     pub fn held_bytes(&self) -> u64 {
         match *self {
-            Self::Raw { bytes, .. } => bytes,
-            Self::Values { count, bytes, .. } => bytes + count * VEC_BYTES,
+            Self::Index(RecordShape::Raw { bytes, .. }) => bytes,
+            Self::Index(RecordShape::Values { count, bytes, .. }) => bytes + count * VEC_BYTES,
             Self::Pairs { count, bytes, .. } => bytes + 2 * count * VEC_BYTES,
+            Self::Leaves { count, bytes } => bytes + count * SLICE_BYTES,
         }
     }
 }
@@ -162,17 +171,26 @@ impl BuildOptions {
         if shape.is_empty() {
             return Err(BuildError::Empty);
         }
-        match shape {
-            Shape::Pairs { .. } if self.scheme.name() != default_builder().name() => {
-                Err(BuildError::Options(format!(
-                    "scheme {} serves records by index; a keyword database runs on the index scheme",
+        let on_the_engine = match shape {
+            Shape::Index(_) => None,
+            Shape::Pairs { .. } => Some("a keyword database"),
+            Shape::Leaves { .. } => Some("a Merkle tree"),
+        };
+        if let Some(database) = on_the_engine {
+            if self.scheme.name() != default_builder().name() {
+                return Err(BuildError::Options(format!(
+                    "scheme {} serves records by index; {database} runs on the index scheme",
                     self.scheme.name()
-                )))
+                )));
             }
-            Shape::Raw { record_size: 0, .. } => Err(BuildError::Options(
+        }
+        match shape {
+            Shape::Index(RecordShape::Raw {
+                record_bytes: 0, ..
+            }) => Err(BuildError::Options(
                 "the record size must be at least 1 byte".into(),
             )),
-            Shape::Raw { .. } | Shape::Values { .. } if self.arity.is_some() => Err(
+            Shape::Index(_) | Shape::Leaves { .. } if self.arity.is_some() => Err(
                 BuildError::Options("the arity applies to keyword databases".into()),
             ),
             _ => Ok(()),
@@ -196,31 +214,14 @@ impl BuildOptions {
             ..self.setup
         };
         Ok(match *shape {
-            Shape::Raw { bytes, record_size } => {
-                let records = RecordShape::Raw {
-                    bytes,
-                    record_bytes: record_size,
-                };
-                self.scheme.footprint(records, options)?
-            }
-            Shape::Values {
-                count,
-                longest,
-                bytes,
-            } => {
-                let records = RecordShape::Values {
-                    count,
-                    longest,
-                    bytes,
-                };
-                self.scheme.footprint(records, options)?
-            }
+            Shape::Index(records) => self.scheme.footprint(records, options)?,
             Shape::Pairs {
                 count,
                 longest,
                 uniform,
                 ..
             } => KeywordServer::footprint(count, longest, uniform, self.keyword())?,
+            Shape::Leaves { count, .. } => TreePirServer::footprint(count, options)?,
         })
     }
 
@@ -237,14 +238,19 @@ impl BuildOptions {
         layout_name: impl Fn(Layout) -> String,
     ) -> Result<Option<String>, BuildError> {
         let footprint = self.footprint(shape, self.setup.layout)?;
-        let alternatives = match shape {
-            Shape::Pairs { .. } => Vec::new(),
-            _ if !self.scheme.takes_layout() => Vec::new(),
-            _ => memory::alternatives(
+        let takes_layout = match shape {
+            Shape::Index(_) => self.scheme.takes_layout(),
+            Shape::Pairs { .. } => false,
+            Shape::Leaves { .. } => true,
+        };
+        let alternatives = if takes_layout {
+            memory::alternatives(
                 self.setup.layout,
                 |layout| self.footprint(shape, layout).ok(),
                 layout_name,
-            ),
+            )
+        } else {
+            Vec::new()
         };
         Ok(memory::Plan {
             footprint,
@@ -261,8 +267,9 @@ impl BuildOptions {
     /// of [`build`] counts from zero to a new total at each step.
     pub fn steps(&self, shape: &Shape) -> &'static [&'static str] {
         match shape {
+            Shape::Index(_) => self.scheme.steps(),
             Shape::Pairs { .. } => &["filling the slots", "computing the hint"],
-            _ => self.scheme.steps(),
+            Shape::Leaves { .. } => &["encoding the colour classes"],
         }
     }
 }
@@ -311,17 +318,13 @@ pub fn build(
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<Database, BuildError> {
     options.check(&records.shape())?;
-    let (scheme, setup) = (options.scheme, options.setup);
     Ok(match records {
-        Records::Raw { data, record_size } => {
-            let records = lwe::Records::Raw {
-                bytes: data,
-                record_bytes: record_size,
-            };
-            scheme.build(records, setup, progress)?
-        }
-        Records::Values(values) => scheme.build(lwe::Records::Values(values), setup, progress)?,
+        Records::Index(records) => options.scheme.build(records, options.setup, progress)?,
         Records::Pairs(pairs) => KeywordServer::setup(pairs, options.keyword(), progress)?.into(),
+        Records::Leaves(leaves) => {
+            let tree = MerkleTree::from_leaves(leaves);
+            TreePirServer::setup(&tree, options.setup, progress)?.into()
+        }
     })
 }
 
@@ -357,23 +360,20 @@ mod tests {
                 scheme,
                 ..BuildOptions::default()
             };
-            let raw = Records::Raw {
-                data: &data,
-                record_size: 6,
-            };
+            let raw = Records::raw(&data, 6);
             let database = build(raw, &options, &|_, _| {}).unwrap();
             assert_eq!(
                 database.listing().kind,
                 scheme.name().replace("ypir-sp", "ypir")
             );
-            for records in [raw, Records::Values(&values)] {
+            for records in [raw, Records::values(&values)] {
                 let footprint = options.footprint(&records.shape(), Layout::Square).unwrap();
                 assert!(footprint.peak_bytes() > 0);
                 assert_eq!(options.steps(&records.shape()).len(), 1);
             }
         }
         let index = build(
-            Records::Values(&values),
+            Records::values(&values),
             &BuildOptions::default(),
             &|_, _| {},
         )
@@ -405,6 +405,40 @@ mod tests {
     }
 
     #[test]
+    fn merkle_trees_build_from_leaves() {
+        use obscura_pir::batch::merkle::{leaf_hash, MerkleTree};
+        use obscura_pir::batch::treepir::{Leaf, TreePir};
+        let data: Vec<Vec<u8>> = (0..21u32)
+            .map(|i| format!("leaf {i}").into_bytes())
+            .collect();
+        let leaves: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
+        let options = BuildOptions::default();
+        let shape = Records::Leaves(&leaves).shape();
+        assert_eq!(options.steps(&shape).len(), 1);
+        assert!(
+            options
+                .footprint(&shape, Layout::Square)
+                .unwrap()
+                .peak_bytes()
+                > 0
+        );
+        let database = build(Records::Leaves(&leaves), &options, &|_, _| {}).unwrap();
+        let tree = MerkleTree::from_leaves(&leaves);
+        assert_eq!(database.listing().root, Some(tree.root()));
+        let leaf = Leaf {
+            index: 13,
+            hash: leaf_hash(&data[13]),
+        };
+        let path = fetch::<TreePir>(&database, leaf);
+        assert_eq!(path, tree.audit_path(13).unwrap());
+        let keyword_only = BuildOptions {
+            arity: Some(Arity::Three),
+            ..BuildOptions::default()
+        };
+        assert!(build(Records::Leaves(&leaves), &keyword_only, &|_, _| {}).is_err());
+    }
+
+    #[test]
     fn options_that_do_not_fit_are_refused() {
         let pairs = vec![(b"k".to_vec(), b"v".to_vec())];
         let ypir = BuildOptions {
@@ -418,12 +452,9 @@ mod tests {
             refused.to_string().contains("keyword database"),
             "{refused}"
         );
-        let empty = build(Records::Values(&[]), &BuildOptions::default(), &|_, _| {});
+        let empty = build(Records::values(&[]), &BuildOptions::default(), &|_, _| {});
         assert!(matches!(empty, Err(BuildError::Empty)));
-        let zero = Records::Raw {
-            data: b"abc",
-            record_size: 0,
-        };
+        let zero = Records::raw(b"abc", 0);
         assert!(matches!(
             build(zero, &BuildOptions::default(), &|_, _| {}),
             Err(BuildError::Options(_))
@@ -432,16 +463,16 @@ mod tests {
             arity: Some(Arity::Three),
             ..BuildOptions::default()
         };
-        assert!(build(Records::Values(&[vec![1]]), &arity, &|_, _| {}).is_err());
+        assert!(build(Records::values(&[vec![1]]), &arity, &|_, _| {}).is_err());
     }
 
     /// 4,000 records per column over 3 MB would need a hint of 11 GiB; one per column fits.
     #[test]
     fn a_build_larger_than_the_limit_is_refused_with_a_layout_that_fits() {
-        let shape = Shape::Raw {
+        let shape = Shape::Index(RecordShape::Raw {
             bytes: 3_000_000,
-            record_size: 1024,
-        };
+            record_bytes: 1024,
+        });
         let options = BuildOptions {
             setup: SetupOptions {
                 layout: Layout::PerColumn(4000),

@@ -2,7 +2,8 @@
 //! step) and written to one file by [`store::write_database`]; [`store::read_database`] loads
 //! and verifies it, so serving it again needs no setup; [`store::write_streamed`] writes one
 //! from a records file larger than memory, reading it with [`direct::SequentialReader`].
-//! Temporary files are named so no build leaves debris ([`partial`]). [`build`] plans and runs a build from records, values or key-value pairs within a memory
+//! Temporary files are named so no build leaves debris ([`partial`]). [`build`] plans and runs
+//! a build from records, values, key-value pairs or a Merkle tree's leaves within a memory
 //! limit ([`memory`]); [`lease`] tells a server when a file it serves is replaced.
 
 #![deny(unsafe_code)]

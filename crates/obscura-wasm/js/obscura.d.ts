@@ -66,7 +66,7 @@ export class Database {
   /** Connects to database `name` of the service at `url`. */
   static connect(url: string, name: string, options?: ConnectOptions): Promise<Database>;
   /** What the database serves. */
-  readonly lookup: "index" | "batch" | "keyword" | "merkle";
+  readonly lookup: "index" | "batch" | "keyword" | "audit-path";
   /** Its records (index), keys (keyword) or leaves (Merkle tree). */
   readonly items: number;
   /** The root of a Merkle tree; undefined for other databases. */

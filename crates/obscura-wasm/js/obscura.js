@@ -99,7 +99,7 @@ export class Database {
     return database;
   }
 
-  /** What the database serves: `"index"`, `"batch"`, `"keyword"` or `"merkle"`. */
+  /** What the database serves: `"index"`, `"batch"`, `"keyword"` or `"audit-path"`. */
   get lookup() {
     return this.#client.lookup;
   }

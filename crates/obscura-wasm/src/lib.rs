@@ -143,7 +143,7 @@ impl Client {
             .ok_or_else(|| JsError::new("no setup was accepted yet"))
     }
 
-    /// The lookup the database serves: `"index"`, `"batch"`, `"keyword"` or `"merkle"`.
+    /// The lookup the database serves: `"index"`, `"batch"`, `"keyword"` or `"audit-path"`.
     #[wasm_bindgen(getter)]
     pub fn lookup(&self) -> Result<String, JsError> {
         Ok(self.session()?.lookup().name().into())

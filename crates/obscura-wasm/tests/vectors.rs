@@ -14,7 +14,6 @@ use obscura_client::setup::SetupPolicy;
 use obscura_client::{Ask, Exchange, Outcome, Request, Session, Step};
 use obscura_math::sample::test_secrets;
 use obscura_pir::batch::merkle::{leaf_hash, MerkleTree};
-use obscura_pir::batch::treepir::TreePirServer;
 use obscura_pir::lwe::{Layout, SetupOptions};
 use obscura_registry::Registry;
 use obscura_store::build::{build, BuildOptions, Records};
@@ -110,7 +109,7 @@ fn index_database(scheme: &str, layout: Layout) -> Database {
         },
         ..BuildOptions::default()
     };
-    build(Records::Values(&records()), &options, &|_, _| {}).unwrap()
+    build(Records::values(&records()), &options, &|_, _| {}).unwrap()
 }
 
 fn keyword_database() -> Database {
@@ -125,10 +124,14 @@ fn leaves() -> Vec<Vec<u8>> {
 }
 
 fn tree_database() -> Database {
-    let tree = MerkleTree::from_leaves(&leaves());
-    TreePirServer::setup(&tree, SetupOptions::default(), &|_, _| {})
-        .unwrap()
-        .into()
+    let leaves = leaves();
+    let slices: Vec<&[u8]> = leaves.iter().map(Vec::as_slice).collect();
+    build(
+        Records::Leaves(&slices),
+        &BuildOptions::default(),
+        &|_, _| {},
+    )
+    .unwrap()
 }
 
 /// A database (its name and how it is built) and the vectors made of it.

@@ -319,7 +319,7 @@ fn pbc_scheme(
     ))
 }
 
-/// Measures one proof request: `query` makes it (one thread), the sub-databases answer it (see
+/// Measures one audit-path request: `query` makes it (one thread), the sub-databases answer it (see
 /// [`serve`]), `decode` turns the answers into a verified audit path (one thread), which is
 /// correct if it equals `expected`.
 fn measure_proof<C: Send + Sync, S: Send>(

@@ -1,17 +1,12 @@
 //! `obscura merkle build`: leaves in, TreePIR database file out.
 
 use std::path::PathBuf;
-use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
 use clap::Args;
-use obscura_pir::batch::merkle::MerkleTree;
-use obscura_pir::batch::treepir::TreePirServer;
-use obscura_pir::lwe::SetupOptions;
-use obscura_store::store::{self, Database};
+use obscura_store::build::{BuildOptions, Records};
 
-use crate::build::EngineArgs;
-use crate::progress;
+use crate::build::{self, EngineArgs};
 
 /// Arguments of `obscura merkle build`.
 #[derive(Args)]
@@ -48,48 +43,16 @@ pub fn run(args: BuildArgs) -> Result<()> {
         None => lines(&data),
     };
     ensure!(!leaves.is_empty(), "{path} is empty: there are no leaves");
-    let count = leaves.len() as u64;
-    let input_bytes = data.len() as u64 + count * std::mem::size_of::<&[u8]>() as u64;
-    // The data served: the tree's nodes, about two 32-byte hashes per leaf.
-    args.engine.check_size(input_bytes, count * 64, |layout| {
-        TreePirServer::footprint(
-            count,
-            SetupOptions {
-                layout,
-                ..args.engine.options()
-            },
-        )
-    })?;
-    let pool = args.engine.pool()?;
-    let started = Instant::now();
-    let server = pool.install(|| {
-        let tree = MerkleTree::from_leaves(&leaves);
-        progress::treepir_with_bar(
-            &tree,
-            args.engine.options(),
-            "setting up the colour classes",
-        )
-    })?;
-    let setup = server.public_setup().clone();
-    let written = store::write_database(&args.out, &Database::from(server))?;
-    let size = std::fs::metadata(&args.out)
-        .with_context(|| format!("cannot read {}", args.out.display()))?
-        .len();
-    let shape = match setup.height() {
-        0 => "1 leaf, height 0 (the root is the leaf's hash: proofs are empty)".to_string(),
-        h => format!(
-            "{} leaves, height {h} ({h} sub-databases, one query each per proof)",
-            setup.leaves()
-        ),
+    let records = Records::Leaves(&leaves);
+    let shape = records.shape();
+    let options = BuildOptions {
+        setup: args.engine.options(),
+        ..BuildOptions::default()
     };
-    println!(
-        "wrote {}: {shape}, root {}, {size} bytes, setup sha256 {}, setup {:.2?}",
-        args.out.display(),
-        hex::encode(setup.root()),
-        hex::encode(written.sha256),
-        started.elapsed()
-    );
-    Ok(())
+    // The file's bytes, and a slice of them per leaf.
+    let input_bytes = (data.len() + leaves.len() * std::mem::size_of::<&[u8]>()) as u64;
+    args.engine.check_build(&options, &shape, input_bytes)?;
+    build::build_and_write(&args.engine, &args.out, records, &options)
 }
 
 /// The lines of `data` without their endings (`\n` or `\r\n`); an ending at the very end does

@@ -46,10 +46,10 @@ pub(super) fn targets() -> Vec<Target> {
             },
         },
         Target {
-            name: "http_proof",
-            about: "POST /v1/databases/{name}/proof bodies",
+            name: "http_audit_path",
+            about: "POST /v1/databases/{name}/audit-path bodies",
             seeds_end: SeedsEnd::Accepted,
-            run: |input| post("proof", input),
+            run: |input| post("audit-path", input),
             seeds: || {
                 let tree = fixtures::get().tree.server::<TreePir>().expect("a tree");
                 let queries: Vec<Vec<u8>> = tree

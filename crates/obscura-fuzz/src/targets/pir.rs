@@ -81,7 +81,7 @@ pub(super) fn targets() -> Vec<Target> {
         },
         Target {
             name: "treepir_answers",
-            about: "framed answers to a proof request of the tree fixture, then the path check",
+            about: "framed answers to an audit-path request of the tree fixture, then the path check",
             seeds_end: SeedsEnd::Accepted,
             run: treepir_answers,
             seeds: || {
@@ -128,7 +128,7 @@ fn ypir_server() -> &'static ypir::Server {
     static SERVER: OnceLock<ypir::Server> = OnceLock::new();
     SERVER.get_or_init(|| {
         let options = YpirOptions {
-            variant: Some(Variant::Simple),
+            variant: Some(Variant::YpirSp),
         };
         ypir::Server::setup(&fixtures::index_records(), 4, options, &|_, _| {})
             .expect("the YPIR fixture sets up")
@@ -140,7 +140,7 @@ fn ypir_setups() -> Vec<ypir::PublicSetup> {
     let data = fixtures::index_records();
     let records = (data.len() as u64).div_ceil(4);
     let seed = MatrixSeed([7; SEED_BYTES]);
-    [Variant::Simple, Variant::Double]
+    [Variant::YpirSp, Variant::Ypir]
         .into_iter()
         .map(|variant| {
             let shape = ypir::Shape::plan(variant, records, 4).expect("a fixture shape");
@@ -465,7 +465,7 @@ fn treepir_setup(input: &[u8]) -> Verdict {
             .query(setup.leaves() - 1)
             .map_err(|e| format!("the last leaf of a valid setup: {e}"))?;
         if queries.len() != setup.databases().len() {
-            return Err("a proof request without one query per colour class".into());
+            return Err("an audit-path request without one query per colour class".into());
         }
     }
     outcome(&setup)

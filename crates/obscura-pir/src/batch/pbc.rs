@@ -603,7 +603,7 @@ pub struct PbcProofClient {
     root: Hash,
 }
 
-/// The secret state of one proof request; decodes its answers once.
+/// The secret state of one audit-path request; decodes its answers once.
 pub struct PbcProofState {
     leaf: u64,
     batch: BatchState,

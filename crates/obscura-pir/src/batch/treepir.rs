@@ -249,7 +249,7 @@ impl TreePirServer {
         self.shards.servers()
     }
 
-    /// Answers a proof request: one query per sub-database, in colour order.
+    /// Answers an audit-path request: one query per sub-database, in colour order.
     pub fn answer(&self, queries: &[Query]) -> Result<Vec<Answer>, PirError> {
         self.shards.answer(queries, "TreePIR request")
     }
@@ -363,7 +363,7 @@ impl PirClient for TreePirClient {
     type State = (ProofState, Hash);
     /// The verified audit path, leaf to root.
     type Output = Vec<Hash>;
-    const LOOKUP: Lookup = Lookup::Merkle;
+    const LOOKUP: Lookup = Lookup::AuditPath;
     type Pending = TreeLookup;
 
     fn new(setup: TreePirSetup) -> Self {
@@ -389,7 +389,7 @@ impl PirClient for TreePirClient {
 
     fn lookup(&mut self, target: Target<'_>) -> Result<(Vec<u8>, TreeLookup), PirError> {
         match target {
-            Target::MerklePath { leaf, leaf_hash } => {
+            Target::AuditPath { leaf, leaf_hash } => {
                 let leaf = Leaf {
                     index: leaf,
                     hash: leaf_hash,
@@ -397,7 +397,7 @@ impl PirClient for TreePirClient {
                 let (query, (proof, hash)) = lookup::encoded_query(self, leaf)?;
                 Ok((query, TreeLookup::Path(proof, hash)))
             }
-            Target::MerkleLeafHash(leaf) => {
+            Target::LeafHash(leaf) => {
                 let (queries, state) = self.query_leaf_hash(leaf)?;
                 Ok((Shards(queries).to_bytes(), TreeLookup::LeafHash(state)))
             }
@@ -433,7 +433,7 @@ pub struct TreePirClient {
     shards: ShardClients,
 }
 
-/// The secret state of one proof request; decodes its answers once.
+/// The secret state of one audit-path request; decodes its answers once.
 pub struct ProofState {
     leaf: u64,
     /// For each colour, the depth of the path node of that colour.
@@ -489,7 +489,7 @@ impl TreePirClient {
 
     /// The `h` queries that fetch the hash of leaf `leaf` itself, for a client that knows only
     /// its index. They ask for the path of the leaf whose swapped path holds that hash
-    /// ([`swapped::leaf_hash_position`]), so they look like any other proof request. The hash
+    /// ([`swapped::leaf_hash_position`]), so they look like any other audit-path request. The hash
     /// [`decode_leaf_hash`](Self::decode_leaf_hash) returns is not checked by itself: verifying
     /// the audit path with it ([`decode`](Self::decode)) proves it is leaf `leaf`'s hash under
     /// the root.

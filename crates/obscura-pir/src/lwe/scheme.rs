@@ -48,6 +48,21 @@ pub enum RecordShape {
 }
 
 impl RecordShape {
+    /// Bytes of records.
+    pub fn bytes(self) -> u64 {
+        match self {
+            Self::Raw { bytes, .. } | Self::Values { bytes, .. } => bytes,
+        }
+    }
+
+    /// Whether there are no records.
+    pub fn is_empty(self) -> bool {
+        match self {
+            Self::Raw { bytes, .. } => bytes == 0,
+            Self::Values { count, .. } => count == 0,
+        }
+    }
+
     /// `raw(bytes, record_bytes)` for fixed-size records, `values(count, longest)` for records
     /// of any length.
     pub fn either<T>(

@@ -14,7 +14,7 @@ use super::params::{DEGREE, FIRST_SIGMA, PLAINTEXT_BITS, ROUNDED_BITS};
 use super::scheme::Ypir;
 use super::server::first_matrix;
 use super::setup::PublicSetup;
-use super::shape::{DoubleShape, Shape, SimpleShape};
+use super::shape::{Shape, YpirShape, YpirSpShape};
 use crate::lwe::round_digit;
 use crate::wire::Digest;
 use crate::{PirClient, PirError};
@@ -50,12 +50,12 @@ impl Client {
     /// A client for the database described by `setup`.
     pub fn new(setup: PublicSetup) -> Self {
         let columns = match setup.shape() {
-            Shape::Simple(s) => s.columns(),
-            Shape::Double(s) => s.rows(),
+            Shape::YpirSp(s) => s.columns(),
+            Shape::Ypir(s) => s.rows(),
         };
         let first = match setup.shape() {
-            Shape::Simple(_) => None,
-            Shape::Double(s) => {
+            Shape::YpirSp(_) => None,
+            Shape::Ypir(s) => {
                 let mut a = first_matrix(setup.seed(), s.columns());
                 a.precompute();
                 Some(a)
@@ -80,7 +80,7 @@ impl Client {
     fn first_queries(
         &self,
         a: &PublicMatrix,
-        shape: &DoubleShape,
+        shape: &YpirShape,
         first_column: u64,
         dropped: u32,
     ) -> Result<(Vec<u32>, Vec<Vec<u32>>), PirError> {
@@ -108,7 +108,7 @@ impl Client {
     }
 
     /// YPIR+SP's record: its words, from the packed rows the answer carries.
-    fn decode_simple(&self, shape: &SimpleShape, state: &QueryState, answer: &Answer) -> Vec<u8> {
+    fn decode_ypir_sp(&self, shape: &YpirSpShape, state: &QueryState, answer: &Answer) -> Vec<u8> {
         let packing = shape.packing();
         let stride = DEGREE / packing.group;
         let words: Vec<u32> = answer
@@ -129,9 +129,9 @@ impl Client {
     }
 
     /// YPIR's record: the hint row and the answers from the packed chunks, then each digit.
-    fn decode_double(
+    fn decode_ypir(
         &self,
-        shape: &DoubleShape,
+        shape: &YpirShape,
         state: &QueryState,
         answer: &Answer,
     ) -> Result<Vec<u8>, PirError> {
@@ -197,14 +197,14 @@ impl PirClient for Client {
         let secret = self.layer.secret()?;
         let dropped = dropped_bits(&self.setup);
         let (first, first_secrets, second) = match (self.setup.shape(), &self.first) {
-            (Shape::Simple(s), _) => {
+            (Shape::YpirSp(s), _) => {
                 let (column, _) = s.locate(index)?;
                 let second =
                     self.layer
                         .query(&secret, column as usize, PLAINTEXT_BITS, dropped[1])?;
                 (Vec::new(), Vec::new(), second)
             }
-            (Shape::Double(s), Some(a)) => {
+            (Shape::Ypir(s), Some(a)) => {
                 let (row, first_column) = s.locate(index)?;
                 let (first, secrets) = self.first_queries(a, s, first_column, dropped[0])?;
                 let second = self
@@ -212,7 +212,7 @@ impl PirClient for Client {
                     .query(&secret, row as usize, PLAINTEXT_BITS, dropped[1])?;
                 (first, secrets, second)
             }
-            (Shape::Double(_), None) => unreachable!("a YPIR client keeps its first matrix"),
+            (Shape::Ypir(_), None) => unreachable!("a YPIR client keeps its first matrix"),
         };
         let keys = self.layer.key_bodies(&secret)?;
         let digest = *self.setup.digest();
@@ -240,8 +240,8 @@ impl PirClient for Client {
         }
         answer.check(&self.setup)?;
         let slot = match self.setup.shape() {
-            Shape::Simple(s) => self.decode_simple(s, &state, answer),
-            Shape::Double(s) => self.decode_double(s, &state, answer)?,
+            Shape::YpirSp(s) => self.decode_ypir_sp(s, &state, answer),
+            Shape::Ypir(s) => self.decode_ypir(s, &state, answer)?,
         };
         self.setup.format().value(slot)
     }

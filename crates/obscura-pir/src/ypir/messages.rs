@@ -30,8 +30,8 @@ pub struct Query {
 /// layer's vector.
 pub(super) fn dropped_bits(setup: &PublicSetup) -> [u32; 2] {
     match setup.shape() {
-        Shape::Simple(s) => [0, s.query_dropped()],
-        Shape::Double(s) => [s.first_dropped(), s.packed_dropped()],
+        Shape::YpirSp(s) => [0, s.query_dropped()],
+        Shape::Ypir(s) => [s.first_dropped(), s.packed_dropped()],
     }
 }
 
@@ -53,16 +53,16 @@ pub struct Answer {
 fn query_lengths(setup: &PublicSetup) -> [u64; 3] {
     let keys = (KEY_POLYNOMIALS * DEGREE) as u64;
     match setup.shape() {
-        Shape::Simple(s) => [0, s.columns(), keys],
-        Shape::Double(s) => [s.digits() * s.columns(), s.rows(), keys],
+        Shape::YpirSp(s) => [0, s.columns(), keys],
+        Shape::Ypir(s) => [s.digits() * s.columns(), s.rows(), keys],
     }
 }
 
 /// Ciphertexts of an answer for `setup`.
 pub(super) fn answer_ciphertexts(setup: &PublicSetup) -> usize {
     match setup.shape() {
-        Shape::Simple(s) => s.packing().ciphertexts,
-        Shape::Double(_) => 1,
+        Shape::YpirSp(s) => s.packing().ciphertexts,
+        Shape::Ypir(_) => 1,
     }
 }
 

@@ -1,7 +1,7 @@
 //! YPIR (Menon and Wu, USENIX Security 2024): single-server PIR with no hint to download and
 //! 12 KB answers, in two variants sharing one packed layer.
 //!
-//! - **YPIR** ([`Variant::Double`]) is DoublePIR whose second layer is packed. The first layer
+//! - **YPIR** ([`Variant::Ypir`]) is DoublePIR whose second layer is packed. The first layer
 //!   is an LWE database `D` (R rows, each holding records as `k` consecutive `log p`-bit
 //!   digits); the client sends one LWE query per digit of its record (each selecting a column,
 //!   each with its own secret), and the server answers `D·q_i`. The second layer's records are
@@ -12,7 +12,7 @@
 //!   ciphertext. The hint's chunks are the same for every query, so their packing is planned
 //!   at setup; the answers' chunks change with every query and are packed apart (by the
 //!   trace, a few key switches) and added.
-//! - **YPIR+SP** ([`Variant::Simple`]) is SimplePIR over the packed layer itself: a matrix of
+//! - **YPIR+SP** ([`Variant::YpirSp`]) is SimplePIR over the packed layer itself: a matrix of
 //!   15-bit words, a column of records per query entry, every row's product packed, 2,048 rows
 //!   to a ciphertext.
 //!
@@ -39,7 +39,7 @@ pub use scheme::Ypir;
 pub use server::{AnswerPhases, Server, YpirOptions};
 pub use setup::PublicSetup;
 pub use shape::{
-    DoubleShape, Packing, Shape, SimpleShape, Variant, AUTO_DOUBLE_BYTES, AUTO_DOUBLE_DATA,
+    Packing, Shape, Variant, YpirShape, YpirSpShape, AUTO_YPIR_BYTES, AUTO_YPIR_DATA,
     MAX_DOUBLE_DIGITS, MAX_DROPPED_BITS,
 };
 

@@ -45,7 +45,7 @@
 //! and CDKS do), a coefficient fails with probability at most `2·exp(−(τ − 1)²/(2V))`, `V`
 //! the sum of the variances above; a ciphertext fails with at most `d` times that. Each shape
 //! leaves out as many bits of its query vectors as keep a query within 2^-41 or 2^-42 (see
-//! [`crate::ypir::DoubleShape`]); a test measures the decoded error at about half the bound's
+//! [`crate::ypir::YpirShape`]); a test measures the decoded error at about half the bound's
 //! variance on random data. (YPIR's reference code takes p = 2^14 for YPIR+SP, for the margin its
 //! unsigned gadget digits need; balanced digits have it at 2^15, which packs 7% more of a
 //! record into each ciphertext.)

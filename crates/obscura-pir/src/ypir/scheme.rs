@@ -47,7 +47,7 @@ impl SetupMessage for PublicSetup {
 
     fn describe(&self) -> String {
         let layout = match self.shape() {
-            Shape::Double(s) => format!(
+            Shape::Ypir(s) => format!(
                 "first layer {} x {} of {}-bit digits ({} per record), packed layer 2048 x {}",
                 s.rows(),
                 s.columns(),
@@ -55,7 +55,7 @@ impl SetupMessage for PublicSetup {
                 s.digits(),
                 s.rows()
             ),
-            Shape::Simple(s) => format!(
+            Shape::YpirSp(s) => format!(
                 "{} x {} words of 15 bits, {} records per column",
                 s.rows(),
                 s.columns(),

@@ -17,7 +17,7 @@ use super::packed::{restore, PackedLayer};
 use super::params::{DEGREE, FIRST_DIMENSION, GADGET_DIGITS, LEVELS, PLAINTEXT_BITS, ROUNDED_BITS};
 use super::scheme::Ypir;
 use super::setup::PublicSetup;
-use super::shape::{DoubleShape, Shape, SimpleShape, Variant, HINT_CHUNKS};
+use super::shape::{Shape, Variant, YpirShape, YpirSpShape, HINT_CHUNKS};
 use crate::lwe::{
     centered, value_slots, values_footprint, Footprint, RecordFormat, RecordShape, Records,
 };
@@ -121,7 +121,7 @@ impl Server {
         };
         let setup_bytes = 160;
         Ok(match Shape::plan(variant, records, record_bytes)? {
-            Shape::Simple(s) => {
+            Shape::YpirSp(s) => {
                 let packing = s.packing();
                 Footprint::of(
                     s.rows().saturating_mul(2 * s.columns()),
@@ -130,7 +130,7 @@ impl Server {
                     setup_bytes,
                 )
             }
-            Shape::Double(s) => {
+            Shape::Ypir(s) => {
                 let rows = s.rows();
                 let first = rows.saturating_mul(s.columns());
                 let packed = rows.saturating_mul(2 * DEGREE as u64);
@@ -178,11 +178,11 @@ impl Server {
         let seed = MatrixSeed::random()?;
         let setup = PublicSetup::new(shape, format, data.len() as u64, seed)?;
         match shape {
-            Shape::Simple(s) => {
-                let packed = simple_words(data, &s);
+            Shape::YpirSp(s) => {
+                let packed = ypir_sp_words(data, &s);
                 Ok(Self::assemble(setup, packed, None, progress))
             }
-            Shape::Double(s) => {
+            Shape::Ypir(s) => {
                 let first = first_digits(data, &s);
                 let hint = PreparedProduct::new(first_matrix(seed, s.columns())).product(&first);
                 let packed = hint_chunks(hint.as_slice(), &s);
@@ -202,8 +202,8 @@ impl Server {
         let rows = packed.rows();
         let layer = PackedLayer::new(setup.seed(), packed.cols() / 2);
         let group = match setup.shape() {
-            Shape::Simple(s) => s.packing().group,
-            Shape::Double(_) => DEGREE,
+            Shape::YpirSp(s) => s.packing().group,
+            Shape::Ypir(_) => DEGREE,
         };
         // Each group's masks are worked out, planned and dropped in turn.
         let total = rows.div_ceil(group) as u64;
@@ -288,11 +288,11 @@ impl Server {
             .map(|(i, ((query, bodies), residues))| {
                 let keys = self.layer.packing_keys(Some(&query.keys));
                 let cts = match self.setup.shape() {
-                    Shape::Simple(_) => self.pack_groups(&keys, &bodies),
-                    Shape::Double(s) => {
+                    Shape::YpirSp(_) => self.pack_groups(&keys, &bodies),
+                    Shape::Ypir(s) => {
                         let digits = s.digits() as usize;
                         let answers = &firsts[i * digits..(i + 1) * digits];
-                        vec![self.pack_double(s, &keys, bodies, answers, residues)]
+                        vec![self.pack_ypir(s, &keys, bodies, answers, residues)]
                     }
                 };
                 let (mut masks, mut values) = (Vec::new(), Vec::new());
@@ -318,7 +318,7 @@ impl Server {
 
     /// YPIR's first pass: every query's first-layer vectors over the database at once.
     fn first_answers(&self, queries: &[&Query]) -> Vec<Vec<u32>> {
-        let (Some(first), Shape::Double(s)) = (&self.first, self.setup.shape()) else {
+        let (Some(first), Shape::Ypir(s)) = (&self.first, self.setup.shape()) else {
             return Vec::new();
         };
         let restored: Vec<Vec<u32>> = queries
@@ -348,9 +348,9 @@ impl Server {
 
     /// YPIR's answer: the hint chunks' bodies packed with the plan, the answer chunks (which
     /// change with every query) packed from scratch at their coefficients, the two added.
-    fn pack_double(
+    fn pack_ypir(
         &self,
-        shape: &DoubleShape,
+        shape: &YpirShape,
         keys: &PackingKeys,
         mut bodies: Vec<u64>,
         answers: &[Vec<u32>],
@@ -414,8 +414,8 @@ impl Server {
         }
         let mut matrices = matrices.into_iter();
         let first = match setup.shape() {
-            Shape::Simple(_) => None,
-            Shape::Double(_) => matrices.next(),
+            Shape::YpirSp(_) => None,
+            Shape::Ypir(_) => matrices.next(),
         };
         let packed = matrices.next().expect("a packed matrix");
         Ok(Self::assemble(setup, packed, first, &|_, _| {}))
@@ -426,8 +426,8 @@ impl Server {
 /// first layer, then the packed layer's bytes.
 pub(super) fn matrix_shapes(setup: &PublicSetup) -> Vec<(usize, usize)> {
     match setup.shape() {
-        Shape::Simple(s) => vec![(s.rows() as usize, 2 * s.columns() as usize)],
-        Shape::Double(s) => vec![
+        Shape::YpirSp(s) => vec![(s.rows() as usize, 2 * s.columns() as usize)],
+        Shape::Ypir(s) => vec![
             (s.rows() as usize, s.columns() as usize),
             (DEGREE, 2 * s.rows() as usize),
         ],
@@ -435,7 +435,7 @@ pub(super) fn matrix_shapes(setup: &PublicSetup) -> Vec<(usize, usize)> {
 }
 
 /// YPIR+SP's matrix: column `c` is the bit stream of its records cut into 15-bit words.
-fn simple_words(data: &[u8], shape: &SimpleShape) -> PlaintextMatrix {
+fn ypir_sp_words(data: &[u8], shape: &YpirSpShape) -> PlaintextMatrix {
     let column_bytes = (shape.per_column() * shape.record_bytes()) as usize;
     let (rows, columns) = (shape.rows() as usize, shape.columns() as usize);
     word_matrix(rows, columns, |r, c| {
@@ -457,7 +457,7 @@ fn word_in(bytes: &[u8], offset: u64, width: u32) -> u32 {
 /// YPIR's first layer: row `r` holds records `r·m … r·m + m − 1`, each as its `k` digits in
 /// consecutive columns, stored centered. With bytes for digits a row is a run of the data, its
 /// bytes their own centered digits (the `i8` with the same bits).
-fn first_digits(data: &[u8], shape: &DoubleShape) -> PlaintextMatrix {
+fn first_digits(data: &[u8], shape: &YpirShape) -> PlaintextMatrix {
     let (rows, columns) = (shape.rows() as usize, shape.columns() as usize);
     if shape.log_p() == 8 {
         return PlaintextMatrix::from_fn(rows, columns, |r, c, out| {
@@ -489,9 +489,9 @@ fn first_digits(data: &[u8], shape: &DoubleShape) -> PlaintextMatrix {
 }
 
 /// YPIR's packed matrix: column `r` holds the 15-bit chunks of the first layer's hint row `r`
-/// (1,024 values rounded to 28 bits) at [`DoubleShape::hint_positions`]; the answer chunks'
+/// (1,024 values rounded to 28 bits) at [`YpirShape::hint_positions`]; the answer chunks'
 /// rows are zero.
-fn hint_chunks(hint: &[u32], shape: &DoubleShape) -> PlaintextMatrix {
+fn hint_chunks(hint: &[u32], shape: &YpirShape) -> PlaintextMatrix {
     let rows = shape.rows() as usize;
     let chunks: Vec<Vec<u32>> = hint
         .par_chunks_exact(FIRST_DIMENSION)

@@ -4,7 +4,7 @@
 use obscura_math::expand::{MatrixSeed, SEED_BYTES};
 use sha2::{Digest as _, Sha256};
 
-use super::shape::{DoubleShape, Shape, SimpleShape, Variant};
+use super::shape::{Shape, Variant, YpirShape, YpirSpShape};
 use crate::lwe::RecordFormat;
 use crate::wire::{self, Digest, Kind, Reader};
 use crate::PirError;
@@ -95,12 +95,12 @@ impl PublicSetup {
     /// The encoded fields after the envelope.
     fn body(&self) -> Vec<u8> {
         let (log_p, per) = match &self.shape {
-            Shape::Simple(s) => (0, s.per_column()),
-            Shape::Double(s) => (s.log_p(), s.per_row()),
+            Shape::YpirSp(s) => (0, s.per_column()),
+            Shape::Ypir(s) => (s.log_p(), s.per_row()),
         };
         let variant = match self.shape.variant() {
-            Variant::Double => 1,
-            Variant::Simple => 2,
+            Variant::Ypir => 1,
+            Variant::YpirSp => 2,
         };
         let mut out = Vec::with_capacity(BODY_BYTES);
         out.extend_from_slice(&[variant, self.format.code(), log_p]);
@@ -133,8 +133,8 @@ impl PublicSetup {
         let (records, record_bytes, data_bytes, per) =
             (reader.u64()?, reader.u64()?, reader.u64()?, reader.u64()?);
         let shape = match variant {
-            1 => DoubleShape::new(records, record_bytes, log_p, per).map(Shape::Double),
-            2 if log_p == 0 => SimpleShape::new(records, record_bytes, per).map(Shape::Simple),
+            1 => YpirShape::new(records, record_bytes, log_p, per).map(Shape::Ypir),
+            2 if log_p == 0 => YpirSpShape::new(records, record_bytes, per).map(Shape::YpirSp),
             _ => return Err(reader.error(format!("unknown YPIR variant {variant}"))),
         }
         .map_err(|e| reader.error(e.to_string()))?;

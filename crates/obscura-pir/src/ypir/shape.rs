@@ -28,47 +28,46 @@ const MAX_COLUMNS: u64 = 1 << 28;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Variant {
     /// YPIR: DoublePIR's two layers, the second packed. Small records.
-    Double,
+    Ypir,
     /// YPIR+SP: SimplePIR's one layer, packed. Large records.
-    Simple,
+    YpirSp,
 }
 
 impl Variant {
     /// The variant's name as the CLI spells it.
     pub fn name(self) -> &'static str {
         match self {
-            Self::Double => "ypir",
-            Self::Simple => "ypir-sp",
+            Self::Ypir => "ypir",
+            Self::YpirSp => "ypir-sp",
         }
     }
 
     /// The variant for `records` records of `record_bytes` bytes when none is asked for: YPIR
-    /// for records of at most [`AUTO_DOUBLE_BYTES`] bytes in a database of at least
-    /// [`AUTO_DOUBLE_DATA`] bytes, YPIR+SP otherwise. YPIR's second layer always packs 2,048
+    /// for records of at most [`AUTO_YPIR_BYTES`] bytes in a database of at least
+    /// [`AUTO_YPIR_DATA`] bytes, YPIR+SP otherwise. YPIR's second layer always packs 2,048
     /// ciphertexts, whose plan costs about half a second of setup and 96 MiB whatever the
     /// database's size, and its query grows with the record's digits; YPIR+SP packs about
     /// `√(data)` rows.
     pub fn auto(records: u64, record_bytes: u64) -> Self {
-        if record_bytes <= AUTO_DOUBLE_BYTES
-            && records.saturating_mul(record_bytes) >= AUTO_DOUBLE_DATA
+        if record_bytes <= AUTO_YPIR_BYTES && records.saturating_mul(record_bytes) >= AUTO_YPIR_DATA
         {
-            Self::Double
+            Self::Ypir
         } else {
-            Self::Simple
+            Self::YpirSp
         }
     }
 }
 
 /// The longest records [`Variant::auto`] gives to YPIR.
-pub const AUTO_DOUBLE_BYTES: u64 = 8;
+pub const AUTO_YPIR_BYTES: u64 = 8;
 
 /// The smallest database [`Variant::auto`] gives to YPIR: 4 MiB.
-pub const AUTO_DOUBLE_DATA: u64 = 4 << 20;
+pub const AUTO_YPIR_DATA: u64 = 4 << 20;
 
 /// YPIR+SP's layout: `per_column` records per column, each column their bit stream cut into
 /// 15-bit words, one per row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SimpleShape {
+pub struct YpirSpShape {
     records: u64,
     record_bytes: u64,
     per_column: u64,
@@ -77,7 +76,7 @@ pub struct SimpleShape {
 /// YPIR's layout: `per_row` records per row of the first layer, each record's `log_p`-bit
 /// digits in as many consecutive columns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DoubleShape {
+pub struct YpirShape {
     records: u64,
     record_bytes: u64,
     log_p: u8,
@@ -88,9 +87,9 @@ pub struct DoubleShape {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shape {
     /// YPIR+SP.
-    Simple(SimpleShape),
+    YpirSp(YpirSpShape),
     /// YPIR.
-    Double(DoubleShape),
+    Ypir(YpirShape),
 }
 
 /// Checks the counts every shape needs.
@@ -123,7 +122,7 @@ fn check_size(rows: u64, columns: u64, records: u64, record_bytes: u64) -> Resul
     Ok(())
 }
 
-impl SimpleShape {
+impl YpirSpShape {
     /// The layout for `records` records of `record_bytes` bytes: about `√words` rows (the
     /// packing plan's size) but at least one record per column.
     pub fn plan(records: u64, record_bytes: u64) -> Result<Self, PirError> {
@@ -246,7 +245,7 @@ impl Packing {
     }
 }
 
-impl DoubleShape {
+impl YpirShape {
     /// The layout for `records` records of `record_bytes` bytes: the widest digits (at most 8
     /// bits) that keep a query within its failure bound, and the records per row that make the
     /// query smallest (`4·k·C + 7·R` bytes for `k` digits, `C` columns and `R` rows).
@@ -424,40 +423,40 @@ impl Shape {
     /// The layout of `variant` for `records` records of `record_bytes` bytes.
     pub fn plan(variant: Variant, records: u64, record_bytes: u64) -> Result<Self, PirError> {
         Ok(match variant {
-            Variant::Simple => Self::Simple(SimpleShape::plan(records, record_bytes)?),
-            Variant::Double => Self::Double(DoubleShape::plan(records, record_bytes)?),
+            Variant::YpirSp => Self::YpirSp(YpirSpShape::plan(records, record_bytes)?),
+            Variant::Ypir => Self::Ypir(YpirShape::plan(records, record_bytes)?),
         })
     }
 
     /// Its variant.
     pub fn variant(&self) -> Variant {
         match self {
-            Self::Simple(_) => Variant::Simple,
-            Self::Double(_) => Variant::Double,
+            Self::YpirSp(_) => Variant::YpirSp,
+            Self::Ypir(_) => Variant::Ypir,
         }
     }
 
     /// Records.
     pub fn records(&self) -> u64 {
         match self {
-            Self::Simple(s) => s.records,
-            Self::Double(s) => s.records,
+            Self::YpirSp(s) => s.records,
+            Self::Ypir(s) => s.records,
         }
     }
 
     /// Bytes per record.
     pub fn record_bytes(&self) -> u64 {
         match self {
-            Self::Simple(s) => s.record_bytes,
-            Self::Double(s) => s.record_bytes,
+            Self::YpirSp(s) => s.record_bytes,
+            Self::Ypir(s) => s.record_bytes,
         }
     }
 
     /// `log2` of the probability that a query fails.
     pub fn log_failure(&self) -> f64 {
         match self {
-            Self::Simple(s) => s.log_failure(),
-            Self::Double(s) => s.log_failure(),
+            Self::YpirSp(s) => s.log_failure(),
+            Self::Ypir(s) => s.log_failure(),
         }
     }
 }
@@ -471,7 +470,7 @@ mod tests {
         assert_eq!(HINT_CHUNKS, 1912);
         assert_eq!(MAX_DOUBLE_DIGITS, 72);
         for bytes in [1u64, 3, 8, 9, 72] {
-            let shape = DoubleShape::plan(1000, bytes).unwrap();
+            let shape = YpirShape::plan(1000, bytes).unwrap();
             let hint = shape.hint_positions();
             assert_eq!(hint.len(), HINT_CHUNKS);
             let answers: Vec<usize> = (0..shape.answer_chunks())
@@ -483,12 +482,12 @@ mod tests {
             all.dedup();
             assert_eq!(all.len(), HINT_CHUNKS + shape.answer_chunks());
         }
-        assert!(DoubleShape::plan(10, 73).is_err());
+        assert!(YpirShape::plan(10, 73).is_err());
     }
 
     #[test]
     fn one_byte_records_make_a_balanced_first_layer() {
-        let shape = DoubleShape::plan(1 << 30, 1).unwrap();
+        let shape = YpirShape::plan(1 << 30, 1).unwrap();
         assert_eq!(shape.log_p(), 8);
         assert_eq!(shape.digits(), 1);
         // 4·C ≈ 7·R.
@@ -503,8 +502,8 @@ mod tests {
     }
 
     #[test]
-    fn simple_shapes_pack_about_the_square_root() {
-        let sp = SimpleShape::plan(1 << 15, 32 << 10).unwrap();
+    fn ypir_sp_shapes_pack_about_the_square_root() {
+        let sp = YpirSpShape::plan(1 << 15, 32 << 10).unwrap();
         assert_eq!(
             (sp.per_column(), sp.columns(), sp.rows()),
             (1, 1 << 15, 17477)
@@ -516,19 +515,19 @@ mod tests {
                 ciphertexts: 9
             }
         );
-        let small = SimpleShape::plan(1000, 3).unwrap();
+        let small = YpirSpShape::plan(1000, 3).unwrap();
         assert!(small.rows() <= 64, "{small:?}");
         assert_eq!(small.packing().ciphertexts, 1);
         assert!(small.locate(1000).is_err());
         assert_eq!(small.locate(0).unwrap(), (0, 0));
-        assert!(SimpleShape::plan(0, 3).is_err());
-        assert!(SimpleShape::plan(3, 0).is_err());
+        assert!(YpirSpShape::plan(0, 3).is_err());
+        assert!(YpirSpShape::plan(3, 0).is_err());
     }
 
     #[test]
     fn the_variant_follows_the_records() {
-        assert_eq!(Variant::auto(1 << 30, 1), Variant::Double);
-        assert_eq!(Variant::auto(1000, 3), Variant::Simple);
-        assert_eq!(Variant::auto(1 << 15, 32 << 10), Variant::Simple);
+        assert_eq!(Variant::auto(1 << 30, 1), Variant::Ypir);
+        assert_eq!(Variant::auto(1000, 3), Variant::YpirSp);
+        assert_eq!(Variant::auto(1 << 15, 32 << 10), Variant::YpirSp);
     }
 }

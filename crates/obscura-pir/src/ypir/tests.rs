@@ -49,7 +49,7 @@ fn check_database(len: usize, record_bytes: u64, variant: Variant, seed: u64) {
 }
 
 #[test]
-fn simple_records_from_one_byte_to_64_kib_are_retrieved() {
+fn ypir_sp_records_from_one_byte_to_64_kib_are_retrieved() {
     // One byte; the ypir-small records; a short last record; records of many words; records
     // packed into several ciphertexts (64 KiB is 37,450 words: 19 of them).
     let shapes = [
@@ -60,17 +60,17 @@ fn simple_records_from_one_byte_to_64_kib_are_retrieved() {
         (3 * (64 << 10) - 5, 64 << 10),
     ];
     for (seed, (len, record_bytes)) in shapes.into_iter().enumerate() {
-        check_database(len, record_bytes, Variant::Simple, seed as u64);
+        check_database(len, record_bytes, Variant::YpirSp, seed as u64);
     }
 }
 
 #[test]
-fn double_records_of_one_to_seventy_two_bytes_are_retrieved() {
+fn ypir_records_of_one_to_seventy_two_bytes_are_retrieved() {
     // Single bytes over a few first-layer rows; 3-byte records; a short last record; the
     // widest records YPIR takes (72 digits, 135 answer chunks).
     let shapes = [(5000, 1), (3000, 3), (1001, 10), (72 * 30, 72)];
     for (seed, (len, record_bytes)) in shapes.into_iter().enumerate() {
-        check_database(len, record_bytes, Variant::Double, 10 + seed as u64);
+        check_database(len, record_bytes, Variant::Ypir, 10 + seed as u64);
     }
 }
 
@@ -78,8 +78,8 @@ fn double_records_of_one_to_seventy_two_bytes_are_retrieved() {
 fn one_byte_records_over_several_ring_blocks_are_retrieved() {
     // Over 2,048 first-layer rows: the packed layer's query spans two ring elements.
     let data = bytes(8 << 20, 21);
-    let server = server(&data, 1, Variant::Double);
-    let Shape::Double(shape) = server.public_setup().shape() else {
+    let server = server(&data, 1, Variant::Ypir);
+    let Shape::Ypir(shape) = server.public_setup().shape() else {
         panic!("a YPIR shape");
     };
     assert!(shape.rows() > 2048, "{shape:?}");
@@ -91,7 +91,7 @@ fn one_byte_records_over_several_ring_blocks_are_retrieved() {
 
 #[test]
 fn batches_answer_every_query() {
-    for (variant, len, record_bytes) in [(Variant::Simple, 5000, 5), (Variant::Double, 3000, 2)] {
+    for (variant, len, record_bytes) in [(Variant::YpirSp, 5000, 5), (Variant::Ypir, 3000, 2)] {
         let data = bytes(len, 31);
         let server = server(&data, record_bytes, variant);
         let mut client = Client::new(server.public_setup().clone());
@@ -114,7 +114,7 @@ fn batches_answer_every_query() {
 #[test]
 fn values_of_any_length_come_back_whole() {
     let values: Vec<Vec<u8>> = (0..40).map(|i| bytes(i * 3 % 17, i as u64)).collect();
-    for variant in [Variant::Simple, Variant::Double] {
+    for variant in [Variant::YpirSp, Variant::Ypir] {
         let options = YpirOptions {
             variant: Some(variant),
         };
@@ -131,7 +131,7 @@ fn values_of_any_length_come_back_whole() {
 #[test]
 fn every_query_has_fresh_secrets() {
     let data = bytes(600, 41);
-    for variant in [Variant::Simple, Variant::Double] {
+    for variant in [Variant::YpirSp, Variant::Ypir] {
         let server = server(&data, 2, variant);
         let mut client = Client::new(server.public_setup().clone());
         let (a, _) = client.query(5).unwrap();
@@ -147,7 +147,7 @@ fn every_query_has_fresh_secrets() {
 #[test]
 fn answers_are_twelve_kilobytes_per_ciphertext() {
     let data = bytes(5000, 51);
-    let server = server(&data, 1, Variant::Double);
+    let server = server(&data, 1, Variant::Ypir);
     let setup = server.public_setup();
     assert_eq!(
         Answer::encoded_len(setup),
@@ -156,7 +156,7 @@ fn answers_are_twelve_kilobytes_per_ciphertext() {
     // The packing keys' bodies are 33 polynomials of 2,048 values of 56 bits, less the 242
     // bits of each coefficient that their rounding leaves out.
     let keys = 33 * 2048 * 56 / 8 - 61_952;
-    let Shape::Double(shape) = setup.shape() else {
+    let Shape::Ypir(shape) = setup.shape() else {
         panic!("a YPIR shape");
     };
     let (k1, k2) = (shape.first_dropped(), shape.packed_dropped());
@@ -172,7 +172,7 @@ fn answers_are_twelve_kilobytes_per_ciphertext() {
 #[test]
 fn setups_round_trip_and_bad_messages_are_refused() {
     let data = bytes(2000, 61);
-    for variant in [Variant::Simple, Variant::Double] {
+    for variant in [Variant::YpirSp, Variant::Ypir] {
         let server = server(&data, 4, variant);
         let setup = server.public_setup();
         let decoded = PublicSetup::from_bytes(&setup.to_bytes()).unwrap();
@@ -224,7 +224,7 @@ fn setups_round_trip_and_bad_messages_are_refused() {
 #[test]
 fn stored_parts_rebuild_the_server() {
     let data = bytes(3000, 71);
-    for variant in [Variant::Simple, Variant::Double] {
+    for variant in [Variant::YpirSp, Variant::Ypir] {
         let server = server(&data, 3, variant);
         let setup = server.public_setup().clone();
         let matrices: Vec<_> = server.matrices().into_iter().cloned().collect();
@@ -245,8 +245,8 @@ fn stored_parts_rebuild_the_server() {
 #[test]
 fn the_measured_error_matches_the_analysis() {
     let data = bytes(64 * 1000, 91);
-    let server = server(&data, 1000, Variant::Simple);
-    let Shape::Simple(shape) = *server.public_setup().shape() else {
+    let server = server(&data, 1000, Variant::YpirSp);
+    let Shape::YpirSp(shape) = *server.public_setup().shape() else {
         panic!("a YPIR+SP shape");
     };
     let mut client = Client::new(server.public_setup().clone());

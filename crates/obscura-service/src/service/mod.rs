@@ -4,9 +4,9 @@
 //! |---|---|
 //! | `GET /v1/databases` | JSON list of the databases (`obscura_client::api::DatabaseInfo`) |
 //! | `GET /v1/databases/{name}/setup` | the binary public setup, with `ETag`; `If-None-Match` gets 304 |
-//! | `POST /v1/databases/{name}/query` | binary query in, binary answer out (for a Merkle tree or a batch-code database, one LWE query per sub-database, framed, in, the answers, framed, out) |
+//! | `POST /v1/databases/{name}/query` | binary query in, binary answer out (for a batch-code database, one LWE query per sub-database, framed, in, the answers, framed, out) |
 //! | `POST /v1/databases/{name}/batch` | several queries ([`framing`](obscura_pir::framing)) in, answers out |
-//! | `POST /v1/databases/{name}/proof` | Merkle tree (TreePIR) databases only: the query route under the name of what it returns, an audit path |
+//! | `POST /v1/databases/{name}/audit-path` | the query route of Merkle trees (TreePIR): one LWE query per colour class, framed, in, the answers, framed, out |
 //! | `GET /healthz` | `ok` |
 //! | `GET /metrics` | Prometheus text |
 //! | `GET /`, `GET /ui/{file}` | with [`ServiceConfig::ui`]: the built-in page ([`Ui`]) |
@@ -49,7 +49,7 @@ pub use ui::{Ui, UiUnavailable};
 #[derive(Clone, Debug)]
 pub struct ServiceConfig {
     /// Largest request body; `None` sizes it, per database, for the largest request the
-    /// database takes: a full batch of its queries, or a proof request of a Merkle tree.
+    /// database takes: a full batch of its queries, or an audit-path request of a Merkle tree.
     pub max_body_bytes: Option<usize>,
     /// Queries being answered or waiting at once; more get 503.
     pub max_concurrent: usize,
@@ -250,7 +250,7 @@ pub fn router_with_databases(catalog: Catalog, config: ServiceConfig) -> (Router
         .route("/v1/databases/{name}/setup", get(routes::setup))
         .route("/v1/databases/{name}/query", post(routes::query))
         .route("/v1/databases/{name}/batch", post(routes::batch))
-        .route("/v1/databases/{name}/proof", post(routes::proof))
+        .route("/v1/databases/{name}/audit-path", post(routes::audit_path))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(routes::render_metrics))
         .merge(config.ui.map(Ui::routes).unwrap_or_default())

@@ -9,7 +9,6 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use obscura_pir::wire::Kind;
 use obscura_pir::PirError;
 use tokio::sync::oneshot;
 
@@ -291,7 +290,21 @@ pub(super) async fn query(
     request: Request,
 ) -> Result<Response, Failure> {
     let served = lookup(&state, &name, request.headers())?;
+    check_route(&served, &name, "query")?;
     answer_one(&state, &served, &name, request).await
+}
+
+/// Refuses a lookup posted to `route` of a database whose lookups go to another route (see
+/// [`Lookup::route`](obscura_pir::Lookup::route)).
+fn check_route(served: &Served, name: &str, route: &str) -> Result<(), Failure> {
+    let lookup = served.entry.lookup;
+    if lookup.route() == route {
+        return Ok(());
+    }
+    Err(Failure::bad_request(format!(
+        "{name:?} serves {lookup} lookups: post them to /v1/databases/{name}/{}",
+        lookup.route()
+    )))
 }
 
 /// Reads one query of the database `served` (called `name`) from `request` and answers it.
@@ -331,19 +344,15 @@ pub(super) async fn batch(
     Ok(octets(framing::encode(&answers)))
 }
 
-/// A Merkle audit path: the query route of a Merkle tree, one LWE query per colour class of the
-/// tree in one framed request, answered in one pass.
-pub(super) async fn proof(
+/// A Merkle tree's audit path: one LWE query per colour class of the tree in one framed
+/// request, answered in one pass.
+pub(super) async fn audit_path(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
     request: Request,
 ) -> Result<Response, Failure> {
     let served = lookup(&state, &name, request.headers())?;
-    if served.entry.database.kind() != Kind::TREEPIR_SETUP {
-        return Err(Failure::bad_request(format!(
-            "{name:?} is not a Merkle tree: send its queries to /v1/databases/{name}/query or /batch"
-        )));
-    }
+    check_route(&served, &name, "audit-path")?;
     answer_one(&state, &served, &name, request).await
 }
 

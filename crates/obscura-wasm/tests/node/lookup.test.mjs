@@ -59,7 +59,7 @@ test("every index scheme returns its records, a scheme registered in one line am
 
 test("audit paths of a Merkle tree are fetched privately and verified", async () => {
   const log = await Database.connect(url, "log", { wasm });
-  assert.equal(log.lookup, "merkle");
+  assert.equal(log.lookup, "audit-path");
   assert.equal(log.items, leaves.length);
   assert.deepEqual(Buffer.from(log.root), treeHash(leaves));
   for (const leaf of [0, 37, 99]) {
