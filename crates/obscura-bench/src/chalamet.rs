@@ -68,7 +68,7 @@ pub fn run(
             timed(|| {
                 pools.all.install(|| {
                     let shown = progress.start(&["filling the slots", "computing the hint"]);
-                    KeywordServer::setup(&pairs, options, &*shown)
+                    KeywordServer::from_pairs(&pairs, options, &*shown)
                 })
             })
         });

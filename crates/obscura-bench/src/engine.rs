@@ -5,7 +5,7 @@
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use obscura_pir::keyword::KeywordOptions;
-use obscura_pir::lwe::{Layout, SetupOptions};
+use obscura_pir::lwe::{EngineOptions, Layout};
 use obscura_pir::params::{MatrixKind, ParamSet};
 
 use crate::Preset;
@@ -33,7 +33,7 @@ pub struct EngineArgs {
 pub struct Engine {
     /// Index databases (`frodo`, `simple-1g`, `double-1g`, `ypir-small`, `service`, the
     /// sub-databases of `treepir-e2e`).
-    pub lwe: SetupOptions,
+    pub lwe: EngineOptions,
     /// Keyword databases (`chalamet`; the arity is set per run).
     pub keyword: KeywordOptions,
 }
@@ -74,7 +74,7 @@ impl EngineArgs {
         };
         let params = self.params.unwrap_or_default();
         Ok(Engine {
-            lwe: SetupOptions {
+            lwe: EngineOptions {
                 params,
                 layout: self.layout.unwrap_or(layout),
                 matrix: self.matrix,
@@ -107,14 +107,14 @@ mod tests {
         let frodo = none.for_preset(Preset::Frodo).unwrap();
         assert_eq!(
             frodo.lwe,
-            SetupOptions {
+            EngineOptions {
                 layout: Layout::OnePerColumn,
-                ..SetupOptions::default()
+                ..EngineOptions::default()
             }
         );
         for preset in [Preset::Simple1g, Preset::Service, Preset::TreepirE2e] {
             let engine = none.for_preset(preset).unwrap();
-            assert_eq!(engine.lwe, SetupOptions::default(), "{}", preset.name());
+            assert_eq!(engine.lwe, EngineOptions::default(), "{}", preset.name());
         }
         let chalamet = none.for_preset(Preset::Chalamet).unwrap();
         assert_eq!(chalamet.keyword, KeywordOptions::default());

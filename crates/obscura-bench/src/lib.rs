@@ -91,7 +91,7 @@ pub enum Preset {
     /// bounded memory, set against the disk's speed measured in the same run (`--dir` holds
     /// the files).
     #[value(name = "streamed-setup")]
-    StreamedSetup,
+    StreamedBuild,
 }
 
 impl Preset {
@@ -108,7 +108,7 @@ impl Preset {
             Self::PsiRr22Malicious => "psi-rr22-malicious",
             Self::TreepirSetup => "treepir-setup",
             Self::TreepirE2e => "treepir-e2e",
-            Self::StreamedSetup => "streamed-setup",
+            Self::StreamedBuild => "streamed-setup",
             Self::Double1g => "double-1g",
             Self::YpirSmall => "ypir-small",
             Self::Ypir1g => "ypir-1g",
@@ -125,7 +125,7 @@ impl Preset {
                 | Self::Chalamet
                 | Self::Service
                 | Self::TreepirE2e
-                | Self::StreamedSetup
+                | Self::StreamedBuild
                 | Self::Double1g
                 | Self::YpirSmall
         )
@@ -135,7 +135,7 @@ impl Preset {
     fn default_records(self) -> u64 {
         match self {
             Self::Service => 1 << 16,
-            Self::StreamedSetup => 1 << 24,
+            Self::StreamedBuild => 1 << 24,
             Self::Double1g | Self::Ypir1g => 1 << 30,
             Self::YpirSp => 1 << 15,
             _ => 1 << 20,
@@ -282,7 +282,7 @@ pub fn run(args: BenchArgs, progress: &dyn Progress) -> Result<()> {
             )?;
             return output(&[report], args.json);
         }
-        Preset::StreamedSetup => {
+        Preset::StreamedBuild => {
             let report = streamed::run(
                 records,
                 record_bytes,

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use obscura_client::http::HttpClient;
-use obscura_pir::lwe::{Client, Lwe, SetupOptions};
+use obscura_pir::lwe::{Client, EngineOptions, Lwe};
 use obscura_pir::PirClient;
 use obscura_service::catalog::Catalog;
 use obscura_service::service::{BackgroundService, ServiceConfig};
@@ -51,7 +51,7 @@ pub fn print_levels(levels: &[ServiceLevel]) {
 pub fn run(
     records: u64,
     record_bytes: u64,
-    options: SetupOptions,
+    options: EngineOptions,
     pools: &Pools,
     progress: &dyn Progress,
     report: &mut Report,

@@ -5,7 +5,7 @@
 
 use anyhow::Result;
 use obscura_pir::double::Double;
-use obscura_pir::lwe::{Lwe, SetupOptions};
+use obscura_pir::lwe::{EngineOptions, Lwe};
 use obscura_pir::ypir::{self, Variant, Ypir, YpirOptions};
 use obscura_pir::{Encode, PirClient, PirError, PirServer, Scheme, SetupMessage};
 use serde::Serialize;
@@ -156,7 +156,7 @@ fn ypir_driver<'a>(
 pub fn run(
     sizes: &[u64],
     record_bytes: u64,
-    options: SetupOptions,
+    options: EngineOptions,
     pools: &Pools,
     bandwidth_gbs: Pair,
 ) -> Result<SmallReport> {
@@ -189,7 +189,8 @@ pub fn run(
             let ypir_options = YpirOptions {
                 variant: Some(variant),
             };
-            let setup = || ypir::Server::setup(&data, record_bytes, ypir_options, &|_, _| {});
+            let setup =
+                || ypir::Server::from_records(&data, record_bytes, ypir_options, &|_, _| {});
             results.push(
                 pools.all.install(|| {
                     measure(ypir_driver(variant, &setup), &data, records, record_bytes)

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use obscura_math::memory::LargeBuffer;
-use obscura_pir::lwe::{Client, Lwe, Server, SetupOptions, StreamedSetup};
+use obscura_pir::lwe::{Client, EngineOptions, Lwe, Server, StreamedBuild};
 use obscura_pir::{PirClient, PirServer};
 use obscura_store::direct::SequentialReader;
 use obscura_store::store;
@@ -94,7 +94,7 @@ pub fn run(
     records: u64,
     record_bytes: u64,
     dir: &Path,
-    options: SetupOptions,
+    options: EngineOptions,
     pools: &Pools,
     progress: &dyn Progress,
     bandwidth_gbs: Pair,
@@ -102,7 +102,7 @@ pub fn run(
     let data_bytes = records
         .checked_mul(record_bytes)
         .context("--records times --record-bytes overflows")?;
-    let plan = StreamedSetup::plan(data_bytes, record_bytes, options)?;
+    let plan = StreamedBuild::plan(data_bytes, record_bytes, options)?;
     let database_bytes = store::file_len(plan.setup_bytes(), plan.matrix_bytes());
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let files = Files::new(dir);
@@ -166,7 +166,7 @@ impl Files {
 /// Writes the input, measures the disk, builds and checks the database: the step times, the
 /// build's peak memory, whether the probes used direct I/O and whether the records matched.
 fn measure(
-    plan: &StreamedSetup,
+    plan: &StreamedBuild,
     data_bytes: u64,
     files: &Files,
     pools: &Pools,
@@ -300,7 +300,7 @@ fn free_bytes(dir: &Path) -> Option<u64> {
 
 /// Retrieves the first and last records and a few in between from `server` in one pass and
 /// compares each with the input file's bytes.
-fn check_records(server: &Server, input: &Path, plan: &StreamedSetup) -> Result<bool> {
+fn check_records(server: &Server, input: &Path, plan: &StreamedBuild) -> Result<bool> {
     let g = plan.geometry();
     let records = g.records();
     let mut indices = vec![0, records - 1];

@@ -151,7 +151,7 @@ pub fn run(
         let (server, seconds) = timed(|| {
             pools.all.install(|| {
                 let shown = progress.start(&["server setup"]);
-                ypir::Server::setup(&data, record_bytes, options, &*shown)
+                ypir::Server::from_records(&data, record_bytes, options, &*shown)
             })
         });
         let measured = server

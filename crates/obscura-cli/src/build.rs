@@ -7,7 +7,7 @@ use anyhow::{ensure, Context, Result};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 use obscura_pir::keyword::fuse::Arity;
-use obscura_pir::lwe::{self, Layout, RecordShape, SetupOptions, StreamedSetup};
+use obscura_pir::lwe::{self, EngineOptions, Layout, RecordShape, StreamedBuild};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_registry::builders::{builder, builders, default_builder, Builder};
 use obscura_store::build::{self as builder_of, BuildOptions, Records, Shape};
@@ -97,8 +97,8 @@ pub struct EngineArgs {
 
 impl EngineArgs {
     /// The engine's setup options.
-    pub fn options(&self) -> SetupOptions {
-        SetupOptions {
+    pub fn options(&self) -> EngineOptions {
+        EngineOptions {
             params: self.params,
             layout: self.layout,
             matrix: self.matrix,
@@ -188,7 +188,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
     );
     let options = BuildOptions {
         scheme: args.scheme,
-        setup: args.engine.options(),
+        engine: args.engine.options(),
         arity: args.arity,
     };
     let input = match format {
@@ -214,7 +214,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
                 record_bytes: record_size,
             });
             let in_memory = args.engine.check_build(&options, &shape, size);
-            let streamed = StreamedSetup::plan(size, record_size, args.engine.options())?;
+            let streamed = StreamedBuild::plan(size, record_size, args.engine.options())?;
             let stream_fits = sizes::fits(streamed.peak_bytes(), args.engine.max_memory);
             match in_memory {
                 _ if args.stream => return build_streamed(&args, &streamed),
@@ -306,7 +306,7 @@ pub fn build_and_write(
 }
 
 /// Streams the setup of the raw records of `args.input` to `args.out`, as `plan` says.
-fn build_streamed(args: &BuildArgs, plan: &StreamedSetup) -> Result<()> {
+fn build_streamed(args: &BuildArgs, plan: &StreamedBuild) -> Result<()> {
     let pool = args.engine.pool()?;
     let started = Instant::now();
     let mut input = SequentialReader::open(&args.input)

@@ -6,7 +6,7 @@ use anyhow::{bail, ensure, Context, Result};
 use clap::Args;
 use obscura_client::http::HttpClient;
 use obscura_client::{Ask, Outcome, Session, Step};
-use obscura_pir::lwe::{Layout, SetupOptions};
+use obscura_pir::lwe::{EngineOptions, Layout};
 use obscura_registry::builders::builder;
 use obscura_registry::Registry;
 use obscura_service::catalog::Catalog;
@@ -102,9 +102,9 @@ pub fn run(args: DemoArgs) -> Result<()> {
     for shown in &SHOWN {
         let options = BuildOptions {
             scheme: builder(shown.builder).context("a built-in scheme")?,
-            setup: SetupOptions {
+            engine: EngineOptions {
                 layout: shown.layout,
-                ..SetupOptions::default()
+                ..EngineOptions::default()
             },
             arity: None,
         };

@@ -10,7 +10,7 @@ use obscura_client::api::DatabaseInfo;
 use obscura_pir::batch::merkle::MerkleTree;
 use obscura_pir::batch::treepir::TreePirServer;
 use obscura_pir::keyword::{KeywordOptions, KeywordServer};
-use obscura_pir::lwe::{Layout, Server, SetupOptions};
+use obscura_pir::lwe::{EngineOptions, Layout, Server};
 use obscura_pir::PirError;
 use obscura_service::catalog::{Catalog, CatalogError};
 use obscura_store::store::{self, Database, StoreError};
@@ -96,13 +96,13 @@ pub enum FixtureError {
 /// Sets up the three fixture databases and writes them to their files, with the JSON list the
 /// service gives of them (`list.json`).
 pub fn write() -> Result<(), FixtureError> {
-    let options = SetupOptions {
+    let options = EngineOptions {
         layout: Layout::OnePerColumn,
-        ..SetupOptions::default()
+        ..EngineOptions::default()
     };
-    let index = Server::setup(&index_records(), 4, options, &|_, _| {})?;
-    let keyword = KeywordServer::setup(&PAIRS, KeywordOptions::default(), &|_, _| {})?;
-    let tree = TreePirServer::setup(&MerkleTree::from_leaves(&LEAVES), options, &|_, _| {})?;
+    let index = Server::from_records(&index_records(), 4, options, &|_, _| {})?;
+    let keyword = KeywordServer::from_pairs(&PAIRS, KeywordOptions::default(), &|_, _| {})?;
+    let tree = TreePirServer::from_tree(&MerkleTree::from_leaves(&LEAVES), options, &|_, _| {})?;
     std::fs::create_dir_all(folder()).map_err(|source| StoreError::Io {
         path: folder(),
         source,

@@ -14,13 +14,13 @@
 //! - [`ypir`]: YPIR and YPIR+SP, no hint to download and packed answers of 12 KB per ciphertext.
 //!
 //! ```
-//! use obscura_pir::lwe::{Client, Layout, Server, SetupOptions};
+//! use obscura_pir::lwe::{Client, Layout, Server, EngineOptions};
 //! use obscura_pir::{PirClient, PirServer};
 //!
 //! // 100 records of 16 bytes each.
 //! let data: Vec<u8> = (0..1600u32).map(|i| (i * 7) as u8).collect();
-//! let options = SetupOptions { layout: Layout::Square, ..SetupOptions::default() };
-//! let server = Server::setup(&data, 16, options, &|_, _| {})?;
+//! let options = EngineOptions { layout: Layout::Square, ..EngineOptions::default() };
+//! let server = Server::from_records(&data, 16, options, &|_, _| {})?;
 //!
 //! // The client needs only the public setup (seed, parameters, hint).
 //! let mut client = Client::new(server.public_setup().clone());

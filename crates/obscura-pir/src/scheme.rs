@@ -21,7 +21,7 @@
 //! ([`SetupMessage::matrix_shapes`]), so a file is checked before it is mapped.
 //!
 //! ```
-//! use obscura_pir::lwe::{Lwe, Records, SetupOptions};
+//! use obscura_pir::lwe::{Lwe, Records, EngineOptions};
 //! use obscura_pir::{PirClient, PirServer, Scheme};
 //!
 //! /// Fetches record `index` with any scheme whose target is an index and output the record.
@@ -36,7 +36,7 @@
 //!
 //! let data: Vec<u8> = (0..640u32).map(|i| i as u8).collect();
 //! let records = Records::Raw { bytes: &data, record_bytes: 64 };
-//! let server = <Lwe as Scheme>::Server::build(records, SetupOptions::default(), &|_, _| {})?;
+//! let server = <Lwe as Scheme>::Server::build(records, EngineOptions::default(), &|_, _| {})?;
 //! assert_eq!(fetch::<Lwe>(&server, 3)?, &data[192..256]);
 //! # Ok::<(), obscura_pir::PirError>(())
 //! ```
@@ -147,7 +147,7 @@ pub trait PirServer: Sized + Send + Sync + 'static {
     /// The choices made at setup.
     type Options;
 
-    /// Sets the database up from `data`; `progress(done, total)` follows the long steps.
+    /// Builds the database from `data`; `progress(done, total)` follows the long steps.
     fn build(
         data: Self::Data<'_>,
         options: Self::Options,

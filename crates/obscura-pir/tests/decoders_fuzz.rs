@@ -1,6 +1,6 @@
 //! Decoders never panic on random, truncated or corrupted bytes, and refuse truncations.
 
-use obscura_pir::lwe::{Answer, Client, PublicSetup, Query, Server, SetupOptions};
+use obscura_pir::lwe::{Answer, Client, EngineOptions, PublicSetup, Query, Server};
 use obscura_pir::wire::{COMPACT_HEADER_BYTES, HEADER_BYTES};
 use obscura_pir::{PirClient, PirServer};
 use proptest::prelude::*;
@@ -17,7 +17,7 @@ fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
         let data: Vec<u8> = (0..300u32).map(|i| i as u8).collect();
-        let server = Server::setup(&data, 7, SetupOptions::default(), &|_, _| {}).unwrap();
+        let server = Server::from_records(&data, 7, EngineOptions::default(), &|_, _| {}).unwrap();
         let mut client = Client::new(server.public_setup().clone());
         let (query, _) = client.query(1).unwrap();
         let answer = server.answer(&query).unwrap();

@@ -39,7 +39,7 @@ fn every_present_key_returns_its_value() {
                 arity: Some(arity),
                 ..KeywordOptions::default()
             };
-            let server = KeywordServer::setup(&pairs, options, &|_, _| {}).unwrap();
+            let server = KeywordServer::from_pairs(&pairs, options, &|_, _| {}).unwrap();
             let setup = KeywordSetup::from_bytes(&server.public_setup().to_bytes()).unwrap();
             assert_eq!(&setup, server.public_setup());
             let mut client = KeywordClient::new(setup);
@@ -72,7 +72,8 @@ fn rows_carry_a_length_only_when_values_differ() {
         (mixed, 16 + 2 + 300),
         (trailing_zeros, 16 + 1 + 24),
     ] {
-        let server = KeywordServer::setup(&pairs, KeywordOptions::default(), &|_, _| {}).unwrap();
+        let server =
+            KeywordServer::from_pairs(&pairs, KeywordOptions::default(), &|_, _| {}).unwrap();
         let setup = KeywordSetup::from_bytes(&server.public_setup().to_bytes()).unwrap();
         assert_eq!(setup.index().geometry().record_bytes(), row_bytes);
         let mut client = KeywordClient::new(setup);
@@ -92,7 +93,7 @@ fn absent_keys_are_reported_absent() {
             arity: Some(arity),
             ..KeywordOptions::default()
         };
-        let server = KeywordServer::setup(&pairs, options, &|_, _| {}).unwrap();
+        let server = KeywordServer::from_pairs(&pairs, options, &|_, _| {}).unwrap();
         let setup = server.public_setup().clone();
         let accepted: usize = (0..100u64)
             .into_par_iter()
@@ -115,7 +116,8 @@ fn absent_keys_are_reported_absent() {
 /// shape is never computed from an unchecked count.
 #[test]
 fn huge_key_counts_are_refused() {
-    let setup = KeywordServer::setup(&pairs(5), KeywordOptions::default(), &|_, _| {}).unwrap();
+    let setup =
+        KeywordServer::from_pairs(&pairs(5), KeywordOptions::default(), &|_, _| {}).unwrap();
     let bytes = setup.public_setup().to_bytes();
     // The key count follows the envelope header, the arity byte and the 32-byte seed.
     let keys_at = obscura_pir::wire::HEADER_BYTES + 1 + 32;
@@ -140,7 +142,7 @@ fn duplicate_keys_are_refused_by_name() {
         (b"bob".to_vec(), b"2".to_vec()),
         (b"alice".to_vec(), b"3".to_vec()),
     ];
-    match KeywordServer::setup(&pairs, KeywordOptions::default(), &|_, _| {}) {
+    match KeywordServer::from_pairs(&pairs, KeywordOptions::default(), &|_, _| {}) {
         Err(PirError::InvalidParameters(message)) => {
             assert!(message.contains("\"alice\""), "{message}")
         }
@@ -150,7 +152,7 @@ fn duplicate_keys_are_refused_by_name() {
         ),
     }
     let empty: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-    assert!(KeywordServer::setup(&empty, KeywordOptions::default(), &|_, _| {}).is_err());
+    assert!(KeywordServer::from_pairs(&empty, KeywordOptions::default(), &|_, _| {}).is_err());
 }
 
 /// A keyword database with values of many lengths (empty ones included), built once.
@@ -158,7 +160,8 @@ fn corruption_world() -> &'static (Pairs, KeywordServer) {
     static WORLD: OnceLock<(Pairs, KeywordServer)> = OnceLock::new();
     WORLD.get_or_init(|| {
         let pairs = pairs(60);
-        let server = KeywordServer::setup(&pairs, KeywordOptions::default(), &|_, _| {}).unwrap();
+        let server =
+            KeywordServer::from_pairs(&pairs, KeywordOptions::default(), &|_, _| {}).unwrap();
         (pairs, server)
     })
 }
@@ -259,7 +262,7 @@ proptest! {
     fn setup_decoder_never_panics(cut in 0usize..10_000, flip in 0usize..200, value in any::<u8>()) {
         static BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
         let bytes = BYTES.get_or_init(|| {
-            KeywordServer::setup(&pairs(5), KeywordOptions::default(), &|_, _| {}).unwrap().public_setup().to_bytes()
+            KeywordServer::from_pairs(&pairs(5), KeywordOptions::default(), &|_, _| {}).unwrap().public_setup().to_bytes()
         });
         let cut = cut % bytes.len();
         prop_assert!(KeywordSetup::from_bytes(&bytes[..cut]).is_err());

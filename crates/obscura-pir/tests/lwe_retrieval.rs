@@ -4,7 +4,7 @@
 mod common;
 
 use common::data;
-use obscura_pir::lwe::{Client, Layout, Server, SetupOptions};
+use obscura_pir::lwe::{Client, EngineOptions, Layout, Server};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_pir::{PirClient, PirError, PirServer};
 
@@ -30,12 +30,12 @@ fn check_shape(
     // Make the last record short whenever records can be.
     let len = records * record_bytes - record_bytes / 2;
     let data = data(len, (record_bytes * 31 + records) as u64);
-    let options = SetupOptions {
+    let options = EngineOptions {
         params: set,
         layout,
         matrix: Some(matrix),
     };
-    let server = Server::setup(&data, record_bytes as u64, options, &|_, _| {}).unwrap();
+    let server = Server::from_records(&data, record_bytes as u64, options, &|_, _| {}).unwrap();
     let mut client = Client::new(server.public_setup().clone());
     let last = records as u64 - 1;
     let mut indices = vec![0, last, last / 2, last / 3, (last * 7) / 9];
@@ -162,11 +162,11 @@ fn ten_thousand_random_retrievals() {
         let records = 1 + next(3000) as usize;
         let layout = LAYOUTS[round % 3];
         let data = data(records * record_bytes, round as u64);
-        let options = SetupOptions {
+        let options = EngineOptions {
             layout,
-            ..SetupOptions::default()
+            ..EngineOptions::default()
         };
-        let server = Server::setup(&data, record_bytes as u64, options, &|_, _| {}).unwrap();
+        let server = Server::from_records(&data, record_bytes as u64, options, &|_, _| {}).unwrap();
         let mut client = Client::new(server.public_setup().clone());
         client.preprocess(500).unwrap();
         for _ in 0..1000 {
@@ -182,7 +182,7 @@ fn ten_thousand_random_retrievals() {
 #[test]
 fn out_of_range_index_is_an_error() {
     let data = data(100, 1);
-    let server = Server::setup(&data, 10, SetupOptions::default(), &|_, _| {}).unwrap();
+    let server = Server::from_records(&data, 10, EngineOptions::default(), &|_, _| {}).unwrap();
     let mut client = Client::new(server.public_setup().clone());
     assert!(matches!(
         client.query(10),
@@ -195,19 +195,19 @@ fn out_of_range_index_is_an_error() {
 
 #[test]
 fn empty_database_and_zero_record_size_are_refused() {
-    assert!(Server::setup(&[], 10, SetupOptions::default(), &|_, _| {}).is_err());
-    assert!(Server::setup(&[1, 2], 0, SetupOptions::default(), &|_, _| {}).is_err());
+    assert!(Server::from_records(&[], 10, EngineOptions::default(), &|_, _| {}).is_err());
+    assert!(Server::from_records(&[1, 2], 0, EngineOptions::default(), &|_, _| {}).is_err());
 }
 
 #[test]
 fn progress_reaches_the_total() {
     let data = data(5000, 2);
     let seen = std::sync::Mutex::new(Vec::new());
-    let options = SetupOptions {
+    let options = EngineOptions {
         layout: Layout::OnePerColumn,
-        ..SetupOptions::default()
+        ..EngineOptions::default()
     };
-    Server::setup(&data, 10, options, &|done, total| {
+    Server::from_records(&data, 10, options, &|done, total| {
         seen.lock().unwrap().push((done, total))
     })
     .unwrap();
@@ -221,11 +221,11 @@ fn progress_reaches_the_total() {
 fn batch_answers_match_single_answers() {
     for layout in LAYOUTS {
         let data = data(3000 * 20, 9);
-        let options = SetupOptions {
+        let options = EngineOptions {
             layout,
-            ..SetupOptions::default()
+            ..EngineOptions::default()
         };
-        let server = Server::setup(&data, 20, options, &|_, _| {}).unwrap();
+        let server = Server::from_records(&data, 20, options, &|_, _| {}).unwrap();
         let mut client = Client::new(server.public_setup().clone());
         for k in [1usize, 2, 5, 16, 17] {
             let indices: Vec<u64> = (0..k as u64).map(|i| (i * 577 + 3) % 3000).collect();
@@ -246,7 +246,8 @@ fn batch_answers_match_single_answers() {
             }
         }
     }
-    let server = Server::setup(&data(100, 1), 10, SetupOptions::default(), &|_, _| {}).unwrap();
+    let server =
+        Server::from_records(&data(100, 1), 10, EngineOptions::default(), &|_, _| {}).unwrap();
     assert!(server.answer_batch(&[]).unwrap().is_empty());
 }
 
@@ -255,11 +256,11 @@ fn batch_answers_match_single_answers() {
 fn variable_length_values() {
     let values: Vec<Vec<u8>> = (0..300usize).map(|i| data(i * 7 % 50, i as u64)).collect();
     for layout in LAYOUTS {
-        let options = SetupOptions {
+        let options = EngineOptions {
             layout,
-            ..SetupOptions::default()
+            ..EngineOptions::default()
         };
-        let server = Server::setup_values(&values, options, &|_, _| {}).unwrap();
+        let server = Server::from_values(&values, options, &|_, _| {}).unwrap();
         assert_eq!(
             server.public_setup().format(),
             obscura_pir::lwe::RecordFormat::LengthPrefixed
@@ -273,9 +274,9 @@ fn variable_length_values() {
         }
     }
     let empty: [&[u8]; 0] = [];
-    assert!(Server::setup_values(&empty, SetupOptions::default(), &|_, _| {}).is_err());
+    assert!(Server::from_values(&empty, EngineOptions::default(), &|_, _| {}).is_err());
     assert!(
-        Server::setup_values(&[vec![0u8; 1 << 20]], SetupOptions::default(), &|_, _| {}).is_err()
+        Server::from_values(&[vec![0u8; 1 << 20]], EngineOptions::default(), &|_, _| {}).is_err()
     );
 }
 
@@ -284,14 +285,14 @@ fn variable_length_values() {
 /// fall back to p = 128. Both retrieve their records.
 #[test]
 fn the_plaintext_modulus_follows_the_data() {
-    let options = SetupOptions {
+    let options = EngineOptions {
         layout: Layout::OnePerColumn,
-        ..SetupOptions::default()
+        ..EngineOptions::default()
     };
     let columns = 1usize << 20;
     assert_eq!(ParamSet::Ypir1024.max_log_p(columns as u64), Some(7));
     for (data, log_p) in [(data(columns, 5), 8), (vec![0x80; columns], 7)] {
-        let server = Server::setup(&data, 1, options, &|_, _| {}).unwrap();
+        let server = Server::from_records(&data, 1, options, &|_, _| {}).unwrap();
         let setup = server.public_setup();
         assert_eq!(setup.params().log_p, log_p);
         assert!(setup.row_norm() > 0);

@@ -2,13 +2,13 @@
 //! record.
 
 use obscura_math::matrix::PlaintextMatrix;
-use obscura_pir::lwe::{Answer, Client, PublicSetup, Query, Server, SetupOptions};
+use obscura_pir::lwe::{Answer, Client, EngineOptions, PublicSetup, Query, Server};
 use obscura_pir::{PirClient, PirError, PirServer};
 
 fn two_servers() -> (Server, Server, Vec<u8>) {
     let data: Vec<u8> = (0..4000u32).map(|i| (i % 251) as u8).collect();
-    let a = Server::setup(&data, 40, SetupOptions::default(), &|_, _| {}).unwrap();
-    let b = Server::setup(&data, 40, SetupOptions::default(), &|_, _| {}).unwrap();
+    let a = Server::from_records(&data, 40, EngineOptions::default(), &|_, _| {}).unwrap();
+    let b = Server::from_records(&data, 40, EngineOptions::default(), &|_, _| {}).unwrap();
     (a, b, data)
 }
 

@@ -9,7 +9,7 @@ use std::io::{Cursor, Read};
 
 use obscura_math::hint::hint_product;
 use obscura_math::matrix::PlaintextMatrix;
-use obscura_pir::lwe::{Client, Layout, Server, SetupOptions, StreamError, StreamedSetup};
+use obscura_pir::lwe::{Client, EngineOptions, Layout, Server, StreamError, StreamedBuild};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_pir::{PirClient, PirServer};
 
@@ -18,10 +18,10 @@ use obscura_pir::{PirClient, PirServer};
 fn stream(
     data: &[u8],
     record_bytes: u64,
-    options: SetupOptions,
+    options: EngineOptions,
     band_bytes: u64,
-) -> (StreamedSetup, obscura_pir::lwe::PublicSetup, Vec<u8>) {
-    let plan = StreamedSetup::plan(data.len() as u64, record_bytes, options)
+) -> (StreamedBuild, obscura_pir::lwe::PublicSetup, Vec<u8>) {
+    let plan = StreamedBuild::plan(data.len() as u64, record_bytes, options)
         .unwrap()
         .with_band_bytes(band_bytes);
     let mut written = Vec::new();
@@ -87,7 +87,7 @@ fn streamed_setups_retrieve_every_record_and_match_the_in_memory_matrix() {
     ] {
         let len = records * record_bytes - record_bytes / 2;
         let data = data(len, (records + record_bytes) as u64);
-        let options = SetupOptions {
+        let options = EngineOptions {
             params: set,
             layout,
             matrix: Some(matrix),
@@ -105,7 +105,8 @@ fn streamed_setups_retrieve_every_record_and_match_the_in_memory_matrix() {
             &hint_product(&database, &setup.matrix_a(), &|_, _| {}),
             "{what}"
         );
-        let in_memory = Server::setup(&data, record_bytes as u64, options, &|_, _| {}).unwrap();
+        let in_memory =
+            Server::from_records(&data, record_bytes as u64, options, &|_, _| {}).unwrap();
         if in_memory.public_setup().geometry().log_p() == g.log_p() {
             assert_eq!(
                 in_memory.database().as_bytes(),
@@ -152,11 +153,11 @@ impl Read for Failing {
 
 #[test]
 fn a_failing_reader_or_writer_ends_the_setup_with_its_error() {
-    let options = SetupOptions {
+    let options = EngineOptions {
         layout: Layout::OnePerColumn,
-        ..SetupOptions::default()
+        ..EngineOptions::default()
     };
-    let plan = StreamedSetup::plan(1 << 20, 16, options)
+    let plan = StreamedBuild::plan(1 << 20, 16, options)
         .unwrap()
         .with_band_bytes(1);
     assert!(

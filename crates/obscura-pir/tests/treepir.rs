@@ -6,7 +6,7 @@ use obscura_pir::batch::merkle::{leaf_hash, verify_audit_path, Hash, MerkleTree}
 use obscura_pir::batch::pbc::{PbcClient, PbcServer};
 use obscura_pir::batch::swapped;
 use obscura_pir::batch::treepir::{TreePirClient, TreePirServer};
-use obscura_pir::lwe::{Layout, SetupOptions};
+use obscura_pir::lwe::{EngineOptions, Layout};
 use obscura_pir::PirError;
 
 fn leaves(n: usize) -> Vec<Vec<u8>> {
@@ -18,11 +18,11 @@ fn leaves(n: usize) -> Vec<Vec<u8>> {
 fn check_tree(n: usize, layout: Layout, leaves_to_check: &[u64]) {
     let data = leaves(n);
     let tree = MerkleTree::from_leaves(&data);
-    let options = SetupOptions {
+    let options = EngineOptions {
         layout,
-        ..SetupOptions::default()
+        ..EngineOptions::default()
     };
-    let server = TreePirServer::setup(&tree, options, &|_, _| {}).unwrap();
+    let server = TreePirServer::from_tree(&tree, options, &|_, _| {}).unwrap();
     let h = tree.height();
     assert_eq!(server.databases().len(), h as usize);
     // No node is stored twice: the sub-databases hold the 2^(h+1) - 2 non-root nodes.
@@ -62,7 +62,7 @@ fn larger_trees_and_both_layouts() {
 fn wrong_leaves_and_bad_requests_are_refused() {
     let data = leaves(50);
     let tree = MerkleTree::from_leaves(&data);
-    let server = TreePirServer::setup(&tree, SetupOptions::default(), &|_, _| {}).unwrap();
+    let server = TreePirServer::from_tree(&tree, EngineOptions::default(), &|_, _| {}).unwrap();
     let mut client = TreePirClient::new(server.public_setup().clone());
     let (queries, state) = client.query(7).unwrap();
     let answers = server.answer(&queries).unwrap();
@@ -94,12 +94,12 @@ fn batch_code_baseline_retrieves_the_same_proofs() {
         let entries: Vec<u8> = (2..2u64 << h)
             .flat_map(|v| swapped::entry(&tree, v))
             .collect();
-        let server = PbcServer::setup(
+        let server = PbcServer::from_records(
             &entries,
             32,
             h as usize,
             11,
-            SetupOptions::default(),
+            EngineOptions::default(),
             &|_, _| {},
         )
         .unwrap();
@@ -148,7 +148,7 @@ fn leaf_hashes_are_fetched_privately_and_then_verified() {
     for n in [1usize, 2, 5, 7, 37] {
         let data = leaves(n);
         let tree = MerkleTree::from_leaves(&data);
-        let server = TreePirServer::setup(&tree, SetupOptions::default(), &|_, _| {}).unwrap();
+        let server = TreePirServer::from_tree(&tree, EngineOptions::default(), &|_, _| {}).unwrap();
         let mut client = TreePirClient::new(server.public_setup().clone());
         for m in 0..n as u64 {
             let (queries, state) = client.query_leaf_hash(m).unwrap();
@@ -175,7 +175,7 @@ fn setup_encoding_round_trips_and_refuses_damage() {
     use obscura_pir::lwe::Server;
     let data = leaves(11);
     let tree = MerkleTree::from_leaves(&data);
-    let built = TreePirServer::setup(&tree, SetupOptions::default(), &|_, _| {}).unwrap();
+    let built = TreePirServer::from_tree(&tree, EngineOptions::default(), &|_, _| {}).unwrap();
     let bytes = built.public_setup().to_bytes();
     let setup = TreePirSetup::from_bytes(&bytes).unwrap();
     assert_eq!(&setup, built.public_setup());

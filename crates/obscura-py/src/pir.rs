@@ -11,7 +11,7 @@ use obscura_client::setup::{DEFAULT_MAX_QUERY_BYTES, DEFAULT_MAX_SETUP_BYTES};
 use obscura_client::AuditPath as LibraryAuditPath;
 use obscura_pir::batch::merkle::Hash;
 use obscura_pir::keyword::fuse::Arity;
-use obscura_pir::lwe::{Layout, SetupOptions};
+use obscura_pir::lwe::{EngineOptions, Layout};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_registry::builders::{builder, builders};
 use obscura_service::tls;
@@ -59,10 +59,10 @@ impl BuildReport {
 }
 
 /// The engine options given by name, checked.
-fn setup_options(layout: &str, params: &str, matrix: Option<&str>) -> PyResult<SetupOptions> {
+fn engine_options(layout: &str, params: &str, matrix: Option<&str>) -> PyResult<EngineOptions> {
     let invalid =
         |what: &str, reason: String| error(Class::InvalidInput, format!("{what}: {reason}"));
-    Ok(SetupOptions {
+    Ok(EngineOptions {
         layout: layout
             .parse::<Layout>()
             .map_err(|e| invalid("layout", e.to_string()))?,
@@ -167,7 +167,7 @@ pub fn build_index(
     })?;
     let options = BuildOptions {
         scheme,
-        setup: setup_options(layout, params, matrix)?,
+        engine: engine_options(layout, params, matrix)?,
         arity: None,
     };
     match record_size {
@@ -260,7 +260,7 @@ pub fn build_keyword(
         }
     };
     let options = BuildOptions {
-        setup: setup_options("one-per-column", params, matrix)?,
+        engine: engine_options("one-per-column", params, matrix)?,
         arity,
         ..BuildOptions::default()
     };
@@ -295,7 +295,7 @@ pub fn build_merkle(
     }
     let leaves: Vec<&[u8]> = leaves.iter().map(Vec::as_slice).collect();
     let options = BuildOptions {
-        setup: setup_options("square", params, matrix)?,
+        engine: engine_options("square", params, matrix)?,
         ..BuildOptions::default()
     };
     let records = Records::Leaves(&leaves);

@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use obscura_pir::lwe::{Footprint, RecordShape, Records, SetupOptions};
+use obscura_pir::lwe::{EngineOptions, Footprint, RecordShape, Records};
 use obscura_pir::scheme::Progress;
 use obscura_pir::{double, lwe, ypir, IndexServer, PirError};
 
@@ -24,7 +24,7 @@ pub trait Builder: Send + Sync {
     fn takes_layout(&self) -> bool;
 
     /// What a build of records of `shape` will hold and produce, before anything is allocated.
-    fn footprint(&self, shape: RecordShape, setup: SetupOptions) -> Result<Footprint, PirError>;
+    fn footprint(&self, shape: RecordShape, setup: EngineOptions) -> Result<Footprint, PirError>;
 
     /// The database of `records`, on the current rayon pool, reporting `(done, total)` of each
     /// step to `progress`.
@@ -32,7 +32,7 @@ pub trait Builder: Send + Sync {
     fn build(
         &self,
         records: Records<'_>,
-        setup: SetupOptions,
+        setup: EngineOptions,
         progress: Progress<'_>,
     ) -> Result<Database, PirError>;
 }
@@ -46,7 +46,7 @@ impl fmt::Debug for dyn Builder {
 /// The builder named `name` of the server `T`, whose options its name fixes from the engine's.
 struct With<T: IndexServer> {
     name: &'static str,
-    options: fn(SetupOptions) -> T::Options,
+    options: fn(EngineOptions) -> T::Options,
     takes_layout: bool,
 }
 
@@ -63,7 +63,7 @@ impl<T: IndexServer> Builder for With<T> {
         self.takes_layout
     }
 
-    fn footprint(&self, shape: RecordShape, setup: SetupOptions) -> Result<Footprint, PirError> {
+    fn footprint(&self, shape: RecordShape, setup: EngineOptions) -> Result<Footprint, PirError> {
         T::footprint_for(shape, &(self.options)(setup))
     }
 
@@ -71,7 +71,7 @@ impl<T: IndexServer> Builder for With<T> {
     fn build(
         &self,
         records: Records<'_>,
-        setup: SetupOptions,
+        setup: EngineOptions,
         progress: Progress<'_>,
     ) -> Result<Database, PirError> {
         Ok(Database::new(T::build(
@@ -83,7 +83,7 @@ impl<T: IndexServer> Builder for With<T> {
 }
 
 /// The engine's options, as they are.
-fn engine(setup: SetupOptions) -> SetupOptions {
+fn engine(setup: EngineOptions) -> EngineOptions {
     setup
 }
 

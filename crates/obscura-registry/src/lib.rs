@@ -10,12 +10,12 @@
 //! `obscura-test-scheme`'s), or to a [`Registry`] at run time with [`Registry::with`].
 //!
 //! ```
-//! use obscura_pir::lwe::{Server, SetupOptions};
+//! use obscura_pir::lwe::{Server, EngineOptions};
 //! use obscura_pir::{Found, Lookup, PirServer, SetupMessage, Target};
 //! use obscura_registry::{Database, Registry};
 //!
 //! let data: Vec<u8> = (0..640u32).map(|i| i as u8).collect();
-//! let database = Database::new(Server::setup(&data, 64, SetupOptions::default(), &|_, _| {})?);
+//! let database = Database::new(Server::from_records(&data, 64, EngineOptions::default(), &|_, _| {})?);
 //! let mut client = Registry::default().client(&database.setup_bytes())?;
 //! assert_eq!(client.lookup(), Lookup::Index);
 //! let (request, pending) = client.query(Target::Index(3))?;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use obscura_client::blocking::Client as BlockingClient;
 use obscura_client::http::HttpClient;
 use obscura_client::ClientError;
-use obscura_pir::lwe::{Client, Layout, Lwe, Server, SetupOptions};
+use obscura_pir::lwe::{Client, EngineOptions, Layout, Lwe, Server};
 use obscura_pir::PirClient;
 use obscura_service::catalog::Catalog;
 use obscura_service::service::{BackgroundService, ServiceConfig};
@@ -25,11 +25,11 @@ fn records(seed: u8) -> Vec<u8> {
 /// Writes a database of 64 records of 32 bytes, made from `seed`, to `path`.
 fn build(path: &Path, seed: u8) -> Vec<u8> {
     let data = records(seed);
-    let options = SetupOptions {
+    let options = EngineOptions {
         layout: Layout::Square,
-        ..SetupOptions::default()
+        ..EngineOptions::default()
     };
-    let server = Server::setup(&data, 32, options, &|_, _| {}).unwrap();
+    let server = Server::from_records(&data, 32, options, &|_, _| {}).unwrap();
     store::write_database(path, &Database::from(server)).unwrap();
     data
 }

@@ -1,7 +1,7 @@
 //! Pages of allowed web origins may call the service, tokens included; others get no CORS
 //! headers, so browsers refuse them.
 
-use obscura_pir::lwe::{Layout, Server, SetupOptions};
+use obscura_pir::lwe::{EngineOptions, Layout, Server};
 use obscura_service::auth::Tokens;
 use obscura_service::catalog::Catalog;
 use obscura_service::service::{BackgroundService, CorsOrigins, ServiceConfig};
@@ -10,11 +10,11 @@ use ureq::{Agent, Body};
 
 fn service(cors: CorsOrigins) -> BackgroundService {
     let data: Vec<u8> = (0..4000u32).map(|i| i as u8).collect();
-    let options = SetupOptions {
+    let options = EngineOptions {
         layout: Layout::Square,
-        ..SetupOptions::default()
+        ..EngineOptions::default()
     };
-    let server = Server::setup(&data, 40, options, &|_, _| {}).unwrap();
+    let server = Server::from_records(&data, 40, options, &|_, _| {}).unwrap();
     let mut catalog = Catalog::default();
     catalog.insert("db".into(), server).unwrap();
     let config = ServiceConfig {

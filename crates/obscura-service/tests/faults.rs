@@ -21,7 +21,7 @@ use obscura_pir::batch::merkle::{leaf_hash, MerkleTree};
 use obscura_pir::batch::shards::Shards;
 use obscura_pir::batch::treepir::{TreePir, TreePirClient, TreePirServer};
 use obscura_pir::keyword::{Keyword, KeywordClient, KeywordOptions, KeywordServer};
-use obscura_pir::lwe::{Answer, Client, Lwe, PublicSetup, Server, SetupOptions};
+use obscura_pir::lwe::{Answer, Client, EngineOptions, Lwe, PublicSetup, Server};
 use obscura_pir::{PirClient, PirServer};
 use obscura_registry::setup_sha256;
 use obscura_service::catalog::Catalog;
@@ -52,17 +52,18 @@ fn world() -> World {
     let leaves: Vec<Vec<u8>> = (0..13).map(|i| format!("leaf {i}").into_bytes()).collect();
     let tree = MerkleTree::from_leaves(&leaves);
     let mut catalog = Catalog::default();
-    let index = Server::setup(
+    let index = Server::from_records(
         &records,
         RECORD_BYTES as u64,
-        SetupOptions::default(),
+        EngineOptions::default(),
         &|_, _| {},
     )
     .unwrap();
     catalog.insert("index".into(), index).unwrap();
-    let kv = KeywordServer::setup(&pairs, KeywordOptions::default(), &|_, _| {}).unwrap();
+    let kv = KeywordServer::from_pairs(&pairs, KeywordOptions::default(), &|_, _| {}).unwrap();
     catalog.insert("kv".into(), kv).unwrap();
-    let tree_server = TreePirServer::setup(&tree, SetupOptions::default(), &|_, _| {}).unwrap();
+    let tree_server =
+        TreePirServer::from_tree(&tree, EngineOptions::default(), &|_, _| {}).unwrap();
     catalog.insert("tree".into(), tree_server).unwrap();
     let config = ServiceConfig {
         request_timeout: Duration::from_secs(2),
@@ -540,7 +541,8 @@ fn etag(bytes: &[u8]) -> String {
 }
 
 fn index_setup() -> (Server, Vec<u8>) {
-    let server = Server::setup(&[7u8; 100], 10, SetupOptions::default(), &|_, _| {}).unwrap();
+    let server =
+        Server::from_records(&[7u8; 100], 10, EngineOptions::default(), &|_, _| {}).unwrap();
     let bytes = server.public_setup().to_bytes();
     (server, bytes)
 }
@@ -663,7 +665,7 @@ fn a_hostile_server_cannot_exhaust_memory() {
 fn a_hostile_server_cannot_pass_off_a_bad_setup() {
     let (_, index) = index_setup();
     let pairs = [(b"k".to_vec(), b"v".to_vec())];
-    let kv = KeywordServer::setup(&pairs, KeywordOptions::default(), &|_, _| {})
+    let kv = KeywordServer::from_pairs(&pairs, KeywordOptions::default(), &|_, _| {})
         .unwrap()
         .public_setup()
         .to_bytes();

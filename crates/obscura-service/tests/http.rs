@@ -10,7 +10,7 @@ use obscura_pir::batch::merkle::{leaf_hash, MerkleTree};
 use obscura_pir::batch::shards::Shards;
 use obscura_pir::batch::treepir::{TreePir, TreePirClient, TreePirServer};
 use obscura_pir::framing;
-use obscura_pir::lwe::{Answer, Client, Layout, Lwe, Query, Server, SetupOptions};
+use obscura_pir::lwe::{Answer, Client, EngineOptions, Layout, Lwe, Query, Server};
 use obscura_pir::{Encode, Message, PirClient};
 use obscura_service::catalog::Catalog;
 use obscura_service::service::{BackgroundService, ConnectionLimits, ServiceConfig};
@@ -40,11 +40,11 @@ fn data(len: usize, seed: u32) -> Vec<u8> {
 }
 
 fn database(data: &[u8], record_bytes: u64, layout: Layout) -> Server {
-    let options = SetupOptions {
+    let options = EngineOptions {
         layout,
-        ..SetupOptions::default()
+        ..EngineOptions::default()
     };
-    Server::setup(data, record_bytes, options, &|_, _| {}).unwrap()
+    Server::from_records(data, record_bytes, options, &|_, _| {}).unwrap()
 }
 
 fn raw() -> Agent {
@@ -433,7 +433,8 @@ fn treepir_proofs_over_http() {
     let leaves: Vec<Vec<u8>> = (0..37).map(|i| format!("leaf {i}").into_bytes()).collect();
     let tree = MerkleTree::from_leaves(&leaves);
     let mut catalog = Catalog::default();
-    let tree_server = TreePirServer::setup(&tree, SetupOptions::default(), &|_, _| {}).unwrap();
+    let tree_server =
+        TreePirServer::from_tree(&tree, EngineOptions::default(), &|_, _| {}).unwrap();
     catalog.insert("tree".into(), tree_server).unwrap();
     catalog
         .insert("db".into(), database(&data(100, 8), 10, Layout::Square))

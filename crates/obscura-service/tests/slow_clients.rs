@@ -6,18 +6,18 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use obscura_client::http::HttpClient;
-use obscura_pir::lwe::{Client, Layout, Lwe, Server, SetupOptions};
+use obscura_pir::lwe::{Client, EngineOptions, Layout, Lwe, Server};
 use obscura_pir::PirClient;
 use obscura_service::catalog::Catalog;
 use obscura_service::service::{BackgroundService, ConnectionLimits, ServiceConfig};
 
 fn service(limits: ConnectionLimits) -> (BackgroundService, Vec<u8>) {
     let data: Vec<u8> = (0..48u32 * 16).map(|i| (i * 31 % 251) as u8).collect();
-    let options = SetupOptions {
+    let options = EngineOptions {
         layout: Layout::Square,
-        ..SetupOptions::default()
+        ..EngineOptions::default()
     };
-    let server = Server::setup(&data, 16, options, &|_, _| {}).unwrap();
+    let server = Server::from_records(&data, 16, options, &|_, _| {}).unwrap();
     let mut catalog = Catalog::default();
     catalog.insert("db".into(), server).unwrap();
     let config = ServiceConfig {

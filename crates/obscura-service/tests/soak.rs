@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use obscura_client::http::HttpClient;
-use obscura_pir::lwe::{Client, Layout, Lwe, Server, SetupOptions};
+use obscura_pir::lwe::{Client, EngineOptions, Layout, Lwe, Server};
 use obscura_pir::PirClient;
 use obscura_service::catalog::Catalog;
 use obscura_service::service::{BackgroundService, ServiceConfig};
@@ -177,11 +177,11 @@ fn honest_clients_keep_their_latency_under_a_slow_client_attack() {
             .unwrap_or(60),
     );
     let data: Vec<u8> = (0..RECORDS).flat_map(record).collect();
-    let options = SetupOptions {
+    let options = EngineOptions {
         layout: Layout::Square,
-        ..SetupOptions::default()
+        ..EngineOptions::default()
     };
-    let server = Server::setup(&data, RECORD_BYTES, options, &|_, _| {}).unwrap();
+    let server = Server::from_records(&data, RECORD_BYTES, options, &|_, _| {}).unwrap();
     drop(data);
     let mut catalog = Catalog::default();
     catalog.insert("db".into(), server).unwrap();

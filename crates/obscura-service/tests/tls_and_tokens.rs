@@ -2,7 +2,7 @@
 
 use obscura_client::http::{ClientOptions, HttpClient};
 use obscura_client::ClientError;
-use obscura_pir::lwe::{Client, Layout, Lwe, Server, SetupOptions};
+use obscura_pir::lwe::{Client, EngineOptions, Layout, Lwe, Server};
 use obscura_pir::PirClient;
 use obscura_service::auth::Tokens;
 use obscura_service::catalog::Catalog;
@@ -11,13 +11,13 @@ use obscura_service::tls;
 
 fn catalog() -> (Catalog, Vec<u8>) {
     let data: Vec<u8> = (0..40u32 * 8).map(|i| (i * 7 % 253) as u8).collect();
-    let options = SetupOptions {
+    let options = EngineOptions {
         layout: Layout::Square,
-        ..SetupOptions::default()
+        ..EngineOptions::default()
     };
     let mut catalog = Catalog::default();
     for name in ["open", "secret"] {
-        let server = Server::setup(&data, 8, options, &|_, _| {}).unwrap();
+        let server = Server::from_records(&data, 8, options, &|_, _| {}).unwrap();
         catalog.insert(name.into(), server).unwrap();
     }
     (catalog, data)

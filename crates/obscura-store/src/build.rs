@@ -1,12 +1,12 @@
 //! Building a database in memory from records, key-value pairs or a Merkle tree's leaves, for
 //! the CLI and the language bindings alike: the input's shape and the scheme's [`Builder`] (from
-//! the registry) give the setup, its footprint, the memory check and the progress steps.
+//! the registry) give the build, its footprint, the memory check and the progress steps.
 
 use obscura_pir::batch::merkle::MerkleTree;
 use obscura_pir::batch::treepir::TreePirServer;
 use obscura_pir::keyword::fuse::Arity;
 use obscura_pir::keyword::{KeywordOptions, KeywordServer};
-use obscura_pir::lwe::{self, Footprint, Layout, RecordShape, SetupOptions};
+use obscura_pir::lwe::{self, EngineOptions, Footprint, Layout, RecordShape};
 use obscura_pir::PirError;
 use obscura_registry::builders::default_builder;
 use obscura_registry::Builder;
@@ -133,7 +133,7 @@ pub struct BuildOptions {
     /// The scheme of a database of records (a keyword database runs on the LWE engine).
     pub scheme: &'static dyn Builder,
     /// The LWE engine's options (schemes that fix their own ignore them).
-    pub setup: SetupOptions,
+    pub engine: EngineOptions,
     /// Filter slots per key of a keyword database (default: by the number of keys).
     pub arity: Option<Arity>,
 }
@@ -142,7 +142,7 @@ impl Default for BuildOptions {
     fn default() -> Self {
         Self {
             scheme: default_builder(),
-            setup: SetupOptions::default(),
+            engine: EngineOptions::default(),
             arity: None,
         }
     }
@@ -160,7 +160,7 @@ pub enum BuildError {
     /// The build needs more memory than it may use.
     #[error(transparent)]
     Memory(#[from] MemoryError),
-    /// The setup failed (parameters, sizes).
+    /// The build failed (parameters, sizes).
     #[error(transparent)]
     Pir(#[from] PirError),
 }
@@ -200,8 +200,8 @@ impl BuildOptions {
     fn keyword(&self) -> KeywordOptions {
         KeywordOptions {
             arity: self.arity,
-            params: self.setup.params,
-            matrix: self.setup.matrix,
+            params: self.engine.params,
+            matrix: self.engine.matrix,
         }
     }
 
@@ -209,9 +209,9 @@ impl BuildOptions {
     /// layout is ignored where the scheme fixes its own).
     pub fn footprint(&self, shape: &Shape, layout: Layout) -> Result<Footprint, BuildError> {
         self.check(shape)?;
-        let options = SetupOptions {
+        let options = EngineOptions {
             layout,
-            ..self.setup
+            ..self.engine
         };
         Ok(match *shape {
             Shape::Index(records) => self.scheme.footprint(records, options)?,
@@ -227,7 +227,7 @@ impl BuildOptions {
 
     /// Checks, before anything is allocated, that a build of records of `shape` fits in memory
     /// (`max_memory`, named `limit_name` in messages, or else what the system has available),
-    /// holding `input_bytes` of input besides the setup. A refusal names the other layouts that
+    /// holding `input_bytes` of input besides the database. A refusal names the other layouts that
     /// fit, as `layout_name` spells them. Returns a warning when the setup dwarfs its data.
     pub fn check_memory(
         &self,
@@ -237,7 +237,7 @@ impl BuildOptions {
         limit_name: &'static str,
         layout_name: impl Fn(Layout) -> String,
     ) -> Result<Option<String>, BuildError> {
-        let footprint = self.footprint(shape, self.setup.layout)?;
+        let footprint = self.footprint(shape, self.engine.layout)?;
         let takes_layout = match shape {
             Shape::Index(_) => self.scheme.takes_layout(),
             Shape::Pairs { .. } => false,
@@ -245,7 +245,7 @@ impl BuildOptions {
         };
         let alternatives = if takes_layout {
             memory::alternatives(
-                self.setup.layout,
+                self.engine.layout,
                 |layout| self.footprint(shape, layout).ok(),
                 layout_name,
             )
@@ -263,7 +263,7 @@ impl BuildOptions {
         .check()?)
     }
 
-    /// The labels of the setup's progress steps for records of `shape`: the progress callback
+    /// The labels of the build's progress steps for records of `shape`: the progress callback
     /// of [`build`] counts from zero to a new total at each step.
     pub fn steps(&self, shape: &Shape) -> &'static [&'static str] {
         match shape {
@@ -274,7 +274,7 @@ impl BuildOptions {
     }
 }
 
-/// Follows a setup's progress reports through its steps (see [`BuildOptions::steps`]): each
+/// Follows a build's progress reports through its steps (see [`BuildOptions::steps`]): each
 /// step reports `(done, total)` from zero to its own total, so a report with a new total starts
 /// the next step.
 pub struct Steps {
@@ -319,11 +319,13 @@ pub fn build(
 ) -> Result<Database, BuildError> {
     options.check(&records.shape())?;
     Ok(match records {
-        Records::Index(records) => options.scheme.build(records, options.setup, progress)?,
-        Records::Pairs(pairs) => KeywordServer::setup(pairs, options.keyword(), progress)?.into(),
+        Records::Index(records) => options.scheme.build(records, options.engine, progress)?,
+        Records::Pairs(pairs) => {
+            KeywordServer::from_pairs(pairs, options.keyword(), progress)?.into()
+        }
         Records::Leaves(leaves) => {
             let tree = MerkleTree::from_leaves(leaves);
-            TreePirServer::setup(&tree, options.setup, progress)?.into()
+            TreePirServer::from_tree(&tree, options.engine, progress)?.into()
         }
     })
 }
@@ -474,9 +476,9 @@ mod tests {
             record_bytes: 1024,
         });
         let options = BuildOptions {
-            setup: SetupOptions {
+            engine: EngineOptions {
                 layout: Layout::PerColumn(4000),
-                ..SetupOptions::default()
+                ..EngineOptions::default()
             },
             ..BuildOptions::default()
         };

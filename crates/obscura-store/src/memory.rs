@@ -159,24 +159,24 @@ mod tests {
     use super::*;
     use crate::store::{write_database, Database};
     use obscura_pir::keyword::{KeywordOptions, KeywordServer};
-    use obscura_pir::lwe::{Layout, Server, SetupOptions};
+    use obscura_pir::lwe::{EngineOptions, Layout, Server};
 
     /// The predicted file size is the size of the file written, to the byte.
     #[test]
     fn file_size_is_predicted_exactly() {
         let dir = tempfile::tempdir().unwrap();
-        let options = SetupOptions {
+        let options = EngineOptions {
             layout: Layout::Square,
-            ..SetupOptions::default()
+            ..EngineOptions::default()
         };
         let data = vec![7u8; 5000];
-        let index = Server::setup(&data, 33, options, &|_, _| {}).unwrap();
+        let index = Server::from_records(&data, 33, options, &|_, _| {}).unwrap();
         let footprint = Server::footprint(5000, 33, options).unwrap();
         let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..20)
             .map(|i| (vec![i], vec![i; usize::from(i % 5)]))
             .collect();
         let keyword_options = KeywordOptions::default();
-        let keyword = KeywordServer::setup(&pairs, keyword_options, &|_, _| {}).unwrap();
+        let keyword = KeywordServer::from_pairs(&pairs, keyword_options, &|_, _| {}).unwrap();
         let keyword_footprint = KeywordServer::footprint(20, 4, false, keyword_options).unwrap();
         for (database, footprint) in [
             (Database::from(index), footprint),

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use obscura_math::matrix::{PlaintextMatrix, SharedBytes};
-use obscura_pir::lwe::{StreamError, StreamedSetup};
+use obscura_pir::lwe::{StreamError, StreamedBuild};
 use obscura_pir::scheme::Progress;
 use obscura_pir::wire::{self, Kind, Reader};
 use obscura_pir::PirError;
@@ -123,10 +123,10 @@ pub fn write_database(path: &Path, database: &Database) -> Result<WrittenSetup, 
 /// Streams a setup of an LWE database from `records` (the bytes `plan` was made for, read in
 /// order) to a database file at `path`, atomically: the matrix is written band by band as it
 /// is encoded, and the public setup and the checksum once the last band is in, so memory holds
-/// [`StreamedSetup::peak_bytes`] whatever the size of the database. Says what setup it wrote.
+/// [`StreamedBuild::peak_bytes`] whatever the size of the database. Says what setup it wrote.
 pub fn write_streamed(
     path: &Path,
-    plan: &StreamedSetup,
+    plan: &StreamedBuild,
     records: &mut (dyn Read + Send),
     progress: Progress<'_>,
 ) -> Result<WrittenSetup, StreamedError> {
@@ -524,13 +524,13 @@ mod tests {
     use obscura_pir::batch::merkle::{leaf_hash, MerkleTree};
     use obscura_pir::batch::treepir::{TreePir, TreePirClient, TreePirServer};
     use obscura_pir::keyword::{Keyword, KeywordServer};
-    use obscura_pir::lwe::{Client, Lwe, Server, SetupOptions};
+    use obscura_pir::lwe::{Client, EngineOptions, Lwe, Server};
     use obscura_pir::wire::Digest;
     use obscura_pir::{PirClient, PirServer};
 
     fn server() -> (Server, Vec<u8>) {
         let data: Vec<u8> = (0..1000u32).map(|i| (i * 13 % 256) as u8).collect();
-        let server = Server::setup(&data, 24, SetupOptions::default(), &|_, _| {}).unwrap();
+        let server = Server::from_records(&data, 24, EngineOptions::default(), &|_, _| {}).unwrap();
         (server, data)
     }
 
@@ -572,7 +572,8 @@ mod tests {
             (b"k1".to_vec(), b"one".to_vec()),
             (b"k2".to_vec(), b"".to_vec()),
         ];
-        let server = KeywordServer::setup(&pairs, KeywordOptions::default(), &|_, _| {}).unwrap();
+        let server =
+            KeywordServer::from_pairs(&pairs, KeywordOptions::default(), &|_, _| {}).unwrap();
         write_database(&path, &server.into()).unwrap();
         let loaded = read_database(&path).unwrap();
         let loaded = loaded.server::<Keyword>().expect("a keyword database");
@@ -597,7 +598,7 @@ mod tests {
         let options = PbcOptions {
             batch: 4,
             seed: 9,
-            engine: SetupOptions::default(),
+            engine: EngineOptions::default(),
         };
         let server = PbcServer::build(records, options, &|_, _| {}).unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -650,7 +651,7 @@ mod tests {
     fn tree_database(n: usize) -> (Database, MerkleTree, Vec<Vec<u8>>) {
         let leaves: Vec<Vec<u8>> = (0..n).map(|i| format!("entry {i}").into_bytes()).collect();
         let tree = MerkleTree::from_leaves(&leaves);
-        let server = TreePirServer::setup(&tree, SetupOptions::default(), &|_, _| {}).unwrap();
+        let server = TreePirServer::from_tree(&tree, EngineOptions::default(), &|_, _| {}).unwrap();
         (server.into(), tree, leaves)
     }
 

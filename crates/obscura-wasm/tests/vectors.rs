@@ -14,7 +14,7 @@ use obscura_client::setup::SetupPolicy;
 use obscura_client::{Ask, Exchange, Outcome, Request, Session, Step};
 use obscura_math::sample::test_secrets;
 use obscura_pir::batch::merkle::{leaf_hash, MerkleTree};
-use obscura_pir::lwe::{Layout, SetupOptions};
+use obscura_pir::lwe::{EngineOptions, Layout};
 use obscura_registry::Registry;
 use obscura_store::build::{build, BuildOptions, Records};
 use obscura_store::store::Database;
@@ -103,9 +103,9 @@ fn records() -> Vec<Vec<u8>> {
 fn index_database(scheme: &str, layout: Layout) -> Database {
     let options = BuildOptions {
         scheme: obscura_registry::builder(scheme).unwrap(),
-        setup: SetupOptions {
+        engine: EngineOptions {
             layout,
-            ..SetupOptions::default()
+            ..EngineOptions::default()
         },
         ..BuildOptions::default()
     };

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Result;
 use obscura_math::hint;
 use obscura_pir::double::{self, Double};
-use obscura_pir::lwe::{self, Layer, Layout, Lwe, PublicSetup, SetupOptions};
+use obscura_pir::lwe::{self, EngineOptions, Layer, Layout, Lwe, PublicSetup};
 use obscura_pir::params::{LweParams, MatrixKind};
 use obscura_pir::scheme::{AnswerOf, Progress as SetupProgress, QueryOf, SetupOf};
 use obscura_pir::{Encode, PirClient, PirError, PirServer, Scheme, SetupMessage};
@@ -103,7 +103,7 @@ pub trait Measured: Scheme {
     fn setup(
         data: &[u8],
         record_bytes: u64,
-        options: SetupOptions,
+        options: EngineOptions,
         progress: SetupProgress<'_>,
     ) -> Result<Self::Server, PirError>;
 
@@ -126,10 +126,10 @@ impl Measured for Lwe {
     fn setup(
         data: &[u8],
         record_bytes: u64,
-        options: SetupOptions,
+        options: EngineOptions,
         progress: SetupProgress<'_>,
     ) -> Result<lwe::Server, PirError> {
-        lwe::Server::setup(data, record_bytes, options, progress)
+        lwe::Server::from_records(data, record_bytes, options, progress)
     }
 
     fn preprocess(client: &mut lwe::Client, count: usize) -> Result<(), PirError> {
@@ -156,10 +156,10 @@ impl Measured for Double {
     fn setup(
         data: &[u8],
         record_bytes: u64,
-        options: SetupOptions,
+        options: EngineOptions,
         progress: SetupProgress<'_>,
     ) -> Result<double::Server, PirError> {
-        double::Server::setup(data, record_bytes, options, progress)
+        double::Server::from_records(data, record_bytes, options, progress)
     }
 
     fn preprocess(client: &mut double::Client, count: usize) -> Result<(), PirError> {
@@ -185,7 +185,7 @@ impl Measured for Double {
 pub fn setup_server<S: Measured>(
     data: &[u8],
     record_bytes: u64,
-    options: SetupOptions,
+    options: EngineOptions,
     pools: &Pools,
     progress: &dyn Progress,
     report: &mut Report,
@@ -249,7 +249,7 @@ pub fn run<S: Measured>(
     extra: Extra,
     records: u64,
     record_bytes: u64,
-    options: SetupOptions,
+    options: EngineOptions,
     pools: &Pools,
     progress: &dyn Progress,
     report: &mut Report,

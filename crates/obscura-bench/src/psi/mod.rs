@@ -71,7 +71,7 @@ pub fn protocol(preset: Preset) -> Option<Protocol> {
         | Preset::Service
         | Preset::TreepirSetup
         | Preset::TreepirE2e
-        | Preset::StreamedSetup
+        | Preset::StreamedBuild
         | Preset::Double1g
         | Preset::YpirSmall
         | Preset::Ypir1g

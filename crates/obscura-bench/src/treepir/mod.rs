@@ -11,7 +11,7 @@ use obscura_pir::batch::merkle::{leaf_hash, Hash, MerkleTree};
 use obscura_pir::batch::pbc::{self, bucket_count, PbcProofClient, PbcServer, Placement};
 use obscura_pir::batch::swapped;
 use obscura_pir::batch::treepir::{TreePirClient, TreePirServer};
-use obscura_pir::lwe::{Answer, Query, Server, SetupOptions};
+use obscura_pir::lwe::{Answer, EngineOptions, Query, Server};
 use obscura_pir::{PirError, PirServer};
 
 use crate::lwe::layout_name;
@@ -65,7 +65,7 @@ pub fn setup(heights: &[u32], pools: &Pools, base: &Report) -> Result<TreePirRep
 /// Runs `treepir-e2e` at every height of `heights`, sub-databases set up with `options`.
 pub fn e2e(
     heights: &[u32],
-    options: SetupOptions,
+    options: EngineOptions,
     pools: &Pools,
     base: &Report,
 ) -> Result<TreePirReport> {
@@ -212,7 +212,7 @@ fn pbc_places_valid(
 }
 
 /// Both schemes on the tree of `2^h` random 32-byte leaves, sub-databases set up with `options`.
-fn e2e_row(h: u32, options: SetupOptions, pools: &Pools) -> Result<TreePirE2eRow> {
+fn e2e_row(h: u32, options: EngineOptions, pools: &Pools) -> Result<TreePirE2eRow> {
     let data = generate(1 << h, 32)?;
     let leaves: Vec<&[u8]> = data.chunks_exact(32).collect();
     let (tree, tree_seconds) = timed(|| pools.all.install(|| MerkleTree::from_leaves(&leaves)));
@@ -241,14 +241,14 @@ fn treepir_scheme(
     tree: &MerkleTree,
     leaves: &[&[u8]],
     picked: &[u64],
-    options: SetupOptions,
+    options: EngineOptions,
     pools: &Pools,
 ) -> Result<(ProofScheme, bool)> {
     let ((server, setup), peak) = peak_of(|| {
         timed(|| {
             pools
                 .all
-                .install(|| TreePirServer::setup(tree, options, &|_, _| {}))
+                .install(|| TreePirServer::from_tree(tree, options, &|_, _| {}))
         })
     });
     let server = server?;
@@ -278,7 +278,7 @@ fn pbc_scheme(
     tree: &MerkleTree,
     leaves: &[&[u8]],
     picked: &[u64],
-    options: SetupOptions,
+    options: EngineOptions,
     pools: &Pools,
 ) -> Result<(ProofScheme, bool)> {
     let ((server, setup), peak) = peak_of(|| {

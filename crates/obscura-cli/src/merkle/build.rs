@@ -46,7 +46,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
     let records = Records::Leaves(&leaves);
     let shape = records.shape();
     let options = BuildOptions {
-        setup: args.engine.options(),
+        engine: args.engine.options(),
         ..BuildOptions::default()
     };
     // The file's bytes, and a slice of them per leaf.

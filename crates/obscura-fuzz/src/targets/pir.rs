@@ -130,7 +130,7 @@ fn ypir_server() -> &'static ypir::Server {
         let options = YpirOptions {
             variant: Some(Variant::YpirSp),
         };
-        ypir::Server::setup(&fixtures::index_records(), 4, options, &|_, _| {})
+        ypir::Server::from_records(&fixtures::index_records(), 4, options, &|_, _| {})
             .expect("the YPIR fixture sets up")
     })
 }

@@ -24,7 +24,7 @@ use super::merkle::{self, Hash, MerkleTree};
 use super::shards::{self, ShardClients, ShardServers, Sharded, Shards};
 use super::{coloring, swapped};
 use crate::lookup::{self, Found, Lookup, Target};
-use crate::lwe::{Answer, PublicSetup, Query, QueryState, Records, Server, SetupOptions};
+use crate::lwe::{Answer, EngineOptions, PublicSetup, Query, QueryState, Records, Server};
 use crate::scheme::{Progress, Scheme, SetupMessage, Summary};
 use crate::wire::{self, Digest, Kind, Reader};
 use crate::{PirClient, PirError, PirServer};
@@ -51,7 +51,7 @@ pub struct PbcOptions {
     /// The public seed of the placement's hash functions.
     pub seed: u64,
     /// The options of every bucket's LWE database.
-    pub engine: SetupOptions,
+    pub engine: EngineOptions,
 }
 
 /// Hash functions per item.
@@ -283,13 +283,13 @@ pub struct PbcServer {
 impl PbcServer {
     /// Stores `n = data.len() / record_bytes` records of `record_bytes` bytes in
     /// [`bucket_count`]`(batch)` buckets (3 copies each), for batches of up to `batch` items.
-    /// `progress(done, total)` counts the buckets set up.
-    pub fn setup(
+    /// `progress(done, total)` counts the buckets built.
+    pub fn from_records(
         data: &[u8],
         record_bytes: u64,
         batch: usize,
         seed: u64,
-        options: SetupOptions,
+        options: EngineOptions,
         progress: Progress<'_>,
     ) -> Result<Self, PirError> {
         let size = record_bytes as usize;
@@ -312,7 +312,7 @@ impl PbcServer {
                 bucket
             })
             .collect();
-        let shards = ShardServers::setup(&contents, record_bytes, options, progress)?;
+        let shards = ShardServers::from_records(&contents, record_bytes, options, progress)?;
         let setup = PbcSetup::new(placement, record_bytes, shards.public_setups());
         Ok(Self { setup, shards })
     }
@@ -403,7 +403,7 @@ impl PirServer for PbcServer {
                 "a batch-code database is built from fixed-size records".into(),
             ));
         };
-        Self::setup(
+        Self::from_records(
             bytes,
             record_bytes,
             options.batch,
@@ -578,7 +578,7 @@ impl PbcServer {
     pub fn for_merkle_tree(
         tree: &MerkleTree,
         seed: u64,
-        options: SetupOptions,
+        options: EngineOptions,
     ) -> Result<Self, PirError> {
         let h = tree.height();
         if h == 0 {
@@ -590,7 +590,7 @@ impl PbcServer {
             .into_par_iter()
             .flat_map_iter(|v| swapped::entry(tree, v))
             .collect();
-        Self::setup(&entries, ENTRY_BYTES, h as usize, seed, options, &|_, _| {})
+        Self::from_records(&entries, ENTRY_BYTES, h as usize, seed, options, &|_, _| {})
     }
 }
 
@@ -726,7 +726,7 @@ mod tests {
     fn proofs_retrieved_through_buckets_are_the_trees_audit_paths() {
         let leaves: Vec<[u8; 8]> = (0..45u64).map(u64::to_le_bytes).collect();
         let tree = MerkleTree::from_leaves(&leaves);
-        let server = PbcServer::for_merkle_tree(&tree, 5, SetupOptions::default()).unwrap();
+        let server = PbcServer::for_merkle_tree(&tree, 5, EngineOptions::default()).unwrap();
         let mut client =
             PbcProofClient::new(server.public_setup().clone(), tree.len(), tree.root()).unwrap();
         let placement = *client.setup().placement();
@@ -771,11 +771,11 @@ mod tests {
     fn a_proof_client_refuses_a_store_of_another_tree() {
         let leaves: Vec<[u8; 8]> = (0..8u64).map(u64::to_le_bytes).collect();
         let tree = MerkleTree::from_leaves(&leaves);
-        let server = PbcServer::for_merkle_tree(&tree, 5, SetupOptions::default()).unwrap();
+        let server = PbcServer::for_merkle_tree(&tree, 5, EngineOptions::default()).unwrap();
         let setup = server.public_setup().clone();
         assert!(PbcProofClient::new(setup.clone(), 8, tree.root()).is_ok());
         assert!(PbcProofClient::new(setup, 9, tree.root()).is_err());
         let single = MerkleTree::from_leaves(&leaves[..1]);
-        assert!(PbcServer::for_merkle_tree(&single, 5, SetupOptions::default()).is_err());
+        assert!(PbcServer::for_merkle_tree(&single, 5, EngineOptions::default()).is_err());
     }
 }

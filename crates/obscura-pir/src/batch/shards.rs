@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 
 use crate::framing;
-use crate::lwe::{Answer, Client, Layer, PublicSetup, Query, QueryState, Server, SetupOptions};
+use crate::lwe::{Answer, Client, EngineOptions, Layer, PublicSetup, Query, QueryState, Server};
 use crate::scheme::{Encode, Message, SetupMessage};
 use crate::wire::{Kind, Reader};
 use crate::{PirClient, PirError, PirServer};
@@ -116,19 +116,19 @@ pub(crate) struct ShardServers {
 }
 
 impl ShardServers {
-    /// Sets up one database of `record_bytes`-byte records per entry of `contents` (in parallel);
+    /// Builds one database of `record_bytes`-byte records per entry of `contents` (in parallel);
     /// `progress(done, total)` counts finished databases.
-    pub(crate) fn setup(
+    pub(crate) fn from_records(
         contents: &[Vec<u8>],
         record_bytes: u64,
-        options: SetupOptions,
+        options: EngineOptions,
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Self, PirError> {
         let (done, total) = (AtomicU64::new(0), contents.len() as u64);
         let servers = contents
             .par_iter()
             .map(|records| {
-                let server = Server::setup(records, record_bytes, options, &|_, _| {})?;
+                let server = Server::from_records(records, record_bytes, options, &|_, _| {})?;
                 progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
                 Ok(server)
             })

@@ -18,7 +18,7 @@ use super::merkle::{self, Hash, MerkleTree};
 use super::shards::{self, ShardClients, ShardServers, Sharded, Shards};
 use super::swapped;
 use crate::lookup::{self, Found, Lookup, Target};
-use crate::lwe::{Answer, Footprint, PublicSetup, Query, QueryState, Server, SetupOptions};
+use crate::lwe::{Answer, EngineOptions, Footprint, PublicSetup, Query, QueryState, Server};
 use crate::scheme::{AnswerOf, Progress, Scheme, SetupMessage, Summary};
 use crate::wire::{self, Digest, Kind, Reader};
 use crate::PirError;
@@ -164,11 +164,11 @@ pub struct TreePirServer {
 }
 
 impl TreePirServer {
-    /// Splits `tree` into its colour classes and sets up one database of 32-byte entries per
+    /// Splits `tree` into its colour classes and builds one database of 32-byte entries per
     /// class. `progress(done, total)` counts finished sub-databases.
-    pub fn setup(
+    pub fn from_tree(
         tree: &MerkleTree,
-        options: SetupOptions,
+        options: EngineOptions,
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Self, PirError> {
         let classes = match tree.height() {
@@ -186,15 +186,15 @@ impl TreePirServer {
                     .collect()
             })
             .collect();
-        let shards = ShardServers::setup(&contents, ENTRY_BYTES, options, progress)?;
+        let shards = ShardServers::from_records(&contents, ENTRY_BYTES, options, progress)?;
         let setup = TreePirSetup::new(tree.len(), tree.root(), shards.public_setups());
         Ok(Self { setup, shards })
     }
 
-    /// What [`TreePirServer::setup`] of a tree of `leaves` leaves will hold and produce: the
+    /// What [`TreePirServer::from_tree`] of a tree of `leaves` leaves will hold and produce: the
     /// tree's nodes, the colour classes' contents and every sub-database, set up side by side
     /// (see [`Footprint`]). The leaves' own bytes are not counted.
-    pub fn footprint(leaves: u64, options: SetupOptions) -> Result<Footprint, PirError> {
+    pub fn footprint(leaves: u64, options: EngineOptions) -> Result<Footprint, PirError> {
         let sizes = match merkle::height_for(leaves) {
             0 => Vec::new(),
             h if h > coloring::MAX_COLORED_HEIGHT => {
@@ -313,14 +313,14 @@ impl SetupMessage for TreePirSetup {
 impl PirServer for TreePirServer {
     type Scheme = TreePir;
     type Data<'a> = &'a MerkleTree;
-    type Options = SetupOptions;
+    type Options = EngineOptions;
 
     fn build(
         tree: &MerkleTree,
-        options: SetupOptions,
+        options: EngineOptions,
         progress: Progress<'_>,
     ) -> Result<Self, PirError> {
-        Self::setup(tree, options, progress)
+        Self::from_tree(tree, options, progress)
     }
 
     fn public_setup(&self) -> &TreePirSetup {

@@ -12,8 +12,8 @@ use super::setup::{
     PublicSetup,
 };
 use crate::lwe::{
-    self, encode_database, encode_with_largest_p, switch_modulus, value_slots, Footprint, Geometry,
-    Layout, RecordFormat, RecordShape, Records, SetupOptions,
+    self, encode_database, encode_with_largest_p, switch_modulus, value_slots, EngineOptions,
+    Footprint, Geometry, Layout, RecordFormat, RecordShape, Records,
 };
 use crate::scheme::{IndexServer, Progress};
 use crate::{PirError, PirServer};
@@ -34,39 +34,39 @@ pub struct Server {
 }
 
 impl Server {
-    /// Sets up a database of records of `record_bytes` bytes laid end to end in `data` (the last
+    /// Builds a database of records of `record_bytes` bytes laid end to end in `data` (the last
     /// one may be short): the first layer as the LWE engine sets it up with `options` (a square
     /// layout shaped to balance the query: about √N rows for N records), then the second over
     /// the rows of its hint. `progress(done, total)` follows both hint products on one scale
     /// (the first layer's columns, then the second's work in the same units).
-    pub fn setup(
+    pub fn from_records(
         data: &[u8],
         record_bytes: u64,
-        options: SetupOptions,
+        options: EngineOptions,
         progress: Progress<'_>,
     ) -> Result<Self, PirError> {
-        Self::setup_slots(data, record_bytes, RecordFormat::Raw, options, progress)
+        Self::build_slots(data, record_bytes, RecordFormat::Raw, options, progress)
     }
 
-    /// Sets up a database of variable-length values (the value at index `i` is `values[i]`,
+    /// Builds a database of variable-length values (the value at index `i` is `values[i]`,
     /// possibly empty), each stored as its length and bytes in a slot as large as the longest.
-    pub fn setup_values<V: AsRef<[u8]>>(
+    pub fn from_values<V: AsRef<[u8]>>(
         values: &[V],
-        options: SetupOptions,
+        options: EngineOptions,
         progress: Progress<'_>,
     ) -> Result<Self, PirError> {
         let (data, slot) = value_slots(values)?;
-        Self::setup_slots(&data, slot, RecordFormat::LengthPrefixed, options, progress)
+        Self::build_slots(&data, slot, RecordFormat::LengthPrefixed, options, progress)
     }
 
-    /// What [`Server::setup`] of `data_bytes` bytes of records of `record_bytes` bytes will
+    /// What [`Server::from_records`] of `data_bytes` bytes of records of `record_bytes` bytes will
     /// hold and produce, computed before anything is allocated: both layers' matrices and hints
     /// at once, the bytes of the first layer's hint that the second layer encodes, and the
     /// second layer's transposed copy where one is kept.
     pub fn footprint(
         data_bytes: u64,
         record_bytes: u64,
-        options: SetupOptions,
+        options: EngineOptions,
     ) -> Result<Footprint, PirError> {
         let set = options.params;
         let layout = first_options(data_bytes, record_bytes, options)?.layout;
@@ -86,12 +86,12 @@ impl Server {
         .holding(hint_bytes.saturating_add(transposed)))
     }
 
-    /// What [`Server::setup_values`] of `count` values, the longest of `longest` bytes, will
+    /// What [`Server::from_values`] of `count` values, the longest of `longest` bytes, will
     /// hold and produce (the values themselves not counted).
     pub fn values_footprint(
         count: u64,
         longest: u64,
-        options: SetupOptions,
+        options: EngineOptions,
     ) -> Result<Footprint, PirError> {
         lwe::values_footprint(count, longest, |data_bytes, slot| {
             Self::footprint(data_bytes, slot, options)
@@ -99,18 +99,18 @@ impl Server {
     }
 
     /// Sets up slots of `record_bytes` bytes in `format`, laid end to end in `data`.
-    fn setup_slots(
+    fn build_slots(
         data: &[u8],
         record_bytes: u64,
         format: RecordFormat,
-        options: SetupOptions,
+        options: EngineOptions,
         progress: Progress<'_>,
     ) -> Result<Self, PirError> {
         // The second product's work in the first's units (columns of rows of n words): about
         // the 4n rows of the second layer's matrix.
         let second_units = options.params.n() as u64 * 4;
         let first_progress = |done, total| progress(done, total + second_units);
-        let (first, database) = lwe::Server::setup_at(
+        let (first, database) = lwe::Server::build_at(
             data,
             record_bytes,
             format,
@@ -131,7 +131,7 @@ impl Server {
             |g| second_log_failure(rows_per_query, g),
             |_| Ok((geometry, word_digits(first.hint().as_slice(), &geometry))),
         )?;
-        let second_options = SetupOptions {
+        let second_options = EngineOptions {
             layout: Layout::OnePerColumn,
             ..options
         };
@@ -290,7 +290,7 @@ fn word_digits(words: &[u32], geometry: &Geometry) -> PlaintextMatrix {
 impl IndexServer for Server {
     const STEPS: &'static [&'static str] = &["computing the hints"];
 
-    fn footprint_for(shape: RecordShape, options: &SetupOptions) -> Result<Footprint, PirError> {
+    fn footprint_for(shape: RecordShape, options: &EngineOptions) -> Result<Footprint, PirError> {
         shape.either(
             |bytes, record_bytes| Self::footprint(bytes, record_bytes, *options),
             |count, longest| Self::values_footprint(count, longest, *options),
@@ -301,16 +301,16 @@ impl IndexServer for Server {
 impl PirServer for Server {
     type Scheme = Double;
     type Data<'a> = Records<'a>;
-    type Options = SetupOptions;
+    type Options = EngineOptions;
 
     fn build(
         records: Records<'_>,
-        options: SetupOptions,
+        options: EngineOptions,
         progress: Progress<'_>,
     ) -> Result<Self, PirError> {
         records.either(
-            |bytes, record_bytes| Self::setup(bytes, record_bytes, options, progress),
-            |values| Self::setup_values(values, options, progress),
+            |bytes, record_bytes| Self::from_records(bytes, record_bytes, options, progress),
+            |values| Self::from_values(values, options, progress),
         )
     }
 

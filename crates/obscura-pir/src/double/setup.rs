@@ -3,7 +3,7 @@
 
 use sha2::{Digest as _, Sha256};
 
-use crate::lwe::{self, Geometry, Layer, Layout, RecordFormat, SetupOptions};
+use crate::lwe::{self, EngineOptions, Geometry, Layer, Layout, RecordFormat};
 use crate::params::{ParamSet, LOG_FAILURE};
 use crate::wire::{self, Digest, Kind, Reader};
 use crate::PirError;
@@ -169,8 +169,8 @@ pub(super) fn second_geometry(
 pub(super) fn first_options(
     data_bytes: u64,
     record_bytes: u64,
-    options: SetupOptions,
-) -> Result<SetupOptions, PirError> {
+    options: EngineOptions,
+) -> Result<EngineOptions, PirError> {
     if options.layout != Layout::Square {
         return Ok(options);
     }
@@ -183,7 +183,7 @@ pub(super) fn first_options(
     )?;
     let digits = (record_bytes * 8).div_ceil(u64::from(square.log_p()));
     let per_column = ((square.records() as f64).sqrt() / digits as f64).round() as u64;
-    Ok(SetupOptions {
+    Ok(EngineOptions {
         layout: Layout::PerColumn(per_column.max(1)),
         ..options
     })
@@ -299,7 +299,7 @@ mod tests {
 
     #[test]
     fn square_first_layers_balance_the_query() {
-        let options = SetupOptions::default();
+        let options = EngineOptions::default();
         let first = |records: u64, record_bytes: u64, options| {
             let data = records * record_bytes;
             let layout = first_options(data, record_bytes, options).unwrap().layout;
@@ -326,7 +326,7 @@ mod tests {
             "{columns} against {second}"
         );
         // Another layout is kept.
-        let kept = SetupOptions {
+        let kept = EngineOptions {
             layout: Layout::PerColumn(7),
             ..options
         };

@@ -6,13 +6,13 @@ use proptest::prelude::*;
 
 use super::setup::{max_rows_per_record, ENTRY_BYTES};
 use super::*;
-use crate::lwe::{encode_database, Geometry, Layout, SetupOptions};
+use crate::lwe::{encode_database, EngineOptions, Geometry, Layout};
 use crate::params::{MatrixKind, ParamSet};
 use crate::test_data::data as bytes;
 use crate::{PirClient, PirError, PirServer};
 
-fn server(data: &[u8], record_bytes: u64, options: SetupOptions) -> Server {
-    Server::setup(data, record_bytes, options, &|_, _| {}).expect("setup")
+fn server(data: &[u8], record_bytes: u64, options: EngineOptions) -> Server {
+    Server::from_records(data, record_bytes, options, &|_, _| {}).expect("setup")
 }
 
 /// Fetches `index` through encoded messages and checks it against the data.
@@ -47,9 +47,9 @@ fn records_of_every_shape_are_retrieved() {
     ];
     for (seed, (len, record_bytes, layout)) in shapes.into_iter().enumerate() {
         let data = bytes(len, seed as u64);
-        let options = SetupOptions {
+        let options = EngineOptions {
             layout,
-            ..SetupOptions::default()
+            ..EngineOptions::default()
         };
         let server = server(&data, record_bytes, options);
         let mut client = Client::new(server.public_setup().clone());
@@ -63,10 +63,10 @@ fn records_of_every_shape_are_retrieved() {
 #[test]
 fn a_uniform_public_matrix_and_another_set_work_too() {
     let data = bytes(500, 11);
-    let options = SetupOptions {
+    let options = EngineOptions {
         params: ParamSet::Hintless1408,
         matrix: Some(MatrixKind::Uniform),
-        ..SetupOptions::default()
+        ..EngineOptions::default()
     };
     let server = server(&data, 5, options);
     let mut client = Client::new(server.public_setup().clone());
@@ -78,7 +78,7 @@ fn a_uniform_public_matrix_and_another_set_work_too() {
 #[test]
 fn values_come_back_with_their_lengths() {
     let values: Vec<Vec<u8>> = (0..50).map(|i| bytes(i % 7, i as u64)).collect();
-    let server = Server::setup_values(&values, SetupOptions::default(), &|_, _| {}).unwrap();
+    let server = Server::from_values(&values, EngineOptions::default(), &|_, _| {}).unwrap();
     let mut client = Client::new(server.public_setup().clone());
     for index in [0usize, 6, 49] {
         let (query, state) = client.query(index as u64).unwrap();
@@ -91,7 +91,7 @@ fn values_come_back_with_their_lengths() {
 fn progress_grows_on_one_scale_and_the_footprint_covers_the_setup() {
     let data = bytes(5000, 2);
     let reports = std::sync::Mutex::new(Vec::new());
-    let server = Server::setup(&data, 5, SetupOptions::default(), &|done, total| {
+    let server = Server::from_records(&data, 5, EngineOptions::default(), &|done, total| {
         reports.lock().unwrap().push((done, total))
     })
     .unwrap();
@@ -101,7 +101,7 @@ fn progress_grows_on_one_scale_and_the_footprint_covers_the_setup() {
     assert!(reports.windows(2).all(|w| w[0].0 <= w[1].0));
     assert_eq!(reports.last(), Some(&(total, total)));
 
-    let footprint = Server::footprint(5000, 5, SetupOptions::default()).unwrap();
+    let footprint = Server::footprint(5000, 5, EngineOptions::default()).unwrap();
     let matrices: u64 = server
         .matrices()
         .iter()
@@ -117,7 +117,7 @@ fn progress_grows_on_one_scale_and_the_footprint_covers_the_setup() {
 #[test]
 fn prepared_and_batched_queries_decode() {
     let data = bytes(4000, 3);
-    let server = server(&data, 4, SetupOptions::default());
+    let server = server(&data, 4, EngineOptions::default());
     let mut client = Client::new(server.public_setup().clone());
     client.preprocess(3).unwrap();
     assert_eq!(client.prepared(), 3);
@@ -141,7 +141,7 @@ fn the_hint_does_not_grow_with_the_database() {
     let sizes: Vec<u64> = [1000usize, 20000]
         .into_iter()
         .map(|len| {
-            let server = server(&bytes(len, 5), 1, SetupOptions::default());
+            let server = server(&bytes(len, 5), 1, EngineOptions::default());
             let setup = server.public_setup();
             let hint = setup.second().hint();
             (hint.rows() * hint.cols()) as u64
@@ -154,7 +154,7 @@ fn the_hint_does_not_grow_with_the_database() {
 #[test]
 fn the_setup_and_the_matrices_make_the_same_server_again() {
     let data = bytes(900, 8);
-    let built = server(&data, 3, SetupOptions::default());
+    let built = server(&data, 3, EngineOptions::default());
     let setup = built.public_setup();
     let bytes = setup.to_bytes();
     assert_eq!(bytes.len() as u64, setup.encoded_len());
@@ -174,7 +174,7 @@ fn the_setup_and_the_matrices_make_the_same_server_again() {
     }
     assert!(PublicSetup::from_bytes(&bytes[..bytes.len() - 1]).is_err());
     // The matrices of another database do not fit.
-    let other = server(&data[..300], 3, SetupOptions::default());
+    let other = server(&data[..300], 3, EngineOptions::default());
     let matrices = other.matrices().into_iter().cloned().collect();
     assert!(<Server as PirServer>::from_parts(setup.clone(), matrices).is_err());
 }
@@ -183,8 +183,8 @@ fn the_setup_and_the_matrices_make_the_same_server_again() {
 fn mismatched_and_malformed_messages_are_refused() {
     let data = bytes(300, 9);
     let (one, two) = (
-        server(&data, 3, SetupOptions::default()),
-        server(&data, 3, SetupOptions::default()),
+        server(&data, 3, EngineOptions::default()),
+        server(&data, 3, EngineOptions::default()),
     );
     let mut client = Client::new(one.public_setup().clone());
     let (query, state) = client.query(4).unwrap();
@@ -231,7 +231,7 @@ type Fixture = (Server, Vec<u8>, Vec<u8>, Vec<u8>);
 fn fixture() -> &'static Fixture {
     static FIXTURE: std::sync::OnceLock<Fixture> = std::sync::OnceLock::new();
     FIXTURE.get_or_init(|| {
-        let server = server(&bytes(120, 4), 3, SetupOptions::default());
+        let server = server(&bytes(120, 4), 3, EngineOptions::default());
         let mut client = Client::new(server.public_setup().clone());
         let (query, _) = client.query(7).unwrap();
         let answer = server.answer(&query).unwrap();

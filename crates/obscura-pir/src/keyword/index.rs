@@ -3,7 +3,7 @@
 use obscura_math::matrix::PlaintextMatrix;
 
 use super::KeywordOptions;
-use crate::lwe::{self, Footprint, Geometry, Layout, Lwe, RecordFormat, SetupOptions};
+use crate::lwe::{self, EngineOptions, Footprint, Geometry, Layout, Lwe, RecordFormat};
 use crate::params::LOG_FAILURE;
 use crate::scheme::{PirClient, Progress, Scheme};
 use crate::PirError;
@@ -58,7 +58,7 @@ impl KeywordIndex for Lwe {
     ) -> Result<lwe::Server, PirError> {
         let encoded =
             lwe::encode_with_largest_p(options.params, planned, largest, |_| LOG_FAILURE, encode)?;
-        let lwe_options = SetupOptions {
+        let lwe_options = EngineOptions {
             params: options.params,
             layout: Layout::OnePerColumn,
             matrix: options.matrix,

@@ -76,7 +76,7 @@ impl<I: KeywordIndex> Server<I> {
     /// `progress(done, total)` follows the two long steps in turn, each counting from zero up to
     /// its own total: filling the slots (keys; the total is the key count) and then the hint
     /// product (columns; the total is the slot count, always larger than the key count).
-    pub fn setup<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
+    pub fn from_pairs<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
         pairs: &[(K, V)],
         options: KeywordOptions,
         progress: &(dyn Fn(u64, u64) + Sync),
@@ -156,7 +156,7 @@ impl<I: KeywordIndex> Server<I> {
         Ok(Self { index, setup })
     }
 
-    /// What [`Server::setup`] of `keys` pairs whose longest value has `max_value` bytes
+    /// What [`Server::from_pairs`] of `keys` pairs whose longest value has `max_value` bytes
     /// (`uniform`: every value that long) will hold and produce (the pairs themselves not
     /// counted), computed before anything is allocated (see [`Footprint`]).
     pub fn footprint(
@@ -201,7 +201,7 @@ impl<I: KeywordIndex> PirServer for Server<I> {
         options: KeywordOptions,
         progress: Progress<'_>,
     ) -> Result<Self, PirError> {
-        Self::setup(pairs, options, progress)
+        Self::from_pairs(pairs, options, progress)
     }
 
     fn public_setup(&self) -> &Setup<I> {

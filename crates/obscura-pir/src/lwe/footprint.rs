@@ -137,10 +137,10 @@ mod tests {
     use crate::batch::merkle::MerkleTree;
     use crate::batch::treepir::TreePirServer;
     use crate::keyword::{KeywordOptions, KeywordServer};
-    use crate::lwe::{Layout, Server, SetupOptions};
+    use crate::lwe::{EngineOptions, Layout, Server};
 
-    fn options(layout: Layout, params: ParamSet) -> SetupOptions {
-        SetupOptions {
+    fn options(layout: Layout, params: ParamSet) -> EngineOptions {
+        EngineOptions {
             params,
             layout,
             matrix: None,
@@ -175,7 +175,7 @@ mod tests {
         ] {
             let data: Vec<u8> = (0..len).map(|i| (i * 31 % 256) as u8).collect();
             let options = options(layout, params);
-            let server = Server::setup(&data, record, options, &|_, _| {}).unwrap();
+            let server = Server::from_records(&data, record, options, &|_, _| {}).unwrap();
             let footprint = Server::footprint(len as u64, record, options).unwrap();
             assert_eq!(figures(&footprint), built(&server), "{len} {record}");
             let (matrix, hint, setup) = built(&server);
@@ -187,7 +187,7 @@ mod tests {
     fn values_match_their_setup() {
         let values: Vec<Vec<u8>> = (0..50).map(|i| vec![b'v'; i % 13]).collect();
         let options = options(Layout::Square, ParamSet::Ypir1024);
-        let server = Server::setup_values(&values, options, &|_, _| {}).unwrap();
+        let server = Server::from_values(&values, options, &|_, _| {}).unwrap();
         let footprint = Server::values_footprint(50, 12, options).unwrap();
         assert_eq!(figures(&footprint), built(&server));
         assert!(Server::values_footprint(1, 1 << 20, options).is_err());
@@ -203,7 +203,7 @@ mod tests {
                 })
                 .collect();
             let options = KeywordOptions::default();
-            let server = KeywordServer::setup(&pairs, options, &|_, _| {}).unwrap();
+            let server = KeywordServer::from_pairs(&pairs, options, &|_, _| {}).unwrap();
             let footprint = KeywordServer::footprint(keys as u64, 9, uniform, options).unwrap();
             let (matrix, hint, _) = built(server.engine());
             let setup = server.public_setup().to_bytes().len() as u64;
@@ -217,7 +217,7 @@ mod tests {
             let data: Vec<Vec<u8>> = (0..leaves).map(|i| vec![i as u8; 5]).collect();
             let tree = MerkleTree::from_leaves(&data);
             let options = options(Layout::Square, ParamSet::Ypir1024);
-            let server = TreePirServer::setup(&tree, options, &|_, _| {}).unwrap();
+            let server = TreePirServer::from_tree(&tree, options, &|_, _| {}).unwrap();
             let footprint = TreePirServer::footprint(leaves as u64, options).unwrap();
             let (matrix, hint) = server
                 .databases()

@@ -35,5 +35,5 @@ pub use server::Server;
 pub(crate) use server::{
     encode_database, encode_with_largest_p, switch_modulus, value_slots, values_footprint,
 };
-pub use setup::{describe, Layer, PublicSetup, RecordFormat, SetupOptions};
-pub use stream::{StreamError, StreamedSetup};
+pub use setup::{describe, EngineOptions, Layer, PublicSetup, RecordFormat};
+pub use stream::{StreamError, StreamedBuild};

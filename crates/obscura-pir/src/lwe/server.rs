@@ -9,7 +9,7 @@ use super::footprint::Footprint;
 use super::layout::{Geometry, MAX_RECORD_BYTES};
 use super::messages::{Answer, Query};
 use super::scheme::{Lwe, RecordShape, Records};
-use super::setup::{matrix_a, PublicSetup, RecordFormat, SetupOptions};
+use super::setup::{matrix_a, EngineOptions, PublicSetup, RecordFormat};
 use crate::params::{
     worst_row_norm, LweParams, MatrixKind, ParamSet, ANSWER_BITS, LOG_FAILURE, MAX_LOG_P,
 };
@@ -23,48 +23,48 @@ pub struct Server {
 }
 
 impl Server {
-    /// Sets up a database of records of `record_bytes` bytes laid end to end in `data` (the last
+    /// Builds a database of records of `record_bytes` bytes laid end to end in `data` (the last
     /// record may be short; it is zero-padded). `progress(done, total)` is called as the hint
     /// product advances over the columns.
-    pub fn setup(
+    pub fn from_records(
         data: &[u8],
         record_bytes: u64,
-        options: SetupOptions,
+        options: EngineOptions,
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Self, PirError> {
-        Self::setup_slots(data, record_bytes, RecordFormat::Raw, options, progress)
+        Self::build_slots(data, record_bytes, RecordFormat::Raw, options, progress)
     }
 
-    /// Sets up a database of variable-length values (the value at index `i` is `values[i]`,
+    /// Builds a database of variable-length values (the value at index `i` is `values[i]`,
     /// possibly empty): each is stored as its length and bytes in a slot as large as the longest,
     /// and clients get the exact value back.
-    pub fn setup_values<V: AsRef<[u8]>>(
+    pub fn from_values<V: AsRef<[u8]>>(
         values: &[V],
-        options: SetupOptions,
+        options: EngineOptions,
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Self, PirError> {
         let (data, slot) = value_slots(values)?;
-        Self::setup_slots(&data, slot, RecordFormat::LengthPrefixed, options, progress)
+        Self::build_slots(&data, slot, RecordFormat::LengthPrefixed, options, progress)
     }
 
-    /// What [`Server::setup`] of `data_bytes` bytes of records of `record_bytes` bytes will
+    /// What [`Server::from_records`] of `data_bytes` bytes of records of `record_bytes` bytes will
     /// hold and produce, computed before anything is allocated (see [`Footprint`]).
     pub fn footprint(
         data_bytes: u64,
         record_bytes: u64,
-        options: SetupOptions,
+        options: EngineOptions,
     ) -> Result<Footprint, PirError> {
         let planned = Geometry::plan(data_bytes, record_bytes, options.layout, options.params)?;
         Ok(Footprint::engine(&planned, options.params))
     }
 
-    /// What [`Server::setup_values`] of `count` values, the longest of `longest` bytes, will
+    /// What [`Server::from_values`] of `count` values, the longest of `longest` bytes, will
     /// hold and produce (the values themselves not counted), computed before anything is
     /// allocated.
     pub fn values_footprint(
         count: u64,
         longest: u64,
-        options: SetupOptions,
+        options: EngineOptions,
     ) -> Result<Footprint, PirError> {
         values_footprint(count, longest, |data_bytes, slot| {
             Self::footprint(data_bytes, slot, options)
@@ -72,14 +72,14 @@ impl Server {
     }
 
     /// Sets up slots of `record_bytes` bytes laid end to end in `data`.
-    fn setup_slots(
+    fn build_slots(
         data: &[u8],
         record_bytes: u64,
         format: RecordFormat,
-        options: SetupOptions,
+        options: EngineOptions,
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Self, PirError> {
-        Self::setup_at(
+        Self::build_at(
             data,
             record_bytes,
             format,
@@ -89,13 +89,13 @@ impl Server {
         )
     }
 
-    /// [`Server::setup_slots`] with failure probability `2^-log_failure(geometry)` per decoded
+    /// [`Server::build_slots`] with failure probability `2^-log_failure(geometry)` per decoded
     /// digit, for a scheme whose failure budget depends on the shape.
-    pub(crate) fn setup_at(
+    pub(crate) fn build_at(
         data: &[u8],
         record_bytes: u64,
         format: RecordFormat,
-        options: SetupOptions,
+        options: EngineOptions,
         log_failure: impl Fn(&Geometry) -> u32 + Copy,
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Self, PirError> {
@@ -112,7 +112,7 @@ impl Server {
     pub(crate) fn with_database(
         encoded: Encoded,
         format: RecordFormat,
-        options: SetupOptions,
+        options: EngineOptions,
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Self, PirError> {
         let seed = MatrixSeed::random()?;
@@ -181,7 +181,7 @@ impl Server {
 impl IndexServer for Server {
     const STEPS: &'static [&'static str] = &["computing the hint"];
 
-    fn footprint_for(shape: RecordShape, options: &SetupOptions) -> Result<Footprint, PirError> {
+    fn footprint_for(shape: RecordShape, options: &EngineOptions) -> Result<Footprint, PirError> {
         shape.either(
             |bytes, record_bytes| Self::footprint(bytes, record_bytes, *options),
             |count, longest| Self::values_footprint(count, longest, *options),
@@ -192,16 +192,16 @@ impl IndexServer for Server {
 impl PirServer for Server {
     type Scheme = Lwe;
     type Data<'a> = Records<'a>;
-    type Options = SetupOptions;
+    type Options = EngineOptions;
 
     fn build(
         records: Records<'_>,
-        options: SetupOptions,
+        options: EngineOptions,
         progress: Progress<'_>,
     ) -> Result<Self, PirError> {
         records.either(
-            |bytes, record_bytes| Self::setup(bytes, record_bytes, options, progress),
-            |values| Self::setup_values(values, options, progress),
+            |bytes, record_bytes| Self::from_records(bytes, record_bytes, options, progress),
+            |values| Self::from_values(values, options, progress),
         )
     }
 

@@ -59,7 +59,7 @@ impl RecordFormat {
 
 /// Choices made when a server sets up a database.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SetupOptions {
+pub struct EngineOptions {
     /// The LWE parameter set.
     pub params: ParamSet,
     /// How records are laid out in the matrix.

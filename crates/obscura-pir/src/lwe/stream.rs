@@ -1,6 +1,6 @@
 //! A setup that streams: the records are read a band of columns at a time, and each band is
 //! encoded, added to the hint and handed on in the matrix's storage order, so that memory holds
-//! a few bands and the hint whatever the size of the database (see [`StreamedSetup`]).
+//! a few bands and the hint whatever the size of the database (see [`StreamedBuild`]).
 //!
 //! The storage order cuts the matrix into panels of whole columns ([`obscura_math::layout`]),
 //! and a column holds consecutive records, so a band of panels is one contiguous stretch of the
@@ -9,7 +9,7 @@
 //!
 //! A streamed setup uses the plaintext modulus that is correct for any data
 //! ([`Geometry::plan`]): choosing a larger one from the data's own row norms, as
-//! [`Server::setup`](super::Server::setup) does, needs every row whole before the first byte of
+//! [`Server::from_records`](super::Server::setup) does, needs every row whole before the first byte of
 //! the matrix is written.
 
 use std::io::Read;
@@ -24,7 +24,7 @@ use obscura_math::memory::LargeBuffer;
 
 use super::layout::Geometry;
 use super::server::encode_database_reusing;
-use super::setup::{matrix_a, PublicSetup, RecordFormat, SetupOptions};
+use super::setup::{matrix_a, EngineOptions, PublicSetup, RecordFormat};
 use crate::params::{worst_row_norm, LweParams, MatrixKind};
 use crate::scheme::Progress;
 use crate::PirError;
@@ -53,20 +53,20 @@ pub enum StreamError {
 /// The plan of a streamed setup of an LWE database of fixed-size records: its geometry, the
 /// sizes of what it writes and the memory it holds, known before a byte is read.
 #[derive(Clone, Debug)]
-pub struct StreamedSetup {
+pub struct StreamedBuild {
     geometry: Geometry,
     /// Checked at the worst row norm the geometry allows, before a band is read.
     params: LweParams,
     band_cols: u64,
 }
 
-impl StreamedSetup {
+impl StreamedBuild {
     /// Plans the setup of `data_bytes` bytes of records of `record_bytes` bytes (the last one
     /// may be short).
     pub fn plan(
         data_bytes: u64,
         record_bytes: u64,
-        options: SetupOptions,
+        options: EngineOptions,
     ) -> Result<Self, PirError> {
         let geometry = Geometry::plan(data_bytes, record_bytes, options.layout, options.params)?;
         let matrix = options

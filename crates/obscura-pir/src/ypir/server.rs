@@ -74,29 +74,29 @@ pub(super) fn round_first(x: u32) -> u32 {
 }
 
 impl Server {
-    /// Sets up a database of records of `record_bytes` bytes laid end to end in `data` (the last
-    /// one may be short); `progress(done, total)` follows the setup.
-    pub fn setup(
+    /// Builds a database of records of `record_bytes` bytes laid end to end in `data` (the last
+    /// one may be short); `progress(done, total)` follows the build.
+    pub fn from_records(
         data: &[u8],
         record_bytes: u64,
         options: YpirOptions,
         progress: Progress<'_>,
     ) -> Result<Self, PirError> {
-        Self::setup_slots(data, record_bytes, RecordFormat::Raw, options, progress)
+        Self::build_slots(data, record_bytes, RecordFormat::Raw, options, progress)
     }
 
-    /// Sets up a database of variable-length values, each stored as its length and bytes in a
+    /// Builds a database of variable-length values, each stored as its length and bytes in a
     /// slot as large as the longest.
-    pub fn setup_values<V: AsRef<[u8]>>(
+    pub fn from_values<V: AsRef<[u8]>>(
         values: &[V],
         options: YpirOptions,
         progress: Progress<'_>,
     ) -> Result<Self, PirError> {
         let (data, slot) = value_slots(values)?;
-        Self::setup_slots(&data, slot, RecordFormat::LengthPrefixed, options, progress)
+        Self::build_slots(&data, slot, RecordFormat::LengthPrefixed, options, progress)
     }
 
-    /// What [`Server::setup`] of `data_bytes` bytes of records of `record_bytes` bytes will
+    /// What [`Server::from_records`] of `data_bytes` bytes of records of `record_bytes` bytes will
     /// hold and produce, computed before anything is allocated: the matrices it keeps and
     /// stores, the packing plans it keeps (about 96 MiB per answer ciphertext), and what it
     /// holds for a while (YPIR's first hint and its chunks, or a group's masks).
@@ -146,7 +146,7 @@ impl Server {
         })
     }
 
-    /// What [`Server::setup_values`] of `count` values, the longest of `longest` bytes, will
+    /// What [`Server::from_values`] of `count` values, the longest of `longest` bytes, will
     /// hold and produce (the values themselves not counted).
     pub fn values_footprint(
         count: u64,
@@ -158,7 +158,7 @@ impl Server {
         })
     }
 
-    fn setup_slots(
+    fn build_slots(
         data: &[u8],
         record_bytes: u64,
         format: RecordFormat,
@@ -531,8 +531,8 @@ impl PirServer for Server {
         progress: Progress<'_>,
     ) -> Result<Self, PirError> {
         records.either(
-            |bytes, record_bytes| Self::setup(bytes, record_bytes, options, progress),
-            |values| Self::setup_values(values, options, progress),
+            |bytes, record_bytes| Self::from_records(bytes, record_bytes, options, progress),
+            |values| Self::from_values(values, options, progress),
         )
     }
 

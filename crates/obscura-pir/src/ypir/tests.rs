@@ -9,7 +9,7 @@ fn server(data: &[u8], record_bytes: u64, variant: Variant) -> Server {
     let options = YpirOptions {
         variant: Some(variant),
     };
-    Server::setup(data, record_bytes, options, &|_, _| {}).expect("setup")
+    Server::from_records(data, record_bytes, options, &|_, _| {}).expect("setup")
 }
 
 /// Fetches `index` through encoded messages and checks it against the data.
@@ -118,7 +118,7 @@ fn values_of_any_length_come_back_whole() {
         let options = YpirOptions {
             variant: Some(variant),
         };
-        let server = Server::setup_values(&values, options, &|_, _| {}).unwrap();
+        let server = Server::from_values(&values, options, &|_, _| {}).unwrap();
         let mut client = Client::new(server.public_setup().clone());
         for index in [0usize, 7, 39] {
             let (query, state) = client.query(index as u64).unwrap();
