@@ -5,12 +5,13 @@
 
 use std::fmt;
 
-use obscura_pir::lwe::{EngineOptions, Footprint, RecordShape, Records};
-use obscura_pir::scheme::Progress;
+use obscura_pir::lwe::{EngineOptions, Footprint, RecordShape};
 use obscura_pir::{double, lwe, ypir, IndexServer, PirError};
 
 #[cfg(feature = "server")]
 use crate::Database;
+#[cfg(feature = "server")]
+use obscura_pir::{lwe::Records, scheme::Progress};
 
 /// One way to build an index database.
 pub trait Builder: Send + Sync {
