@@ -23,11 +23,13 @@ and range, and the per-round ratios of their median to the bench's sum (median a
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 import obscura
 
@@ -74,6 +76,15 @@ class Served:
         else:
             raise RuntimeError("obscura serve did not start")
 
+    def query_seconds(self) -> float:
+        """Seconds the service has spent on `/query` requests so far, from receiving a request to
+        its answer (its metrics)."""
+        text = urllib.request.urlopen(self.url + "/metrics").read().decode()
+        match = re.search(r'obscura_request_seconds_sum\{endpoint="query"\} (\S+)', text)
+        if match is None:
+            raise RuntimeError("the service's metrics have no /query latency")
+        return float(match.group(1))
+
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(timeout=60)
@@ -83,7 +94,9 @@ def measure(cli: str, path: str, name: str, preset: list, lookup, calls: int, ro
     """Timings of `lookup(client, i)` from the file and over `obscura serve`: each client's
     opening and first call, then `rounds` rounds of the bench's `preset` followed by `calls`
     later calls of each client, so each round's ratio sets later calls against a bench run made
-    just before them."""
+    just before them. Over the service, each later call is also split into the service's part
+    (request received to answer sent, from its metrics) and the rest (the query made and sent,
+    the answer received and decoded)."""
     started = time.perf_counter()
     local = obscura.Client.open(path)
     clients = {"local": {"open": time.perf_counter() - started}}
@@ -96,14 +109,20 @@ def measure(cli: str, path: str, name: str, preset: list, lookup, calls: int, ro
         for place, client in places.items():
             clients[place]["first"] = seconds_of(lambda i: lookup(client, i), 0)
         benches, later, ratios = [], {p: [] for p in places}, {p: [] for p in places}
+        service, rest = [], []
         for run in range(rounds):
             benches.append(lookup_seconds(bench(cli, *preset)))
             # The bench process's gigabyte of memory is returned to the system after it exits;
             # the calls start once that is done.
             time.sleep(SETTLE_SECONDS)
             for place, client in places.items():
-                first = 1 + run * calls
-                times = [seconds_of(lambda i: lookup(client, i), i) for i in range(first, first + calls)]
+                times = []
+                for i in range(1 + run * calls, 1 + (run + 1) * calls):
+                    before = served.query_seconds()
+                    times.append(seconds_of(lambda i: lookup(client, i), i))
+                    if place == "served":
+                        service.append(served.query_seconds() - before)
+                        rest.append(times[-1] - service[-1])
                 later[place] += times
                 ratios[place].append(statistics.median(times) / benches[-1])
     finally:
@@ -111,6 +130,8 @@ def measure(cli: str, path: str, name: str, preset: list, lookup, calls: int, ro
     result: dict = {"bench_lookup": spread(benches)}
     for place in places:
         result[place] = {**clients[place], "later": spread(later[place]), "later_over_bench": spread(ratios[place])}
+    result["served"]["service"] = spread(service)
+    result["served"]["client"] = spread(rest)
     return result
 
 
