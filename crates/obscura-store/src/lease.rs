@@ -32,16 +32,12 @@ pub trait Revocable: Send + Sync {
 pub struct Lease(());
 
 impl Lease {
-    /// Takes a read lease on `file`, which must be open read-only; `watched` is revoked when the
-    /// lease breaks. Fails with `WouldBlock` when the file is open for writing somewhere, and
-    /// with the OS's reason when leases are unavailable.
-    pub fn take(file: &File, watched: Weak<dyn Revocable>) -> io::Result<Self> {
+    /// Takes a read lease on `file`, which must be open read-only. Fails with `WouldBlock` when
+    /// the file is open for writing somewhere, and with the OS's reason when leases are
+    /// unavailable. Its holder must then be [`watch`]ed, or a break goes unanswered.
+    pub fn take(file: &File) -> io::Result<Self> {
         start_watcher()?;
         os::set_read_lease(file)?;
-        let mut all = WATCHED.lock().unwrap_or_else(|e| e.into_inner());
-        // Files served no more (replaced by a reload) are forgotten here as well as on SIGIO.
-        all.retain(|w| w.strong_count() > 0);
-        all.push(watched);
         Ok(Self(()))
     }
 
@@ -59,6 +55,18 @@ impl Lease {
 
 /// Every file with a lease, checked on each `SIGIO`.
 static WATCHED: Mutex<Vec<Weak<dyn Revocable>>> = Mutex::new(Vec::new());
+
+/// Has `holder` (which holds a [`Lease`], and is already alive: the files that are gone are
+/// forgotten here) revoked when its lease breaks. A break between the lease's taking and this
+/// call is caught by checking `holder` once more after it is registered.
+pub fn watch(holder: &std::sync::Arc<dyn Revocable>) {
+    {
+        let mut all = WATCHED.lock().unwrap_or_else(|e| e.into_inner());
+        all.retain(|w| w.strong_count() > 0);
+        all.push(std::sync::Arc::downgrade(holder));
+    }
+    holder.revoke_if_broken();
+}
 
 /// Installs the `SIGIO` handler (whose default action would end the process) and starts the
 /// thread that revokes broken leases, once per process.
@@ -148,4 +156,67 @@ mod os {
     }
 
     pub fn release_lease(_file: &File) {}
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// Holds a leased file and says whether it was revoked.
+    struct Holder {
+        file: File,
+        lease: Lease,
+        revoked: Arc<AtomicBool>,
+    }
+
+    impl Revocable for Holder {
+        fn revoke_if_broken(&self) {
+            if !self.lease.intact(&self.file) {
+                self.revoked.store(true, Ordering::SeqCst);
+                self.lease.release(&self.file);
+            }
+        }
+    }
+
+    /// A writer that arrives between a lease's taking and its holder's watching is let go at
+    /// once, not after the kernel's lease-break time (45 s by default).
+    #[test]
+    fn a_lease_broken_before_its_holder_is_watched_is_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("served");
+        std::fs::write(&path, b"served bytes").unwrap();
+        let file = File::open(&path).unwrap();
+        let lease =
+            Lease::take(&file).expect("this test needs file leases (Linux, a local file system)");
+        let writer = std::thread::spawn(move || {
+            let started = Instant::now();
+            std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            started.elapsed()
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while lease.intact(&file) {
+            assert!(
+                Instant::now() < deadline,
+                "the writer never broke the lease"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let revoked = Arc::new(AtomicBool::new(false));
+        let holder: Arc<dyn Revocable> = Arc::new(Holder {
+            file,
+            lease,
+            revoked: revoked.clone(),
+        });
+        watch(&holder);
+        assert!(revoked.load(Ordering::SeqCst));
+        let waited = writer.join().unwrap();
+        assert!(
+            waited < Duration::from_secs(10),
+            "the writer waited {waited:?}"
+        );
+    }
 }

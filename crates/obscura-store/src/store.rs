@@ -36,7 +36,7 @@ pub use crate::checksum::checksum_of_payload;
 use crate::checksum::{payload_checksum, MatrixHasher};
 use crate::direct::SequentialWriter;
 
-use crate::lease::{Lease, Revocable};
+use crate::lease::{self, Lease, Revocable};
 use crate::partial::Partial;
 pub use obscura_registry::Database;
 use obscura_registry::{setup_sha256, Registry};
@@ -432,33 +432,30 @@ impl ServedFile {
             source,
         };
         let identity = FileIdentity::of(&file.metadata().map_err(io)?);
-        let mut refused = None;
-        let served = Arc::new_cyclic(|me: &std::sync::Weak<Self>| {
-            let watched: std::sync::Weak<dyn Revocable> = me.clone();
-            let (lease, unguarded) = match Lease::take(&file, watched) {
-                Ok(lease) => (Some(lease), None),
-                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                    refused = Some(error);
-                    (None, None)
-                }
-                Err(error) => (None, Some(error.to_string())),
-            };
-            Self {
-                path: path.to_path_buf(),
-                file,
-                identity,
-                lease,
-                unguarded,
-                changed: RwLock::new(false),
+        let (lease, unguarded) = match Lease::take(&file) {
+            Ok(lease) => (Some(lease), None),
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                return Err(StoreError::Invalid {
+                    path: path.to_path_buf(),
+                    reason: "another process has the file open for writing: serve it once the writer has finished".into(),
+                });
             }
+            Err(error) => (None, Some(error.to_string())),
+        };
+        let leased = lease.is_some();
+        let served = Arc::new(Self {
+            path: path.to_path_buf(),
+            file,
+            identity,
+            lease,
+            unguarded,
+            changed: RwLock::new(false),
         });
-        match refused {
-            Some(_) => Err(StoreError::Invalid {
-                path: path.to_path_buf(),
-                reason: "another process has the file open for writing: serve it once the writer has finished".into(),
-            }),
-            None => Ok(served),
+        if leased {
+            let holder: Arc<dyn Revocable> = served.clone();
+            lease::watch(&holder);
         }
+        Ok(served)
     }
 
     /// Permission to read the file's mapping, held for the length of an answer: refused once
