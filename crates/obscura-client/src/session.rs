@@ -196,8 +196,8 @@ impl Session {
         Ok((exchange, request))
     }
 
-    /// Starts `exchange` again on this session, made of the setup fetched after a
-    /// [`Step::Refresh`].
+    /// Restarts `exchange` on this session: the one made of the setup a [`Step::Refresh`]
+    /// fetched.
     pub fn restart(&mut self, exchange: &mut Exchange) -> Result<Request, ClientError> {
         exchange.pending = None;
         exchange.leaf_hash = None;

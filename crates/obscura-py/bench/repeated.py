@@ -118,11 +118,13 @@ def measure(cli: str, path: str, name: str, preset: list, lookup, calls: int, ro
             for place, client in places.items():
                 times = []
                 for i in range(1 + run * calls, 1 + (run + 1) * calls):
+                    if place != "served":
+                        times.append(seconds_of(lambda i: lookup(client, i), i))
+                        continue
                     before = served.query_seconds()
                     times.append(seconds_of(lambda i: lookup(client, i), i))
-                    if place == "served":
-                        service.append(served.query_seconds() - before)
-                        rest.append(times[-1] - service[-1])
+                    service.append(served.query_seconds() - before)
+                    rest.append(times[-1] - service[-1])
                 later[place] += times
                 ratios[place].append(statistics.median(times) / benches[-1])
     finally:
