@@ -135,16 +135,9 @@ fn read_tokens(path: Option<&Path>, databases: &[PathBuf]) -> Result<Tokens> {
     Ok(tokens)
 }
 
-/// Prints what a served database is and how big its messages are, and warns when nothing
-/// guards its file against changes in place.
+/// Prints what a served database is and how big its messages are.
 fn describe(entry: &Entry) {
     let info = &entry.info;
-    if let Some(reason) = entry.file.as_ref().and_then(|f| f.unguarded()) {
-        eprintln!(
-            "warning: {}: no read lease on its file ({reason}): change it only by renaming a new file over it",
-            info.name
-        );
-    }
     if let Some(h) = info.height {
         eprintln!(
             "{}: Merkle tree of {} leaves, height {h}, public setup {} B, a proof is {h} queries ({} B) and {h} answers ({} B)",

@@ -141,7 +141,7 @@ impl ColumnBand<'_> {
 pub const RUN_BAND_ROWS: usize = 64;
 const _: () = assert!(RUN_BAND_ROWS.is_multiple_of(GROUP_ROWS));
 
-/// Bytes kept alive by someone else (for instance a memory-mapped database file).
+/// Bytes kept alive by someone else (for instance a database file read into memory whole).
 pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
 /// Where the bytes of a plaintext matrix live.
@@ -157,7 +157,7 @@ enum Storage {
 
 /// A dense matrix of plaintext digits, one centered digit per byte (two's-complement `i8`), the
 /// form in which databases are stored and streamed. The bytes are owned, or shared with their
-/// owner (a memory-mapped file is served without a copy).
+/// owner (a database file read whole is served without copying each matrix out of it).
 ///
 /// The storage order is that of [`crate::layout`]: column panels, each of groups of four rows,
 /// each of steps of 64 columns stored row-major. A matrix-vector product reads the whole matrix

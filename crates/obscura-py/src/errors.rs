@@ -91,6 +91,7 @@ fn pir_class(error: &PirError) -> Class {
 fn store_class(error: &StoreError) -> Class {
     match error {
         StoreError::Io { .. } => Class::Storage,
+        StoreError::Memory { .. } => Class::MemoryLimit,
         _ => Class::Malformed,
     }
 }

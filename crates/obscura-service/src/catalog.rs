@@ -2,13 +2,13 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, RwLockReadGuard};
+use std::sync::Arc;
 
 use obscura_client::api::{DatabaseInfo, ParamsInfo};
 use obscura_client::setup::etag_of;
 use obscura_pir::Lookup;
 use obscura_registry::{setup_sha256, Registry};
-use obscura_store::store::{self, Database, FileChanged, ServedFile, StoreError};
+use obscura_store::store::{self, Database, FileVersion, StoreError};
 
 /// One served database.
 pub struct Entry {
@@ -24,9 +24,8 @@ pub struct Entry {
     pub lookup: Lookup,
     /// What `GET /v1/databases` says about it.
     pub info: DatabaseInfo,
-    /// The file it is served from, guarded against changes in place (none for a database
-    /// that lives in memory).
-    pub file: Option<Arc<ServedFile>>,
+    /// The version of the file it was loaded from (none for a database given in memory).
+    pub file: Option<FileVersion>,
 }
 
 impl Entry {
@@ -59,12 +58,6 @@ impl Entry {
             file: None,
         }
     }
-
-    /// Permission to read the database's matrices for one answer (see [`ServedFile::reader`]);
-    /// always granted to a database in memory.
-    pub fn reader(&self) -> Result<Option<RwLockReadGuard<'_, bool>>, FileChanged> {
-        self.file.as_deref().map(ServedFile::reader).transpose()
-    }
 }
 
 /// The served databases by name, and the schemes their files may hold.
@@ -91,8 +84,8 @@ pub enum CatalogError {
 }
 
 impl Catalog {
-    /// Loads and verifies each database file, of a built-in scheme, for serving
-    /// ([`store::open_served`]); a database is named after its file stem.
+    /// Loads each database file, of a built-in scheme, into memory and verifies it
+    /// ([`store::open_versioned`]); a database is named after its file stem.
     pub fn open(paths: &[impl AsRef<Path>]) -> Result<Self, CatalogError> {
         Self::open_with(paths, Registry::default())
     }
@@ -106,7 +99,7 @@ impl Catalog {
         for path in paths {
             let path = path.as_ref();
             let name = name_of(path)?;
-            let (database, file) = store::open_served(path, &catalog.registry)?;
+            let (database, file) = store::open_versioned(path, &catalog.registry)?;
             catalog.insert_entry(Entry {
                 file: Some(file),
                 ..Entry::new(name, database)
@@ -116,7 +109,7 @@ impl Catalog {
     }
 
     /// The catalog of `paths` after their files changed on disk: a file that is still the one
-    /// this catalog serves, unchanged, keeps its entry as it is; every other file is loaded
+    /// this catalog loaded, unchanged, keeps its entry as it is; every other file is loaded
     /// again. A file that cannot be loaded keeps its current entry, and the reason is returned
     /// beside the new catalog.
     pub fn reload(
@@ -135,7 +128,7 @@ impl Catalog {
             let keep = current.filter(|e| e.file.as_ref().is_some_and(|f| f.is_current(path)));
             let entry = match keep {
                 Some(entry) => entry.clone(),
-                None => match store::open_served(path, &self.registry) {
+                None => match store::open_versioned(path, &self.registry) {
                     Ok((database, file)) => Arc::new(Entry {
                         file: Some(file),
                         ..Entry::new(name.clone(), database)

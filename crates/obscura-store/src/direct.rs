@@ -145,6 +145,58 @@ impl Read for SequentialReader {
     }
 }
 
+/// A file's bytes read into fresh memory by [`read_whole`].
+pub struct WholeFile {
+    buffer: LargeBuffer,
+    len: usize,
+}
+
+impl AsRef<[u8]> for WholeFile {
+    fn as_ref(&self) -> &[u8] {
+        &self.buffer[..self.len]
+    }
+}
+
+/// The first `len` bytes of `file`, read into a fresh [`LargeBuffer`] (anonymous memory on huge
+/// pages, where the system has them): straight from the device into it, bypassing the page
+/// cache, where the system allows direct I/O, so that the bytes are held once, not twice.
+/// Fails with [`io::ErrorKind::UnexpectedEof`] if the file is shorter.
+pub fn read_whole(file: &File, len: usize) -> io::Result<WholeFile> {
+    let mut buffer = LargeBuffer::zeroed(len.next_multiple_of(ALIGN as usize));
+    let mut filled = 0;
+    let aligned = (buffer.as_ptr() as usize).is_multiple_of(ALIGN as usize);
+    if let Some(direct) = aligned.then(|| reopen_direct(file)).flatten() {
+        // Whole blocks; a short read is the file's end (or its last partial block).
+        while filled < len {
+            let end = (filled + STAGING_BYTES).min(buffer.len());
+            let read = direct.read_at(&mut buffer[filled..end], filled as u64)?;
+            filled += read;
+            if read == 0 || !read.is_multiple_of(ALIGN as usize) {
+                break;
+            }
+        }
+        filled = filled.min(len);
+    }
+    file.read_exact_at(&mut buffer[filled..len], filled as u64)?;
+    Ok(WholeFile { buffer, len })
+}
+
+/// The file open as `file` opened again with direct I/O for reading, where the system allows
+/// it: the same file even if its name has since been given to another.
+#[cfg(target_os = "linux")]
+fn reopen_direct(file: &File) -> Option<File> {
+    use std::os::fd::AsRawFd;
+    open_direct(
+        Path::new(&format!("/proc/self/fd/{}", file.as_raw_fd())),
+        false,
+    )
+}
+
+#[cfg(not(target_os = "linux"))]
+fn reopen_direct(_file: &File) -> Option<File> {
+    None
+}
+
 /// `path` opened with direct I/O, for writing or for reading, where the system allows it.
 #[cfg(target_os = "linux")]
 fn open_direct(path: &Path, write: bool) -> Option<File> {
@@ -192,6 +244,23 @@ mod tests {
                 .read_to_end(&mut again)
                 .unwrap();
             assert!(again == bytes, "{len} bytes, read to the end");
+        }
+    }
+
+    /// A file read whole gives its bytes, whatever its length, and a file shorter than asked
+    /// for is an error, not zeros.
+    #[test]
+    fn a_file_is_read_whole() {
+        for len in [0usize, 1, 4095, 4096, 3 << 20, STAGING_BYTES + 4097] {
+            let file = tempfile::NamedTempFile::new().unwrap();
+            let bytes: Vec<u8> = (0..len).map(|j| (j * 7 + j / 4096) as u8).collect();
+            std::fs::write(file.path(), &bytes).unwrap();
+            let read = read_whole(file.as_file(), len).unwrap();
+            assert!(read.as_ref() == bytes, "{len} bytes");
+            let prefix = read_whole(file.as_file(), len / 2).unwrap();
+            assert!(prefix.as_ref() == &bytes[..len / 2], "half of {len} bytes");
+            let error = read_whole(file.as_file(), len + 1).err().unwrap();
+            assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof, "{len} bytes");
         }
     }
 

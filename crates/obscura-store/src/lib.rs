@@ -1,10 +1,10 @@
 //! Obscura's database files: a database is set up once (the hint product is the expensive
 //! step) and written to one file by [`store::write_database`]; [`store::read_database`] loads
-//! and verifies it, so serving it again needs no setup; [`store::write_streamed`] writes one
+//! it into memory and verifies it, so serving it again needs no setup; [`store::write_streamed`] writes one
 //! from a records file larger than memory, reading it with [`direct::SequentialReader`].
 //! Temporary files are named so no build leaves debris ([`partial`]). [`build`] plans and runs
 //! a build from records, values, key-value pairs or a Merkle tree's leaves within a memory
-//! limit ([`memory`]); [`lease`] tells a server when a file it serves is replaced.
+//! limit ([`memory`]).
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -12,7 +12,6 @@
 pub mod build;
 mod checksum;
 pub mod direct;
-pub mod lease;
 pub mod memory;
 pub mod partial;
 pub mod store;

@@ -1,6 +1,7 @@
-//! Size checks before a build: a setup that needs more memory than the machine has (or than a
-//! caller's limit) is refused before it allocates anything; one whose hint or file dwarfs its
-//! data gets a warning.
+//! Size checks before a build or a load: a setup that needs more memory than the machine has
+//! (or than a caller's limit) is refused before it allocates anything, and so is a database file
+//! larger than the memory available to hold it; a setup whose hint or file dwarfs its data gets
+//! a warning.
 
 use obscura_pir::lwe::{Footprint, Layout};
 
@@ -55,6 +56,19 @@ pub fn fits(bytes: u64, max_memory: Option<u64>) -> bool {
     limit(max_memory, "").is_none_or(|(limit, _)| bytes <= limit)
 }
 
+/// Refuses to hold a file of `bytes` in memory when the machine has less available (a
+/// database is served from memory, see [`crate::store::read_database`]).
+pub fn check_resident(bytes: u64) -> Result<(), MemoryError> {
+    match limit(None, "") {
+        Some((limit, allowed)) if bytes > limit => Err(MemoryError {
+            needed: bytes,
+            limit,
+            message: format!("holding it needs {} of memory but {allowed}", human(bytes)),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// The named layouts other than `chosen` (square, one per column) whose footprint
 /// `footprint_of` gives, named by `name` and cheapest first: the [`Plan::alternatives`] of a
 /// build whose layout is free.
@@ -72,11 +86,11 @@ pub fn alternatives(
     alternatives
 }
 
-/// A build refused because it needs more memory than it may use.
+/// A build, or a database's loading, refused because it needs more memory than it may use.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct MemoryError {
-    /// Bytes the build needs.
+    /// Bytes it needs.
     pub needed: u64,
     /// Bytes it may use.
     pub limit: u64,

@@ -16,15 +16,16 @@
 //!
 //! Files are written to a temporary name in the target directory and renamed into place, so a
 //! crash never leaves a half-written database under the final name. [`write_streamed`] writes
-//! a setup as it streams from the records, in bounded memory. Loading memory-maps the
-//! file, checks every length against the file size, verifies the checksum and the setup digest,
-//! and refuses a truncated or corrupted file with a [`StoreError`]; the matrices are then served
-//! straight from the mapping.
+//! a setup as it streams from the records, in bounded memory. Loading reads the whole file into
+//! memory (direct I/O into huge pages where the system allows it), checks every length against
+//! the file size, verifies the checksum and the setup digest on that copy, and refuses a
+//! truncated or corrupted file with a [`StoreError`]; the matrices are then served from the
+//! copy, so a file changed on disk afterwards changes nothing served until it is loaded again.
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::sync::Arc;
 
 use obscura_math::matrix::{PlaintextMatrix, SharedBytes};
 use obscura_pir::lwe::{StreamError, StreamedBuild};
@@ -34,9 +35,8 @@ use obscura_pir::PirError;
 
 pub use crate::checksum::checksum_of_payload;
 use crate::checksum::{payload_checksum, MatrixHasher};
-use crate::direct::SequentialWriter;
-
-use crate::lease::{self, Lease, Revocable};
+use crate::direct::{self, SequentialWriter};
+use crate::memory;
 use crate::partial::Partial;
 pub use obscura_registry::Database;
 use obscura_registry::{setup_sha256, Registry};
@@ -54,6 +54,14 @@ pub enum StoreError {
         path: PathBuf,
         /// The OS error.
         source: std::io::Error,
+    },
+    /// The machine has too little memory to hold the file.
+    #[error("{}: too large to load", path.display())]
+    Memory {
+        /// The file.
+        path: PathBuf,
+        /// What it needs and what there is.
+        source: memory::MemoryError,
     },
     /// The file is not a valid database file.
     #[error("{path}: not a valid Obscura database: {reason}")]
@@ -220,36 +228,25 @@ fn persist(path: &Path, temp: Partial) -> Result<(), StoreError> {
     })
 }
 
-/// Loads and verifies the database file at `path`, of any built-in scheme. The file is
-/// memory-mapped and the matrices are served from the mapping without a copy; the caller must
-/// not let the file be changed in place while the database is in use (see [`open_served`] for
-/// a server, which guards against that).
+/// Loads and verifies the database file at `path`, of any built-in scheme, into memory.
 pub fn read_database(path: &Path) -> Result<Database, StoreError> {
     read_database_with(path, &Registry::default())
 }
 
-/// Loads and verifies the database file at `path`, of any scheme of `registry`.
+/// Loads and verifies the database file at `path`, of any scheme of `registry`, into memory.
 pub fn read_database_with(path: &Path, registry: &Registry) -> Result<Database, StoreError> {
     load(path, &open_regular(path)?, registry)
 }
 
-/// Loads and verifies the database file at `path` for serving: under a read lease where the
-/// system offers one (see [`crate::lease`]), taken before the checksum is verified, so that the
-/// bytes served are the bytes verified. Every answer must hold [`ServedFile::reader`] while it
-/// reads the matrices.
-pub fn open_served(
+/// Loads and verifies the database file at `path` for serving, with the [`FileVersion`] it was
+/// read from: a reload asks that version whether the file has changed since.
+pub fn open_versioned(
     path: &Path,
     registry: &Registry,
-) -> Result<(Database, Arc<ServedFile>), StoreError> {
+) -> Result<(Database, FileVersion), StoreError> {
     let file = open_regular(path)?;
-    let served = ServedFile::watch(path, file)?;
-    let database = {
-        let _reading = served.reader().map_err(|e| served.invalid(e))?;
-        load(path, &served.file, registry)?
-    };
-    // A writer that arrived while the file was being verified has made it stale already.
-    served.reader().map(drop).map_err(|e| served.invalid(e))?;
-    Ok((database, served))
+    let version = FileVersion::of(path, &file)?;
+    Ok((load(path, &file, registry)?, version))
 }
 
 /// Opens `path` for reading, refusing what is not a regular file with a clear reason.
@@ -274,7 +271,10 @@ fn open_regular(path: &Path) -> Result<File, StoreError> {
     Ok(file)
 }
 
-/// Maps, verifies and decodes the open database file `file`, read from `path`.
+/// Reads, verifies and decodes the open database file `file`, read from `path`. The whole file
+/// is read into anonymous memory first (checked against the memory the machine has), and the
+/// checksum is verified on that copy: the bytes served are the bytes verified, whatever
+/// happens to the file afterwards, and the matrices are streamed from huge pages.
 fn load(path: &Path, file: &File, registry: &Registry) -> Result<Database, StoreError> {
     let io = |source| StoreError::Io {
         path: path.to_path_buf(),
@@ -288,8 +288,17 @@ fn load(path: &Path, file: &File, registry: &Registry) -> Result<Database, Store
     if file_len < PREAMBLE_BYTES as u64 {
         return Err(invalid(format!("the file is only {file_len} bytes long")));
     }
-    let map = Arc::new(map_read_only(file).map_err(io)?);
-    let bytes: &[u8] = &map[..];
+    let len = usize::try_from(file_len).map_err(|_| {
+        invalid(format!(
+            "the file's {file_len} bytes exceed the address space"
+        ))
+    })?;
+    memory::check_resident(file_len).map_err(|source| StoreError::Memory {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let whole = Arc::new(direct::read_whole(file, len).map_err(io)?);
+    let bytes: &[u8] = (*whole).as_ref();
 
     let (mut reader, digest) = Reader::open(&bytes[..PREAMBLE_BYTES], Kind::DATABASE_FILE)
         .map_err(|e| invalid(e.to_string()))?;
@@ -317,7 +326,7 @@ fn load(path: &Path, file: &File, registry: &Registry) -> Result<Database, Store
             "the checksum does not match: the file is corrupted".into(),
         ));
     }
-    let owner: SharedBytes = map.clone();
+    let owner: SharedBytes = whole.clone();
     let mut matrices = |shapes: &[(usize, usize)]| {
         let mut start = setup_end;
         let mut matrices = Vec::with_capacity(shapes.len());
@@ -354,40 +363,26 @@ fn load(path: &Path, file: &File, registry: &Registry) -> Result<Database, Store
     Ok(database)
 }
 
-/// Maps `file` read-only.
-#[allow(unsafe_code)]
-fn map_read_only(file: &File) -> std::io::Result<memmap2::Mmap> {
-    // SAFETY: the mapping is read-only. Obscura never modifies a database file in place:
-    // `write_database` writes a new file and renames it over the old one, which leaves existing
-    // mappings on the old contents. A file changed in place by another process could fault the
-    // process on access (truncation) or change bytes under a reader; a served file is guarded
-    // against that by `ServedFile` (a read lease, or a size check before each pass), and
-    // `read_database`'s callers (one-shot commands) document the same requirement.
-    unsafe { memmap2::Mmap::map(file) }
-}
-
-/// A database file held open while it is served, guarding its memory mapping against changes
-/// made in place by other processes (see [`crate::lease`]).
-pub struct ServedFile {
-    path: PathBuf,
-    file: File,
-    identity: FileIdentity,
-    lease: Option<Lease>,
-    unguarded: Option<String>,
-    changed: RwLock<bool>,
-}
-
-/// What tells one version of a file from another without reading it.
+/// One version of a database file, told from others without reading it: its device, inode,
+/// length and modification time when it was opened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct FileIdentity {
+pub struct FileVersion {
     device: u64,
     inode: u64,
     len: u64,
     modified: Option<std::time::SystemTime>,
 }
 
-impl FileIdentity {
-    fn of(metadata: &std::fs::Metadata) -> Self {
+impl FileVersion {
+    fn of(path: &Path, file: &File) -> Result<Self, StoreError> {
+        let metadata = file.metadata().map_err(|source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(Self::from_metadata(&metadata))
+    }
+
+    fn from_metadata(metadata: &std::fs::Metadata) -> Self {
         #[cfg(unix)]
         let (device, inode) = {
             use std::os::unix::fs::MetadataExt;
@@ -402,116 +397,11 @@ impl FileIdentity {
             modified: metadata.modified().ok(),
         }
     }
-}
 
-/// A served file that changed on disk: it is no longer read.
-#[derive(Debug, thiserror::Error)]
-#[error("{}: {}", path.display(), self.summary())]
-pub struct FileChanged {
-    /// The file.
-    pub path: PathBuf,
-    /// What changed.
-    pub how: &'static str,
-}
-
-impl FileChanged {
-    /// What happened, without the path (for clients of the server).
-    pub fn summary(&self) -> String {
-        format!(
-            "its file changed on disk while served ({}); it is served again once the server reloads it",
-            self.how
-        )
-    }
-}
-
-impl ServedFile {
-    /// Holds `file`, read from `path`, under a read lease where one can be taken.
-    fn watch(path: &Path, file: File) -> Result<Arc<Self>, StoreError> {
-        let io = |source| StoreError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let identity = FileIdentity::of(&file.metadata().map_err(io)?);
-        let (lease, unguarded) = match Lease::take(&file) {
-            Ok(lease) => (Some(lease), None),
-            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                return Err(StoreError::Invalid {
-                    path: path.to_path_buf(),
-                    reason: "another process has the file open for writing: serve it once the writer has finished".into(),
-                });
-            }
-            Err(error) => (None, Some(error.to_string())),
-        };
-        let leased = lease.is_some();
-        let served = Arc::new(Self {
-            path: path.to_path_buf(),
-            file,
-            identity,
-            lease,
-            unguarded,
-            changed: RwLock::new(false),
-        });
-        if leased {
-            let holder: Arc<dyn Revocable> = served.clone();
-            lease::watch(&holder);
-        }
-        Ok(served)
-    }
-
-    /// Permission to read the file's mapping, held for the length of an answer: refused once
-    /// the file has changed on disk. While any reader holds it, a writer waiting on the lease
-    /// stays blocked.
-    pub fn reader(&self) -> Result<RwLockReadGuard<'_, bool>, FileChanged> {
-        let changed = self.changed.read().unwrap_or_else(|e| e.into_inner());
-        if *changed {
-            return Err(FileChanged {
-                path: self.path.clone(),
-                how: "another process opened it for writing",
-            });
-        }
-        if self.lease.is_none() {
-            let len = self.file.metadata().map(|m| m.len()).ok();
-            if len != Some(self.identity.len) {
-                return Err(FileChanged {
-                    path: self.path.clone(),
-                    how: "its size changed",
-                });
-            }
-        }
-        Ok(changed)
-    }
-
-    /// Why no lease guards this file, when none does: a change made to it in place could then
-    /// crash the server or mix versions (replace it by renaming instead).
-    pub fn unguarded(&self) -> Option<&str> {
-        self.unguarded.as_deref()
-    }
-
-    /// Whether `path` still names this very file, unchanged: then a reload keeps serving it as
-    /// it is, without reading it again.
+    /// Whether `path` still names this very file, unchanged since it was opened (same file,
+    /// length and modification time): then a reload may keep what was loaded from it.
     pub fn is_current(&self, path: &Path) -> bool {
-        let unchanged = !*self.changed.read().unwrap_or_else(|e| e.into_inner());
-        let same = std::fs::metadata(path).is_ok_and(|m| FileIdentity::of(&m) == self.identity);
-        unchanged && same && self.reader().is_ok()
-    }
-
-    fn invalid(&self, error: FileChanged) -> StoreError {
-        StoreError::Invalid {
-            path: self.path.clone(),
-            reason: format!("the file changed while it was loaded ({})", error.how),
-        }
-    }
-}
-
-impl Revocable for ServedFile {
-    fn revoke_if_broken(&self) {
-        let Some(lease) = &self.lease else { return };
-        if lease.intact(&self.file) {
-            return;
-        }
-        // Waits for the answers reading the mapping, then lets the writer go on.
-        *self.changed.write().unwrap_or_else(|e| e.into_inner()) = true;
-        lease.release(&self.file);
+        std::fs::metadata(path).is_ok_and(|m| Self::from_metadata(&m) == *self)
     }
 }
 

@@ -59,11 +59,8 @@ pub(super) async fn run(entry: Arc<Entry>, mut receiver: mpsc::Receiver<Job>, ba
     }
 }
 
-/// One pass of `entry`'s database over `queries`, while its file may be read.
+/// One pass of `entry`'s database over `queries`.
 fn answer(entry: &Entry, queries: Vec<DecodedQuery>) -> Result<Vec<Vec<u8>>, Failure> {
-    let _reading = entry
-        .reader()
-        .map_err(|e| Failure::changed(e, &entry.name))?;
     entry
         .database
         .answer(queries)

@@ -18,7 +18,6 @@ use crate::connections::Tracker;
 use crate::metrics::ENDPOINTS;
 use obscura_pir::framing;
 use obscura_registry::DecodedQuery;
-use obscura_store::store::FileChanged;
 
 /// An error response: a status and a one-line message, and whether the connection must close
 /// after it (a client too slow to send its body).
@@ -85,14 +84,6 @@ impl Failure {
 
     fn bad_request(message: String) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
-    }
-
-    /// A database whose file changed on disk: unavailable until the server reloads it.
-    pub(super) fn changed(error: FileChanged, name: &str) -> Self {
-        Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("database {name:?} is unavailable: {}", error.summary()),
-        )
     }
 
     pub(super) fn from_pir(error: PirError, name: &str) -> Self {
