@@ -17,7 +17,8 @@ Usage (the CLI and the wheel built from the same tree; `--threads` as the bench'
 The bench runs `--rounds` times, each run followed by `--calls` later calls from each client, so
 each ratio sets calls against a bench run of the same minutes on a noisy machine. Prints JSON: for
 each workload and place, the client's opening and first call in seconds, the later calls' median
-and range, and the per-round ratios of their median to the bench's sum (median and range).
+and range, and the per-round ratios of their median to the bench's sum (median and range), with
+the memory bandwidth each bench run measured.
 """
 
 import argparse
@@ -108,10 +109,13 @@ def measure(cli: str, path: str, name: str, preset: list, lookup, calls: int, ro
         places = {"local": local, "served": remote}
         for place, client in places.items():
             clients[place]["first"] = seconds_of(lambda i: lookup(client, i), 0)
-        benches, later, ratios = [], {p: [] for p in places}, {p: [] for p in places}
+        benches, bandwidth = [], []
+        later, ratios = {p: [] for p in places}, {p: [] for p in places}
         service, rest = [], []
         for run in range(rounds):
-            benches.append(lookup_seconds(bench(cli, *preset)))
+            report = bench(cli, *preset)
+            benches.append(lookup_seconds(report))
+            bandwidth.append(report["bandwidth_gbs"])
             # The bench process's gigabyte of memory is returned to the system after it exits;
             # the calls start once that is done.
             time.sleep(SETTLE_SECONDS)
@@ -129,7 +133,7 @@ def measure(cli: str, path: str, name: str, preset: list, lookup, calls: int, ro
                 ratios[place].append(statistics.median(times) / benches[-1])
     finally:
         served.stop()
-    result: dict = {"bench_lookup": spread(benches)}
+    result: dict = {"bench_lookup": spread(benches), "bandwidth_gbs": bandwidth}
     for place in places:
         result[place] = {**clients[place], "later": spread(later[place]), "later_over_bench": spread(ratios[place])}
     result["served"]["service"] = spread(service)

@@ -76,11 +76,13 @@ fn engine_options(layout: &str, params: &str, matrix: Option<&str>) -> PyResult<
     })
 }
 
-/// Checks the memory a build needs, then builds and writes the database (GIL released) and
+/// Checks the memory a build needs (its input as `records` holds it, and `copies_bytes` more of
+/// copies that `records` borrows from), then builds and writes the database (GIL released) and
 /// says what was written.
 fn build_and_write(
     py: Python<'_>,
     records: Records<'_>,
+    copies_bytes: u64,
     options: BuildOptions,
     out: PathBuf,
     threads: Option<usize>,
@@ -94,7 +96,13 @@ fn build_and_write(
         Layout::PerColumn(count) => format!("layout=\"{count}\""),
     };
     if let Some(warning) = options
-        .check_memory(&shape, shape.held_bytes(), max_memory, "max_memory", name)
+        .check_memory(
+            &shape,
+            shape.held_bytes().saturating_add(copies_bytes),
+            max_memory,
+            "max_memory",
+            name,
+        )
         .py()?
     {
         warn(py, &warning)?;
@@ -175,8 +183,8 @@ pub fn build_index(
             // A bytes object is read in place (immutable, and alive for the whole call); other
             // bytes-like objects are copied once.
             let copied;
-            let data: &[u8] = match records.cast::<PyBytes>() {
-                Ok(bytes) => bytes.as_bytes(),
+            let (data, copies_bytes): (&[u8], u64) = match records.cast::<PyBytes>() {
+                Ok(bytes) => (bytes.as_bytes(), 0),
                 Err(_) => {
                     copied = bytes_of(records, String::new).map_err(|_| {
                         error(
@@ -187,11 +195,20 @@ pub fn build_index(
                             ),
                         )
                     })?;
-                    &copied
+                    (copied.as_slice(), copied.len() as u64)
                 }
             };
             let records = Records::raw(data, record_size);
-            build_and_write(py, records, options, out, threads, max_memory, progress)
+            build_and_write(
+                py,
+                records,
+                copies_bytes,
+                options,
+                out,
+                threads,
+                max_memory,
+                progress,
+            )
         }
         None => {
             if records.is_instance_of::<PyBytes>() {
@@ -202,7 +219,7 @@ pub fn build_index(
             }
             let values = items::collect(records)?;
             let records = Records::values(&values);
-            build_and_write(py, records, options, out, threads, max_memory, progress)
+            build_and_write(py, records, 0, options, out, threads, max_memory, progress)
         }
     }
 }
@@ -268,6 +285,7 @@ pub fn build_keyword(
     build_and_write(
         py,
         Records::Pairs(&pairs),
+        0,
         options,
         out,
         threads,
@@ -293,13 +311,24 @@ pub fn build_merkle(
     if leaves.is_empty() {
         return Err(error(Class::InvalidInput, "there are no leaves"));
     }
+    // The tree borrows each leaf from its own `Vec`, whose header the shape does not count.
+    let vec_headers = (leaves.len() * std::mem::size_of::<Vec<u8>>()) as u64;
     let leaves: Vec<&[u8]> = leaves.iter().map(Vec::as_slice).collect();
     let options = BuildOptions {
         engine: engine_options("square", params, matrix)?,
         ..BuildOptions::default()
     };
     let records = Records::Leaves(&leaves);
-    build_and_write(py, records, options, out, threads, None, progress)
+    build_and_write(
+        py,
+        records,
+        vec_headers,
+        options,
+        out,
+        threads,
+        None,
+        progress,
+    )
 }
 
 /// A Merkle leaf's audit path, fetched privately and verified against the tree's root.

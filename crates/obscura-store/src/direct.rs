@@ -145,40 +145,49 @@ impl Read for SequentialReader {
     }
 }
 
-/// A file's bytes read into fresh memory by [`read_whole`].
-pub struct WholeFile {
+/// Bytes of a file read into fresh page-aligned memory by [`read_range`].
+pub struct ReadBytes {
     buffer: LargeBuffer,
     len: usize,
 }
 
-impl AsRef<[u8]> for WholeFile {
+impl AsRef<[u8]> for ReadBytes {
     fn as_ref(&self) -> &[u8] {
         &self.buffer[..self.len]
     }
 }
 
-/// The first `len` bytes of `file`, read into a fresh [`LargeBuffer`] (anonymous memory on huge
-/// pages, where the system has them): straight from the device into it, bypassing the page
-/// cache, where the system allows direct I/O, so that the bytes are held once, not twice.
-/// Fails with [`io::ErrorKind::UnexpectedEof`] if the file is shorter.
-pub fn read_whole(file: &File, len: usize) -> io::Result<WholeFile> {
-    let mut buffer = LargeBuffer::zeroed(len.next_multiple_of(ALIGN as usize));
-    let mut filled = 0;
+/// The `len` bytes of `file` from `offset`, read into a fresh [`LargeBuffer`] (anonymous memory
+/// on huge pages, where the system has them) from its start: straight from the device where
+/// the system allows direct I/O, so that the page cache holds no second copy (then moved down
+/// by `offset`'s distance from a block boundary, if any). Fails with
+/// [`io::ErrorKind::UnexpectedEof`] if the file ends before.
+pub fn read_range(file: &File, offset: u64, len: usize) -> io::Result<ReadBytes> {
+    let shift = (offset % ALIGN) as usize;
+    let mut buffer = LargeBuffer::zeroed((shift + len).next_multiple_of(ALIGN as usize));
     let aligned = (buffer.as_ptr() as usize).is_multiple_of(ALIGN as usize);
-    if let Some(direct) = aligned.then(|| reopen_direct(file)).flatten() {
-        // Whole blocks; a short read is the file's end (or its last partial block).
-        while filled < len {
-            let end = (filled + STAGING_BYTES).min(buffer.len());
-            let read = direct.read_at(&mut buffer[filled..end], filled as u64)?;
-            filled += read;
-            if read == 0 || !read.is_multiple_of(ALIGN as usize) {
-                break;
-            }
+    let Some(direct) = aligned.then(|| reopen_direct(file)).flatten() else {
+        file.read_exact_at(&mut buffer[..len], offset)?;
+        return Ok(ReadBytes { buffer, len });
+    };
+    // Whole blocks from the one holding `offset`; a short read is the file's end (or its last
+    // partial block), and what is left goes through the ordinary descriptor.
+    let (start, end) = (offset - shift as u64, shift + len);
+    let mut filled = 0;
+    while filled < end {
+        let stretch = (filled + STAGING_BYTES).min(buffer.len());
+        let read = direct.read_at(&mut buffer[filled..stretch], start + filled as u64)?;
+        filled += read;
+        if read == 0 || !read.is_multiple_of(ALIGN as usize) {
+            break;
         }
-        filled = filled.min(len);
     }
-    file.read_exact_at(&mut buffer[filled..len], filled as u64)?;
-    Ok(WholeFile { buffer, len })
+    let filled = filled.clamp(shift, end);
+    file.read_exact_at(&mut buffer[filled..end], start + filled as u64)?;
+    if shift > 0 {
+        buffer.copy_within(shift..end, 0);
+    }
+    Ok(ReadBytes { buffer, len })
 }
 
 /// The file open as `file` opened again with direct I/O for reading, where the system allows
@@ -247,20 +256,26 @@ mod tests {
         }
     }
 
-    /// A file read whole gives its bytes, whatever its length, and a file shorter than asked
-    /// for is an error, not zeros.
+    /// A stretch of a file read from any offset gives its bytes, whatever its length, and a
+    /// file that ends before the stretch does is an error, not zeros.
     #[test]
-    fn a_file_is_read_whole() {
-        for len in [0usize, 1, 4095, 4096, 3 << 20, STAGING_BYTES + 4097] {
-            let file = tempfile::NamedTempFile::new().unwrap();
-            let bytes: Vec<u8> = (0..len).map(|j| (j * 7 + j / 4096) as u8).collect();
-            std::fs::write(file.path(), &bytes).unwrap();
-            let read = read_whole(file.as_file(), len).unwrap();
-            assert!(read.as_ref() == bytes, "{len} bytes");
-            let prefix = read_whole(file.as_file(), len / 2).unwrap();
-            assert!(prefix.as_ref() == &bytes[..len / 2], "half of {len} bytes");
-            let error = read_whole(file.as_file(), len + 1).err().unwrap();
-            assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof, "{len} bytes");
+    fn stretches_of_a_file_are_read_from_any_offset() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let file_len = STAGING_BYTES + (3 << 20) + 4097;
+        let bytes: Vec<u8> = (0..file_len).map(|j| (j * 7 + j / 4096) as u8).collect();
+        std::fs::write(file.path(), &bytes).unwrap();
+        for offset in [0usize, 1, 4095, 4096, 5000] {
+            for len in [0usize, 1, 4095, 4096, 3 << 20, file_len - offset] {
+                let read = read_range(file.as_file(), offset as u64, len).unwrap();
+                assert!(
+                    read.as_ref() == &bytes[offset..offset + len],
+                    "{len} bytes from {offset}"
+                );
+            }
+            let error = read_range(file.as_file(), offset as u64, file_len - offset + 1)
+                .err()
+                .unwrap();
+            assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof, "from {offset}");
         }
     }
 

@@ -16,14 +16,15 @@
 //!
 //! Files are written to a temporary name in the target directory and renamed into place, so a
 //! crash never leaves a half-written database under the final name. [`write_streamed`] writes
-//! a setup as it streams from the records, in bounded memory. Loading reads the whole file into
-//! memory (direct I/O into huge pages where the system allows it), checks every length against
-//! the file size, verifies the checksum and the setup digest on that copy, and refuses a
-//! truncated or corrupted file with a [`StoreError`]; the matrices are then served from the
+//! a setup as it streams from the records, in bounded memory. Loading checks every length
+//! against the file size, reads the matrices into memory (direct I/O into huge pages where the
+//! system allows it), verifies the checksum and the setup digest on what it read, and refuses a
+//! truncated or corrupted file with a [`StoreError`]; the matrices are then served from that
 //! copy, so a file changed on disk afterwards changes nothing served until it is loaded again.
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -271,10 +272,10 @@ fn open_regular(path: &Path) -> Result<File, StoreError> {
     Ok(file)
 }
 
-/// Reads, verifies and decodes the open database file `file`, read from `path`. The whole file
-/// is read into anonymous memory first (checked against the memory the machine has), and the
-/// checksum is verified on that copy: the bytes served are the bytes verified, whatever
-/// happens to the file afterwards, and the matrices are streamed from huge pages.
+/// Reads, verifies and decodes the open database file `file`, read from `path`. The matrices
+/// are read into page-aligned anonymous memory (checked first against the memory the machine
+/// has) and the checksum is verified on that copy: the bytes served are the bytes verified,
+/// whatever happens to the file afterwards, and answers stream them from huge pages.
 fn load(path: &Path, file: &File, registry: &Registry) -> Result<Database, StoreError> {
     let io = |source| StoreError::Io {
         path: path.to_path_buf(),
@@ -285,75 +286,71 @@ fn load(path: &Path, file: &File, registry: &Registry) -> Result<Database, Store
         reason,
     };
     let file_len = file.metadata().map_err(io)?.len();
-    if file_len < PREAMBLE_BYTES as u64 {
+    let mut head = [0u8; PREAMBLE_BYTES + 8];
+    if file_len < head.len() as u64 {
         return Err(invalid(format!("the file is only {file_len} bytes long")));
     }
-    let len = usize::try_from(file_len).map_err(|_| {
-        invalid(format!(
-            "the file's {file_len} bytes exceed the address space"
-        ))
-    })?;
-    memory::check_resident(file_len).map_err(|source| StoreError::Memory {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let whole = Arc::new(direct::read_whole(file, len).map_err(io)?);
-    let bytes: &[u8] = (*whole).as_ref();
-
-    let (mut reader, digest) = Reader::open(&bytes[..PREAMBLE_BYTES], Kind::DATABASE_FILE)
+    file.read_exact_at(&mut head, 0).map_err(io)?;
+    let (mut reader, digest) = Reader::open(&head[..PREAMBLE_BYTES], Kind::DATABASE_FILE)
         .map_err(|e| invalid(e.to_string()))?;
     let payload_len = reader.u64().map_err(|e| invalid(e.to_string()))?;
     let checksum = reader.take(32).map_err(|e| invalid(e.to_string()))?;
-    let payload = &bytes[PREAMBLE_BYTES..];
-    if payload_len != payload.len() as u64 {
+    let held = file_len - PREAMBLE_BYTES as u64;
+    if payload_len != held {
         return Err(invalid(format!(
-            "the header announces {payload_len} payload bytes but the file holds {} (truncated or extended)",
-            payload.len()
+            "the header announces {payload_len} payload bytes but the file holds {held} (truncated or extended)"
         )));
     }
-    let setup_len = payload
-        .get(..8)
-        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
-        .ok_or_else(|| invalid("the payload is shorter than its setup length".into()))?;
+    let setup_len = u64::from_le_bytes(head[PREAMBLE_BYTES..].try_into().expect("8 bytes"));
     if setup_len > payload_len - 8 {
         return Err(invalid(format!(
             "the public setup length {setup_len} exceeds the payload"
         )));
     }
-    let setup_end = 8 + setup_len as usize;
-    if checksum_of_payload(payload).as_slice() != checksum {
+    memory::check_resident(file_len).map_err(|source| StoreError::Memory {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let beyond = |_| invalid(format!("its {file_len} bytes exceed the address space"));
+    let matrices_offset = head.len() as u64 + setup_len;
+    let matrices_len = usize::try_from(file_len - matrices_offset).map_err(beyond)?;
+    let mut setup = vec![0u8; usize::try_from(setup_len).map_err(beyond)?];
+    file.read_exact_at(&mut setup, head.len() as u64)
+        .map_err(io)?;
+    let stored = Arc::new(direct::read_range(file, matrices_offset, matrices_len).map_err(io)?);
+    let stored_bytes: &[u8] = (*stored).as_ref();
+    if payload_checksum(&setup, &MatrixHasher::digest(stored_bytes)).as_slice() != checksum {
         return Err(invalid(
             "the checksum does not match: the file is corrupted".into(),
         ));
     }
-    let owner: SharedBytes = whole.clone();
+    let owner: SharedBytes = stored.clone();
     let mut matrices = |shapes: &[(usize, usize)]| {
-        let mut start = setup_end;
+        let mut start = 0;
         let mut matrices = Vec::with_capacity(shapes.len());
         for (i, &(rows, cols)) in shapes.iter().enumerate() {
-            let left = payload.len() - start;
+            let left = matrices_len - start;
             let len = rows
                 .checked_mul(cols)
                 .filter(|&len| len <= left)
                 .ok_or_else(|| {
                     format!("matrix {i} ({rows} x {cols}) is larger than the {left} bytes left")
                 })?;
-            let matrix =
-                PlaintextMatrix::from_shared(rows, cols, owner.clone(), PREAMBLE_BYTES + start)
-                    .ok_or_else(|| format!("matrix {i} ({rows} x {cols}) cannot be mapped"))?;
+            let matrix = PlaintextMatrix::from_shared(rows, cols, owner.clone(), start)
+                .ok_or_else(|| format!("matrix {i} ({rows} x {cols}) is not all there"))?;
             matrices.push(matrix);
             start += len;
         }
-        if start != payload.len() {
+        if start != matrices_len {
             return Err(format!(
                 "{} bytes follow the last matrix",
-                payload.len() - start
+                matrices_len - start
             ));
         }
         Ok(matrices)
     };
     let database = registry
-        .load(&payload[8..setup_end], &mut matrices)
+        .load(&setup, &mut matrices)
         .map_err(|e| invalid(e.to_string()))?;
     if database.digest() != digest {
         return Err(invalid(
