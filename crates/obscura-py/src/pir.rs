@@ -76,19 +76,37 @@ fn engine_options(layout: &str, params: &str, matrix: Option<&str>) -> PyResult<
     })
 }
 
-/// Checks the memory a build needs (its input as `records` holds it, and `copies_bytes` more of
-/// copies that `records` borrows from), then builds and writes the database (GIL released) and
-/// says what was written.
+/// A build's input: its records, and the bytes of the copies they borrow from that their shape
+/// does not count (a leaf's `Vec`, a buffer copied out of Python).
+struct Input<'a> {
+    records: Records<'a>,
+    copies_bytes: u64,
+}
+
+impl<'a> From<Records<'a>> for Input<'a> {
+    fn from(records: Records<'a>) -> Self {
+        Self {
+            records,
+            copies_bytes: 0,
+        }
+    }
+}
+
+/// Checks the memory a build needs (its input's, copies included), then builds and writes the
+/// database (GIL released) and says what was written.
 fn build_and_write(
     py: Python<'_>,
-    records: Records<'_>,
-    copies_bytes: u64,
+    input: Input<'_>,
     options: BuildOptions,
     out: PathBuf,
     threads: Option<usize>,
     max_memory: Option<u64>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<BuildReport> {
+    let Input {
+        records,
+        copies_bytes,
+    } = input;
     let shape = records.shape();
     let name = |layout: Layout| match layout {
         Layout::Square => "layout=\"square\"".to_string(),
@@ -198,17 +216,11 @@ pub fn build_index(
                     (copied.as_slice(), copied.len() as u64)
                 }
             };
-            let records = Records::raw(data, record_size);
-            build_and_write(
-                py,
-                records,
+            let input = Input {
+                records: Records::raw(data, record_size),
                 copies_bytes,
-                options,
-                out,
-                threads,
-                max_memory,
-                progress,
-            )
+            };
+            build_and_write(py, input, options, out, threads, max_memory, progress)
         }
         None => {
             if records.is_instance_of::<PyBytes>() {
@@ -218,8 +230,8 @@ pub fn build_index(
                 ));
             }
             let values = items::collect(records)?;
-            let records = Records::values(&values);
-            build_and_write(py, records, 0, options, out, threads, max_memory, progress)
+            let input = Records::values(&values).into();
+            build_and_write(py, input, options, out, threads, max_memory, progress)
         }
     }
 }
@@ -284,8 +296,7 @@ pub fn build_keyword(
     let pairs = pairs_of(pairs)?;
     build_and_write(
         py,
-        Records::Pairs(&pairs),
-        0,
+        Records::Pairs(&pairs).into(),
         options,
         out,
         threads,
@@ -318,17 +329,11 @@ pub fn build_merkle(
         engine: engine_options("square", params, matrix)?,
         ..BuildOptions::default()
     };
-    let records = Records::Leaves(&leaves);
-    build_and_write(
-        py,
-        records,
-        vec_headers,
-        options,
-        out,
-        threads,
-        None,
-        progress,
-    )
+    let input = Input {
+        records: Records::Leaves(&leaves),
+        copies_bytes: vec_headers,
+    };
+    build_and_write(py, input, options, out, threads, None, progress)
 }
 
 /// A Merkle leaf's audit path, fetched privately and verified against the tree's root.
