@@ -84,6 +84,15 @@ pub fn run(args: ServeArgs) -> Result<()> {
             .await
             .with_context(|| format!("cannot listen on {}", args.listen))?;
         let paths = args.databases.clone();
+        let file_bytes = paths
+            .iter()
+            .filter_map(|path| std::fs::metadata(path).ok())
+            .map(|metadata| metadata.len())
+            .sum();
+        eprintln!(
+            "loading {} into memory and verifying it",
+            obscura_store::memory::human(file_bytes)
+        );
         let catalog = tokio::task::spawn_blocking(move || Catalog::open(&paths))
             .await
             .context("loading the databases stopped")??;
