@@ -55,14 +55,16 @@ function openCache() {
   });
 }
 
-/** Runs `action` on the setups store; resolves with its result (undefined on any failure: a
- * cache that fails is no cache). */
+/** Runs `action` on the setups store; resolves with its result once the transaction has
+ * committed, so that a setup written is there for the next visit even if this page is left at
+ * once (undefined on any failure: a cache that fails is no cache). */
 function withStore(cache, mode, action) {
   return new Promise((resolve) => {
     try {
-      const request = action(cache.transaction("setups", mode).objectStore("setups"));
-      request.onsuccess = () => resolve(request.result);
-      request.onerror = () => resolve(undefined);
+      const transaction = cache.transaction("setups", mode);
+      const request = action(transaction.objectStore("setups"));
+      transaction.oncomplete = () => resolve(request.result);
+      transaction.onabort = () => resolve(undefined);
     } catch {
       resolve(undefined);
     }
