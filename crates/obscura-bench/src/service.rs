@@ -62,6 +62,8 @@ pub fn run(
     describe(report, setup.layer(), options.layout, records, record_bytes);
     let mut catalog = Catalog::default();
     catalog.insert("bench".into(), server)?;
+    // As `obscura serve` runs.
+    obscura_service::allocator::keep_freed_memory();
     let service =
         BackgroundService::start(catalog, ServiceConfig::default(), "127.0.0.1:0".parse()?)
             .context("cannot start the service")?;

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use obscura_service::allocator;
 use obscura_service::auth::Tokens;
 use obscura_service::catalog::{Catalog, Entry};
 use obscura_service::service::{self, CorsOrigins, Databases, ServiceConfig, Ui};
@@ -57,6 +58,7 @@ pub struct ServeArgs {
 
 /// Runs `obscura serve` until ctrl-c or SIGTERM; SIGHUP reloads the database files.
 pub fn run(args: ServeArgs) -> Result<()> {
+    allocator::keep_freed_memory();
     rayon::ThreadPoolBuilder::new()
         .num_threads(pools::count(args.threads)?)
         .build_global()

@@ -18,7 +18,8 @@ The bench runs `--rounds` times, each run followed by `--calls` later calls from
 each ratio sets calls against a bench run of the same minutes on a noisy machine. Prints JSON: for
 each workload and place, the client's opening and first call in seconds, the later calls' median
 and range, and the per-round ratios of their median to the bench's sum (median and range), with
-the memory bandwidth each bench run measured.
+the memory bandwidth each bench run measured; over the service, each call's split and the
+service's page faults during it.
 """
 
 import argparse
@@ -86,6 +87,11 @@ class Served:
             raise RuntimeError("the service's metrics have no /query latency")
         return float(match.group(1))
 
+    def page_faults(self) -> int:
+        """The service process's minor page faults so far (Linux), each a fresh page of memory."""
+        with open(f"/proc/{self.process.pid}/stat") as stat:
+            return int(stat.read().rsplit(")", 1)[1].split()[7])
+
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(timeout=60)
@@ -97,7 +103,7 @@ def measure(cli: str, path: str, name: str, preset: list, lookup, calls: int, ro
     later calls of each client, so each round's ratio sets later calls against a bench run made
     just before them. Over the service, each later call is also split into the service's part
     (request received to answer sent, from its metrics) and the rest (the query made and sent,
-    the answer received and decoded)."""
+    the answer received and decoded), and the service's page faults during the call counted."""
     started = time.perf_counter()
     local = obscura.Client.open(path)
     clients = {"local": {"open": time.perf_counter() - started}}
@@ -111,7 +117,7 @@ def measure(cli: str, path: str, name: str, preset: list, lookup, calls: int, ro
             clients[place]["first"] = seconds_of(lambda i: lookup(client, i), 0)
         benches, bandwidth = [], []
         later, ratios = {p: [] for p in places}, {p: [] for p in places}
-        service, rest = [], []
+        service, rest, faults = [], [], []
         for run in range(rounds):
             report = bench(cli, *preset)
             benches.append(lookup_seconds(report))
@@ -125,9 +131,10 @@ def measure(cli: str, path: str, name: str, preset: list, lookup, calls: int, ro
                     if place != "served":
                         times.append(seconds_of(lambda i: lookup(client, i), i))
                         continue
-                    before = served.query_seconds()
+                    before, faulted = served.query_seconds(), served.page_faults()
                     times.append(seconds_of(lambda i: lookup(client, i), i))
                     service.append(served.query_seconds() - before)
+                    faults.append(served.page_faults() - faulted)
                     rest.append(times[-1] - service[-1])
                 later[place] += times
                 ratios[place].append(statistics.median(times) / benches[-1])
@@ -138,6 +145,7 @@ def measure(cli: str, path: str, name: str, preset: list, lookup, calls: int, ro
         result[place] = {**clients[place], "later": spread(later[place]), "later_over_bench": spread(ratios[place])}
     result["served"]["service"] = spread(service)
     result["served"]["client"] = spread(rest)
+    result["served"]["page_faults"] = spread(faults)
     return result
 
 
