@@ -501,6 +501,32 @@ mod tests {
         }
     }
 
+    /// A file larger than the memory available (a sparse 8 TiB one whose header announces its
+    /// size) is refused, naming what it needs, before anything is read into memory.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_larger_than_memory_is_refused_before_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.obs");
+        write_database(&path, &Database::from(server().0)).unwrap();
+        let huge: u64 = 8 << 40;
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        let payload_len = (huge - PREAMBLE_BYTES as u64).to_le_bytes();
+        file.write_all_at(&payload_len, wire::HEADER_BYTES as u64)
+            .unwrap();
+        file.set_len(huge).unwrap();
+        match read_database(&path) {
+            Err(StoreError::Memory { source, .. }) => {
+                assert_eq!(source.needed, huge);
+                assert!(source.message.contains("8.0 TiB"), "{}", source.message);
+            }
+            other => panic!(
+                "expected a memory refusal, got {:?}",
+                other.map(|d| d.kind())
+            ),
+        }
+    }
+
     #[test]
     fn truncated_and_corrupted_files_are_refused() {
         let dir = tempfile::tempdir().unwrap();
