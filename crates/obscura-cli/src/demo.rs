@@ -77,11 +77,11 @@ const SHOWN: [Shown; 4] = [
                 grows with the database, and a query asks for every row a record spans)",
     },
     Shown {
-        name: "ypir",
-        builder: "ypir",
+        name: "ypir-sp",
+        builder: "ypir-sp",
         layout: Layout::Square,
-        title: "YPIR (no hint: the query carries fresh packing keys, the answer is packed into \
-                ring ciphertexts)",
+        title: "YPIR+SP (no hint: the query carries fresh packing keys, the answer is packed \
+                into ring ciphertexts; records of any size)",
     },
 ];
 

@@ -240,7 +240,7 @@ fn bad_input_gets_a_one_line_error() {
 #[test]
 fn demo_retrieves_and_reports() {
     obscura()
-        .args(["demo", "--records", "500", "--record-size", "40"])
+        .args(["demo", "--records", "500", "--record-size", "100"])
         .assert()
         .success()
         .stdout(predicate::str::contains(
@@ -248,7 +248,8 @@ fn demo_retrieves_and_reports() {
         ))
         .stdout(predicate::str::contains("query"))
         .stdout(predicate::str::contains("answer"))
-        .stdout(predicate::str::contains("== DoublePIR"));
+        .stdout(predicate::str::contains("== DoublePIR"))
+        .stdout(predicate::str::contains("== YPIR+SP"));
 }
 
 /// Runs `obscura bench ARGS --json` and parses its output.
