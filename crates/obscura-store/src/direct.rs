@@ -124,17 +124,7 @@ impl Read for SequentialReader {
         };
         if self.staged.is_empty() {
             // A whole aligned stretch, or the file's tail: direct reads stop at its end.
-            let mut filled = 0;
-            while filled < STAGING_BYTES {
-                let read = self
-                    .file
-                    .read_at(&mut staging[filled..], self.offset + filled as u64)?;
-                if read == 0 || !read.is_multiple_of(ALIGN as usize) {
-                    filled += read;
-                    break;
-                }
-                filled += read;
-            }
+            let filled = read_blocks(&self.file, staging, self.offset)?;
             self.offset += filled as u64;
             self.staged = 0..filled;
         }
@@ -170,24 +160,30 @@ pub fn read_range(file: &File, offset: u64, len: usize) -> io::Result<ReadBytes>
         file.read_exact_at(&mut buffer[..len], offset)?;
         return Ok(ReadBytes { buffer, len });
     };
-    // Whole blocks from the one holding `offset`; a short read is the file's end (or its last
-    // partial block), and what is left goes through the ordinary descriptor.
+    // Whole blocks from the one holding `offset`; what the file's end leaves goes through the
+    // ordinary descriptor.
     let (start, end) = (offset - shift as u64, shift + len);
-    let mut filled = 0;
-    while filled < end {
-        let stretch = (filled + STAGING_BYTES).min(buffer.len());
-        let read = direct.read_at(&mut buffer[filled..stretch], start + filled as u64)?;
-        filled += read;
-        if read == 0 || !read.is_multiple_of(ALIGN as usize) {
-            break;
-        }
-    }
-    let filled = filled.clamp(shift, end);
+    let filled = read_blocks(&direct, &mut buffer, start)?.clamp(shift, end);
     file.read_exact_at(&mut buffer[filled..end], start + filled as u64)?;
     if shift > 0 {
         buffer.copy_within(shift..end, 0);
     }
     Ok(ReadBytes { buffer, len })
+}
+
+/// Fills `buf` from `offset` of `file` (open for direct I/O: `buf` and `offset` block-aligned)
+/// with whole blocks, until it is full or a read comes back short (the file's end, or its last
+/// partial block); returns the bytes read.
+fn read_blocks(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        let read = file.read_at(&mut buf[filled..], offset + filled as u64)?;
+        filled += read;
+        if read == 0 || !read.is_multiple_of(ALIGN as usize) {
+            break;
+        }
+    }
+    Ok(filled)
 }
 
 /// The file open as `file` opened again with direct I/O for reading, where the system allows
