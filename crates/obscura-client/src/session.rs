@@ -196,8 +196,8 @@ impl Session {
         Ok((exchange, request))
     }
 
-    /// Restarts `exchange` on this session: the one made of the setup a [`Step::Refresh`]
-    /// fetched.
+    /// Starts `exchange` over on this session, the one that holds the setup a
+    /// [`Step::Refresh`] asked for: its first request, made from that setup.
     pub fn restart(&mut self, exchange: &mut Exchange) -> Result<Request, ClientError> {
         exchange.pending = None;
         exchange.leaf_hash = None;
