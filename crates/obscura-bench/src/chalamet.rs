@@ -4,10 +4,11 @@
 use anyhow::{Context as _, Result};
 use obscura_pir::keyword::fuse::{Arity, FuseShape};
 use obscura_pir::keyword::{
-    filter_hash, key_digest, KeywordClient, KeywordOptions, KeywordServer, KeywordSetup,
+    filter_hash, key_digest, Keyword, KeywordClient, KeywordOptions, KeywordServer, KeywordSetup,
 };
 use obscura_pir::lwe::Layout;
-use obscura_pir::PirClient;
+use obscura_pir::{PirClient, PirServer};
+use obscura_registry::Database;
 use rayon::prelude::*;
 
 use crate::lwe::report::{Bytes, Report, Retrieval};
@@ -15,6 +16,7 @@ use crate::lwe::{describe, hint_bound, measure_answers};
 use crate::measure::{splitmix64, timed};
 use crate::memory::peak_of;
 use crate::progress::Progress;
+use crate::repeated::{self, Workload};
 use obscura_math::threads::Pools;
 
 /// Bytes per key, as in ChalametPIR's benchmark.
@@ -108,15 +110,11 @@ pub fn run(
                 .install(|| client.query(&pairs[keys as usize - 1].0))
         });
         let (fresh_query, fresh_state) = fresh?;
-        let fresh_answer = pools
-            .all
-            .install(|| obscura_pir::PirServer::answer(&server, &fresh_query))?;
+        let fresh_answer = pools.all.install(|| server.answer(&fresh_query))?;
         correct &= client.decode(fresh_state, &fresh_answer)?.as_ref()
             == Some(&pairs[keys as usize - 1].1);
         let (absent_query, absent_state) = client.query(b"an absent key")?;
-        let absent_answer = pools
-            .all
-            .install(|| obscura_pir::PirServer::answer(&server, &absent_query))?;
+        let absent_answer = pools.all.install(|| server.answer(&absent_query))?;
         correct &= client.decode(absent_state, &absent_answer)?.is_none();
 
         let database_bytes = (keys * (KEY_BYTES as u64 + value_bytes)) as f64;
@@ -134,7 +132,32 @@ pub fn run(
             },
         };
         report.record(retrieval, database_bytes);
-        report.correct = correct;
+
+        let database = Database::new(server);
+        let server = database
+            .server::<Keyword>()
+            .context("the database holds another scheme")?;
+        let targets: Vec<&(Vec<u8>, Vec<u8>)> = (0..2 + repeated::ROUNDS as u64)
+            .map(|i| &pairs[(i * 7919 % keys) as usize])
+            .collect();
+        let (repeated, right) = repeated::measure(
+            Workload {
+                database: database.clone(),
+                targets: &targets,
+                steps: &mut |(key, value)| {
+                    let (query, query_seconds) = timed(|| client.query(key));
+                    let (query, state) = query?;
+                    let (answer, answer_seconds) = timed(|| server.answer(&query));
+                    let (found, decode_seconds) = timed(|| client.decode(state, &answer?));
+                    let seconds = query_seconds + answer_seconds + decode_seconds;
+                    Ok((seconds, found?.as_ref() == Some(value)))
+                },
+                lookup: &|client, (key, value)| Ok(client.get_key(key)?.as_ref() == Some(value)),
+            },
+            pools,
+        )?;
+        report.repeated = Some(repeated);
+        report.correct = correct && right;
         reports.push(report);
     }
     Ok(reports)

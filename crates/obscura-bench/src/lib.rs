@@ -15,6 +15,7 @@ pub mod memory;
 pub mod peers;
 pub mod progress;
 pub mod psi;
+pub mod repeated;
 pub mod report;
 pub mod service;
 pub mod small;

@@ -26,8 +26,9 @@ pub struct ServeArgs {
     /// Queries answered or waiting at once; more get 503.
     #[arg(long, default_value_t = 256)]
     max_concurrent: usize,
-    /// Milliseconds the batcher waits for more queries after the first.
-    #[arg(long, default_value_t = 1)]
+    /// Milliseconds the batcher waits for more queries after the first (0: it answers those
+    /// waiting; queries that arrive during a pass are answered together by the next).
+    #[arg(long, default_value_t = 0)]
     batch_window_ms: u64,
     /// Time limit of a request, in seconds.
     #[arg(long, default_value_t = 30)]

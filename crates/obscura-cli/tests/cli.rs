@@ -295,6 +295,31 @@ fn bench_presets_print_the_documented_json() {
         assert!(report["bytes"]["query"].as_u64().unwrap() > 0);
         let batches = report["batch"].as_array().map_or(0, |b| b.len());
         assert_eq!(batches, if preset == "simple-1g" { 4 } else { 0 });
+        assert_repeated(&report);
+    }
+}
+
+/// The `repeated` object of an index or keyword preset: each client's first lookup, and the
+/// rounds of later lookups set against the bench's steps.
+fn assert_repeated(report: &serde_json::Value) {
+    let repeated = &report["repeated"];
+    assert_eq!(repeated["rounds"], 15);
+    assert!(repeated["steps"]["median"].as_f64().unwrap() > 0.0);
+    for place in ["local", "served"] {
+        assert!(repeated["first"][place].as_f64().unwrap() > 0.0, "{place}");
+        let later = &repeated["later"][place];
+        let (min, median, max) = (
+            later["min"].as_f64().unwrap(),
+            later["median"].as_f64().unwrap(),
+            later["max"].as_f64().unwrap(),
+        );
+        assert!(0.0 < min && min <= median && median <= max, "{place}");
+        assert!(
+            repeated["later_over_steps"][place]["median"]
+                .as_f64()
+                .unwrap()
+                > 0.0
+        );
     }
 }
 
@@ -716,6 +741,7 @@ fn bench_chalamet_reports_both_arities() {
         assert_eq!(report["scheme"], "keyword");
         assert_eq!(report["correct"], true);
         assert!(report["seconds"]["filter_build"].as_f64().unwrap() > 0.0);
+        assert_repeated(report);
     }
     let one = bench_json(&[
         "chalamet",

@@ -30,6 +30,15 @@ impl Client {
     #[cfg(feature = "file")]
     pub fn open(path: &std::path::Path) -> Result<Self, ClientError> {
         let database = obscura_store::store::read_database(path)?;
+        Self::in_process(&path.display().to_string(), database)
+    }
+
+    /// A client of `database`, held and answered in this process; `name` names it in errors.
+    #[cfg(feature = "file")]
+    pub fn in_process(
+        name: &str,
+        database: obscura_registry::Database,
+    ) -> Result<Self, ClientError> {
         let setup = database.setup_bytes();
         let sha256 = obscura_registry::setup_sha256(&setup);
         // A local file's queries are answered in this process: no size limit protects a peer.
@@ -37,8 +46,7 @@ impl Client {
             max_query_bytes: u64::MAX,
             ..SetupPolicy::default()
         };
-        let name = path.display().to_string();
-        let session = Session::new(&name, &setup, sha256, false, &policy, &Registry::default())?;
+        let session = Session::new(name, &setup, sha256, false, &policy, &Registry::default())?;
         Ok(Self {
             source: Source::File(database),
             session,

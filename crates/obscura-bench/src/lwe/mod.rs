@@ -5,18 +5,20 @@ pub mod report;
 
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use obscura_math::hint;
 use obscura_pir::double::{self, Double};
 use obscura_pir::lwe::{self, EngineOptions, Layer, Layout, Lwe, PublicSetup};
 use obscura_pir::params::{LweParams, MatrixKind};
 use obscura_pir::scheme::{AnswerOf, Progress as SetupProgress, QueryOf, SetupOf};
 use obscura_pir::{Encode, PirClient, PirError, PirServer, Scheme, SetupMessage};
+use obscura_registry::Database;
 
 use crate::bandwidth;
 use crate::measure::{generate, median, timed};
 use crate::memory::peak_of;
 use crate::progress::Progress;
+use crate::repeated::{self, Workload};
 use crate::report::{Pair, Params};
 use obscura_math::threads::Pools;
 use report::{AnswerReads, Batch, Bytes, Report, Retrieval};
@@ -360,6 +362,33 @@ where
             });
         }
     }
-    report.correct = correct;
+
+    let database = Database::new(server);
+    let server = database
+        .server::<S>()
+        .context("the database holds another scheme")?;
+    let record_of = |index: u64| {
+        let start = (index * record_bytes) as usize;
+        &data[start..start + record_bytes as usize]
+    };
+    let targets: Vec<u64> = indices.take(2 + repeated::ROUNDS).collect();
+    let (repeated, right) = repeated::measure(
+        Workload {
+            database: database.clone(),
+            targets: &targets,
+            steps: &mut |&index| {
+                let (query, query_seconds) = timed(|| client.query(index));
+                let (query, state) = query?;
+                let (answer, answer_seconds) = timed(|| server.answer(&query));
+                let (record, decode_seconds) = timed(|| client.decode(state, &answer?));
+                let seconds = query_seconds + answer_seconds + decode_seconds;
+                Ok((seconds, record? == record_of(index)))
+            },
+            lookup: &|client, &index| Ok(client.get(index)? == record_of(index)),
+        },
+        pools,
+    )?;
+    report.repeated = Some(repeated);
+    report.correct = correct && right;
     Ok(())
 }

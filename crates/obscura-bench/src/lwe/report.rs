@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use crate::repeated::Repeated;
 use crate::report::{human, human_bytes, print_bandwidth, print_correct, Pair, Params, Tables};
 use crate::service::{self, ServiceLevel};
 
@@ -108,6 +109,9 @@ pub struct Report {
     /// Batched answers.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub batch: Vec<Batch>,
+    /// Repeated lookups through one client session, against the bench's steps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeated: Option<Repeated>,
     /// The HTTP service against concurrency.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub service: Vec<ServiceLevel>,
@@ -267,6 +271,9 @@ impl Tables for Report {
                     batch.effective_gbs / single
                 );
             }
+        }
+        if let Some(repeated) = &self.repeated {
+            repeated.print_table();
         }
         print_correct(
             self.correct,

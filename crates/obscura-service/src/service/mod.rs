@@ -12,7 +12,7 @@
 //! | `GET /`, `GET /ui/{file}` | with [`ServiceConfig::ui`]: the built-in page ([`Ui`]) |
 //!
 //! Queries that arrive together are answered in one pass over the database: each database has
-//! one worker that takes every query waiting (up to [`ServiceConfig::max_batch`], waiting at most
+//! one worker that takes every query waiting (up to [`ServiceConfig::max_batch`], waiting
 //! [`ServiceConfig::batch_window`] for more) and runs the scheme's batched answer; the
 //! database's scheme decodes and answers the queries (`obscura_registry`). Bodies are bounded in size (by what
 //! the database can take) and in time, concurrent queries are bounded (503 beyond), every
@@ -55,7 +55,9 @@ pub struct ServiceConfig {
     pub max_concurrent: usize,
     /// Time limit of a request; slower ones get 408.
     pub request_timeout: Duration,
-    /// How long the batcher waits for more queries after the first.
+    /// How long the batcher waits for more queries after the first. Zero (the default) answers
+    /// the queries waiting at once: those that arrive during a pass are answered together by
+    /// the next, so a lone query waits for nothing and a busy database still batches.
     pub batch_window: Duration,
     /// Most queries answered in one pass; the batch endpoint accepts at most this many, and
     /// never more than `max_concurrent` (a larger batch could never be served).
@@ -114,7 +116,7 @@ impl Default for ServiceConfig {
             max_body_bytes: None,
             max_concurrent: 256,
             request_timeout: Duration::from_secs(30),
-            batch_window: Duration::from_millis(1),
+            batch_window: Duration::ZERO,
             max_batch: 16,
             connections: ConnectionLimits::default(),
             tokens: Tokens::default(),
