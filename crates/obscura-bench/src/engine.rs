@@ -2,13 +2,12 @@
 //! presets, so that a preset can be compared with a peer parameter for parameter; without them
 //! each preset sets up its databases as the workload defines.
 
-use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use obscura_pir::keyword::KeywordOptions;
 use obscura_pir::lwe::{EngineOptions, Layout};
 use obscura_pir::params::{MatrixKind, ParamSet};
 
-use crate::Preset;
+use crate::{InvalidArguments, Preset};
 
 /// The engine options of a run.
 #[derive(Args, Clone, Copy, Debug, Default)]
@@ -42,7 +41,7 @@ impl EngineArgs {
     /// The setup options of `preset`: the options given, the preset's own where none is.
     /// Refuses options for a preset that sets up no LWE database, and `--layout` for
     /// `chalamet`, whose keyword database always stores one record per column.
-    pub fn for_preset(&self, preset: Preset) -> Result<Engine> {
+    pub fn for_preset(&self, preset: Preset) -> Result<Engine, InvalidArguments> {
         let given: Vec<&str> = [
             ("--params", self.params.is_some()),
             ("--matrix", self.matrix.is_some()),
@@ -58,15 +57,17 @@ impl EngineArgs {
                 .filter(|p| p.has_engine())
                 .map(|p| p.name())
                 .collect();
-            bail!(
+            return Err(InvalidArguments(format!(
                 "{} {verb} to the PIR presets ({}), not to {}",
                 given.join(" and "),
                 pir.join(", "),
                 preset.name()
-            );
+            )));
         }
         if preset == Preset::Chalamet && self.layout.is_some() {
-            bail!("--layout does not apply to chalamet: a keyword database stores one record per column");
+            return Err(InvalidArguments(
+                "--layout does not apply to chalamet: a keyword database stores one record per column".into(),
+            ));
         }
         let layout = match preset {
             Preset::Frodo => Layout::OnePerColumn,

@@ -170,14 +170,14 @@ pub struct BenchArgs {
     preset: Preset,
     /// Records in the database, items per side for PSI (default: the preset's, 2^20; the
     /// TreePIR presets take `--heights` instead).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     records: Option<u64>,
     /// Bytes per record, per item for PSI (default: the preset's, 1024; 16 for PSI).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     record_bytes: Option<u64>,
     /// Threads for the parallel steps, per party for the PSI presets, which also run with one
     /// thread per party (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=pools::MAX_THREADS as u64))]
     threads: Option<usize>,
     /// Print one JSON object instead of tables (an array of one per arity for `chalamet`
     /// without `--arity`).
@@ -203,12 +203,24 @@ pub struct BenchArgs {
     engine: EngineArgs,
 }
 
+/// Arguments of `obscura bench` that do not go together, found before any work.
+#[derive(Debug)]
+pub struct InvalidArguments(pub String);
+
+impl std::fmt::Display for InvalidArguments {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InvalidArguments {}
+
 /// Runs `obscura bench` with `args`, showing the progress of long setups with `progress`, and
 /// prints the report; fails if a result was wrong.
 pub fn run(args: BenchArgs, progress: &dyn Progress) -> Result<()> {
+    let engine = args.engine.for_preset(args.preset)?;
     let threads = pools::count(args.threads)?;
     let pools = Pools::new(threads)?;
-    let engine = args.engine.for_preset(args.preset)?;
     let mut report = Report::new(args.preset.name(), threads);
     // The PIR presets measure the bandwidth in turns with their answers instead.
     if !matches!(
@@ -238,10 +250,6 @@ pub fn run(args: BenchArgs, progress: &dyn Progress) -> Result<()> {
     let record_bytes = args
         .record_bytes
         .unwrap_or(args.preset.default_record_bytes());
-    anyhow::ensure!(
-        records >= 1 && record_bytes >= 1,
-        "--records and --record-bytes must be at least 1"
-    );
     if let Some(protocol) = psi::protocol(args.preset) {
         let report = psi::run(
             protocol,

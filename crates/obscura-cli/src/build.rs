@@ -16,6 +16,7 @@ use obscura_store::memory as sizes;
 use obscura_store::store::{self, Database, WrittenSetup};
 
 use crate::ingest::{self, InputFormat};
+use crate::usage::{self, Usage};
 use crate::{memory, progress};
 use obscura_math::threads as pools;
 
@@ -30,7 +31,7 @@ pub struct BuildArgs {
     #[arg(long, value_enum)]
     format: Option<InputFormat>,
     /// Bytes per record (raw input only).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     record_size: Option<u64>,
     /// Column (CSV) or field (JSON lines) that makes the record; repeat for several.
     #[arg(long = "column")]
@@ -87,7 +88,7 @@ pub struct EngineArgs {
     #[arg(long)]
     pub matrix: Option<MatrixKind>,
     /// Threads for the setup (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = usage::threads())]
     pub threads: Option<usize>,
     /// Refuse to build when the setup would need more memory than this (e.g. 8GiB, 512MB or
     /// bytes; default: the memory the system has available).
@@ -167,25 +168,59 @@ impl Input {
     }
 }
 
+impl BuildArgs {
+    /// Whether the scheme serves records by index only (not the default builder, which also
+    /// builds keyword databases and streams).
+    fn indexed_only(&self) -> bool {
+        self.scheme.name() != default_builder().name()
+    }
+}
+
+/// Refuses, before any work, the arguments that do not go together.
+fn check_usage(args: &BuildArgs, format: InputFormat) -> Result<(), Usage> {
+    let indexed_only = args.indexed_only();
+    usage::ensure(
+        !(indexed_only && args.key_column.is_some()),
+        format!(
+            "--scheme {} serves records by index; a keyword database takes --key-column alone",
+            args.scheme.name()
+        ),
+    )?;
+    usage::ensure(
+        !(indexed_only && args.stream),
+        "--stream builds index databases (--scheme index)",
+    )?;
+    usage::ensure(
+        args.arity.is_none() || args.key_column.is_some(),
+        "--arity applies to keyword databases (--key-column)",
+    )?;
+    if format == InputFormat::Raw {
+        return usage::ensure(
+            args.columns.is_empty(),
+            "--column applies to CSV and JSON-lines input",
+        );
+    }
+    usage::ensure(
+        args.record_size.is_none(),
+        "--record-size applies to raw input only: CSV and JSON-lines records are their columns",
+    )?;
+    usage::ensure(
+        !args.stream,
+        "--stream applies to raw input only: CSV and JSON-lines input is built in memory",
+    )?;
+    usage::ensure(
+        args.key_column.is_some() || !args.columns.is_empty(),
+        "name the record's column(s) with --column (or --key-column and --value-column for a keyword database)",
+    )
+}
+
 /// Runs `obscura build`.
 pub fn run(args: BuildArgs) -> Result<()> {
     let format = args
         .format
         .unwrap_or_else(|| InputFormat::guess(&args.input));
-    let indexed_only = args.scheme.name() != default_builder().name();
-    ensure!(
-        !(indexed_only && args.key_column.is_some()),
-        "--scheme {} serves records by index; a keyword database takes --key-column alone",
-        args.scheme.name()
-    );
-    ensure!(
-        !(indexed_only && args.stream),
-        "--stream builds index databases (--scheme index)"
-    );
-    ensure!(
-        args.arity.is_none() || args.key_column.is_some(),
-        "--arity applies to keyword databases (--key-column)"
-    );
+    check_usage(&args, format)?;
+    let indexed_only = args.indexed_only();
     let options = BuildOptions {
         scheme: args.scheme,
         engine: args.engine.options(),
@@ -193,14 +228,9 @@ pub fn run(args: BuildArgs) -> Result<()> {
     };
     let input = match format {
         InputFormat::Raw => {
-            ensure!(
-                args.columns.is_empty(),
-                "--column applies to CSV and JSON-lines input"
-            );
             let record_size = args
                 .record_size
-                .context("--record-size is needed for raw input")?;
-            ensure!(record_size >= 1, "--record-size must be at least 1 byte");
+                .ok_or_else(|| Usage("--record-size is needed for raw input".into()))?;
             let size = std::fs::metadata(&args.input)
                 .with_context(|| format!("cannot read {}", args.input.display()))?
                 .len();
@@ -237,10 +267,6 @@ pub fn run(args: BuildArgs) -> Result<()> {
             Input::Raw { data, record_size }
         }
         InputFormat::Csv | InputFormat::Jsonl => {
-            ensure!(
-                args.record_size.is_none(),
-                "--record-size applies to raw input only"
-            );
             let read = |columns: &[String]| {
                 if format == InputFormat::Csv {
                     ingest::csv_values(&args.input, columns)
@@ -254,10 +280,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
                     ingest::check_unique_keys(&args.input, format, key, &keys)?;
                     Input::Pairs(keys.into_iter().zip(read(&args.value_columns)?).collect())
                 }
-                None => {
-                    ensure!(!args.columns.is_empty(), "name the record's column(s) with --column (or --key-column and --value-column for a keyword database)");
-                    Input::Values(read(&args.columns)?)
-                }
+                None => Input::Values(read(&args.columns)?),
             };
             ensure!(
                 !input.records().shape().is_empty(),

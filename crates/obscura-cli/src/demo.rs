@@ -20,10 +20,10 @@ use crate::progress;
 #[derive(Args)]
 pub struct DemoArgs {
     /// Number of records in the built-in database.
-    #[arg(long, default_value_t = 16_384)]
+    #[arg(long, default_value_t = 16_384, value_parser = clap::value_parser!(u64).range(1..))]
     records: u64,
     /// Bytes per record.
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..))]
     record_size: u64,
 }
 
@@ -87,8 +87,6 @@ const SHOWN: [Shown; 4] = [
 
 /// Runs `obscura demo`.
 pub fn run(args: DemoArgs) -> Result<()> {
-    ensure!(args.records >= 1, "--records must be at least 1");
-    ensure!(args.record_size >= 1, "--record-size must be at least 1");
     let data = built_in_records(args.records, args.record_size);
     println!(
         "Obscura demo: {} records of {} bytes ({:.1} MiB), built in.\n",

@@ -9,10 +9,13 @@ mod merkle;
 mod progress;
 mod psi;
 mod serve;
+mod usage;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser, Subcommand};
+use obscura_bench::InvalidArguments;
 
 /// What the exit status means, as `--help` shows it.
 const EXIT_STATUS: &str = "\
@@ -53,8 +56,24 @@ enum Command {
     Merkle(merkle::MerkleArgs),
 }
 
+impl Command {
+    /// The subcommand's name, as typed.
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Build(_) => "build",
+            Self::Get(_) => "get",
+            Self::Serve(_) => "serve",
+            Self::Demo(_) => "demo",
+            Self::Bench(_) => "bench",
+            Self::Psi(_) => "psi",
+            Self::Merkle(_) => "merkle",
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let name = cli.command.name();
     if !matches!(cli.command, Command::Serve(_)) {
         end_quietly_when_stdout_closes();
     }
@@ -83,10 +102,28 @@ fn main() -> ExitCode {
             ExitCode::from(NOT_FOUND)
         }
         Err(error) => {
-            eprintln!("error: {error:#}");
-            ExitCode::FAILURE
+            let usage = (error.downcast_ref::<usage::Usage>().map(|u| &u.0))
+                .or_else(|| error.downcast_ref::<InvalidArguments>().map(|u| &u.0));
+            match usage {
+                Some(message) => exit_with_usage(name, message),
+                None => {
+                    eprintln!("error: {error:#}");
+                    ExitCode::FAILURE
+                }
+            }
         }
     }
+}
+
+/// Reports `usage`, an invalid argument of `subcommand`, as clap reports its own (with the
+/// subcommand's usage line), and exits with status 2.
+fn exit_with_usage(subcommand: &str, usage: &str) -> ! {
+    let mut command = Cli::command();
+    command.build();
+    let command = command
+        .find_subcommand_mut(subcommand)
+        .expect("every subcommand is registered");
+    command.error(ErrorKind::ArgumentConflict, usage).exit()
 }
 
 /// Lets a closed stdout end the process quietly, as it ends other Unix tools: `obscura get ... |

@@ -4,13 +4,14 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
 use obscura_psi::bucketed::{run_bucketed, BucketOptions, BucketedOutcome, ItemSource};
 use obscura_psi::transport::tcp::{self, TcpTransport};
 use obscura_psi::{HelloError, Options, Outcome, Protocol, PsiError, Role, Stage};
 use obscura_store::memory::human;
 
+use crate::usage::{self, Usage};
 use crate::{ingest, progress};
 use obscura_math::threads as pools;
 
@@ -44,12 +45,12 @@ pub struct PsiArgs {
     #[arg(long)]
     both_learn: bool,
     /// Threads for hashing, group operations, OT extension and VOLE (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = usage::threads())]
     threads: Option<usize>,
     /// Seconds to wait for the peer: for the client to connect (server) or the server to listen
     /// (client), then for each read and write (with --bucket-items, also for the peer to finish
     /// reading its input: raise it where one input takes much longer to read than the other).
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
     timeout: u64,
     /// Stream the input through buckets of about this many items on disk, one bucket in memory
     /// at a time (for sets larger than memory; both parties must pass the same value).
@@ -113,12 +114,25 @@ pub fn run(args: PsiArgs) -> Result<()> {
         role,
         both_learn: args.both_learn,
     };
-    options.check()?;
-    ensure!(args.timeout >= 1, "--timeout must be at least 1 second");
-    ensure!(
+    options.check().map_err(|error| Usage(error.to_string()))?;
+    let address = match (role, &args.listen, &args.connect) {
+        (Role::Server, Some(address), None) | (Role::Client, None, Some(address)) => address,
+        (Role::Server, ..) => {
+            return Err(
+                Usage("the server waits for the client: give --listen ADDR alone".into()).into(),
+            )
+        }
+        (Role::Client, ..) => {
+            return Err(Usage(
+                "the client connects to the server: give --connect ADDR alone".into(),
+            )
+            .into())
+        }
+    };
+    usage::ensure(
         args.output.is_none() || role == Role::Client || args.both_learn,
-        "--output on the server needs --both-learn: otherwise only the client learns the intersection"
-    );
+        "--output on the server needs --both-learn: otherwise only the client learns the intersection",
+    )?;
     let timeout = Duration::from_secs(args.timeout);
     let pool = pools::pool(pools::count(args.threads)?)?;
     // Read (or, streaming, check) the input before waiting for the peer.
@@ -132,12 +146,10 @@ pub fn run(args: PsiArgs) -> Result<()> {
             bucket_items,
         },
     };
-    let mut link = match (role, &args.listen, &args.connect) {
-        (Role::Server, Some(addr), None) => accept(addr, timeout)?,
-        (Role::Client, None, Some(addr)) => tcp::connect(addr.as_str(), timeout)
-            .with_context(|| format!("cannot connect to {addr} within {}s", args.timeout))?,
-        (Role::Server, ..) => bail!("the server waits for the client: give --listen ADDR"),
-        (Role::Client, ..) => bail!("the client connects to the server: give --connect ADDR"),
+    let mut link = match role {
+        Role::Server => accept(address, timeout)?,
+        Role::Client => tcp::connect(address.as_str(), timeout)
+            .with_context(|| format!("cannot connect to {address} within {}s", args.timeout))?,
     };
     let bar = progress::bar();
     let stage_message = |stage: Stage| stage.label(options.protocol);

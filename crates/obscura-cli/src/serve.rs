@@ -14,6 +14,8 @@ use obscura_service::tls;
 
 use obscura_math::threads as pools;
 
+use crate::usage::{self, Usage};
+
 /// Arguments of `obscura serve`.
 #[derive(Args)]
 pub struct ServeArgs {
@@ -24,17 +26,17 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
     /// Queries answered or waiting at once; more get 503.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     max_concurrent: usize,
     /// Milliseconds the batcher waits for more queries after the first (0: it answers those
     /// waiting; queries that arrive during a pass are answered together by the next).
     #[arg(long, default_value_t = 0)]
     batch_window_ms: u64,
     /// Time limit of a request, in seconds.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     timeout_secs: u64,
     /// Threads that answer queries (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = usage::threads())]
     threads: Option<usize>,
     /// Serve HTTPS with this certificate chain (PEM); needs --tls-key.
     #[arg(long, requires = "tls_key")]
@@ -59,6 +61,8 @@ pub struct ServeArgs {
 
 /// Runs `obscura serve` until ctrl-c or SIGTERM; SIGHUP reloads the database files.
 pub fn run(args: ServeArgs) -> Result<()> {
+    let cors = CorsOrigins::parse(&args.cors_origins)
+        .map_err(|error| Usage(format!("--cors-origin: {error}")))?;
     allocator::keep_freed_memory();
     rayon::ThreadPoolBuilder::new()
         .num_threads(pools::count(args.threads)?)
@@ -69,12 +73,11 @@ pub fn run(args: ServeArgs) -> Result<()> {
         _ => None,
     };
     let tokens = read_tokens(args.tokens.as_deref(), &args.databases)?;
-    let cors = CorsOrigins::parse(&args.cors_origins).context("--cors-origin")?;
     let ui = args.ui.then(Ui::embedded).transpose().context("--ui")?;
     let config = ServiceConfig {
-        max_concurrent: args.max_concurrent.max(1),
+        max_concurrent: args.max_concurrent,
         batch_window: Duration::from_millis(args.batch_window_ms),
-        request_timeout: Duration::from_secs(args.timeout_secs.max(1)),
+        request_timeout: Duration::from_secs(args.timeout_secs),
         tokens,
         cors,
         ui,

@@ -128,30 +128,6 @@ fn bad_input_gets_a_one_line_error() {
         .assert();
     assert_clean_failure(missing, "cannot read /nonexistent/input");
 
-    let zero = obscura()
-        .args(["build", "--input"])
-        .arg(dir.path().join("input-layout-square.bin"))
-        .args(["--record-size", "0", "--out"])
-        .arg(dir.path().join("x.obs"))
-        .assert();
-    assert_clean_failure(zero, "--record-size must be at least 1 byte");
-
-    let arity = obscura()
-        .args(["build", "--input"])
-        .arg(dir.path().join("input-layout-square.bin"))
-        .args(["--record-size", "10", "--arity", "3", "--out"])
-        .arg(dir.path().join("x.obs"))
-        .assert();
-    assert_clean_failure(arity, "--arity applies to keyword databases");
-
-    let cors = obscura()
-        .arg("serve")
-        .arg(&db)
-        .args(["--listen", "127.0.0.1:0", "--cors-origin", "lookup.example"])
-        .assert();
-    assert_clean_failure(cors, "is not a web origin");
-    assert!(!dir.path().join("x.obs").exists());
-
     let empty = dir.path().join("empty.bin");
     std::fs::write(&empty, b"").unwrap();
     let empty = obscura()
@@ -209,29 +185,6 @@ fn bad_input_gets_a_one_line_error() {
         .arg(dir.path().join("x.obs"))
         .assert();
     assert_clean_failure(unsupported, "cannot use a negacyclic matrix");
-
-    let no_threads = obscura()
-        .args(["build", "--input"])
-        .arg(&not_a_db)
-        .args(["--record-size", "4", "--threads", "0", "--out"])
-        .arg(dir.path().join("x.obs"))
-        .assert();
-    assert_clean_failure(no_threads, "--threads must be at least 1");
-
-    let double_stream = obscura()
-        .args(["build", "--input"])
-        .arg(&not_a_db)
-        .args([
-            "--record-size",
-            "4",
-            "--scheme",
-            "double",
-            "--stream",
-            "--out",
-        ])
-        .arg(dir.path().join("x.obs"))
-        .assert();
-    assert_clean_failure(double_stream, "--stream builds index databases");
 
     // No database file is left behind by failed builds.
     assert!(!dir.path().join("x.obs").exists());
@@ -433,23 +386,191 @@ fn bench_presets_take_the_engine_options() {
     assert_eq!(keyword["correct"], true);
 }
 
-/// An engine option a preset cannot use is refused with one line naming it.
+/// Every invalid argument value and every combination of arguments that cannot work is a usage
+/// error (exit status 2, clap's format with the command's usage line), found before any work:
+/// each invocation names input files and databases that do not exist, which would be the error
+/// if anything were read first.
 #[test]
-fn bench_refuses_engine_options_that_do_not_apply() {
-    obscura()
-        .args(["bench", "chalamet", "--records", "300", "--layout", "square"])
-        .assert()
-        .failure()
-        .stderr(
-            "error: --layout does not apply to chalamet: a keyword database stores one record per column\n",
-        );
-    obscura()
-        .args(["bench", "psi-ecdh", "--params", "frodo-1774"])
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains(
+fn invalid_arguments_are_usage_errors_found_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.obs");
+    let out = out.to_str().unwrap();
+    let build = |extra: &[&str], input: &str| -> Vec<String> {
+        let mut args = vec!["build", "--input", input, "--out", out];
+        args.extend_from_slice(extra);
+        args.into_iter().map(String::from).collect()
+    };
+    let psi = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec![
+            "psi",
+            "--protocol",
+            "kkrt",
+            "--input",
+            "/nonexistent/in.csv",
+        ];
+        args.extend_from_slice(&["--column", "item"]);
+        args.extend_from_slice(extra);
+        args.into_iter().map(String::from).collect()
+    };
+    let serve = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec!["serve", "/nonexistent/db.obs", "--listen", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        args.into_iter().map(String::from).collect()
+    };
+    let bench = |extra: &[&str]| -> Vec<String> {
+        std::iter::once("bench")
+            .chain(extra.iter().copied())
+            .map(String::from)
+            .collect()
+    };
+    let raw = "/nonexistent/records.bin";
+    let csv = "/nonexistent/records.csv";
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            build(&["--record-size", "0"], raw),
+            "'0' for '--record-size",
+        ),
+        (
+            build(&["--record-size", "4", "--threads", "0"], raw),
+            "'0' for '--threads",
+        ),
+        (
+            build(&["--record-size", "4", "--threads", "100000"], raw),
+            "100000 is not in 1..=1024",
+        ),
+        (build(&[], raw), "--record-size is needed for raw input"),
+        (
+            build(&["--record-size", "4", "--column", "a"], raw),
+            "--column applies to CSV",
+        ),
+        (
+            build(&["--record-size", "4", "--arity", "3"], raw),
+            "--arity applies to keyword",
+        ),
+        (
+            build(
+                &["--record-size", "4", "--scheme", "double", "--stream"],
+                raw,
+            ),
+            "--stream builds index databases",
+        ),
+        (
+            build(&["--record-size", "4", "--column", "a"], csv),
+            "--record-size applies to raw input only",
+        ),
+        (
+            build(&["--stream", "--column", "a"], csv),
+            "--stream applies to raw input only",
+        ),
+        (build(&[], csv), "name the record's column(s)"),
+        (
+            psi(&["--role", "client", "--listen", "127.0.0.1:0"]),
+            "give --connect ADDR alone",
+        ),
+        (
+            psi(&["--role", "server", "--connect", "127.0.0.1:1"]),
+            "give --listen ADDR alone",
+        ),
+        (
+            psi(&[
+                "--role",
+                "server",
+                "--listen",
+                "127.0.0.1:0",
+                "--output",
+                "o.csv",
+            ]),
+            "--output on the server needs --both-learn",
+        ),
+        (
+            psi(&[
+                "--role",
+                "client",
+                "--connect",
+                "127.0.0.1:1",
+                "--timeout",
+                "0",
+            ]),
+            "'0' for '--timeout",
+        ),
+        (
+            psi(&[
+                "--role",
+                "client",
+                "--connect",
+                "127.0.0.1:1",
+                "--threads",
+                "0",
+            ]),
+            "'0' for '--threads",
+        ),
+        (
+            serve(&["--max-concurrent", "0"]),
+            "'0' for '--max-concurrent",
+        ),
+        (serve(&["--timeout-secs", "0"]), "'0' for '--timeout-secs"),
+        (serve(&["--threads", "100000"]), "100000 is not in 1..=1024"),
+        (
+            serve(&["--cors-origin", "lookup.example"]),
+            "is not a web origin",
+        ),
+        (
+            serve(&["--cors-origin", "https://lookup.example/path"]),
+            "is not a web origin",
+        ),
+        (
+            ["demo", "--records", "0"].map(String::from).to_vec(),
+            "'0' for '--records",
+        ),
+        (
+            [
+                "merkle",
+                "build",
+                "--leaves",
+                "/nonexistent/leaves",
+                "--leaf-bytes",
+                "0",
+                "--out",
+                out,
+            ]
+            .map(String::from)
+            .to_vec(),
+            "'0' for '--leaf-bytes",
+        ),
+        (
+            bench(&["simple-1g", "--records", "0"]),
+            "'0' for '--records",
+        ),
+        (
+            bench(&["simple-1g", "--record-bytes", "0"]),
+            "'0' for '--record-bytes",
+        ),
+        (
+            bench(&["simple-1g", "--threads", "0"]),
+            "'0' for '--threads",
+        ),
+        (
+            bench(&["chalamet", "--layout", "square"]),
+            "--layout does not apply to chalamet: a keyword database stores one record per column",
+        ),
+        (
+            bench(&["psi-ecdh", "--params", "frodo-1774"]),
             "--params applies to the PIR presets",
-        ));
+        ),
+    ];
+    for (args, message) in cases {
+        let output = obscura().args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+        assert!(stderr.contains("try '--help'"), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("nonexistent"),
+            "{args:?} read a file: {stderr}"
+        );
+    }
+    assert!(!dir.path().join("x.obs").exists());
 }
 
 /// `obscura serve` in one process, `obscura get --server` in others: every record comes back

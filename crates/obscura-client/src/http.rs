@@ -14,6 +14,14 @@ use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
 use ureq::Agent;
 
 use crate::api::DatabaseInfo;
+
+/// The bytes a database name keeps in a URL path segment (RFC 3986's unreserved characters);
+/// every other byte is percent-encoded.
+const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
 use crate::error::ClientError;
 use crate::session::Request;
 use crate::setup::{
@@ -231,7 +239,13 @@ impl HttpClient {
     }
 
     fn setup_url(&self, name: &str) -> String {
-        self.url(&format!("/v1/databases/{name}/setup"))
+        self.database_url(name, "setup")
+    }
+
+    /// The URL of `route` of database `name`, the name percent-encoded as one path segment.
+    fn database_url(&self, name: &str, route: &str) -> String {
+        let name = percent_encoding::utf8_percent_encode(name, PATH_SEGMENT);
+        self.url(&format!("/v1/databases/{name}/{route}"))
     }
 
     /// The encoded public setup of database `name`, verified ([`SetupPolicy::accept`]): its
@@ -280,7 +294,7 @@ impl HttpClient {
     /// Sends `request`, a session's request for database `name`, and reads its answer (no
     /// more than the bytes it is due).
     pub fn send(&self, name: &str, request: &Request) -> Result<Vec<u8>, ClientError> {
-        let url = self.url(&format!("/v1/databases/{name}/{}", request.route));
+        let url = self.database_url(name, request.route);
         let reply = self.receive(
             &url,
             self.post(&url).send(&request.body[..]),
@@ -317,7 +331,7 @@ impl HttpClient {
         setup: &SetupOf<S>,
         queries: &[QueryOf<S>],
     ) -> Result<Vec<AnswerOf<S>>, ClientError> {
-        let url = self.url(&format!("/v1/databases/{name}/batch"));
+        let url = self.database_url(name, "batch");
         let unexpected = |message: String| ClientError::Unexpected {
             url: url.clone(),
             message,
@@ -447,6 +461,25 @@ mod tests {
                 );
                 assert!(!path.to_string_lossy().contains(".."), "{name}: {path:?}");
             }
+        }
+    }
+
+    #[test]
+    fn database_names_are_one_path_segment() {
+        let client = HttpClient::new("http://127.0.0.1:8080/", None);
+        for (name, url) in [
+            (
+                "db-1_v2.~",
+                "http://127.0.0.1:8080/v1/databases/db-1_v2.~/query",
+            ),
+            ("a/b", "http://127.0.0.1:8080/v1/databases/a%2Fb/query"),
+            (
+                "x?y#z",
+                "http://127.0.0.1:8080/v1/databases/x%3Fy%23z/query",
+            ),
+            ("é ", "http://127.0.0.1:8080/v1/databases/%C3%A9%20/query"),
+        ] {
+            assert_eq!(client.database_url(name, "query"), url, "{name}");
         }
     }
 }

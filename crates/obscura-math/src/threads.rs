@@ -4,6 +4,11 @@
 
 use rayon::{ThreadPool, ThreadPoolBuildError};
 
+/// The most threads a command or call may ask for: more than the largest machines have hardware
+/// threads (768 on two 192-core processors with two threads per core), and few enough that
+/// starting them cannot exhaust the system.
+pub const MAX_THREADS: usize = 1024;
+
 /// Why a thread count or a pool was refused.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -11,6 +16,9 @@ pub enum ThreadsError {
     /// A count of zero threads was asked for.
     #[error("--threads must be at least 1")]
     Zero,
+    /// More than [`MAX_THREADS`] threads were asked for.
+    #[error("--threads must be at most {MAX_THREADS}")]
+    TooMany,
     /// The operating system would not start the threads.
     #[error("cannot start a pool of {threads} threads")]
     Start {
@@ -26,6 +34,7 @@ pub enum ThreadsError {
 pub fn count(requested: Option<usize>) -> Result<usize, ThreadsError> {
     match requested {
         Some(0) => Err(ThreadsError::Zero),
+        Some(threads) if threads > MAX_THREADS => Err(ThreadsError::TooMany),
         Some(threads) => Ok(threads),
         None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
     }
@@ -76,6 +85,11 @@ mod tests {
     #[test]
     fn counts_and_pools() {
         assert!(matches!(count(Some(0)), Err(ThreadsError::Zero)));
+        assert!(matches!(
+            count(Some(MAX_THREADS + 1)),
+            Err(ThreadsError::TooMany)
+        ));
+        assert_eq!(count(Some(MAX_THREADS)).unwrap(), MAX_THREADS);
         assert_eq!(count(Some(3)).unwrap(), 3);
         assert!(count(None).unwrap() >= 1);
         assert_eq!(run(Some(2), rayon::current_num_threads).unwrap(), 2);

@@ -26,7 +26,7 @@ pub enum PsiError {
     #[error("cannot read the input: {0}")]
     Input(String),
     /// A bucket file could not be written or read back.
-    #[error("{path}: {source}")]
+    #[error("{}", path.display())]
     Io {
         /// The file or folder.
         path: std::path::PathBuf,

@@ -146,7 +146,7 @@ fn wrong_kinds() {
     });
     assert_eq!(
         error.to_string(),
-        "the peer sent a unknown (kind byte 200) frame where a hello frame was due"
+        "the peer sent a frame of unknown kind (byte 200) where the hello frame was due"
     );
 }
 

@@ -141,7 +141,8 @@ impl IntoPyErr for StoreError {
 impl IntoPyErr for obscura_math::threads::ThreadsError {
     fn into_py_err(self) -> PyErr {
         let class = match self {
-            obscura_math::threads::ThreadsError::Zero => Class::InvalidInput,
+            obscura_math::threads::ThreadsError::Zero
+            | obscura_math::threads::ThreadsError::TooMany => Class::InvalidInput,
             _ => Class::Obscura,
         };
         error(class, full_message(&self).replace("--threads", "threads"))

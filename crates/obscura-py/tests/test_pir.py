@@ -131,6 +131,11 @@ def test_wrong_calls_raise_typed_errors(tmp_path):
         obscura.build_index([b"a"], tmp_path / "x.obs", layout="round")
     with pytest.raises(obscura.InvalidInputError, match="3 or 4"):
         obscura.build_keyword({"a": "b"}, tmp_path / "x.obs", arity=5)
+    with pytest.raises(obscura.InvalidInputError, match="threads must be at least 1"):
+        obscura.build_index([b"a"], tmp_path / "x.obs", threads=0)
+    with pytest.raises(obscura.InvalidInputError, match="threads must be at most 1024"):
+        obscura.build_index([b"a"], tmp_path / "x.obs", threads=100_000)
+    assert not (tmp_path / "x.obs").exists()
     with pytest.raises(obscura.StorageError):
         obscura.Client.open(tmp_path / "missing.obs")
     with pytest.raises(OSError):

@@ -11,7 +11,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
     /// A file could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Io {
         /// The file.
         path: std::path::PathBuf,
@@ -27,7 +27,7 @@ pub enum TlsError {
         reason: String,
     },
     /// rustls refused the certificate and key.
-    #[error("the certificate and key do not make a TLS configuration: {0}")]
+    #[error("the certificate and key do not make a TLS configuration")]
     Config(#[from] rustls::Error),
 }
 

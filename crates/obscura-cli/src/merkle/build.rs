@@ -17,7 +17,7 @@ pub struct BuildArgs {
     #[arg(long)]
     leaves: PathBuf,
     /// Cut the file into binary leaves of this many bytes (its size must be a multiple of it).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     leaf_bytes: Option<usize>,
     /// Database file to write.
     #[arg(long)]
@@ -32,7 +32,6 @@ pub fn run(args: BuildArgs) -> Result<()> {
     let data = std::fs::read(&args.leaves).with_context(|| format!("cannot read {path}"))?;
     let leaves: Vec<&[u8]> = match args.leaf_bytes {
         Some(size) => {
-            ensure!(size >= 1, "--leaf-bytes must be at least 1 byte");
             ensure!(
                 data.len() % size == 0,
                 "{path} is {} bytes long, not a multiple of --leaf-bytes {size}",

@@ -40,10 +40,10 @@ const BANDS_IN_FLIGHT: u64 = 2;
 #[derive(Debug, thiserror::Error)]
 pub enum StreamError {
     /// The records could not be read.
-    #[error("cannot read the records: {0}")]
+    #[error("cannot read the records")]
     Read(#[source] std::io::Error),
     /// The matrix could not be written.
-    #[error("cannot write the matrix: {0}")]
+    #[error("cannot write the matrix")]
     Write(#[source] std::io::Error),
     /// The parameters do not make a setup.
     #[error(transparent)]

@@ -169,8 +169,8 @@ pub struct KindByte(pub u8);
 impl std::fmt::Display for KindByte {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match FrameKind::from_byte(self.0) {
-            Some(kind) => kind.fmt(f),
-            None => write!(f, "unknown (kind byte {})", self.0),
+            Some(kind) => write!(f, "the {kind} frame"),
+            None => write!(f, "a frame of unknown kind (byte {})", self.0),
         }
     }
 }
@@ -179,7 +179,7 @@ impl std::fmt::Display for KindByte {
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
     /// The peer sent a frame of another kind than the one due.
-    #[error("the peer sent a {got} frame where a {expected} frame was due")]
+    #[error("the peer sent {got} where the {expected} frame was due")]
     WrongKind {
         /// The kind due.
         expected: FrameKind,
@@ -197,19 +197,19 @@ pub enum TransportError {
         max: usize,
     },
     /// The connection ended in the middle of a frame.
-    #[error("the connection ended in the middle of a frame (a {expected} frame was due)")]
+    #[error("the connection ended in the middle of a frame (the {expected} frame was due)")]
     Truncated {
         /// The kind due.
         expected: FrameKind,
     },
     /// The connection ended cleanly where a frame was due.
-    #[error("the peer closed the connection (a {expected} frame was due)")]
+    #[error("the peer closed the connection (the {expected} frame was due)")]
     Closed {
         /// The kind due.
         expected: FrameKind,
     },
     /// The peer sent nothing for the read time limit.
-    #[error("the peer sent nothing within the time limit (a {expected} frame was due)")]
+    #[error("the peer sent nothing within the time limit (the {expected} frame was due)")]
     Timeout {
         /// The kind due.
         expected: FrameKind,
@@ -229,6 +229,6 @@ pub enum TransportError {
         len: usize,
     },
     /// The connection failed.
-    #[error("connection error: {0}")]
+    #[error("connection error")]
     Io(#[from] std::io::Error),
 }
