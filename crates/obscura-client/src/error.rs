@@ -9,12 +9,14 @@ use obscura_registry::LoadError;
 #[non_exhaustive]
 pub enum ClientError {
     /// The server could not be reached, or the connection failed.
-    #[error("cannot reach {url}: {message}")]
+    #[cfg(feature = "http")]
+    #[error("cannot reach {url}")]
     Transport {
         /// The URL requested.
         url: String,
-        /// The transport error.
-        message: String,
+        /// What failed: connecting, TLS, or reading the response.
+        #[source]
+        source: ureq::Error,
     },
     /// The server answered with an error status.
     #[error("{url}: the server answered {status}: {message}")]

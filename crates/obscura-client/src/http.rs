@@ -175,11 +175,11 @@ impl HttpClient {
         limit: u64,
         what: &'static str,
     ) -> Result<Reply, ClientError> {
-        let transport = |message: String| ClientError::Transport {
+        let transport = |source: ureq::Error| ClientError::Transport {
             url: url.to_string(),
-            message,
+            source,
         };
-        let mut response = response.map_err(|e| transport(e.to_string()))?;
+        let mut response = response.map_err(transport)?;
         let status = response.status().as_u16();
         let etag = response
             .headers()
@@ -357,12 +357,12 @@ impl HttpClient {
 
 /// Reads at most `limit` bytes of `body`; says whether more followed. The buffer grows with the
 /// bytes read, whatever length the server announced.
-fn read_at_most(body: &mut ureq::Body, limit: u64) -> Result<(Vec<u8>, bool), String> {
+fn read_at_most(body: &mut ureq::Body, limit: u64) -> Result<(Vec<u8>, bool), ureq::Error> {
     let mut bytes = Vec::new();
     body.as_reader()
         .take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
+        .map_err(ureq::Error::Io)?;
     let cut = bytes.len() as u64 > limit;
     bytes.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     Ok((bytes, cut))

@@ -81,6 +81,7 @@ pub fn get() -> &'static Fixtures {
 
 /// Why the fixtures could not be made.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum FixtureError {
     /// A setup failed.
     #[error(transparent)]

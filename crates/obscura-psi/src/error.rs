@@ -8,6 +8,7 @@ use crate::{Protocol, Role};
 /// Why a PSI session failed. Input from the peer never causes a panic or an unbounded wait: it
 /// ends in one of these.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PsiError {
     /// The connection failed, timed out, or carried a frame that is not the one due.
     #[error(transparent)]
@@ -116,6 +117,7 @@ impl PsiError {
 
 /// What is wrong with the peer's handshake, or with the two parties' settings together.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HelloError {
     /// The handshake does not have the length of this version's handshake.
     #[error("the handshake is {len} bytes; {expected} were due")]
@@ -188,6 +190,7 @@ pub enum HelloError {
 
 /// Well-framed data from the peer that breaks the protocol.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PeerError {
     /// A chunk frame is empty or not a whole number of elements.
     #[error(

@@ -161,6 +161,7 @@ impl IntoPyErr for BuildError {
             BuildError::Empty | BuildError::Options(_) => Class::InvalidInput,
             BuildError::Memory(_) => Class::MemoryLimit,
             BuildError::Pir(error) => pir_class(error),
+            _ => Class::Obscura,
         };
         error(class, full_message(&self))
     }

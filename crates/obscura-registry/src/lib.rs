@@ -83,6 +83,7 @@ pub trait Entry: Send + Sync {
 
 /// Why a stored database could not be loaded.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoadError {
     /// The setup or a matrix is not valid.
     #[error(transparent)]

@@ -69,6 +69,7 @@ pub struct Catalog {
 
 /// Why a catalog could not be assembled.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CatalogError {
     /// A database file could not be loaded.
     #[error(transparent)]

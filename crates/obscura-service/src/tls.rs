@@ -9,6 +9,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 /// Why a TLS configuration could not be made.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TlsError {
     /// A file could not be read.
     #[error("cannot read {}", path.display())]

@@ -65,7 +65,7 @@ fn records_over_tls_with_a_pinned_root() {
     // The WebPKI roots do not know a self-signed certificate.
     let error = fetch(&client(&url, None, None), "open", 13).unwrap_err();
     assert!(
-        matches!(&error, ClientError::Transport { message, .. } if message.to_lowercase().contains("certificate")),
+        matches!(&error, ClientError::Transport { source, .. } if source.to_string().to_lowercase().contains("certificate")),
         "{error}"
     );
     // Plain HTTP to a TLS port gets no answer.

@@ -150,6 +150,7 @@ impl Default for BuildOptions {
 
 /// Why a build was refused or failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BuildError {
     /// There are no records.
     #[error("there are no records to serve")]

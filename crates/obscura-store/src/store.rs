@@ -47,6 +47,7 @@ const PREAMBLE_BYTES: usize = wire::HEADER_BYTES + 8 + 32;
 
 /// What went wrong reading or writing a database file.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// The file could not be read or written (the OS error is the source).
     #[error("{}", path.display())]
@@ -185,6 +186,7 @@ pub fn write_streamed(
 
 /// What went wrong streaming a setup to a database file.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StreamedError {
     /// The database file could not be written.
     #[error(transparent)]

@@ -43,6 +43,7 @@ pub const MAX_RING_DEGREE: usize = 1 << 15;
 
 /// Why a ring cannot be made.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RingError {
     /// The degree is not a power of two from 2 to [`MAX_RING_DEGREE`].
     #[error("ring degree {0} is not a power of two from 2 to {MAX_RING_DEGREE}")]

@@ -28,6 +28,7 @@ struct Part {
 
 /// Why a colour sequence cannot colour a tree.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ColoringError {
     /// The height is 0 or above the supported maximum.
     #[error("a tree of height {height} is not supported (1 ..= {max})")]

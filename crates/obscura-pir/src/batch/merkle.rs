@@ -120,6 +120,7 @@ impl MerkleTree {
 
 /// Why an audit path does not prove a leaf.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ProofError {
     /// The leaf index is not below the tree size.
     #[error("leaf {index} is not in a tree of {size} leaves")]

@@ -38,6 +38,7 @@ const BANDS_IN_FLIGHT: u64 = 2;
 
 /// What went wrong streaming a setup.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StreamError {
     /// The records could not be read.
     #[error("cannot read the records")]

@@ -61,6 +61,7 @@ pub const DEFAULT_FPR: f64 = 1.0 / (1u64 << 40) as f64;
 
 /// What is wrong with a message or a call of the message API.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MessageError {
     /// The bytes are not a message of this format (the text says what is wrong).
     #[error("not a valid ECDH-PSI {expected}: {reason}")]

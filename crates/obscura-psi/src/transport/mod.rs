@@ -177,6 +177,7 @@ impl std::fmt::Display for KindByte {
 
 /// Why a frame could not be sent or received.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TransportError {
     /// The peer sent a frame of another kind than the one due.
     #[error("the peer sent {got} where the {expected} frame was due")]
