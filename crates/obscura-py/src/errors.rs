@@ -65,7 +65,7 @@ pub fn error(class: Class, message: impl ToString) -> PyErr {
 }
 
 /// An error's message with its chain of causes, as the CLI prints it.
-fn full_message(error: &dyn std::error::Error) -> String {
+pub fn full_message(error: &dyn std::error::Error) -> String {
     let mut message = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

@@ -20,7 +20,7 @@ use obscura_store::store;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyMapping};
 
-use crate::errors::{error, Class, PyResultExt};
+use crate::errors::{error, full_message, Class, PyResultExt};
 use crate::items::{self, bytes_of};
 use crate::progress::{self, Reporter};
 use obscura_math::threads;
@@ -472,7 +472,7 @@ impl Client {
                     )
                 })?;
                 let roots = tls::certificates_from_pem(&pem, &path.display().to_string())
-                    .map_err(|e| error(Class::InvalidInput, e))?;
+                    .map_err(|e| error(Class::InvalidInput, full_message(&e)))?;
                 Some(roots.iter().map(|c| c.to_vec()).collect())
             }
             None => None,

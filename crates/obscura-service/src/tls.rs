@@ -20,12 +20,15 @@ pub enum TlsError {
         source: std::io::Error,
     },
     /// A PEM file holds no usable certificate or key.
-    #[error("{what}: {reason}")]
+    #[error("{what}: no usable PEM {item} in it")]
     Pem {
-        /// The file or item.
+        /// The file.
         what: String,
-        /// What is wrong.
-        reason: String,
+        /// What it should hold: `certificate` or `private key`.
+        item: &'static str,
+        /// Why the PEM could not be read, when it could not.
+        #[source]
+        source: Option<rustls::pki_types::pem::Error>,
     },
     /// rustls refused the certificate and key.
     #[error("the certificate and key do not make a TLS configuration")]
@@ -37,17 +40,16 @@ pub fn certificates_from_pem(
     pem: &[u8],
     what: &str,
 ) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let no_certificate = |source| TlsError::Pem {
+        what: what.into(),
+        item: "certificate (-----BEGIN CERTIFICATE-----)",
+        source,
+    };
     let certificates = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| TlsError::Pem {
-            what: what.into(),
-            reason: e.to_string(),
-        })?;
+        .map_err(|e| no_certificate(Some(e)))?;
     if certificates.is_empty() {
-        return Err(TlsError::Pem {
-            what: what.into(),
-            reason: "no PEM certificate (-----BEGIN CERTIFICATE-----) in it".into(),
-        });
+        return Err(no_certificate(None));
     }
     Ok(certificates)
 }
@@ -58,19 +60,10 @@ pub fn server_config(
     chain_pem: &[u8],
     key_pem: &[u8],
 ) -> Result<Arc<rustls::ServerConfig>, TlsError> {
-    let chain = certificates_from_pem(chain_pem, "the certificate file")?;
-    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| TlsError::Pem {
-        what: "the key file".into(),
-        reason: format!("no usable PEM private key: {e}"),
-    })?;
-    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()?
-    .with_no_client_auth()
-    .with_single_cert(chain, key)?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Arc::new(config))
+    configure(
+        (chain_pem, "the certificate file"),
+        (key_pem, "the key file"),
+    )
 }
 
 /// [`server_config`] from the files at `chain` and `key`.
@@ -81,14 +74,27 @@ pub fn read_server_config(chain: &Path, key: &Path) -> Result<Arc<rustls::Server
             source,
         })
     };
-    server_config(&read(chain)?, &read(key)?).map_err(|error| match error {
-        TlsError::Pem { what, reason } => TlsError::Pem {
-            what: format!(
-                "{} ({what})",
-                if what.contains("key") { key } else { chain }.display()
-            ),
-            reason,
-        },
-        other => other,
-    })
+    let (chain_name, key_name) = (chain.display().to_string(), key.display().to_string());
+    configure((&read(chain)?, &chain_name), (&read(key)?, &key_name))
+}
+
+/// The server configuration of a chain and a key, each PEM with the name errors give it.
+fn configure(
+    (chain_pem, chain_name): (&[u8], &str),
+    (key_pem, key_name): (&[u8], &str),
+) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let chain = certificates_from_pem(chain_pem, chain_name)?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| TlsError::Pem {
+        what: key_name.into(),
+        item: "private key",
+        source: Some(e),
+    })?;
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_no_client_auth()
+    .with_single_cert(chain, key)?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
 }

@@ -80,13 +80,34 @@ fn records_over_tls_with_a_pinned_root() {
 fn bad_pem_files_are_refused_clearly() {
     let key = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
     let (chain, private) = (key.cert.pem(), key.signing_key.serialize_pem());
-    for (chain, key, expected) in [
-        ("", private.as_str(), "no PEM certificate"),
-        (chain.as_str(), "", "no usable PEM private key"),
-        (private.as_str(), chain.as_str(), "no PEM certificate"),
+    for (chain, key, expected, with_cause) in [
+        (
+            "",
+            private.as_str(),
+            "the certificate file: no usable PEM certificate",
+            false,
+        ),
+        (
+            chain.as_str(),
+            "",
+            "the key file: no usable PEM private key",
+            true,
+        ),
+        (
+            private.as_str(),
+            chain.as_str(),
+            "the certificate file: no usable PEM certificate",
+            false,
+        ),
     ] {
         let error = tls::server_config(chain.as_bytes(), key.as_bytes()).unwrap_err();
-        assert!(error.to_string().contains(expected), "{error}");
+        assert!(error.to_string().starts_with(expected), "{error}");
+        // The cause is kept as the error's source, not repeated in its message.
+        let source = std::error::Error::source(&error);
+        assert_eq!(source.is_some(), with_cause, "{error}");
+        if let Some(source) = source {
+            assert!(!error.to_string().contains(&source.to_string()), "{error}");
+        }
     }
     // A key that is not the certificate's.
     let other = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
