@@ -130,7 +130,8 @@ pub fn measure<T: Sync>(workload: Workload<'_, T>, pools: &Pools) -> Result<(Rep
     anyhow::ensure!(targets.len() >= 2 + ROUNDS, "too few targets");
     let mut catalog = Catalog::default();
     catalog.insert(NAME.into(), database.clone())?;
-    // As `obscura serve` runs.
+    // As `obscura serve` runs (for the rest of this process: a `chalamet` run of both arities
+    // measures its second with it).
     obscura_service::allocator::keep_freed_memory();
     let service =
         BackgroundService::start(catalog, ServiceConfig::default(), "127.0.0.1:0".parse()?)
