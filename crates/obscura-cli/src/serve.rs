@@ -197,7 +197,10 @@ async fn reload_on_hangup(databases: Databases, paths: Vec<PathBuf>, tokens: Opt
         match reloaded {
             Ok(Ok((catalog, failures))) => {
                 for failure in failures {
-                    eprintln!("error: not reloaded, still serving the previous version: {failure}");
+                    let failure = anyhow::Error::from(failure);
+                    eprintln!(
+                        "error: not reloaded, still serving the previous version: {failure:#}"
+                    );
                 }
                 let changed: Vec<&str> = catalog
                     .entries()
@@ -224,7 +227,10 @@ async fn reload_on_hangup(databases: Databases, paths: Vec<PathBuf>, tokens: Opt
                 }
                 databases.replace(catalog);
             }
-            Ok(Err(error)) => eprintln!("error: reload failed, still serving as before: {error}"),
+            Ok(Err(error)) => eprintln!(
+                "error: reload failed, still serving as before: {:#}",
+                anyhow::Error::from(error)
+            ),
             Err(_) => eprintln!("error: the reload stopped, still serving as before"),
         }
     }

@@ -60,7 +60,38 @@ pub use listing::{Engine, Listing};
 /// order, the matrices (or why the file does not hold them).
 #[cfg(feature = "server")]
 pub type MatrixSource<'a> =
-    &'a mut dyn FnMut(&[(usize, usize)]) -> Result<Vec<PlaintextMatrix>, String>;
+    &'a mut dyn FnMut(&[(usize, usize)]) -> Result<Vec<PlaintextMatrix>, MatricesError>;
+
+/// Why a file's matrices do not have the shapes its setup announces.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MatricesError {
+    /// A matrix needs more bytes than the file has left.
+    #[error("matrix {index} ({rows} x {cols}) is larger than the {left} bytes left")]
+    TooLarge {
+        /// Its place in file order.
+        index: usize,
+        /// Its rows.
+        rows: usize,
+        /// Its columns.
+        cols: usize,
+        /// The bytes the file has left.
+        left: usize,
+    },
+    /// A matrix's bytes cannot be taken from the file.
+    #[error("matrix {index} ({rows} x {cols}) is not all there")]
+    Incomplete {
+        /// Its place in file order.
+        index: usize,
+        /// Its rows.
+        rows: usize,
+        /// Its columns.
+        cols: usize,
+    },
+    /// Bytes follow the last matrix.
+    #[error("{0} bytes follow the last matrix")]
+    Trailing(usize),
+}
 
 /// One scheme of the registry: what it is called and serves, and how its servers and clients
 /// are made from bytes.
@@ -89,8 +120,8 @@ pub enum LoadError {
     #[error(transparent)]
     Pir(#[from] PirError),
     /// The matrices could not be taken from the file.
-    #[error("{0}")]
-    Matrices(String),
+    #[error(transparent)]
+    Matrices(#[from] MatricesError),
     /// No scheme of the registry has setups of this kind.
     #[error("the setup is of kind {0}, which no scheme of this build serves")]
     UnknownKind(u8),
@@ -116,7 +147,7 @@ impl<S: Scheme> Entry for Of<S> {
     #[cfg(feature = "server")]
     fn load(&self, setup: &[u8], matrices: MatrixSource<'_>) -> Result<Database, LoadError> {
         let setup = <SetupOf<S> as SetupMessage>::from_bytes(setup)?;
-        let matrices = matrices(&setup.matrix_shapes()).map_err(LoadError::Matrices)?;
+        let matrices = matrices(&setup.matrix_shapes())?;
         Ok(Database::new(S::Server::from_parts(setup, matrices)?))
     }
 

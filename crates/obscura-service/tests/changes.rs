@@ -14,9 +14,9 @@ use obscura_client::http::HttpClient;
 use obscura_client::ClientError;
 use obscura_pir::lwe::{Client, EngineOptions, Layout, Lwe, Server};
 use obscura_pir::PirClient;
-use obscura_service::catalog::Catalog;
+use obscura_service::catalog::{Catalog, CatalogError};
 use obscura_service::service::{BackgroundService, ServiceConfig};
-use obscura_store::store::{self, Database};
+use obscura_store::store::{self, Database, InvalidFile, StoreError};
 
 fn records(seed: u8) -> Vec<u8> {
     (0..64u32 * 32)
@@ -88,11 +88,19 @@ fn assert_serves(url: &str, data: &[u8]) {
 }
 
 /// Reloads the service's databases from `path`, returning why files were refused.
-fn reload(service: &BackgroundService, path: &Path) -> Vec<String> {
+fn reload(service: &BackgroundService, path: &Path) -> Vec<CatalogError> {
     let databases = service.databases();
     let (catalog, failures) = databases.catalog().reload(&[path]).unwrap();
     databases.replace(catalog);
-    failures.iter().map(ToString::to_string).collect()
+    failures
+}
+
+/// Why `failure` found the file invalid, if it did.
+fn invalid(failure: &CatalogError) -> Option<&InvalidFile> {
+    match failure {
+        CatalogError::Store(StoreError::Invalid { source, .. }) => Some(source),
+        _ => None,
+    }
 }
 
 fn healthy(url: &str) -> bool {
@@ -117,7 +125,11 @@ fn a_file_truncated_in_place_leaves_the_loaded_version_served() {
     assert_serves(&url, &fixture.data);
     let failures = reload(&fixture.service, &fixture.path);
     assert_eq!(failures.len(), 1, "{failures:?}");
-    assert!(failures[0].contains("bytes long"), "{}", failures[0]);
+    assert!(
+        matches!(invalid(&failures[0]), Some(InvalidFile::Short(0))),
+        "{:?}",
+        failures[0]
+    );
     assert_serves(&url, &fixture.data);
 
     let data = build(&fixture.path, 2);
@@ -139,7 +151,11 @@ fn a_file_overwritten_in_place_is_never_mixed_into_answers() {
     assert_serves(&url, &fixture.data);
     let failures = reload(&fixture.service, &fixture.path);
     assert_eq!(failures.len(), 1, "{failures:?}");
-    assert!(failures[0].contains("checksum"), "{}", failures[0]);
+    assert!(
+        matches!(invalid(&failures[0]), Some(InvalidFile::Checksum)),
+        "{:?}",
+        failures[0]
+    );
     assert_serves(&url, &fixture.data);
 }
 

@@ -5,10 +5,10 @@
 use obscura_client::http::HttpClient;
 use obscura_pir::lwe::Records;
 use obscura_pir::{PirClient, PirServer};
-use obscura_registry::{Of, Registry};
-use obscura_service::catalog::Catalog;
+use obscura_registry::{LoadError, Of, Registry};
+use obscura_service::catalog::{Catalog, CatalogError};
 use obscura_service::service::{BackgroundService, ServiceConfig};
-use obscura_store::store;
+use obscura_store::store::{self, InvalidFile, StoreError};
 use obscura_test_scheme::{Whole, WholeClient, WholeQuery, WholeServer};
 
 /// A code no registry line names: the scheme is known only once added at run time.
@@ -29,10 +29,21 @@ fn a_scheme_registered_in_one_line_is_stored_served_and_queried() {
     store::write_database(&path, &server.into()).unwrap();
 
     // Without the registration, the file is refused with a clear reason.
-    let refused = Catalog::open(&[&path]).err().unwrap().to_string();
+    let refused = Catalog::open(&[&path]).err().unwrap();
     assert!(
-        refused.contains("which no scheme of this build serves"),
-        "{refused}"
+        matches!(
+            &refused,
+            CatalogError::Store(StoreError::Invalid {
+                source: InvalidFile::Load(LoadError::UnknownKind(_)),
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    let cause = std::error::Error::source(&refused).unwrap().to_string();
+    assert!(
+        cause.contains("which no scheme of this build serves"),
+        "{cause}"
     );
 
     let registry = Registry::default().with(Of::<Unregistered>::ENTRY);

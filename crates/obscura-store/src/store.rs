@@ -40,7 +40,7 @@ use crate::direct::{self, SequentialWriter};
 use crate::memory;
 use crate::partial::Partial;
 pub use obscura_registry::Database;
-use obscura_registry::{setup_sha256, Registry};
+use obscura_registry::{setup_sha256, LoadError, MatricesError, Registry};
 
 /// Bytes before the payload: envelope, payload length, checksum.
 const PREAMBLE_BYTES: usize = wire::HEADER_BYTES + 8 + 32;
@@ -66,13 +66,53 @@ pub enum StoreError {
         source: memory::MemoryError,
     },
     /// The file is not a valid database file.
-    #[error("{path}: not a valid Obscura database: {reason}")]
+    #[error("{}: not a valid Obscura database", path.display())]
     Invalid {
         /// The file.
         path: PathBuf,
         /// What is wrong.
-        reason: String,
+        source: InvalidFile,
     },
+}
+
+/// What makes a file not a valid database file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidFile {
+    /// The path names a directory or another kind of file.
+    #[error("this is {0}, not a database file")]
+    NotAFile(&'static str),
+    /// The file is shorter than a database file's header.
+    #[error("the file is only {0} bytes long")]
+    Short(u64),
+    /// The header, the setup or a matrix does not decode.
+    #[error(transparent)]
+    Format(#[from] PirError),
+    /// The file is not as long as its header says.
+    #[error(
+        "the header announces {announced} payload bytes but the file holds {held} (truncated or extended)"
+    )]
+    Length {
+        /// The payload bytes announced.
+        announced: u64,
+        /// The payload bytes there are.
+        held: u64,
+    },
+    /// The public setup's length runs past the payload.
+    #[error("the public setup length {0} exceeds the payload")]
+    SetupLength(u64),
+    /// The file is larger than this machine can address.
+    #[error("its {0} bytes exceed the address space")]
+    AddressSpace(u64),
+    /// The bytes are not those the checksum was made of.
+    #[error("the checksum does not match: the file is corrupted")]
+    Checksum,
+    /// No database of this build's schemes can be made of the setup and matrices.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The header names another public setup than the file holds.
+    #[error("the header digest does not match the public setup")]
+    Digest,
 }
 
 /// What [`write_database`] wrote of the public setup: its size and its [`setup_sha256`].
@@ -268,7 +308,7 @@ fn open_regular(path: &Path) -> Result<File, StoreError> {
         };
         return Err(StoreError::Invalid {
             path: path.to_path_buf(),
-            reason: format!("this is {what}, not a database file"),
+            source: InvalidFile::NotAFile(what),
         });
     }
     Ok(file)
@@ -283,37 +323,36 @@ fn load(path: &Path, file: &File, registry: &Registry) -> Result<Database, Store
         path: path.to_path_buf(),
         source,
     };
-    let invalid = |reason: String| StoreError::Invalid {
+    let invalid = |source: InvalidFile| StoreError::Invalid {
         path: path.to_path_buf(),
-        reason,
+        source,
     };
     let file_len = file.metadata().map_err(io)?.len();
     let mut head = [0u8; PREAMBLE_BYTES + 8];
     if file_len < head.len() as u64 {
-        return Err(invalid(format!("the file is only {file_len} bytes long")));
+        return Err(invalid(InvalidFile::Short(file_len)));
     }
     file.read_exact_at(&mut head, 0).map_err(io)?;
     let (mut reader, digest) = Reader::open(&head[..PREAMBLE_BYTES], Kind::DATABASE_FILE)
-        .map_err(|e| invalid(e.to_string()))?;
-    let payload_len = reader.u64().map_err(|e| invalid(e.to_string()))?;
-    let checksum = reader.take(32).map_err(|e| invalid(e.to_string()))?;
+        .map_err(|e| invalid(e.into()))?;
+    let payload_len = reader.u64().map_err(|e| invalid(e.into()))?;
+    let checksum = reader.take(32).map_err(|e| invalid(e.into()))?;
     let held = file_len - PREAMBLE_BYTES as u64;
     if payload_len != held {
-        return Err(invalid(format!(
-            "the header announces {payload_len} payload bytes but the file holds {held} (truncated or extended)"
-        )));
+        return Err(invalid(InvalidFile::Length {
+            announced: payload_len,
+            held,
+        }));
     }
     let setup_len = u64::from_le_bytes(head[PREAMBLE_BYTES..].try_into().expect("8 bytes"));
     if setup_len > payload_len - 8 {
-        return Err(invalid(format!(
-            "the public setup length {setup_len} exceeds the payload"
-        )));
+        return Err(invalid(InvalidFile::SetupLength(setup_len)));
     }
     memory::check_resident(file_len).map_err(|source| StoreError::Memory {
         path: path.to_path_buf(),
         source,
     })?;
-    let beyond = |_| invalid(format!("its {file_len} bytes exceed the address space"));
+    let beyond = |_| invalid(InvalidFile::AddressSpace(file_len));
     let matrices_offset = head.len() as u64 + setup_len;
     let matrices_len = usize::try_from(file_len - matrices_offset).map_err(beyond)?;
     let mut setup = vec![0u8; usize::try_from(setup_len).map_err(beyond)?];
@@ -322,9 +361,7 @@ fn load(path: &Path, file: &File, registry: &Registry) -> Result<Database, Store
     let stored = Arc::new(direct::read_range(file, matrices_offset, matrices_len).map_err(io)?);
     let stored_bytes: &[u8] = (*stored).as_ref();
     if payload_checksum(&setup, &MatrixHasher::digest(stored_bytes)).as_slice() != checksum {
-        return Err(invalid(
-            "the checksum does not match: the file is corrupted".into(),
-        ));
+        return Err(invalid(InvalidFile::Checksum));
     }
     let owner: SharedBytes = stored.clone();
     let mut matrices = |shapes: &[(usize, usize)]| {
@@ -332,32 +369,34 @@ fn load(path: &Path, file: &File, registry: &Registry) -> Result<Database, Store
         let mut matrices = Vec::with_capacity(shapes.len());
         for (i, &(rows, cols)) in shapes.iter().enumerate() {
             let left = matrices_len - start;
-            let len = rows
-                .checked_mul(cols)
-                .filter(|&len| len <= left)
-                .ok_or_else(|| {
-                    format!("matrix {i} ({rows} x {cols}) is larger than the {left} bytes left")
-                })?;
-            let matrix = PlaintextMatrix::from_shared(rows, cols, owner.clone(), start)
-                .ok_or_else(|| format!("matrix {i} ({rows} x {cols}) is not all there"))?;
+            let len = rows.checked_mul(cols).filter(|&len| len <= left).ok_or(
+                MatricesError::TooLarge {
+                    index: i,
+                    rows,
+                    cols,
+                    left,
+                },
+            )?;
+            let matrix = PlaintextMatrix::from_shared(rows, cols, owner.clone(), start).ok_or(
+                MatricesError::Incomplete {
+                    index: i,
+                    rows,
+                    cols,
+                },
+            )?;
             matrices.push(matrix);
             start += len;
         }
         if start != matrices_len {
-            return Err(format!(
-                "{} bytes follow the last matrix",
-                matrices_len - start
-            ));
+            return Err(MatricesError::Trailing(matrices_len - start));
         }
         Ok(matrices)
     };
     let database = registry
         .load(&setup, &mut matrices)
-        .map_err(|e| invalid(e.to_string()))?;
+        .map_err(|e| invalid(e.into()))?;
     if database.digest() != digest {
-        return Err(invalid(
-            "the header digest does not match the public setup".into(),
-        ));
+        return Err(invalid(InvalidFile::Digest));
     }
     Ok(database)
 }
