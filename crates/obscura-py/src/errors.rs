@@ -158,7 +158,10 @@ impl IntoPyErr for ClientError {
 impl IntoPyErr for BuildError {
     fn into_py_err(self) -> PyErr {
         let class = match &self {
-            BuildError::Empty | BuildError::Options(_) => Class::InvalidInput,
+            BuildError::Empty
+            | BuildError::IndexOnly { .. }
+            | BuildError::ZeroRecordSize
+            | BuildError::ArityWithoutKeys => Class::InvalidInput,
             BuildError::Memory(_) => Class::MemoryLimit,
             BuildError::Pir(error) => pir_class(error),
             _ => Class::Obscura,

@@ -155,9 +155,20 @@ pub enum BuildError {
     /// There are no records.
     #[error("there are no records to serve")]
     Empty,
-    /// Options that do not fit together or the records.
-    #[error("{0}")]
-    Options(String),
+    /// An index-only scheme was asked to build a keyword database or a Merkle tree.
+    #[error("scheme {scheme} serves records by index; {database} runs on the index scheme")]
+    IndexOnly {
+        /// The scheme asked for.
+        scheme: &'static str,
+        /// What the records would make: `a keyword database` or `a Merkle tree`.
+        database: &'static str,
+    },
+    /// Raw records of zero bytes.
+    #[error("the record size must be at least 1 byte")]
+    ZeroRecordSize,
+    /// An arity for records that are not key-value pairs.
+    #[error("the arity applies to keyword databases")]
+    ArityWithoutKeys,
     /// The build needs more memory than it may use.
     #[error(transparent)]
     Memory(#[from] MemoryError),
@@ -179,21 +190,19 @@ impl BuildOptions {
         };
         if let Some(database) = on_the_engine {
             if self.scheme.name() != default_builder().name() {
-                return Err(BuildError::Options(format!(
-                    "scheme {} serves records by index; {database} runs on the index scheme",
-                    self.scheme.name()
-                )));
+                return Err(BuildError::IndexOnly {
+                    scheme: self.scheme.name(),
+                    database,
+                });
             }
         }
         match shape {
             Shape::Index(RecordShape::Raw {
                 record_bytes: 0, ..
-            }) => Err(BuildError::Options(
-                "the record size must be at least 1 byte".into(),
-            )),
-            Shape::Index(_) | Shape::Leaves { .. } if self.arity.is_some() => Err(
-                BuildError::Options("the arity applies to keyword databases".into()),
-            ),
+            }) => Err(BuildError::ZeroRecordSize),
+            Shape::Index(_) | Shape::Leaves { .. } if self.arity.is_some() => {
+                Err(BuildError::ArityWithoutKeys)
+            }
             _ => Ok(()),
         }
     }
@@ -438,7 +447,10 @@ mod tests {
             arity: Some(Arity::Three),
             ..BuildOptions::default()
         };
-        assert!(build(Records::Leaves(&leaves), &keyword_only, &|_, _| {}).is_err());
+        assert!(matches!(
+            build(Records::Leaves(&leaves), &keyword_only, &|_, _| {}),
+            Err(BuildError::ArityWithoutKeys)
+        ));
     }
 
     #[test]
@@ -452,7 +464,13 @@ mod tests {
             panic!("a keyword database on YPIR was built");
         };
         assert!(
-            refused.to_string().contains("keyword database"),
+            matches!(
+                refused,
+                BuildError::IndexOnly {
+                    scheme: "ypir",
+                    database: "a keyword database"
+                }
+            ),
             "{refused}"
         );
         let empty = build(Records::values(&[]), &BuildOptions::default(), &|_, _| {});
@@ -460,13 +478,16 @@ mod tests {
         let zero = Records::raw(b"abc", 0);
         assert!(matches!(
             build(zero, &BuildOptions::default(), &|_, _| {}),
-            Err(BuildError::Options(_))
+            Err(BuildError::ZeroRecordSize)
         ));
         let arity = BuildOptions {
             arity: Some(Arity::Three),
             ..BuildOptions::default()
         };
-        assert!(build(Records::values(&[vec![1]]), &arity, &|_, _| {}).is_err());
+        assert!(matches!(
+            build(Records::values(&[vec![1]]), &arity, &|_, _| {}),
+            Err(BuildError::ArityWithoutKeys)
+        ));
     }
 
     /// 4,000 records per column over 3 MB would need a hint of 11 GiB; one per column fits.
