@@ -145,12 +145,8 @@ pub fn run(
                 database: database.clone(),
                 targets: &targets,
                 steps: &mut |(key, value)| {
-                    let (query, query_seconds) = timed(|| client.query(key));
-                    let (query, state) = query?;
-                    let (answer, answer_seconds) = timed(|| server.answer(&query));
-                    let (found, decode_seconds) = timed(|| client.decode(state, &answer?));
-                    let seconds = query_seconds + answer_seconds + decode_seconds;
-                    Ok((seconds, found?.as_ref() == Some(value)))
+                    let (seconds, found) = repeated::steps(&mut client, server, key)?;
+                    Ok((seconds, found.as_ref() == Some(value)))
                 },
                 lookup: &|client, (key, value)| Ok(client.get_key(key)?.as_ref() == Some(value)),
             },

@@ -7,6 +7,7 @@
 use anyhow::{Context, Result};
 use obscura_client::blocking::Client;
 use obscura_client::http::HttpClient;
+use obscura_pir::{PirClient, PirServer, Scheme};
 use obscura_registry::Database;
 use obscura_service::catalog::Catalog;
 use obscura_service::service::{BackgroundService, ServiceConfig};
@@ -105,6 +106,21 @@ impl Repeated {
             );
         }
     }
+}
+
+/// The bench's steps for one lookup of `target`: a fresh query from `client`, its answer from
+/// `server` and its decoding, each timed as the report's `query_fresh`, `answer` and `decode`
+/// are; their seconds in all, and what the answer decoded to.
+pub fn steps<C: PirClient>(
+    client: &mut C,
+    server: &<C::Scheme as Scheme>::Server,
+    target: C::Target<'_>,
+) -> Result<(f64, C::Output)> {
+    let (query, query_seconds) = timed(|| client.query(target));
+    let (query, state) = query?;
+    let (answer, answer_seconds) = timed(|| server.answer(&query));
+    let (output, decode_seconds) = timed(|| client.decode(state, &answer?));
+    Ok((query_seconds + answer_seconds + decode_seconds, output?))
 }
 
 /// What a preset hands to [`measure`].

@@ -377,12 +377,8 @@ where
             database: database.clone(),
             targets: &targets,
             steps: &mut |&index| {
-                let (query, query_seconds) = timed(|| client.query(index));
-                let (query, state) = query?;
-                let (answer, answer_seconds) = timed(|| server.answer(&query));
-                let (record, decode_seconds) = timed(|| client.decode(state, &answer?));
-                let seconds = query_seconds + answer_seconds + decode_seconds;
-                Ok((seconds, record? == record_of(index)))
+                let (seconds, record) = repeated::steps(&mut client, server, index)?;
+                Ok((seconds, record == record_of(index)))
             },
             lookup: &|client, &index| Ok(client.get(index)? == record_of(index)),
         },
