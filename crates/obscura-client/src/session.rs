@@ -196,8 +196,8 @@ impl Session {
         Ok((exchange, request))
     }
 
-    /// Starts `exchange` over on this session, the one that holds the setup a
-    /// [`Step::Refresh`] asked for: its first request, made from that setup.
+    /// The first request of `exchange`, made from this session's setup (the one a
+    /// [`Step::Refresh`] asks for), its earlier state cleared.
     pub fn restart(&mut self, exchange: &mut Exchange) -> Result<Request, ClientError> {
         exchange.pending = None;
         exchange.leaf_hash = None;
