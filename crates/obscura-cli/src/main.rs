@@ -16,14 +16,18 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand};
 use obscura_bench::InvalidArguments;
+use obscura_math::backend::Backend;
 
 /// What the exit status means, as `--help` shows it.
 const EXIT_STATUS: &str = "\
 Exit status:
   0  success (for get: the record or the key's value was found)
   1  error (the message starts with \"error:\")
-  2  usage error: unknown or invalid arguments
+  2  usage error: unknown or invalid arguments, or an OBSCURA_BACKEND this CPU cannot run
   3  get --key: the key is not in the database";
+
+/// Exit status of a usage error.
+const USAGE: u8 = 2;
 
 /// Exit status of `obscura get --key` for a key that is not in the database.
 const NOT_FOUND: u8 = 3;
@@ -74,6 +78,10 @@ impl Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let name = cli.command.name();
+    if let Err(error) = Backend::select() {
+        eprintln!("error: {error}");
+        return ExitCode::from(USAGE);
+    }
     if !matches!(cli.command, Command::Serve(_)) {
         end_quietly_when_stdout_closes();
     }

@@ -573,6 +573,69 @@ fn invalid_arguments_are_usage_errors_found_before_any_work() {
     assert!(!dir.path().join("x.obs").exists());
 }
 
+/// `OBSCURA_BACKEND` picks the kernels' backend (the bench report names it, and the records
+/// still come back exactly); a name that is no backend, or one this CPU cannot run, is refused
+/// with exit status 2 before anything is read.
+#[test]
+fn the_backend_is_forced_by_the_environment_and_a_bad_one_is_refused_first() {
+    let bench = |backend: &str| {
+        obscura()
+            .env("OBSCURA_BACKEND", backend)
+            .args([
+                "bench",
+                "simple-1g",
+                "--records",
+                "3000",
+                "--record-bytes",
+                "100",
+                "--json",
+            ])
+            .output()
+            .unwrap()
+    };
+    let portable = bench("portable");
+    assert!(
+        portable.status.success(),
+        "{}",
+        String::from_utf8_lossy(&portable.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&portable.stdout).unwrap();
+    assert_eq!(report["backend"], "portable");
+    assert_eq!(report["correct"], true);
+
+    let refused = |backend: &str, message: &str| {
+        let output = obscura()
+            .env("OBSCURA_BACKEND", backend)
+            .args(["get", "--db", "/nonexistent/db.obs", "--index", "0"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{backend}: {stderr}");
+        assert!(stderr.starts_with("error: OBSCURA_BACKEND="), "{stderr}");
+        assert!(stderr.contains(message), "{stderr}");
+        assert!(!stderr.contains("nonexistent"), "{stderr}");
+    };
+    refused(
+        "sse9",
+        "names no backend: expected portable, avx2 or avx512",
+    );
+    #[cfg(target_arch = "x86_64")]
+    let avx512 = {
+        use std::arch::is_x86_feature_detected as has;
+        has!("avx2") && has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl")
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let avx512 = false;
+    if avx512 {
+        let forced = bench("avx512");
+        assert!(forced.status.success());
+        let report: serde_json::Value = serde_json::from_slice(&forced.stdout).unwrap();
+        assert_eq!(report["backend"], "avx512");
+    } else {
+        refused("avx512", "asks for features this CPU lacks");
+    }
+}
+
 /// `obscura serve` in one process, `obscura get --server` in others: every record comes back
 /// exactly (from an index and a DoublePIR database), and SIGTERM stops the server gracefully.
 #[test]

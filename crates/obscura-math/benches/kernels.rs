@@ -1,9 +1,10 @@
 //! Criterion benchmarks of the kernels on every backend this CPU has.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use obscura_math::backend::Backend;
 use obscura_math::expand::{MatrixSeed, NegacyclicMatrix, PublicMatrix};
 use obscura_math::hint::hint_product;
-use obscura_math::kernels::{plaintext_mat_mul_acc_with, plaintext_mat_vecs_with, Backend};
+use obscura_math::kernels::{plaintext_mat_mul_acc_with, plaintext_mat_vecs_with};
 use obscura_math::layout::{Group, GROUP_ROWS, PANEL_COLS};
 use obscura_math::matrix::PlaintextMatrix;
 

@@ -25,8 +25,9 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
+use crate::backend::Backend;
 use crate::expand::{NegacyclicMatrix, PublicMatrix};
-use crate::kernels::{self, Backend, MatrixOperand};
+use crate::kernels::{self, MatrixOperand};
 use crate::matrix::{Matrix, PlaintextMatrix};
 use crate::memory::written;
 use crate::ntt::{add_mod, mul_shoup, shoup, Lanes, NttPlan, PrimeTables, LANES, PRIMES};
@@ -93,7 +94,7 @@ pub fn butterfly_rate(n: usize, duration: std::time::Duration) -> f64 {
     let Some(plan) = NttPlan::new(n) else {
         return 0.0;
     };
-    let backend = Backend::detect();
+    let backend = Backend::selected();
     let per_transform = (n / 2) as u64 * u64::from(n.trailing_zeros()) * LANES as u64;
     let started = std::time::Instant::now();
     let done: u64 = rayon::broadcast(|_| {
@@ -158,7 +159,7 @@ pub fn hint_accumulate(
                 return dense(d, a, first, hint, progress);
             }
             let product = Product::new(d, m, first / block, primes_for(d.cols()));
-            negacyclic(Backend::detect(), &product, hint, progress)
+            negacyclic(Backend::selected(), &product, hint, progress)
         }
     }
 }
@@ -225,7 +226,7 @@ impl PreparedProduct {
         let (rows, n) = (a.rows(), a.cols());
         let form = if let Some(words) = a.expanded() {
             Prepared::Rows(
-                Backend::detect()
+                Backend::selected()
                     .prepare_matrix(&words, n, rows, n)
                     .into_owned(),
             )
@@ -251,7 +252,7 @@ impl PreparedProduct {
                 let mut digits = vec![0u8; rows * cols];
                 d.copy_block(0..rows, 0..cols, &mut digits);
                 let mut hint = Matrix::zeros(rows, n);
-                Backend::detect().gemm_acc(
+                Backend::selected().gemm_acc(
                     &digits,
                     cols,
                     rows,
@@ -268,7 +269,7 @@ impl PreparedProduct {
                     ..Product::without_table(d, m, 0, primes_for(cols))
                 };
                 let mut hint = Matrix::zeros(rows, n);
-                negacyclic(Backend::detect(), &product, &mut hint, &|_, _| {});
+                negacyclic(Backend::selected(), &product, &mut hint, &|_, _| {});
                 hint
             }
             _ => hint_product(d, &self.a, &|_, _| {}),
@@ -562,13 +563,12 @@ impl LaneOps for Generic {
     }
 }
 
-/// [`Product::band_inline`] compiled for the vector units of a kernel [`Backend`]: the
-/// AVX-512 intrinsics where the CPU has them, the generic lane code otherwise.
-#[allow(unsafe_code)]
+/// [`Product::band_inline`] compiled for the vector units of a [`Backend`]: the AVX-512
+/// intrinsics on the AVX-512 backend, the generic lane code otherwise.
 mod wide {
     use super::{Backend, Generic, LaneOps, Lanes, PrimeTables, Product, Scratch};
     #[cfg(target_arch = "x86_64")]
-    use crate::features::Avx512Token;
+    use crate::backend::Avx512Token;
 
     /// The hint rows `first .. first + out.len() / n` on `backend`'s vector units.
     pub(super) fn band(
@@ -578,34 +578,21 @@ mod wide {
         scratch: &mut Scratch,
         out: &mut [u32],
     ) {
-        match backend {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: the token proves avx512f, avx512bw, avx512dq, avx512vl and avx512vnni,
-            // which include every feature `band_avx512` enables.
-            Backend::Avx512(token) => unsafe { band_avx512(token, product, first, scratch, out) },
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: the token proves avx2, the one feature `band_avx2` enables.
-            Backend::Avx2(_) => unsafe { band_avx2(product, first, scratch, out) },
-            _ => product.band_inline(&Generic, first, scratch, out),
+        #[cfg(target_arch = "x86_64")]
+        if let Some(token) = backend.avx512() {
+            let lanes = Avx512(token);
+            return backend.vectorized(|| product.band_inline(&lanes, first, scratch, out));
         }
+        backend.vectorized(|| product.band_inline(&Generic, first, scratch, out))
     }
 
     /// [`LaneOps::forward`] on `backend`.
     pub(super) fn forward(backend: Backend, table: &PrimeTables, a: &mut [Lanes]) {
-        match backend {
-            #[cfg(target_arch = "x86_64")]
-            Backend::Avx512(token) => Avx512(token).forward(table, a),
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: the token proves avx2, the one feature `forward_avx2` enables.
-            Backend::Avx2(_) => unsafe { forward_avx2(table, a) },
-            _ => Generic.forward(table, a),
+        #[cfg(target_arch = "x86_64")]
+        if let Some(token) = backend.avx512() {
+            return Avx512(token).forward(table, a);
         }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn forward_avx2(table: &PrimeTables, a: &mut [Lanes]) {
-        Generic.forward(table, a)
+        backend.vectorized(|| Generic.forward(table, a))
     }
 
     /// The lane operations in AVX-512 intrinsics, for a CPU that has them.
@@ -613,6 +600,7 @@ mod wide {
     struct Avx512(Avx512Token);
 
     #[cfg(target_arch = "x86_64")]
+    #[allow(unsafe_code)]
     impl LaneOps for Avx512 {
         #[inline(always)]
         fn widen(&self, digits: &[u8], rows: usize, width: usize, signed: &mut [[i32; 16]]) {
@@ -643,24 +631,6 @@ mod wide {
             // SAFETY: the token proves avx512f, the one feature `multiply_add` enables.
             unsafe { crate::ntt_avx512::multiply_add(table, sums, lanes, w) }
         }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-    unsafe fn band_avx512(
-        token: Avx512Token,
-        product: &Product,
-        first: usize,
-        scratch: &mut Scratch,
-        out: &mut [u32],
-    ) {
-        product.band_inline(&Avx512(token), first, scratch, out)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn band_avx2(product: &Product, first: usize, scratch: &mut Scratch, out: &mut [u32]) {
-        product.band_inline(&Generic, first, scratch, out)
     }
 }
 
@@ -793,7 +763,7 @@ mod tests {
             unreachable!("a negacyclic matrix")
         };
         let product = Product::new(d, m, first / m.degree(), primes_for(d.cols()));
-        negacyclic(Backend::detect(), &product, hint, &|_, _| {});
+        negacyclic(Backend::selected(), &product, hint, &|_, _| {});
     }
 
     #[test]

@@ -14,15 +14,17 @@
 //! - [`ring`]: ring-LWE arithmetic modulo a product of two NTT primes (transforms,
 //!   automorphisms, gadget decomposition, key and modulus switching);
 //! - [`kernels`]: the hot loops (matrix-vector and matrix-matrix products), portable reference
-//!   first, SIMD backends chosen at run time.
+//!   first, SIMD versions beside it;
+//! - [`backend`]: the one choice of vector unit (AVX2, AVX-512 and their sub-features, or
+//!   portable) for every kernel, detected once or forced by `OBSCURA_BACKEND`.
 //!
 //! Public randomness ([`expand`]) and secret randomness ([`sample`]) never share a generator.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod backend;
 pub mod expand;
-pub mod features;
 pub mod hint;
 pub mod kernels;
 pub mod layout;

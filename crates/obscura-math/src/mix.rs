@@ -2,7 +2,7 @@
 //! at consecutive inputs (a keyword row's mask digits), vectorized where the CPU multiplies
 //! 64-bit lanes.
 
-use crate::features::Avx512Token;
+use crate::backend::Backend;
 
 /// MurmurHash3's 64-bit finalizer: a bijective mixer.
 #[inline(always)]
@@ -14,16 +14,10 @@ pub fn mix64(mut x: u64) -> u64 {
     x ^ (x >> 33)
 }
 
-/// `out[j] = mix64(start + j) & mask` (the low byte, wrapping), for every `j`.
-#[allow(unsafe_code)]
+/// `out[j] = mix64(start + j) & mask` (the low byte, wrapping), for every `j`, compiled for the
+/// selected backend's vector unit (AVX-512 multiplies eight 64-bit lanes per instruction).
 pub fn mixed_bytes(start: u64, mask: u8, out: &mut [u8]) {
-    match Avx512Token::detect() {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: the token proves avx512f, avx512bw, avx512dq and avx512vl, the features
-        // `mixed_bytes_avx512` enables.
-        Some(_) => unsafe { mixed_bytes_avx512(start, mask, out) },
-        _ => mixed_bytes_generic(start, mask, out),
-    }
+    Backend::selected().vectorized(|| mixed_bytes_generic(start, mask, out))
 }
 
 /// [`mixed_bytes`] written once, auto-vectorized for the target features of its caller.
@@ -32,14 +26,6 @@ fn mixed_bytes_generic(start: u64, mask: u8, out: &mut [u8]) {
     for (j, byte) in out.iter_mut().enumerate() {
         *byte = mix64(start.wrapping_add(j as u64)) as u8 & mask;
     }
-}
-
-/// [`mixed_bytes_generic`] compiled for AVX-512: eight 64-bit multiplies per instruction.
-#[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)]
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-unsafe fn mixed_bytes_avx512(start: u64, mask: u8, out: &mut [u8]) {
-    mixed_bytes_generic(start, mask, out)
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::kernels::Backend;
+use crate::backend::Backend;
 
 /// The three NTT primes: the largest below 2^30 that are ≡ 1 modulo 2^13.
 pub const PRIMES: [u32; 3] = [1_073_692_673, 1_073_668_097, 1_073_651_713];
@@ -381,7 +381,7 @@ impl NttPlan {
     /// The forward transforms of `a` (length n), to multiply it later by
     /// [`FixedMultiplier::multiply_transformed`] without transforming it again.
     pub fn forward(&self, a: &[u32]) -> Transformed {
-        Transformed(wide::transform(Backend::detect(), self, a))
+        Transformed(wide::transform(Backend::selected(), self, a))
     }
 
     /// The three residue transforms of the centered lift of `a` (length n).
@@ -538,7 +538,7 @@ impl<'a> FixedMultiplier<'a> {
     pub fn multiply(&self, a: &[u32], out: &mut [u32]) {
         assert_eq!(a.len(), self.plan.n, "polynomial degree");
         assert_eq!(out.len(), self.plan.n, "polynomial degree");
-        wide::multiply(Backend::detect(), self, Operand::Coefficients(a), out)
+        wide::multiply(Backend::selected(), self, Operand::Coefficients(a), out)
     }
 
     /// [`multiply`](Self::multiply) for an `a` already transformed by the same plan: about half
@@ -549,7 +549,7 @@ impl<'a> FixedMultiplier<'a> {
             "polynomial degree"
         );
         assert_eq!(out.len(), self.plan.n, "polynomial degree");
-        wide::multiply(Backend::detect(), self, Operand::Transformed(a), out)
+        wide::multiply(Backend::selected(), self, Operand::Transformed(a), out)
     }
 
     #[inline(always)]
@@ -584,61 +584,18 @@ enum Operand<'a> {
 }
 
 /// [`NttPlan::transform`] and [`FixedMultiplier::multiply`] compiled for the vector units of a
-/// kernel [`Backend`]: the same code, auto-vectorized for each.
-#[allow(unsafe_code)]
+/// [`Backend`]: the same code, auto-vectorized for each.
 mod wide {
     use super::{Backend, FixedMultiplier, NttPlan, Operand};
 
     /// [`NttPlan::transform`] on `backend`'s vector units.
     pub(super) fn transform(backend: Backend, plan: &NttPlan, a: &[u32]) -> [Vec<u32>; 3] {
-        match backend {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: the token proves avx512f, avx512bw, avx512dq, avx512vl and avx512vnni,
-            // which include every feature `transform_avx512` enables.
-            Backend::Avx512(_) => unsafe { transform_avx512(plan, a) },
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: the token proves avx2, the one feature `transform_avx2` enables.
-            Backend::Avx2(_) => unsafe { transform_avx2(plan, a) },
-            _ => plan.transform(a),
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-    unsafe fn transform_avx512(plan: &NttPlan, a: &[u32]) -> [Vec<u32>; 3] {
-        plan.transform(a)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn transform_avx2(plan: &NttPlan, a: &[u32]) -> [Vec<u32>; 3] {
-        plan.transform(a)
+        backend.vectorized(|| plan.transform(a))
     }
 
     /// [`FixedMultiplier::multiply`] on `backend`'s vector units.
     pub(super) fn multiply(backend: Backend, m: &FixedMultiplier, a: Operand, out: &mut [u32]) {
-        match backend {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: the token proves avx512f, avx512bw, avx512dq, avx512vl and avx512vnni,
-            // which include every feature `multiply_avx512` enables.
-            Backend::Avx512(_) => unsafe { multiply_avx512(m, a, out) },
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: the token proves avx2, the one feature `multiply_avx2` enables.
-            Backend::Avx2(_) => unsafe { multiply_avx2(m, a, out) },
-            _ => m.multiply_inline(a, out),
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-    unsafe fn multiply_avx512(m: &FixedMultiplier, a: Operand, out: &mut [u32]) {
-        m.multiply_inline(a, out)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn multiply_avx2(m: &FixedMultiplier, a: Operand, out: &mut [u32]) {
-        m.multiply_inline(a, out)
+        backend.vectorized(|| m.multiply_inline(a, out))
     }
 }
 

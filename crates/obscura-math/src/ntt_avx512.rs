@@ -7,7 +7,8 @@
 //! The butterflies are Harvey's lazy ones: with `p < 2^30`, values below `4p` fit a lane, so a
 //! butterfly reduces its sum once instead of after every addition, subtraction and product.
 //!
-//! Every function needs AVX-512 F; callers hold an [`Avx512Token`](crate::features::Avx512Token).
+//! Every function is generated for AVX-512 F; callers outside hold an
+//! [`Avx512Token`](crate::backend::Avx512Token).
 
 #![allow(unsafe_code)]
 
@@ -21,8 +22,9 @@ use crate::ntt::{Lanes, PrimeTables};
 
 /// `y · w (mod p)` lane by lane, below `2p`, with `w_shoup = floor(w · 2^32 / p)`, for any
 /// `y < 2^32`: Shoup's product without its final subtraction.
-#[inline(always)]
-unsafe fn mul_shoup_lazy(y: __m512i, w: __m512i, w_shoup: __m512i, p: __m512i) -> __m512i {
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn mul_shoup_lazy(y: __m512i, w: __m512i, w_shoup: __m512i, p: __m512i) -> __m512i {
     // The high halves of y·w_shoup: the even lanes' from one 32x32 -> 64 product, the odd
     // lanes' from another on the shifted input; each lies in the odd half of its 64-bit lane,
     // and one permutation gathers them.
@@ -34,36 +36,46 @@ unsafe fn mul_shoup_lazy(y: __m512i, w: __m512i, w_shoup: __m512i, p: __m512i) -
 }
 
 /// `x` less `bound` where that does not wrap: reduces `x < 2·bound` below `bound`.
-#[inline(always)]
-unsafe fn reduce_below(x: __m512i, bound: __m512i) -> __m512i {
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn reduce_below(x: __m512i, bound: __m512i) -> __m512i {
     _mm512_min_epu32(x, _mm512_sub_epi32(x, bound))
 }
 
 /// `(y · w) mod p` lane by lane, fully reduced, for any `y < 2^32`.
-#[inline(always)]
-unsafe fn mul_shoup(y: __m512i, w: __m512i, w_shoup: __m512i, p: __m512i) -> __m512i {
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn mul_shoup(y: __m512i, w: __m512i, w_shoup: __m512i, p: __m512i) -> __m512i {
     reduce_below(mul_shoup_lazy(y, w, w_shoup, p), p)
 }
 
 /// `(a + b) mod p` lane by lane, for `a, b < p`.
-#[inline(always)]
-unsafe fn add_mod(a: __m512i, b: __m512i, p: __m512i) -> __m512i {
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn add_mod(a: __m512i, b: __m512i, p: __m512i) -> __m512i {
     reduce_below(_mm512_add_epi32(a, b), p)
 }
 
-#[inline(always)]
-unsafe fn load(lane: &Lanes) -> __m512i {
-    _mm512_loadu_si512(lane.as_ptr().cast())
+/// The sixteen residues of `lane` in a register.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn load(lane: &Lanes) -> __m512i {
+    // SAFETY: `lane` is 64 readable bytes, the load's width; it needs no alignment.
+    unsafe { _mm512_loadu_si512(lane.as_ptr().cast()) }
 }
 
-#[inline(always)]
-unsafe fn store(lane: &mut Lanes, value: __m512i) {
-    _mm512_storeu_si512(lane.as_mut_ptr().cast(), value)
+/// `value` into the sixteen residues of `lane`.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn store(lane: &mut Lanes, value: __m512i) {
+    // SAFETY: `lane` is 64 writable bytes, the store's width; it needs no alignment.
+    unsafe { _mm512_storeu_si512(lane.as_mut_ptr().cast(), value) }
 }
 
 /// A twiddle and its Shoup quotient in every lane.
-#[inline(always)]
-unsafe fn broadcast((w, w_shoup): (u32, u32)) -> (__m512i, __m512i) {
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn broadcast((w, w_shoup): (u32, u32)) -> (__m512i, __m512i) {
     (
         _mm512_set1_epi32(w as i32),
         _mm512_set1_epi32(w_shoup as i32),
@@ -72,11 +84,8 @@ unsafe fn broadcast((w, w_shoup): (u32, u32)) -> (__m512i, __m512i) {
 
 /// [`PrimeTables::forward_lanes`] of values below `4p`, leaving values below `4p` congruent
 /// to its results modulo `p`.
-///
-/// # Safety
-/// The CPU must have AVX-512 F.
 #[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn forward_lanes(table: &PrimeTables, a: &mut [Lanes]) {
+pub(crate) fn forward_lanes(table: &PrimeTables, a: &mut [Lanes]) {
     let n = a.len();
     let p = _mm512_set1_epi32(table.prime() as i32);
     let two_p = _mm512_add_epi32(p, p);
@@ -100,11 +109,8 @@ pub(crate) unsafe fn forward_lanes(table: &PrimeTables, a: &mut [Lanes]) {
 }
 
 /// [`PrimeTables::inverse_lanes`] of values below `2p`, with its fully reduced results.
-///
-/// # Safety
-/// The CPU must have AVX-512 F.
 #[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn inverse_lanes(table: &PrimeTables, a: &mut [Lanes]) {
+pub(crate) fn inverse_lanes(table: &PrimeTables, a: &mut [Lanes]) {
     let n = a.len();
     let p = _mm512_set1_epi32(table.prime() as i32);
     let two_p = _mm512_add_epi32(p, p);
@@ -135,11 +141,8 @@ pub(crate) unsafe fn inverse_lanes(table: &PrimeTables, a: &mut [Lanes]) {
 
 /// `sums[j] += lanes[j] · w[j] (mod p)` lane by lane, `w[j]` given with its Shoup quotient,
 /// for sums below `p` and any lanes below 2^32.
-///
-/// # Safety
-/// The CPU must have AVX-512 F.
 #[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn multiply_add(
+pub(crate) fn multiply_add(
     table: &PrimeTables,
     sums: &mut [Lanes],
     lanes: &[Lanes],
@@ -156,16 +159,8 @@ pub(crate) unsafe fn multiply_add(
 /// `signed[c][l] = digits[l·width + c]` read as `i8`, for the `rows ≤ 16` rows of the row-major
 /// `digits` (the lanes of absent rows are zero) and every column `c < width`: a transpose of
 /// 16 x 16 byte tiles in registers, then a sign extension of each column.
-///
-/// # Safety
-/// The CPU must have AVX-512 F.
 #[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn widen_columns(
-    digits: &[u8],
-    rows: usize,
-    width: usize,
-    signed: &mut [[i32; 16]],
-) {
+pub(crate) fn widen_columns(digits: &[u8], rows: usize, width: usize, signed: &mut [[i32; 16]]) {
     use std::arch::x86_64::{
         __m128i, _mm512_cvtepi8_epi32, _mm_loadu_si128, _mm_setzero_si128, _mm_unpackhi_epi16,
         _mm_unpackhi_epi32, _mm_unpackhi_epi64, _mm_unpackhi_epi8, _mm_unpacklo_epi16,
@@ -177,7 +172,9 @@ pub(crate) unsafe fn widen_columns(
         let c = tile * 16;
         let r: [__m128i; 16] = std::array::from_fn(|l| {
             if l < rows {
-                _mm_loadu_si128(digits[l * width + c..l * width + c + 16].as_ptr().cast())
+                let row = &digits[l * width + c..l * width + c + 16];
+                // SAFETY: `row` is 16 readable bytes, the load's width.
+                unsafe { _mm_loadu_si128(row.as_ptr().cast()) }
             } else {
                 _mm_setzero_si128()
             }
@@ -209,14 +206,17 @@ pub(crate) unsafe fn widen_columns(
         for h in 0..8 {
             let low = _mm_unpacklo_epi64(octet[0][h], octet[1][h]);
             let high = _mm_unpackhi_epi64(octet[0][h], octet[1][h]);
-            _mm512_storeu_si512(
-                signed[c + 2 * h].as_mut_ptr().cast(),
-                _mm512_cvtepi8_epi32(low),
-            );
-            _mm512_storeu_si512(
-                signed[c + 2 * h + 1].as_mut_ptr().cast(),
-                _mm512_cvtepi8_epi32(high),
-            );
+            // SAFETY: each `signed[_]` is 16 writable `i32`, the store's 64 bytes.
+            unsafe {
+                _mm512_storeu_si512(
+                    signed[c + 2 * h].as_mut_ptr().cast(),
+                    _mm512_cvtepi8_epi32(low),
+                );
+                _mm512_storeu_si512(
+                    signed[c + 2 * h + 1].as_mut_ptr().cast(),
+                    _mm512_cvtepi8_epi32(high),
+                );
+            }
         }
     }
     for c in tiles * 16..width {
@@ -233,45 +233,52 @@ pub(crate) unsafe fn widen_columns(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::features::Avx512Token;
+    use crate::backend::Backend;
     use crate::ntt::{NttPlan, LANES};
 
-    /// The AVX-512 transforms give the generic ones' residues at every degree (odd and even
-    /// numbers of levels) and for every prime.
+    /// Each backend's lane transforms (these on AVX-512, the generic ones compiled for the
+    /// backend's vector unit otherwise) give the generic ones' residues at every degree (odd
+    /// and even numbers of levels) and for every prime.
     #[test]
-    fn the_vector_transforms_match_the_generic_ones() {
-        if Avx512Token::detect().is_none() {
-            return;
-        }
+    fn every_backends_lane_transforms_match_the_generic_ones() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for log_n in 1..=12 {
-            let plan = NttPlan::new(1 << log_n).expect("a supported degree");
-            for k in 0..3 {
-                let table = plan.table(k);
-                let lanes: Vec<Lanes> = (0..1usize << log_n)
-                    .map(|_| {
-                        std::array::from_fn(|_| {
-                            x ^= x << 13;
-                            x ^= x >> 7;
-                            x ^= x << 17;
-                            (x % u64::from(table.prime())) as u32
+        for backend in Backend::available() {
+            for log_n in 1..=12 {
+                let plan = NttPlan::new(1 << log_n).expect("a supported degree");
+                for k in 0..3 {
+                    let table = plan.table(k);
+                    let lanes: Vec<Lanes> = (0..1usize << log_n)
+                        .map(|_| {
+                            std::array::from_fn(|_| {
+                                x ^= x << 13;
+                                x ^= x >> 7;
+                                x ^= x << 17;
+                                (x % u64::from(table.prime())) as u32
+                            })
                         })
-                    })
-                    .collect();
-                let (mut generic, mut vector) = (lanes.clone(), lanes.clone());
-                table.forward_lanes(&mut generic);
-                // SAFETY: the CPU has AVX-512 F (detected above).
-                unsafe { forward_lanes(table, &mut vector) };
-                let p = table.prime();
-                assert!(vector.as_flattened().iter().all(|&x| x < 4 * p));
-                vector.as_flattened_mut().iter_mut().for_each(|x| *x %= p);
-                assert_eq!(generic, vector, "forward, n = 2^{log_n}, prime {k}");
-                table.inverse_lanes(&mut generic);
-                // SAFETY: as above.
-                unsafe { inverse_lanes(table, &mut vector) };
-                assert_eq!(generic, vector, "inverse, n = 2^{log_n}, prime {k}");
-                assert_eq!(generic, lanes, "round trip, n = 2^{log_n}, prime {k}");
-                assert_eq!(generic[0].len(), LANES);
+                        .collect();
+                    let (mut generic, mut vector) = (lanes.clone(), lanes.clone());
+                    table.forward_lanes(&mut generic);
+                    match backend.avx512() {
+                        // SAFETY: the token proves avx512f, the feature `forward_lanes` enables.
+                        Some(_) => unsafe { forward_lanes(table, &mut vector) },
+                        None => backend.vectorized(|| table.forward_lanes(&mut vector)),
+                    }
+                    let p = table.prime();
+                    assert!(vector.as_flattened().iter().all(|&x| x < 4 * p));
+                    vector.as_flattened_mut().iter_mut().for_each(|x| *x %= p);
+                    let at = format!("{backend:?}, n = 2^{log_n}, prime {k}");
+                    assert_eq!(generic, vector, "forward, {at}");
+                    table.inverse_lanes(&mut generic);
+                    match backend.avx512() {
+                        // SAFETY: as above.
+                        Some(_) => unsafe { inverse_lanes(table, &mut vector) },
+                        None => backend.vectorized(|| table.inverse_lanes(&mut vector)),
+                    }
+                    assert_eq!(generic, vector, "inverse, {at}");
+                    assert_eq!(generic, lanes, "round trip, {at}");
+                    assert_eq!(generic[0].len(), LANES);
+                }
             }
         }
     }

@@ -222,10 +222,11 @@ impl DiscreteGaussian {
     /// across samples on the CPU's vector unit.
     pub fn sample_words(&self, words: &[u8], out: &mut [u32]) {
         assert_eq!(words.len(), 8 * out.len(), "8 bytes per sample");
-        wide::sample_words(crate::kernels::Backend::detect(), self, words, out)
+        crate::backend::Backend::selected().vectorized(|| self.sample_words_inline(words, out))
     }
 
-    /// [`sample_words`](Self::sample_words) written for the compiler to vectorize.
+    /// [`sample_words`](Self::sample_words) written for the compiler to vectorize (for the
+    /// selected backend's vector unit).
     #[inline(always)]
     fn sample_words_inline(&self, words: &[u8], out: &mut [u32]) {
         for (out, words) in out
@@ -274,43 +275,6 @@ impl DiscreteGaussian {
 /// Samples a Gaussian sampler compares with each table entry side by side (eight 64-bit lanes
 /// make one AVX-512 register).
 pub const SAMPLE_LANES: usize = 8;
-
-/// [`DiscreteGaussian::sample_words`] compiled for each kernel backend's vector unit (the
-/// crate's baseline target has two 64-bit lanes).
-#[allow(unsafe_code)]
-mod wide {
-    use super::DiscreteGaussian;
-    use crate::kernels::Backend;
-
-    pub(super) fn sample_words(
-        backend: Backend,
-        gaussian: &DiscreteGaussian,
-        words: &[u8],
-        out: &mut [u32],
-    ) {
-        match backend {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: the token proves avx512f, avx512bw, avx512dq and avx512vl.
-            Backend::Avx512(_) => unsafe { sample_avx512(gaussian, words, out) },
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: the token proves avx2.
-            Backend::Avx2(_) => unsafe { sample_avx2(gaussian, words, out) },
-            _ => gaussian.sample_words_inline(words, out),
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-    unsafe fn sample_avx512(gaussian: &DiscreteGaussian, words: &[u8], out: &mut [u32]) {
-        gaussian.sample_words_inline(words, out)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn sample_avx2(gaussian: &DiscreteGaussian, words: &[u8], out: &mut [u32]) {
-        gaussian.sample_words_inline(words, out)
-    }
-}
 
 #[cfg(test)]
 mod tests {

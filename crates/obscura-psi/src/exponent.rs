@@ -11,6 +11,7 @@
 
 use curve25519_dalek::ristretto::RistrettoPoint;
 use curve25519_dalek::scalar::Scalar;
+use obscura_math::backend::Backend;
 use obscura_math::sample::{OsSampler, RngError};
 use rayon::prelude::*;
 use zeroize::Zeroize;
@@ -45,17 +46,22 @@ pub(crate) fn random_nonzero_scalar(rng: &mut OsSampler) -> Result<Scalar, RngEr
 
 /// Which code raises points to the exponent.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Backend {
+pub(crate) enum Raiser {
     /// The AVX-512 IFMA multi-buffer kernel.
     MultiBuffer(Ifma),
     /// curve25519-dalek, one point at a time.
     SinglePoint,
 }
 
-impl Backend {
-    /// The fastest backend this CPU runs.
-    pub(crate) fn detect() -> Self {
-        Ifma::detect().map_or(Self::SinglePoint, Self::MultiBuffer)
+impl Raiser {
+    /// The code for `backend`: the multi-buffer kernel where it offers IFMA.
+    pub(crate) fn on(backend: Backend) -> Self {
+        Ifma::on(backend).map_or(Self::SinglePoint, Self::MultiBuffer)
+    }
+
+    /// The code for the process's selected backend.
+    pub(crate) fn selected() -> Self {
+        Self::on(Backend::selected())
     }
 }
 
@@ -64,18 +70,18 @@ impl Backend {
 pub(crate) struct Exponent {
     half: Scalar,
     digits: Digits,
-    backend: Backend,
+    raiser: Raiser,
 }
 
 impl Exponent {
-    /// A uniformly random non-zero exponent ([`random_nonzero_scalar`]) on the fastest backend.
+    /// A uniformly random non-zero exponent ([`random_nonzero_scalar`]) on the selected backend.
     pub(crate) fn random(rng: &mut OsSampler) -> Result<Self, RngError> {
         let k = random_nonzero_scalar(rng)?;
-        Ok(Self::from_scalar(k, Backend::detect()).expect("the scalar is not zero"))
+        Ok(Self::from_scalar(k, Raiser::selected()).expect("the scalar is not zero"))
     }
 
-    /// The exponent `k` on `backend`, or `None` for zero.
-    pub(crate) fn from_scalar(mut k: Scalar, backend: Backend) -> Option<Self> {
+    /// The exponent `k` raised by `raiser`, or `None` for zero.
+    pub(crate) fn from_scalar(mut k: Scalar, raiser: Raiser) -> Option<Self> {
         if k == Scalar::ZERO {
             return None;
         }
@@ -85,7 +91,7 @@ impl Exponent {
         Some(Self {
             half,
             digits,
-            backend,
+            raiser,
         })
     }
 
@@ -99,8 +105,8 @@ impl Exponent {
         width: usize,
         out: &mut [u8],
     ) {
-        match self.backend {
-            Backend::MultiBuffer(kernel) => parallel(items, width, out, |items, out| {
+        match self.raiser {
+            Raiser::MultiBuffer(kernel) => parallel(items, width, out, |items, out| {
                 let strings: Vec<[u8; 64]> = items
                     .iter()
                     .map(|item| hash.expand_message::<64>(item))
@@ -108,7 +114,7 @@ impl Exponent {
                 kernel.raise_uniform(&self.digits, &strings, width, out);
                 Ok::<_, PeerError>(())
             }),
-            Backend::SinglePoint => parallel(items, width, out, |items, out| {
+            Raiser::SinglePoint => parallel(items, width, out, |items, out| {
                 self.raise_batch(items, |item| Ok(hash.hash(item)), width, out)
             }),
         }
@@ -124,11 +130,11 @@ impl Exponent {
         width: usize,
         out: &mut [u8],
     ) -> Result<(), PeerError> {
-        match self.backend {
-            Backend::MultiBuffer(kernel) => parallel(encodings, width, out, |encodings, out| {
+        match self.raiser {
+            Raiser::MultiBuffer(kernel) => parallel(encodings, width, out, |encodings, out| {
                 kernel.raise_encoded(&self.digits, encodings, width, out)
             }),
-            Backend::SinglePoint => parallel(encodings, width, out, |encodings, out| {
+            Raiser::SinglePoint => parallel(encodings, width, out, |encodings, out| {
                 self.raise_batch(encodings, point::decode, width, out)
             }),
         }
@@ -191,13 +197,16 @@ mod tests {
             .collect()
     }
 
-    /// Every backend this CPU runs (the multi-buffer one only with AVX-512 IFMA).
-    fn backends() -> Vec<Backend> {
-        let mut backends = vec![Backend::SinglePoint];
-        backends.extend(Ifma::detect().map(Backend::MultiBuffer));
-        if backends.len() == 1 {
-            eprintln!("no AVX-512 IFMA on this CPU: only the single-point backend is tested");
-        }
+    /// The code of every backend available (the multi-buffer kernel only where one offers
+    /// AVX-512 IFMA), the single-point code first.
+    fn backends() -> Vec<Raiser> {
+        let mut backends = vec![Raiser::SinglePoint];
+        backends.extend(
+            Backend::available()
+                .into_iter()
+                .filter_map(Ifma::on)
+                .map(Raiser::MultiBuffer),
+        );
         backends
     }
 
@@ -304,7 +313,7 @@ mod tests {
         let a = raise_items(&Exponent::random(&mut rng).unwrap(), &hash, &[b"x"], 32);
         let b = raise_items(&Exponent::random(&mut rng).unwrap(), &hash, &[b"x"], 32);
         assert_ne!(a, b);
-        assert!(Exponent::from_scalar(Scalar::ZERO, Backend::SinglePoint).is_none());
+        assert!(Exponent::from_scalar(Scalar::ZERO, Raiser::SinglePoint).is_none());
     }
 
     /// RFC 9497 appendix A.1.1 (OPRF(ristretto255, SHA-512), mode 0): the blinded elements are

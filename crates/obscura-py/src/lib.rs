@@ -16,6 +16,9 @@ use pyo3::prelude::*;
 /// The extension module.
 #[pymodule]
 fn _obscura(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    // An OBSCURA_BACKEND this CPU cannot run refuses the import instead of failing later.
+    obscura_math::backend::Backend::select()
+        .map_err(|error| errors::error(errors::Class::InvalidInput, error))?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add_function(wrap_pyfunction!(pir::build_index, module)?)?;
     module.add_function(wrap_pyfunction!(pir::build_keyword, module)?)?;

@@ -1,5 +1,8 @@
 """Private lookups from Python: every scheme builds, stores and answers real data."""
 
+import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -227,3 +230,15 @@ def test_rfc6962_known_answers_through_the_bindings(tmp_path):
     for leaf, path in vectors["paths_in_7"].items():
         proof = client.audit_path(int(leaf), leaf_data=leaves[int(leaf)], root=vectors["roots"][7])
         assert proof.path == path
+
+
+def test_a_backend_the_cpu_cannot_run_refuses_the_import():
+    def import_with(backend):
+        env = dict(os.environ, OBSCURA_BACKEND=backend)
+        return subprocess.run([sys.executable, "-c", "import obscura"], env=env, capture_output=True, text=True)
+
+    assert import_with("portable").returncode == 0
+    unknown = import_with("sse9")
+    assert unknown.returncode != 0
+    assert "InvalidInputError" in unknown.stderr
+    assert 'OBSCURA_BACKEND="sse9" names no backend: expected portable, avx2 or avx512' in unknown.stderr

@@ -81,7 +81,7 @@ pub fn describe(
     report.layout = layout_name(layout);
     report.records = records;
     report.record_bytes = record_bytes;
-    report.backend = obscura_math::kernels::Backend::detect().name().into();
+    report.backend = obscura_math::backend::Backend::selected().name().into();
     report.matrix = [g.rows(), g.cols()];
     report.params = Params::of_params(&setup.params());
 }

@@ -17,16 +17,26 @@ fn zero() -> __m256i {
     _mm256_setzero_si256()
 }
 
+/// The eight words at `p`.
+///
+/// # Safety
+/// `p` must be valid for reading 32 bytes (no alignment needed).
 #[inline]
 #[target_feature(enable = "avx2")]
 unsafe fn load(p: *const u32) -> __m256i {
-    _mm256_loadu_si256(p.cast())
+    // SAFETY: the caller vouches for the 32 bytes.
+    unsafe { _mm256_loadu_si256(p.cast()) }
 }
 
+/// `v` into the eight words at `p`.
+///
+/// # Safety
+/// `p` must be valid for writing 32 bytes (no alignment needed).
 #[inline]
 #[target_feature(enable = "avx2")]
 unsafe fn store(p: *mut u32, v: __m256i) {
-    _mm256_storeu_si256(p.cast(), v)
+    // SAFETY: the caller vouches for the 32 bytes.
+    unsafe { _mm256_storeu_si256(p.cast(), v) }
 }
 
 #[inline]
@@ -52,17 +62,16 @@ pub const STEP: usize = 16;
 /// columns per instruction. Per step of [`STEP`] columns: the 16 `lo`, then the 16 `hi`, as
 /// little-endian bytes; the last step is zero-padded. This runs once per panel of every answer
 /// (a few KiB), on the calling thread.
-///
-/// # Safety
-/// The CPU must support AVX2.
 #[target_feature(enable = "avx2")]
-pub unsafe fn vector_planes(v: &[u32]) -> Vec<u8> {
+pub fn vector_planes(v: &[u32]) -> Vec<u8> {
     let mut planes = vec![0u8; 4 * v.len().next_multiple_of(STEP)];
     let low_mask = splat(0xffff);
     for (step, words) in planes.chunks_exact_mut(4 * STEP).zip(v.chunks(STEP)) {
         let mut padded = [0u32; STEP];
         padded[..words.len()].copy_from_slice(words);
-        let (a, b) = (load(padded.as_ptr()), load(padded.as_ptr().add(LANES)));
+        let (first, second) = padded.split_at(LANES);
+        // SAFETY: each half of `padded` is eight words, one load.
+        let (a, b) = unsafe { (load(first.as_ptr()), load(second.as_ptr())) };
         // Both halves as values in [0, 2^16), which packus_epi32 narrows exactly; the pack
         // interleaves the 128-bit lanes of `a` and `b`, and the permutation puts them back in
         // order.
@@ -75,20 +84,14 @@ pub unsafe fn vector_planes(v: &[u32]) -> Vec<u8> {
         let order = |x: __m256i| _mm256_permute4x64_epi64::<0b11_01_10_00>(x);
         let low = order(_mm256_packus_epi32(lo_a, lo_b));
         let high = order(_mm256_packus_epi32(hi_a, hi_b));
-        _mm256_storeu_si256(step.as_mut_ptr().cast(), low);
-        _mm256_storeu_si256(step.as_mut_ptr().add(2 * STEP).cast(), high);
+        let (low_half, high_half) = step.split_at_mut(2 * STEP);
+        // SAFETY: `step` is `4 * STEP` = 64 bytes, so each half is one 32-byte store.
+        unsafe {
+            _mm256_storeu_si256(low_half.as_mut_ptr().cast(), low);
+            _mm256_storeu_si256(high_half.as_mut_ptr().cast(), high);
+        }
     }
     planes
-}
-
-/// [`portable::dot_i8`](super::portable::dot_i8) compiled for this backend: the dot product of
-/// a group's narrower last step.
-///
-/// # Safety
-/// The CPU must support the features it enables.
-#[target_feature(enable = "avx2")]
-pub unsafe fn tail_dot(d: &[u8], v: &[u32]) -> u32 {
-    super::portable::dot_i8(d, v)
 }
 
 /// Sums of the `rows` (1 to 4) rows of a group in step order (see [`crate::layout`]) times the
@@ -104,16 +107,22 @@ pub unsafe fn tail_dot(d: &[u8], v: &[u32]) -> u32 {
 /// and `planes` cover `steps` steps.
 #[target_feature(enable = "avx2")]
 pub unsafe fn gemv_group(group: &[u8], rows: usize, steps: usize, planes: &[u8]) -> [u32; 4] {
-    match rows {
-        4 => gemv_rows::<4>(group, steps, planes),
-        3 => gemv_rows::<3>(group, steps, planes),
-        2 => gemv_rows::<2>(group, steps, planes),
-        _ => gemv_rows::<1>(group, steps, planes),
+    // SAFETY: the caller's contract is `gemv_rows`' for `rows` rows.
+    unsafe {
+        match rows {
+            4 => gemv_rows::<4>(group, steps, planes),
+            3 => gemv_rows::<3>(group, steps, planes),
+            2 => gemv_rows::<2>(group, steps, planes),
+            _ => gemv_rows::<1>(group, steps, planes),
+        }
     }
 }
 
 /// [`gemv_group`] for `R` rows; a group step of [`STEP_COLS`] columns is four kernel steps of
 /// [`STEP`]. Each row's line of a step is fetched into L2 [`PREFETCH_BYTES`] ahead.
+///
+/// # Safety
+/// As [`gemv_group`] with `rows = R`.
 #[target_feature(enable = "avx2")]
 unsafe fn gemv_rows<const R: usize>(group: &[u8], steps: usize, planes: &[u8]) -> [u32; 4] {
     const _: () = assert!(STEP_COLS.is_multiple_of(STEP));
@@ -123,14 +132,22 @@ unsafe fn gemv_rows<const R: usize>(group: &[u8], steps: usize, planes: &[u8]) -
     for s in 0..steps {
         for part in (0..STEP_COLS).step_by(STEP) {
             let c = s * STEP_COLS + part;
-            let lo = _mm256_loadu_si256(pp.add(4 * c).cast());
-            let hi = _mm256_loadu_si256(pp.add(4 * c + 2 * STEP).cast());
+            // SAFETY: `planes` covers `steps` steps (the caller's contract), so both 32-byte
+            // halves of column `c`'s step are inside it.
+            let (lo, hi) = unsafe {
+                (
+                    _mm256_loadu_si256(pp.add(4 * c).cast()),
+                    _mm256_loadu_si256(pp.add(4 * c + 2 * STEP).cast()),
+                )
+            };
             for i in 0..R {
                 let at = (s * R + i) * STEP_COLS + part;
                 if part == 0 {
                     _mm_prefetch::<_MM_HINT_T1>(dp.wrapping_add(at + PREFETCH_BYTES).cast());
                 }
-                let digits = _mm256_cvtepi8_epi16(_mm_loadu_si128(dp.add(at).cast()));
+                // SAFETY: `group` holds `R` rows of `steps` whole steps (the caller's contract),
+                // so the 16 digits at `at` are inside it.
+                let digits = _mm256_cvtepi8_epi16(unsafe { _mm_loadu_si128(dp.add(at).cast()) });
                 low[i] = _mm256_add_epi32(low[i], _mm256_madd_epi16(digits, lo));
                 high[i] = _mm256_add_epi32(high[i], _mm256_madd_epi16(digits, hi));
             }
@@ -215,18 +232,23 @@ pub unsafe fn gemm_acc(
                     *word = x | y << 16;
                 }
             }
-            let op = out.as_mut_ptr().add(r * out_stride);
             for v in 0..w / LANES {
-                let pp = planes
-                    .as_ptr()
-                    .add((v * total_pairs + pairs.start) * 2 * LANES);
-                let o = op.add(v * LANES);
                 let x = packed.as_ptr();
-                match block {
-                    4 => gemm_tile::<4>(x, count, pp, o, out_stride),
-                    3 => gemm_tile::<3>(x, count, pp, o, out_stride),
-                    2 => gemm_tile::<2>(x, count, pp, o, out_stride),
-                    _ => gemm_tile::<1>(x, count, pp, o, out_stride),
+                // SAFETY: `planes` holds every pair of the vector's `total_pairs` and `out` rows
+                // `r .. r + block` of `out_stride` entries reaching `width` (the caller's
+                // contract), so the tile's reads and writes stay inside them; `packed` holds
+                // `block` rows of `count` pairs.
+                unsafe {
+                    let pp = planes
+                        .as_ptr()
+                        .add((v * total_pairs + pairs.start) * 2 * LANES);
+                    let o = out.as_mut_ptr().add(r * out_stride + v * LANES);
+                    match block {
+                        4 => gemm_tile::<4>(x, count, pp, o, out_stride),
+                        3 => gemm_tile::<3>(x, count, pp, o, out_stride),
+                        2 => gemm_tile::<2>(x, count, pp, o, out_stride),
+                        _ => gemm_tile::<1>(x, count, pp, o, out_stride),
+                    }
                 }
             }
             r += block;
@@ -251,6 +273,10 @@ pub unsafe fn gemm_acc(
 /// `R` rows x 8 output lanes over `pairs` pairs of columns: `packed` holds each row's digit
 /// pairs (`pairs` words per row), `planes` the vector's halves; low and high halves are summed
 /// apart and combined as `lo + 2^16·hi` at the end.
+///
+/// # Safety
+/// `packed` must hold `R` rows of `pairs` words, `planes` `pairs` pairs of 16 words, and `out`
+/// `R` rows `out_stride` apart of 8 writable words each.
 #[target_feature(enable = "avx2")]
 unsafe fn gemm_tile<const R: usize>(
     packed: *const i32,
@@ -262,38 +288,26 @@ unsafe fn gemm_tile<const R: usize>(
     let mut low = [zero(); R];
     let mut high = [zero(); R];
     for p in 0..pairs {
-        let lo = load(planes.add(p * 2 * LANES));
-        let hi = load(planes.add((p * 2 + 1) * LANES));
+        // SAFETY: pair `p` of `planes` is 16 words (the caller's contract).
+        let (lo, hi) = unsafe {
+            (
+                load(planes.add(p * 2 * LANES)),
+                load(planes.add((p * 2 + 1) * LANES)),
+            )
+        };
         for i in 0..R {
-            let x = splat(*packed.add(i * pairs + p));
+            // SAFETY: row `i` of `packed` has `pairs` words (the caller's contract).
+            let x = splat(unsafe { *packed.add(i * pairs + p) });
             low[i] = _mm256_add_epi32(low[i], _mm256_madd_epi16(x, lo));
             high[i] = _mm256_add_epi32(high[i], _mm256_madd_epi16(x, hi));
         }
     }
     for i in 0..R {
-        let o = out.add(i * out_stride);
         let sum = _mm256_add_epi32(low[i], _mm256_slli_epi32::<16>(high[i]));
-        store(o, _mm256_add_epi32(load(o), sum));
+        // SAFETY: row `i` of `out` has 8 writable words (the caller's contract).
+        unsafe {
+            let o = out.add(i * out_stride);
+            store(o, _mm256_add_epi32(load(o), sum));
+        }
     }
-}
-
-/// [`portable::gemm_acc`](super::portable::gemm_acc) compiled for this backend's vector unit:
-/// the columns outside the matrix-matrix kernel's groups.
-///
-/// # Safety
-/// The CPU must support the features it enables.
-#[target_feature(enable = "avx2")]
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn gemm_edge(
-    d: &[u8],
-    d_stride: usize,
-    rows: usize,
-    cols: usize,
-    b: &[u32],
-    b_stride: usize,
-    width: usize,
-    out: &mut [u32],
-    out_stride: usize,
-) {
-    super::portable::gemm_acc(d, d_stride, rows, cols, b, b_stride, width, out, out_stride)
 }

@@ -9,7 +9,7 @@
 //!
 //! Operands are split into planes once ([`vector_planes`] per panel, [`matrix_planes`] per
 //! block) and shared by all rows. Same contracts as [`super::portable`]; the safe wrappers in
-//! [`super`] run them only for a [`super::Avx512Token`] and check the bounds.
+//! [`super`] run them only for a [`VnniToken`](crate::backend::VnniToken) and check the bounds.
 
 use std::arch::x86_64::*;
 use std::ops::Range;
@@ -36,11 +36,8 @@ const SHARED_BLOCKS: usize = 4;
 /// are 256 contiguous bytes: byte `k` of `v[64·s + i]` is at `256·s + 64·k + i`. The last
 /// partial step is zero-padded. This runs once per panel of every answer (a few KiB), on the
 /// calling thread.
-///
-/// # Safety
-/// The CPU must support AVX-512F.
 #[target_feature(enable = "avx512f")]
-pub unsafe fn vector_planes(v: &[u32]) -> Vec<u8> {
+pub fn vector_planes(v: &[u32]) -> Vec<u8> {
     let mut planes = vec![0u8; 4 * v.len().next_multiple_of(STEP)];
     for (step, words) in planes.chunks_exact_mut(4 * STEP).zip(v.chunks(STEP)) {
         let mut padded = [0u32; STEP];
@@ -51,10 +48,12 @@ pub unsafe fn vector_planes(v: &[u32]) -> Vec<u8> {
                 .chunks_exact(LANES)
                 .zip(plane.chunks_exact_mut(LANES))
             {
-                let x = _mm512_loadu_si512(quarter.as_ptr().cast());
+                // SAFETY: `quarter` is 16 words, one 64-byte load.
+                let x = unsafe { _mm512_loadu_si512(quarter.as_ptr().cast()) };
                 // vpmovdb keeps the low byte of each lane.
                 let bytes = _mm512_cvtepi32_epi8(_mm512_srl_epi32(x, shift));
-                _mm_storeu_si128(out.as_mut_ptr().cast(), bytes);
+                // SAFETY: `out` is 16 bytes, one store.
+                unsafe { _mm_storeu_si128(out.as_mut_ptr().cast(), bytes) };
             }
         }
     }
@@ -141,7 +140,8 @@ fn lane_sums(v: [__m512i; 4]) -> [u32; 4] {
 pub unsafe fn gemv_groups(groups: &[Group], planes: &[u8], out: &mut [u32]) {
     let mut at = 0;
     for group in groups {
-        let sums = gemv_group(group.bytes, group.rows, group.width, planes);
+        // SAFETY: the caller vouches for every group's shape and for `planes`.
+        let sums = unsafe { gemv_group(group.bytes, group.rows, group.width, planes) };
         for (o, sum) in out[at..at + group.rows].iter_mut().zip(sums) {
             *o = o.wrapping_add(sum);
         }
@@ -160,17 +160,23 @@ pub unsafe fn gemv_groups(groups: &[Group], planes: &[u8], out: &mut [u32]) {
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 unsafe fn gemv_group(group: &[u8], rows: usize, width: usize, planes: &[u8]) -> [u32; 4] {
     debug_assert!(group.len() >= rows * width && planes.len() >= 4 * width.next_multiple_of(STEP));
-    match rows {
-        4 => gemv_rows::<4>(group, width, planes),
-        3 => gemv_rows::<3>(group, width, planes),
-        2 => gemv_rows::<2>(group, width, planes),
-        _ => gemv_rows::<1>(group, width, planes),
+    // SAFETY: the caller's contract is `gemv_rows`' for `rows` rows.
+    unsafe {
+        match rows {
+            4 => gemv_rows::<4>(group, width, planes),
+            3 => gemv_rows::<3>(group, width, planes),
+            2 => gemv_rows::<2>(group, width, planes),
+            _ => gemv_rows::<1>(group, width, planes),
+        }
     }
 }
 
 /// [`gemv_group`] for `R` rows: each step's `R` rows are 64 contiguous bytes each, read as one
 /// stream (and fetched into L2 [`PREFETCH_BYTES`] ahead), and each of the step's four planes is
 /// loaded once for all rows. The last step's `R` rows are `width % 64` bytes each.
+///
+/// # Safety
+/// As [`gemv_group`] with `rows = R`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 unsafe fn gemv_rows<const R: usize>(group: &[u8], width: usize, planes: &[u8]) -> [u32; 4] {
     const _: () = assert!(STEP == STEP_COLS);
@@ -185,10 +191,13 @@ unsafe fn gemv_rows<const R: usize>(group: &[u8], width: usize, planes: &[u8]) -
         }
         let mut x = [_mm512_setzero_si512(); R];
         for (i, x) in x.iter_mut().enumerate() {
-            *x = _mm512_loadu_si512(dp.add(at + i * STEP).cast());
+            // SAFETY: `group` holds `R` rows of `width` columns (the caller's contract), so
+            // row `i` of whole step `s` is 64 bytes inside it.
+            *x = unsafe { _mm512_loadu_si512(dp.add(at + i * STEP).cast()) };
         }
         for k in 0..4 {
-            let p = _mm512_loadu_si512(pp.add((4 * s + k) * STEP).cast());
+            // SAFETY: `planes` covers the vector's steps (the caller's contract).
+            let p = unsafe { _mm512_loadu_si512(pp.add((4 * s + k) * STEP).cast()) };
             for (acc, &x) in acc.iter_mut().zip(&x) {
                 acc[k] = _mm512_dpbusd_epi32(acc[k], p, x);
             }
@@ -201,10 +210,13 @@ unsafe fn gemv_rows<const R: usize>(group: &[u8], width: usize, planes: &[u8]) -
         let at = steps * R * STEP;
         let mut x = [_mm512_setzero_si512(); R];
         for (i, x) in x.iter_mut().enumerate() {
-            *x = _mm512_maskz_loadu_epi8(mask, dp.add(at + i * tail).cast());
+            // SAFETY: the mask reads row `i`'s `tail` bytes of the last step, inside `group`
+            // (the caller's contract); masked-off bytes are not accessed.
+            *x = unsafe { _mm512_maskz_loadu_epi8(mask, dp.add(at + i * tail).cast()) };
         }
         for k in 0..4 {
-            let p = _mm512_loadu_si512(pp.add((4 * steps + k) * STEP).cast());
+            // SAFETY: `planes` covers the zero-padded last step (the caller's contract).
+            let p = unsafe { _mm512_loadu_si512(pp.add((4 * steps + k) * STEP).cast()) };
             for (acc, &x) in acc.iter_mut().zip(&x) {
                 acc[k] = _mm512_dpbusd_epi32(acc[k], p, x);
             }
@@ -248,16 +260,21 @@ pub unsafe fn gemm_acc(
             let mut r = 0;
             while r < rows {
                 let block = (rows - r).min(4);
-                let dp = d.as_ptr().add(r * d_stride + c0);
-                let op = out.as_mut_ptr().add(r * out_stride);
                 for v in 0..w / LANES {
-                    let pp = planes.as_ptr().add((v * total_quads + c0 / 4) * 4 * LANES);
-                    let o = op.add(v * LANES);
-                    match block {
-                        4 => gemm_tile::<4>(dp, d_stride, count, pp, o, out_stride),
-                        3 => gemm_tile::<3>(dp, d_stride, count, pp, o, out_stride),
-                        2 => gemm_tile::<2>(dp, d_stride, count, pp, o, out_stride),
-                        _ => gemm_tile::<1>(dp, d_stride, count, pp, o, out_stride),
+                    // SAFETY: `d` holds rows `r .. r + block` reaching column `c0 + 4·count`,
+                    // `planes` every quad of the vector's `total_quads` and `out` the rows'
+                    // `out_stride` entries reaching `width` (the caller's contract), so the
+                    // tile's reads and writes stay inside them.
+                    unsafe {
+                        let dp = d.as_ptr().add(r * d_stride + c0);
+                        let pp = planes.as_ptr().add((v * total_quads + c0 / 4) * 4 * LANES);
+                        let o = out.as_mut_ptr().add(r * out_stride + v * LANES);
+                        match block {
+                            4 => gemm_tile::<4>(dp, d_stride, count, pp, o, out_stride),
+                            3 => gemm_tile::<3>(dp, d_stride, count, pp, o, out_stride),
+                            2 => gemm_tile::<2>(dp, d_stride, count, pp, o, out_stride),
+                            _ => gemm_tile::<1>(dp, d_stride, count, pp, o, out_stride),
+                        }
                     }
                 }
                 r += block;
@@ -282,6 +299,10 @@ pub unsafe fn gemm_acc(
 
 /// `R` rows x 16 output lanes over `quads` groups of four columns, the four byte planes in
 /// separate accumulators (16 registers for `R = 4`).
+///
+/// # Safety
+/// `d` must hold `R` rows `d_stride` apart of `4·quads` bytes, `planes` `quads` quads of 64
+/// words, and `out` `R` rows `out_stride` apart of 16 writable words.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 unsafe fn gemm_tile<const R: usize>(
     d: *const u8,
@@ -295,10 +316,12 @@ unsafe fn gemm_tile<const R: usize>(
     for q in 0..quads {
         let mut p = [_mm512_setzero_si512(); 4];
         for (k, p) in p.iter_mut().enumerate() {
-            *p = _mm512_loadu_si512(planes.add((q * 4 + k) * LANES).cast());
+            // SAFETY: plane `k` of quad `q` is 16 words of `planes` (the caller's contract).
+            *p = unsafe { _mm512_loadu_si512(planes.add((q * 4 + k) * LANES).cast()) };
         }
         for (i, acc) in acc.iter_mut().enumerate() {
-            let digits = d.add(i * d_stride + 4 * q).cast::<i32>().read_unaligned();
+            // SAFETY: quad `q` of row `i` is 4 bytes of `d` (the caller's contract).
+            let digits = unsafe { d.add(i * d_stride + 4 * q).cast::<i32>().read_unaligned() };
             let x = _mm512_set1_epi32(digits);
             for (acc, &p) in acc.iter_mut().zip(&p) {
                 *acc = _mm512_dpbusd_epi32(*acc, p, x);
@@ -306,34 +329,16 @@ unsafe fn gemm_tile<const R: usize>(
         }
     }
     for (i, acc) in acc.iter().enumerate() {
-        let o = out.add(i * out_stride);
-        let mut sum = _mm512_loadu_si512(o.cast());
+        // SAFETY: row `i` of `out` has 16 writable words (the caller's contract).
+        let o = unsafe { out.add(i * out_stride) };
+        // SAFETY: as above.
+        let mut sum = unsafe { _mm512_loadu_si512(o.cast()) };
         for (k, &acc) in acc.iter().enumerate() {
             sum = _mm512_add_epi32(sum, _mm512_sll_epi32(acc, _mm_cvtsi32_si128(8 * k as i32)));
         }
-        _mm512_storeu_si512(o.cast(), sum);
+        // SAFETY: as above.
+        unsafe { _mm512_storeu_si512(o.cast(), sum) };
     }
-}
-
-/// [`portable::gemm_acc`](super::portable::gemm_acc) compiled for this backend's vector unit:
-/// the columns outside the matrix-matrix kernel's groups.
-///
-/// # Safety
-/// The CPU must support the features it enables.
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn gemm_edge(
-    d: &[u8],
-    d_stride: usize,
-    rows: usize,
-    cols: usize,
-    b: &[u32],
-    b_stride: usize,
-    width: usize,
-    out: &mut [u32],
-    out_stride: usize,
-) {
-    super::portable::gemm_acc(d, d_stride, rows, cols, b, b_stride, width, out, out_stride)
 }
 
 /// `out[j] = Σ_c v[c]·d[c][j]` for `j < width`, with the digits `d` laid out by
@@ -350,7 +355,8 @@ pub unsafe fn quads_mat_vec(t4: &[u8], width: usize, planes: &[u32], out: &mut [
     let quads = planes.len() / 4;
     let blocks = width.div_ceil(LANES);
     debug_assert!(t4.len() >= blocks * quads * 64 && out.len() >= width);
-    let block = |b: usize| t4.as_ptr().add(b * quads * 64);
+    // SAFETY: block `b < blocks` starts inside `t4` (the caller's contract).
+    let block = |b: usize| unsafe { t4.as_ptr().add(b * quads * 64) };
     let store = |b: usize, sum: __m512i, out: &mut [u32]| {
         let lanes = (width - b * LANES).min(LANES);
         let mask: __mmask16 = if lanes == LANES {
@@ -358,7 +364,9 @@ pub unsafe fn quads_mat_vec(t4: &[u8], width: usize, planes: &[u32], out: &mut [
         } else {
             (1u16 << lanes) - 1
         };
-        _mm512_mask_storeu_epi32(out.as_mut_ptr().add(b * LANES).cast(), mask, sum);
+        // SAFETY: the mask writes the block's `lanes` entries, inside `out` (the caller's
+        // contract).
+        unsafe { _mm512_mask_storeu_epi32(out.as_mut_ptr().add(b * LANES).cast(), mask, sum) };
     };
     // Four blocks at a time share each broadcast of the vector's planes (the last ones repeat
     // the final block where fewer are left).
@@ -367,8 +375,10 @@ pub unsafe fn quads_mat_vec(t4: &[u8], width: usize, planes: &[u32], out: &mut [
             std::array::from_fn(|i| block((b + i).min(blocks - 1)));
         let mut acc = [[_mm512_setzero_si512(); 4]; SHARED_BLOCKS];
         for q in 0..quads {
-            let x: [__m512i; SHARED_BLOCKS] =
-                std::array::from_fn(|i| _mm512_loadu_si512(starts[i].add(q * 64).cast()));
+            // SAFETY: each block holds `quads` quads of 64 bytes (the caller's contract).
+            let x: [__m512i; SHARED_BLOCKS] = std::array::from_fn(|i| unsafe {
+                _mm512_loadu_si512(starts[i].add(q * 64).cast())
+            });
             for k in 0..4 {
                 let p = _mm512_set1_epi32(planes[4 * q + k] as i32);
                 for (acc, &x) in acc.iter_mut().zip(&x) {

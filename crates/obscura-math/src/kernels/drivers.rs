@@ -37,7 +37,7 @@ const GEMM_MIN_BATCH: usize = 16;
 /// `D · v_j` over Z_{2^32} for every vector of a batch, in one pass over the plaintext matrix `D`
 /// (every vector has `D.cols()` entries).
 pub fn plaintext_mat_vecs(d: &PlaintextMatrix, vectors: &[&[u32]]) -> Vec<Vec<u32>> {
-    plaintext_mat_vecs_with(Backend::detect(), d, vectors)
+    plaintext_mat_vecs_with(Backend::selected(), d, vectors)
 }
 
 /// [`plaintext_mat_vecs`] on a chosen backend.
@@ -280,7 +280,7 @@ fn mat_vecs_interleaved(m: &[u32], vs: &[&[u32]], out: &mut [u32]) {
         return;
     }
     let k = vs.len();
-    let backend = Backend::detect();
+    let backend = Backend::selected();
     let block = |m: &[u32], out: &mut [u32]| {
         let mut sums = [0u32; ROWS_PER_BLOCK];
         let block_rows = m.len() / cols;
@@ -344,7 +344,7 @@ pub fn transposed_mat_vecs(t4: &[u8], width: usize, vs: &[&[u32]]) -> Vec<Vec<u3
         vs.iter().all(|v| v.len().div_ceil(4) == quads),
         "vector lengths"
     );
-    let backend = Backend::detect();
+    let backend = Backend::selected();
     vs.iter()
         .map(|v| {
             let mut out = vec![0u32; width];
@@ -376,33 +376,29 @@ pub fn dot(a: &[u32], b: &[u32]) -> u32 {
     assert_eq!(a.len(), b.len(), "lengths");
     let mut out = [0u32];
     if !b.is_empty() {
-        wide::dot_rows(Backend::detect(), a, b, &mut out);
+        wide::dot_rows(Backend::selected(), a, b, &mut out);
     }
     out[0]
 }
 
 /// The portable row dot products compiled for each backend's vector unit (the crate's baseline
 /// target has no 32-bit vector multiply).
-#[allow(unsafe_code)]
 mod wide {
+    use super::super::Unit;
     use super::{portable, Backend, QUAD_BLOCK};
 
     /// `out[r] = m[r]·v` for the rows of `m` (each as long as `v`).
     pub(super) fn dot_rows(backend: Backend, m: &[u32], v: &[u32], out: &mut [u32]) {
-        match backend {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: the token proves avx512f, avx512bw, avx512dq and avx512vl, the features
-            // `dot_rows_avx512` enables.
-            Backend::Avx512(_) => unsafe { dot_rows_avx512(m, v, out) },
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: the token proves avx2, the one feature `dot_rows_avx2` enables.
-            Backend::Avx2(_) => unsafe { dot_rows_avx2(m, v, out) },
-            _ => dot_rows_inline(m, v, out),
-        }
+        backend.vectorized(|| {
+            for (o, row) in out.iter_mut().zip(m.chunks_exact(v.len())) {
+                *o = portable::dot_u32(row, v);
+            }
+        })
     }
 
     /// [`avx512::quads_mat_vec`](super::super::avx512::quads_mat_vec) on `backend`: the
-    /// kernel itself on AVX-512, its definition in portable code otherwise.
+    /// kernel itself where the backend has VNNI, its definition compiled for the backend's
+    /// vector unit otherwise.
     #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
     pub(super) fn quads(
         backend: Backend,
@@ -411,17 +407,12 @@ mod wide {
         planes: &[u32],
         out: &mut [u32],
     ) {
-        match backend {
+        match Unit::of(backend) {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the token proves avx512f, avx512bw and avx512vnni; the shapes were
             // checked by the caller.
-            Backend::Avx512(_) => unsafe {
-                super::super::avx512::quads_mat_vec(t4, width, planes, out)
-            },
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: as for `dot_rows_avx2`.
-            Backend::Avx2(_) => unsafe { quads_avx2(t4, planes, out) },
-            _ => quads_inline(t4, planes, out),
+            Unit::Vnni(_) => unsafe { super::super::avx512::quads_mat_vec(t4, width, planes, out) },
+            _ => backend.vectorized(|| quads_inline(t4, planes, out)),
         }
     }
 
@@ -456,31 +447,6 @@ mod wide {
             out.copy_from_slice(&sums[..out.len()]);
         }
     }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn quads_avx2(t4: &[u8], planes: &[u32], out: &mut [u32]) {
-        quads_inline(t4, planes, out)
-    }
-
-    #[inline(always)]
-    fn dot_rows_inline(m: &[u32], v: &[u32], out: &mut [u32]) {
-        for (o, row) in out.iter_mut().zip(m.chunks_exact(v.len())) {
-            *o = portable::dot_u32(row, v);
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-    unsafe fn dot_rows_avx512(m: &[u32], v: &[u32], out: &mut [u32]) {
-        dot_rows_inline(m, v, out)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn dot_rows_avx2(m: &[u32], v: &[u32], out: &mut [u32]) {
-        dot_rows_inline(m, v, out)
-    }
 }
 
 /// `H += D[:, first .. first + b] · B` over Z_{2^32}, where `D` is a plaintext matrix, `B` is a
@@ -497,7 +463,7 @@ pub fn plaintext_mat_mul_acc(
     n: usize,
     h: &mut [u32],
 ) {
-    plaintext_mat_mul_acc_with(Backend::detect(), d, first, block, n, h)
+    plaintext_mat_mul_acc_with(Backend::selected(), d, first, block, n, h)
 }
 
 /// [`plaintext_mat_mul_acc`] on a chosen backend.

@@ -2,11 +2,11 @@
 //!
 //! Following curve25519-dalek's backend pattern, [`portable`] holds the reference
 //! implementation that runs everywhere (wasm included); `avx2` and `avx512` hold the same
-//! kernels for x86-64 vector units, and this module alone decides which one runs
-//! ([`Backend::detect`], once per process). A SIMD backend holds a token ([`Avx2Token`],
-//! [`Avx512Token`]) that only feature detection makes, so every unsafe call into code compiled
-//! for those features rests on holding it. Tests hold every backend to the portable one on
-//! random inputs.
+//! kernels for x86-64 vector units. [`crate::backend`] selects the [`Backend`]; the products
+//! run on its AVX-512 kernels where the CPU also has VNNI (their byte dot products), on the AVX2
+//! ones on any other AVX2 or AVX-512 backend, and on the portable ones otherwise. Every unsafe
+//! call into code compiled for a feature rests on holding that feature's token. Tests hold
+//! every backend to the portable one on random inputs.
 //!
 //! Plaintext matrices store one centered digit per byte as two's-complement `i8`, so a database
 //! entry costs one byte of memory traffic; kernels sign-extend it before multiplying. Two kernel
@@ -35,9 +35,10 @@ mod tests;
 
 use std::borrow::Cow;
 use std::ops::Range;
-use std::sync::OnceLock;
 
-pub use crate::features::{Avx2Token, Avx512Token};
+use crate::backend::Backend;
+#[cfg(target_arch = "x86_64")]
+use crate::backend::{Avx2Token, VnniToken};
 pub use drivers::{
     dot, mat_vec, mat_vecs, plaintext_mat_mul_acc, plaintext_mat_mul_acc_with, plaintext_mat_vecs,
     plaintext_mat_vecs_with, quad_interleaved, transposed_mat_vecs, QUAD_BLOCK, SEQUENTIAL_BYTES,
@@ -47,56 +48,45 @@ pub use drivers::{
 use crate::layout::STEP_COLS;
 use crate::layout::{Group, GROUP_ROWS};
 
-/// An implementation of the kernels. The SIMD ones hold the proof that this CPU can run them,
-/// so only [`Backend::available`] and [`Backend::detect`] make them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    /// Plain Rust; runs everywhere.
+/// The kernels a backend's products run on.
+#[derive(Clone, Copy)]
+enum Unit {
     Portable,
-    /// x86-64 AVX2, 8 lanes.
+    /// The AVX2 kernels, on the AVX2 backend and on an AVX-512 one without VNNI.
+    #[cfg(target_arch = "x86_64")]
     Avx2(Avx2Token),
-    /// x86-64 AVX-512 with VNNI, byte dot products in 16 lanes.
-    Avx512(Avx512Token),
+    /// The AVX-512 kernels, which need VNNI's `vpdpbusd`.
+    #[cfg(target_arch = "x86_64")]
+    Vnni(VnniToken),
+}
+
+impl Unit {
+    fn of(backend: Backend) -> Unit {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(token) = backend.vnni() {
+            return Unit::Vnni(token);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if let Some(token) = backend.avx2() {
+            return Unit::Avx2(token);
+        }
+        let _ = backend;
+        Unit::Portable
+    }
 }
 
 impl Backend {
-    /// The fastest backend this CPU supports, detected once.
-    pub fn detect() -> Self {
-        static DETECTED: OnceLock<Backend> = OnceLock::new();
-        *DETECTED.get_or_init(|| *Self::available().last().expect("portable is always there"))
-    }
-
-    /// Every backend this CPU supports, slowest first.
-    pub fn available() -> Vec<Self> {
-        let simd = [
-            Avx2Token::detect().map(Self::Avx2),
-            Avx512Token::detect().map(Self::Avx512),
-        ];
-        std::iter::once(Self::Portable)
-            .chain(simd.into_iter().flatten())
-            .collect()
-    }
-
-    /// The backend's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Portable => "portable",
-            Self::Avx2(_) => "avx2",
-            Self::Avx512(_) => "avx512",
-        }
-    }
-
     /// Prepares `v` for [`Backend::gemv_group`] (the AVX2 backend splits it into 16-bit halves,
     /// the AVX-512 one into byte planes).
     pub fn prepare_vector(self, v: &[u32]) -> VectorOperand<'_> {
-        let planes = match self {
+        let planes = match Unit::of(self) {
+            Unit::Portable => Vec::new(),
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the token proves avx2, the one feature `vector_planes` enables.
-            Self::Avx2(_) => unsafe { avx2::vector_planes(v) },
+            Unit::Avx2(_) => unsafe { avx2::vector_planes(v) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the token proves avx512f, the one feature `vector_planes` enables.
-            Self::Avx512(_) => unsafe { avx512::vector_planes(v) },
-            _ => Vec::new(),
+            Unit::Vnni(_) => unsafe { avx512::vector_planes(v) },
         };
         VectorOperand {
             backend: self,
@@ -123,12 +113,12 @@ impl Backend {
             rows == 0 || b.len() >= (rows - 1) * stride + width,
             "operand too short"
         );
-        let planes = match self {
+        let planes = match Unit::of(self) {
+            Unit::Portable => Vec::new(),
             #[cfg(target_arch = "x86_64")]
-            Self::Avx2(_) => avx2::matrix_planes(b, stride, rows, width),
+            Unit::Avx2(_) => avx2::matrix_planes(b, stride, rows, width),
             #[cfg(target_arch = "x86_64")]
-            Self::Avx512(_) => avx512::matrix_planes(b, stride, rows, width),
-            _ => Vec::new(),
+            Unit::Vnni(_) => avx512::matrix_planes(b, stride, rows, width),
         };
         MatrixOperand {
             backend: self,
@@ -158,21 +148,17 @@ impl Backend {
                 && out.len() >= group.rows,
             "group shape"
         );
-        match self {
-            Self::Portable => portable::gemv_group(group, v.words, out),
+        match Unit::of(self) {
+            Unit::Portable => portable::gemv_group(group, v.words, out),
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the token proves avx2, the one feature `gemv_group` enables; the shapes
             // were checked above and `v` was prepared for this backend.
-            Self::Avx2(_) => unsafe {
-                gemv_in_steps((avx2::gemv_group, avx2::tail_dot), group, v, out)
-            },
+            Unit::Avx2(_) => unsafe { gemv_in_steps(self, group, v, out) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the token proves avx512f, avx512bw and avx512vnni, the features
             // `gemv_group` enables; the shapes were checked above and `v` was prepared for this
             // backend.
-            Self::Avx512(_) => unsafe { avx512::gemv_groups(&[*group], &v.planes, out) },
-            #[cfg(not(target_arch = "x86_64"))]
-            _ => unreachable!("no SIMD token exists off x86-64"),
+            Unit::Vnni(_) => unsafe { avx512::gemv_groups(&[*group], &v.planes, out) },
         }
     }
 
@@ -184,9 +170,9 @@ impl Backend {
     pub fn gemv_groups(self, groups: &[Group], v: &VectorOperand, out: &mut [u32]) {
         let rows: usize = groups.iter().map(|g| g.rows).sum();
         assert!(out.len() >= rows, "output shorter than the groups' rows");
-        match self {
+        match Unit::of(self) {
             #[cfg(target_arch = "x86_64")]
-            Self::Avx512(_) => {
+            Unit::Vnni(_) => {
                 assert_eq!(
                     v.backend, self,
                     "the vector was prepared for another backend"
@@ -248,6 +234,7 @@ impl Backend {
             out.len() >= (rows - 1) * out_stride + width,
             "output too short"
         );
+        let unit = Unit::of(self);
         // The reference kernel over a column range, compiled for the backend's vector unit.
         let portable = |cols: Range<usize>, out: &mut [u32]| {
             if cols.is_empty() {
@@ -256,26 +243,14 @@ impl Backend {
             let b_stride = b.stride;
             let (d, b) = (&d[cols.start..], &b.words[cols.start * b_stride..]);
             let cols = cols.len();
-            match self {
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: the token proves the features `gemm_edge` enables.
-                Self::Avx512(_) => unsafe {
-                    avx512::gemm_edge(d, d_stride, rows, cols, b, b_stride, width, out, out_stride)
-                },
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: the token proves avx2, the one feature `gemm_edge` enables.
-                Self::Avx2(_) => unsafe {
-                    avx2::gemm_edge(d, d_stride, rows, cols, b, b_stride, width, out, out_stride)
-                },
-                _ => {
-                    portable::gemm_acc(d, d_stride, rows, cols, b, b_stride, width, out, out_stride)
-                }
-            }
+            self.vectorized(|| {
+                portable::gemm_acc(d, d_stride, rows, cols, b, b_stride, width, out, out_stride)
+            })
         };
-        match self {
-            Self::Portable => portable(cols, out),
+        match unit {
+            Unit::Portable => portable(cols, out),
             #[cfg(target_arch = "x86_64")]
-            Self::Avx2(_) => {
+            Unit::Avx2(_) => {
                 // Columns outside whole pairs go through the portable kernel.
                 let p_start = cols.start.next_multiple_of(2).min(cols.end);
                 let p_end = (cols.end / 2 * 2).max(p_start);
@@ -301,7 +276,7 @@ impl Backend {
                 }
             }
             #[cfg(target_arch = "x86_64")]
-            Self::Avx512(_) => {
+            Unit::Vnni(_) => {
                 // Columns outside whole groups of four go through the portable kernel.
                 let q_start = cols.start.next_multiple_of(4).min(cols.end);
                 let q_end = (cols.end / 4 * 4).max(q_start);
@@ -320,8 +295,6 @@ impl Backend {
                     }
                 }
             }
-            #[cfg(not(target_arch = "x86_64"))]
-            _ => unreachable!("no SIMD token exists off x86-64"),
         }
     }
 }
@@ -333,35 +306,22 @@ impl Backend {
 #[cfg(target_arch = "x86_64")]
 const PREFETCH_BYTES: usize = 1024;
 
-/// A SIMD matrix-vector kernel over the whole steps of a group (the AVX2 `gemv_group`):
-/// `(group bytes, rows, whole steps, vector planes)` to the rows' sums.
-#[cfg(target_arch = "x86_64")]
-type StepKernel = unsafe fn(&[u8], usize, usize, &[u8]) -> [u32; GROUP_ROWS];
-
-/// The same backend's dot product of a narrower last step ([`portable::dot_i8`] compiled for
-/// its vector unit).
-#[cfg(target_arch = "x86_64")]
-type TailKernel = unsafe fn(&[u8], &[u32]) -> u32;
-
-/// [`Backend::gemv_group`] with a SIMD `kernel` over the whole steps and `tail` over the
-/// narrower last step, if any (all of a group narrower than a step).
+/// [`Backend::gemv_group`] with the AVX2 kernel over the whole steps and the portable dot
+/// product, compiled for `backend`, over the narrower last step, if any (all of a group
+/// narrower than a step).
 ///
 /// # Safety
-/// The CPU must support the kernels' features; the shapes must have been checked as in
-/// [`Backend::gemv_group`] and `v` prepared for the kernel's backend.
+/// The CPU must support AVX2; the shapes must have been checked as in
+/// [`Backend::gemv_group`] and `v` prepared for the AVX2 kernels.
 #[cfg(target_arch = "x86_64")]
-unsafe fn gemv_in_steps(
-    (kernel, tail_kernel): (StepKernel, TailKernel),
-    group: &Group,
-    v: &VectorOperand,
-    out: &mut [u32],
-) {
+unsafe fn gemv_in_steps(backend: Backend, group: &Group, v: &VectorOperand, out: &mut [u32]) {
     let steps = group.full_steps();
-    let sums = kernel(group.bytes, group.rows, steps, &v.planes);
+    // SAFETY: the caller vouches for the CPU, the group's shape and `v`'s planes.
+    let sums = unsafe { avx2::gemv_group(group.bytes, group.rows, steps, &v.planes) };
     let tail = steps * STEP_COLS;
     for (i, (o, sum)) in out.iter_mut().zip(sums).take(group.rows).enumerate() {
         let tail = if tail < group.width {
-            tail_kernel(group.stretch(i, steps), &v.words[tail..])
+            backend.vectorized(|| portable::dot_i8(group.stretch(i, steps), &v.words[tail..]))
         } else {
             0
         };

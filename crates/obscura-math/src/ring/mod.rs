@@ -12,7 +12,7 @@
 //! - [`words`]: matrices of 16-bit words times vectors modulo `q`.
 //!
 //! The transforms are [`crate::ntt`]'s (merged-twist Cooley–Tukey and Gentleman–Sande with
-//! Shoup's products), compiled for each kernel [`Backend`](crate::kernels::Backend).
+//! Shoup's products), compiled for each [`Backend`](crate::backend::Backend).
 
 mod automorphism;
 mod gadget;

@@ -1,7 +1,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::kernels::Backend;
+use crate::backend::Backend;
 
 /// A deterministic stream of words (xorshift) for test polynomials.
 struct Words(u64);

@@ -1,52 +1,33 @@
-//! The ring's transforms and pointwise products compiled for the vector units of each kernel
-//! [`Backend`]: the same code, auto-vectorized for each, chosen once per call.
-
-#![allow(unsafe_code)]
+//! The ring's transforms and pointwise products compiled for the vector units of each
+//! [`Backend`]: the same code, auto-vectorized for each.
 
 use super::Ring;
-use crate::kernels::Backend;
+use crate::backend::Backend;
 use crate::ntt::add_mod;
 
-/// Forward transforms of both residue halves of `data`, on the detected backend.
+/// Forward transforms of both residue halves of `data`, on the selected backend.
 pub(super) fn forward(ring: &Ring, data: &mut [u32]) {
-    forward_on(Backend::detect(), ring, data)
+    forward_on(Backend::selected(), ring, data)
 }
 
-/// Inverse transforms of both residue halves of `data`, on the detected backend.
+/// Inverse transforms of both residue halves of `data`, on the selected backend.
 pub(super) fn inverse(ring: &Ring, data: &mut [u32]) {
-    inverse_on(Backend::detect(), ring, data)
+    inverse_on(Backend::selected(), ring, data)
 }
 
-/// `acc += a · b` residue by residue, on the detected backend.
+/// `acc += a · b` residue by residue, on the selected backend.
 pub(super) fn multiply_add(ring: &Ring, acc: &mut [u32], a: &[u32], b: &[u32]) {
-    multiply_add_on(Backend::detect(), ring, acc, a, b)
+    multiply_add_on(Backend::selected(), ring, acc, a, b)
 }
 
 /// [`forward`] on `backend`.
 pub(super) fn forward_on(backend: Backend, ring: &Ring, data: &mut [u32]) {
-    match backend {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: the token proves avx512f, avx512bw, avx512dq and avx512vl, the features
-        // `forward_avx512` enables.
-        Backend::Avx512(_) => unsafe { forward_avx512(ring, data) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: the token proves avx2, the one feature `forward_avx2` enables.
-        Backend::Avx2(_) => unsafe { forward_avx2(ring, data) },
-        _ => forward_inline(ring, data),
-    }
+    backend.vectorized(|| forward_inline(ring, data))
 }
 
 /// [`inverse`] on `backend`.
 pub(super) fn inverse_on(backend: Backend, ring: &Ring, data: &mut [u32]) {
-    match backend {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as for `forward_on`.
-        Backend::Avx512(_) => unsafe { inverse_avx512(ring, data) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as for `forward_on`.
-        Backend::Avx2(_) => unsafe { inverse_avx2(ring, data) },
-        _ => inverse_inline(ring, data),
-    }
+    backend.vectorized(|| inverse_inline(ring, data))
 }
 
 /// [`multiply_add`] on `backend`.
@@ -57,15 +38,7 @@ pub(super) fn multiply_add_on(
     a: &[u32],
     b: &[u32],
 ) {
-    match backend {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as for `forward_on`.
-        Backend::Avx512(_) => unsafe { multiply_add_avx512(ring, acc, a, b) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as for `forward_on`.
-        Backend::Avx2(_) => unsafe { multiply_add_avx2(ring, acc, a, b) },
-        _ => multiply_add_inline(ring, acc, a, b),
-    }
+    backend.vectorized(|| multiply_add_inline(ring, acc, a, b))
 }
 
 /// One combine of packing's body side, in evaluation form: with `yo = o·y`,
@@ -82,7 +55,7 @@ pub(super) struct Combine<'a> {
     pub from_zero: bool,
 }
 
-/// [`Combine`] of `e` with `o` on the detected backend.
+/// [`Combine`] of `e` with `o` on the selected backend.
 pub(super) fn combine(
     ring: &Ring,
     step: &Combine<'_>,
@@ -90,7 +63,7 @@ pub(super) fn combine(
     o: &[u32],
     scratch: &mut [u32],
 ) {
-    combine_on(Backend::detect(), ring, step, e, o, scratch)
+    combine_on(Backend::selected(), ring, step, e, o, scratch)
 }
 
 /// [`combine`] on `backend`.
@@ -102,15 +75,7 @@ pub(super) fn combine_on(
     o: &[u32],
     scratch: &mut [u32],
 ) {
-    match backend {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as for `forward_on`.
-        Backend::Avx512(_) => unsafe { combine_avx512(ring, step, e, o, scratch) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as for `forward_on`.
-        Backend::Avx2(_) => unsafe { combine_avx2(ring, step, e, o, scratch) },
-        _ => combine_inline(ring, step, e, o, scratch),
-    }
+    backend.vectorized(|| combine_inline(ring, step, e, o, scratch))
 }
 
 #[inline(always)]
@@ -194,30 +159,6 @@ fn residue(x: &[u32], k: usize, n: usize) -> &[u32] {
     &x[k * n..(k + 1) * n]
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-unsafe fn combine_avx512(
-    ring: &Ring,
-    step: &Combine<'_>,
-    e: &mut [u32],
-    o: &[u32],
-    scratch: &mut [u32],
-) {
-    combine_inline(ring, step, e, o, scratch)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn combine_avx2(
-    ring: &Ring,
-    step: &Combine<'_>,
-    e: &mut [u32],
-    o: &[u32],
-    scratch: &mut [u32],
-) {
-    combine_inline(ring, step, e, o, scratch)
-}
-
 #[inline(always)]
 fn forward_inline(ring: &Ring, data: &mut [u32]) {
     for (k, residues) in data.chunks_exact_mut(ring.degree()).enumerate() {
@@ -247,40 +188,4 @@ fn multiply_add_inline(ring: &Ring, acc: &mut [u32], a: &[u32], b: &[u32]) {
             *acc = add_mod(*acc, ring.multiply_mod(k, a, b), p);
         }
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-unsafe fn forward_avx512(ring: &Ring, data: &mut [u32]) {
-    forward_inline(ring, data)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn forward_avx2(ring: &Ring, data: &mut [u32]) {
-    forward_inline(ring, data)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-unsafe fn inverse_avx512(ring: &Ring, data: &mut [u32]) {
-    inverse_inline(ring, data)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn inverse_avx2(ring: &Ring, data: &mut [u32]) {
-    inverse_inline(ring, data)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-unsafe fn multiply_add_avx512(ring: &Ring, acc: &mut [u32], a: &[u32], b: &[u32]) {
-    multiply_add_inline(ring, acc, a, b)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn multiply_add_avx2(ring: &Ring, acc: &mut [u32], a: &[u32], b: &[u32]) {
-    multiply_add_inline(ring, acc, a, b)
 }

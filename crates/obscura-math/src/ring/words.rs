@@ -7,12 +7,10 @@
 //! stored and mapped like any other. Panels and steps have even widths, so no word straddles
 //! two of them.
 
-#![allow(unsafe_code)]
-
 use rayon::prelude::*;
 
 use super::Ring;
-use crate::kernels::Backend;
+use crate::backend::Backend;
 use crate::layout::{Group, GROUP_ROWS, STEP_COLS};
 use crate::matrix::PlaintextMatrix;
 
@@ -57,7 +55,7 @@ pub fn word_matrix(
 /// # Panics
 /// If a query's length is not the matrix's word count.
 pub fn pass(ring: &Ring, matrix: &PlaintextMatrix, queries: &[Residues]) -> Vec<Vec<u64>> {
-    pass_with(Backend::detect(), ring, matrix, queries)
+    pass_with(Backend::selected(), ring, matrix, queries)
 }
 
 /// [`pass`] on `backend`.
@@ -123,28 +121,7 @@ fn group_sums(
     a: &[u32],
     b: &[u32],
 ) -> [(u64, u64); GROUP_ROWS] {
-    match backend {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: the token proves avx512f, avx512bw, avx512dq and avx512vl, the features
-        // `group_sums_avx512` enables.
-        Backend::Avx512(_) => unsafe { group_sums_avx512(group, a, b) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: the token proves avx2, the one feature `group_sums_avx2` enables.
-        Backend::Avx2(_) => unsafe { group_sums_avx2(group, a, b) },
-        _ => group_sums_inline(group, a, b),
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-unsafe fn group_sums_avx512(group: &Group<'_>, a: &[u32], b: &[u32]) -> [(u64, u64); GROUP_ROWS] {
-    group_sums_inline(group, a, b)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn group_sums_avx2(group: &Group<'_>, a: &[u32], b: &[u32]) -> [(u64, u64); GROUP_ROWS] {
-    group_sums_inline(group, a, b)
+    backend.vectorized(|| group_sums_inline(group, a, b))
 }
 
 /// Words per step of a panel: a 64-byte stretch.

@@ -44,7 +44,7 @@ use curve25519_dalek::scalar::Scalar;
 use obscura_math::sample::OsSampler;
 use zeroize::Zeroize;
 
-use crate::exponent::{random_nonzero_scalar, Backend, Exponent, POINT_BYTES};
+use crate::exponent::{random_nonzero_scalar, Exponent, Raiser, POINT_BYTES};
 use crate::hash_to_group::HashToGroup;
 use crate::shuffle::random_permutation;
 use crate::unique::{rows_matching, UniqueItems};
@@ -303,10 +303,10 @@ impl MessageClient {
     pub fn new() -> Result<Self, PsiError> {
         let mut a = random_nonzero_scalar(&mut OsSampler::new())?;
         let mut inverse: Scalar = a.invert();
-        let backend = Backend::detect();
+        let raiser = Raiser::selected();
         let client = Self {
-            exponent: Exponent::from_scalar(a, backend).expect("the scalar is not zero"),
-            inverse: Exponent::from_scalar(inverse, backend).expect("an inverse is not zero"),
+            exponent: Exponent::from_scalar(a, raiser).expect("the scalar is not zero"),
+            inverse: Exponent::from_scalar(inverse, raiser).expect("an inverse is not zero"),
             pending: None,
         };
         a.zeroize();

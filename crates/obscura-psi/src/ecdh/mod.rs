@@ -63,7 +63,7 @@ mod server;
 
 use obscura_math::sample::OsSampler;
 
-use crate::exponent::{Backend, Exponent, POINT_BYTES};
+use crate::exponent::{Exponent, Raiser, POINT_BYTES};
 use crate::hash_to_group::HashToGroup;
 use crate::hello::Hello;
 use crate::unique::UniqueItems;
@@ -91,9 +91,9 @@ fn tag_bytes_with(n_client: u64, n_server: u64, security: u32) -> usize {
 /// The code that raises points to the secret exponents on this CPU, in words: the multi-buffer
 /// AVX-512 IFMA kernel where the CPU has IFMA, curve25519-dalek's single-point path elsewhere.
 pub fn kernel() -> &'static str {
-    match Backend::detect() {
-        Backend::MultiBuffer(_) => "multi-buffer AVX-512 IFMA, 8 points per instruction stream",
-        Backend::SinglePoint => "curve25519-dalek, one point at a time",
+    match Raiser::selected() {
+        Raiser::MultiBuffer(_) => "multi-buffer AVX-512 IFMA, 8 points per instruction stream",
+        Raiser::SinglePoint => "curve25519-dalek, one point at a time",
     }
 }
 

@@ -15,7 +15,7 @@ pub(crate) mod digits;
 mod ifma;
 
 use digits::Digits;
-use obscura_math::features::IfmaToken;
+use obscura_math::backend::{Backend, IfmaToken};
 
 use crate::PeerError;
 
@@ -24,9 +24,9 @@ use crate::PeerError;
 pub(crate) struct Ifma(IfmaToken);
 
 impl Ifma {
-    /// The kernel, if this CPU can run it.
-    pub(crate) fn detect() -> Option<Self> {
-        IfmaToken::detect().map(Self)
+    /// The kernel, if `backend` offers AVX-512 IFMA.
+    pub(crate) fn on(backend: Backend) -> Option<Self> {
+        backend.ifma().map(Self)
     }
 
     /// For each 64-byte uniform string, `k · P` for the point `P` that RFC 9496 derives from it

@@ -1,7 +1,9 @@
 //! Arithmetic in GF(2^128) = GF(2)[x] / (x^128 + x^7 + x^2 + x + 1), an element being a `u128`
 //! whose bit `i` is the coefficient of `x^i`. Addition is XOR; multiplication uses the CPU's
-//! carry-less multiply (PCLMULQDQ) where there is one and a portable shift-and-add otherwise, with
-//! identical results.
+//! carry-less multiply (PCLMULQDQ) where the selected backend offers it
+//! ([`Backend::clmul`]) and a portable shift-and-add otherwise, with identical results.
+
+use obscura_math::backend::Backend;
 
 /// The reduction polynomial without its leading term: `x^7 + x^2 + x + 1`.
 const REDUCTION: u64 = 0x87;
@@ -9,10 +11,8 @@ const REDUCTION: u64 = 0x87;
 /// The product `a · b`.
 pub(crate) fn mul(a: u128, b: u128) -> u128 {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("pclmulqdq")
-        && std::arch::is_x86_feature_detected!("sse4.1")
-    {
-        return clmul_x86::mul(a, b);
+    if let Some(token) = Backend::selected().clmul() {
+        return clmul_x86::mul(token, a, b);
     }
     mul_portable(a, b)
 }
@@ -62,13 +62,14 @@ fn reduce(high: u128, low: u128, clmul: impl Fn(u64, u64) -> u128) -> u128 {
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod clmul_x86 {
+    use obscura_math::backend::ClmulToken;
     use std::arch::x86_64::{
         __m128i, _mm_clmulepi64_si128, _mm_cvtsi128_si64, _mm_extract_epi64, _mm_set_epi64x,
     };
 
-    /// The product with PCLMULQDQ; the caller has checked that the CPU has it.
-    pub(super) fn mul(a: u128, b: u128) -> u128 {
-        // SAFETY: `super::mul` calls this only after detecting PCLMULQDQ and SSE4.1.
+    /// The product with PCLMULQDQ.
+    pub(super) fn mul(_: ClmulToken, a: u128, b: u128) -> u128 {
+        // SAFETY: the token proves pclmulqdq and sse4.1, the features `mul_clmul` enables.
         unsafe { mul_clmul(a, b) }
     }
 

@@ -8,6 +8,7 @@ use curve25519_dalek::constants::RISTRETTO_BASEPOINT_POINT;
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
 use curve25519_dalek::scalar::Scalar;
 use num_bigint::BigUint;
+use obscura_math::backend::Backend;
 use proptest::prelude::*;
 
 use super::constants::*;
@@ -36,16 +37,18 @@ fn residue(limbs: &Limbs) -> BigUint {
     value(limbs) % p()
 }
 
-/// Whether this CPU runs the kernel; says so when it does not.
+/// Whether the selected backend runs the kernel; says so when it does not.
 fn kernel_available() -> bool {
-    let available = Ifma::detect().is_some();
+    let available = Ifma::on(Backend::selected()).is_some();
     if !available {
-        eprintln!("no AVX-512 IFMA on this CPU: the multi-buffer kernel is not tested here");
+        eprintln!(
+            "the selected backend has no AVX-512 IFMA: the multi-buffer kernel is not tested"
+        );
     }
     available
 }
 
-/// Runs `$body` (a block that uses the kernel) when the CPU has IFMA.
+/// Runs `$body` (a block that uses the kernel) when the selected backend has IFMA.
 macro_rules! with_kernel {
     ($body:block) => {{
         #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
