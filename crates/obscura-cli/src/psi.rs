@@ -1,4 +1,5 @@
-//! `obscura psi`: private set intersection with a peer over TCP, one party per terminal.
+//! `obscura psi`: private set intersection with a peer, one party per terminal, over TCP or
+//! through a folder both reach (a mailbox).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -7,7 +8,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args;
 use obscura_psi::bucketed::{run_bucketed, BucketOptions, BucketedOutcome, ItemSource};
+use obscura_psi::transport::mailbox::{check_session_name, MailboxTransport};
 use obscura_psi::transport::tcp::{self, TcpTransport};
+use obscura_psi::Transport;
 use obscura_psi::{HelloError, Options, Outcome, Protocol, PsiError, Role, Stage};
 use obscura_store::memory::human;
 
@@ -17,7 +20,7 @@ use obscura_math::threads as pools;
 
 /// Arguments of `obscura psi`.
 #[derive(Args)]
-#[command(group = clap::ArgGroup::new("endpoint").required(true).args(["listen", "connect"]))]
+#[command(group = clap::ArgGroup::new("endpoint").required(true).args(["listen", "connect", "mailbox"]))]
 pub struct PsiArgs {
     /// The PSI protocol.
     #[arg(long, value_enum)]
@@ -31,6 +34,17 @@ pub struct PsiArgs {
     /// The client: address of the server (e.g. 10.0.0.2:9000); retried until --timeout.
     #[arg(long)]
     connect: Option<String>,
+    /// Either role: exchange the messages as files in this folder, which both parties reach (a
+    /// shared or synced folder, a mounted bucket), instead of a connection. Needs --session.
+    #[arg(long, requires = "session")]
+    mailbox: Option<PathBuf>,
+    /// The mailbox session's name, the same on both sides (letters, digits, '-', '_').
+    #[arg(long, requires = "mailbox")]
+    session: Option<String>,
+    /// The mailbox session's attempt, the same on both sides: each runs once in a folder, so a
+    /// rerun after a failure takes the next one.
+    #[arg(long, default_value_t = 1, requires = "mailbox", value_parser = clap::value_parser!(u32).range(1..))]
+    attempt: u32,
     /// CSV file with a header row; each row holds one item.
     #[arg(long)]
     input: PathBuf,
@@ -48,7 +62,7 @@ pub struct PsiArgs {
     #[arg(long, value_parser = usage::threads())]
     threads: Option<usize>,
     /// Seconds to wait for the peer: for the client to connect (server) or the server to listen
-    /// (client), then for each read and write (with --bucket-items, also for the peer to finish
+    /// (client), then for each read and write (with --mailbox, for each of the peer's files) (with --bucket-items, also for the peer to finish
     /// reading its input: raise it where one input takes much longer to read than the other).
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
     timeout: u64,
@@ -115,16 +129,24 @@ pub fn run(args: PsiArgs) -> Result<()> {
         both_learn: args.both_learn,
     };
     options.check().map_err(|error| Usage(error.to_string()))?;
-    let address = match (role, &args.listen, &args.connect) {
-        (Role::Server, Some(address), None) | (Role::Client, None, Some(address)) => address,
+    let endpoint = match (role, &args.listen, &args.connect, &args.mailbox) {
+        (_, None, None, Some(folder)) => {
+            let session = args.session.as_deref().unwrap_or_default();
+            check_session_name(session).map_err(|error| Usage(error.to_string()))?;
+            Endpoint::Mailbox(folder)
+        }
+        (Role::Server, Some(address), None, None) => Endpoint::Listen(address),
+        (Role::Client, None, Some(address), None) => Endpoint::Connect(address),
         (Role::Server, ..) => {
-            return Err(
-                Usage("the server waits for the client: give --listen ADDR alone".into()).into(),
+            return Err(Usage(
+                "the server waits for the client: give --listen ADDR or --mailbox DIR alone".into(),
             )
+            .into())
         }
         (Role::Client, ..) => {
             return Err(Usage(
-                "the client connects to the server: give --connect ADDR alone".into(),
+                "the client connects to the server: give --connect ADDR or --mailbox DIR alone"
+                    .into(),
             )
             .into())
         }
@@ -146,10 +168,22 @@ pub fn run(args: PsiArgs) -> Result<()> {
             bucket_items,
         },
     };
-    let mut link = match role {
-        Role::Server => accept(address, timeout)?,
-        Role::Client => tcp::connect(address.as_str(), timeout)
-            .with_context(|| format!("cannot connect to {address} within {}s", args.timeout))?,
+    let mut link: Box<dyn Transport> = match endpoint {
+        Endpoint::Listen(address) => Box::new(accept(address, timeout)?),
+        Endpoint::Connect(address) => Box::new(
+            tcp::connect(address.as_str(), timeout)
+                .with_context(|| format!("cannot connect to {address} within {}s", args.timeout))?,
+        ),
+        Endpoint::Mailbox(folder) => {
+            let session = args.session.as_deref().unwrap_or_default();
+            let mailbox = MailboxTransport::open(folder, session, args.attempt, role, timeout)?;
+            eprintln!(
+                "session {session} (attempt {}) in the mailbox {}",
+                args.attempt,
+                folder.display()
+            );
+            Box::new(mailbox)
+        }
     };
     let bar = progress::bar();
     let stage_message = |stage: Stage| stage.label(options.protocol);
@@ -160,7 +194,8 @@ pub fn run(args: PsiArgs) -> Result<()> {
                 bar.set_length(total);
                 bar.set_position(done);
             };
-            let outcome = pool.install(|| obscura_psi::run(&mut link, &items, options, &report));
+            let outcome =
+                pool.install(|| obscura_psi::run(link.as_mut(), &items, options, &report));
             bar.finish_and_clear();
             let outcome = outcome.map_err(|error| session_error(error, role))?;
             print_summary(&outcome, options);
@@ -187,7 +222,7 @@ pub fn run(args: PsiArgs) -> Result<()> {
                 bar.set_position(done);
             };
             let outcome =
-                pool.install(|| run_bucketed(&mut link, &source, bucketed, &folder, &report));
+                pool.install(|| run_bucketed(link.as_mut(), &source, bucketed, &folder, &report));
             bar.finish_and_clear();
             let outcome = outcome.map_err(|error| session_error(error, role))?;
             print_bucketed_summary(&outcome, options);
@@ -199,6 +234,16 @@ pub fn run(args: PsiArgs) -> Result<()> {
         println!("wrote {} rows to {}", rows.len(), output.display());
     }
     Ok(())
+}
+
+/// Where the peer is reached.
+enum Endpoint<'a> {
+    /// The server listens at an address.
+    Listen(&'a String),
+    /// The client connects to an address.
+    Connect(&'a String),
+    /// Either role exchanges files in a folder.
+    Mailbox(&'a PathBuf),
 }
 
 /// A party's input: its rows in memory, or a column streamed through buckets on disk.
@@ -240,19 +285,35 @@ impl ItemSource for CsvColumn {
         &self,
         visit: &mut dyn FnMut(&[u8]) -> Result<(), PsiError>,
     ) -> Result<(), PsiError> {
-        let failed = |what: String| PsiError::Input(format!("{}: {what}", self.path.display()));
-        let mut reader = csv::Reader::from_path(&self.path).map_err(|e| failed(e.to_string()))?;
+        let failed = |row, source| {
+            PsiError::Input(Box::new(CsvError {
+                path: self.path.clone(),
+                row,
+                source,
+            }))
+        };
+        let mut reader = csv::Reader::from_path(&self.path).map_err(|e| failed(None, e))?;
         let mut record = csv::ByteRecord::new();
         let mut row = 2; // line numbers as a spreadsheet shows them: the header is row 1
         while reader
             .read_byte_record(&mut record)
-            .map_err(|e| failed(format!("row {row}: {e}")))?
+            .map_err(|e| failed(Some(row), e))?
         {
             visit(record.get(self.index).unwrap_or_default())?;
             row += 1;
         }
         Ok(())
     }
+}
+
+/// A CSV input that could not be read, with the row where it failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{}{}", path.display(), row.map_or(String::new(), |row| format!(": row {row}")))]
+struct CsvError {
+    path: PathBuf,
+    row: Option<u64>,
+    #[source]
+    source: csv::Error,
 }
 
 /// Listens on `addr` and waits for one client, at most `timeout`.

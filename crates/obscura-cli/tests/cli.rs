@@ -465,11 +465,11 @@ fn invalid_arguments_are_usage_errors_found_before_any_work() {
         (build(&[], csv), "name the record's column(s)"),
         (
             psi(&["--role", "client", "--listen", "127.0.0.1:0"]),
-            "give --connect ADDR alone",
+            "give --connect ADDR or --mailbox DIR alone",
         ),
         (
             psi(&["--role", "server", "--connect", "127.0.0.1:1"]),
-            "give --listen ADDR alone",
+            "give --listen ADDR or --mailbox DIR alone",
         ),
         (
             psi(&[

@@ -75,36 +75,71 @@ fay@example.com,2022
 dee@example.com,2023
 ";
 
+/// How the two processes reach each other.
+#[derive(Clone, Copy)]
+enum Link<'a> {
+    /// The server listens on a free local port, the client connects.
+    Tcp,
+    /// Both exchange files in this folder.
+    Mailbox(&'a Path),
+}
+
+impl Link<'_> {
+    /// The arguments of both sides' link: `(server, client)`.
+    fn args(self) -> (Vec<String>, Vec<String>) {
+        match self {
+            Link::Tcp => {
+                let address = format!("127.0.0.1:{}", free_port());
+                (
+                    vec!["--listen".into(), address.clone()],
+                    vec!["--connect".into(), address],
+                )
+            }
+            Link::Mailbox(folder) => {
+                let args = vec![
+                    "--mailbox".into(),
+                    folder.to_str().unwrap().into(),
+                    "--session".into(),
+                    "test-run".into(),
+                ];
+                (args.clone(), args)
+            }
+        }
+    }
+}
+
 /// Runs a client and a server of `protocol` on the CSV files above. The server starts first or
 /// second: the client retries its connection either way.
 fn run_pair(protocol: &str, dir: &Path, both_learn: bool, server_first: bool) -> (Output, Output) {
-    let port = free_port().to_string();
+    run_pair_over(Link::Tcp, protocol, dir, both_learn, server_first)
+}
+
+/// [`run_pair`] over `link`.
+fn run_pair_over(
+    link: Link<'_>,
+    protocol: &str,
+    dir: &Path,
+    both_learn: bool,
+    server_first: bool,
+) -> (Output, Output) {
+    let (server_link, client_link) = link.args();
+    let (server_link, client_link): (Vec<&str>, Vec<&str>) = (
+        server_link.iter().map(String::as_str).collect(),
+        client_link.iter().map(String::as_str).collect(),
+    );
     let client_input = write(dir, "client.csv", CLIENT_CSV);
     let server_input = write(dir, "server.csv", SERVER_CSV);
     let learn: &[&str] = if both_learn { &["--both-learn"] } else { &[] };
     let server_output = both_learn.then(|| dir.join("server-out.csv"));
     let mut server = psi_with(
         protocol,
-        &[
-            &["--role", "server", "--listen", &format!("127.0.0.1:{port}")],
-            learn,
-        ]
-        .concat(),
+        &[&["--role", "server"], &server_link[..], learn].concat(),
         &server_input,
         server_output.as_deref(),
     );
     let mut client = psi_with(
         protocol,
-        &[
-            &[
-                "--role",
-                "client",
-                "--connect",
-                &format!("127.0.0.1:{port}"),
-            ],
-            learn,
-        ]
-        .concat(),
+        &[&["--role", "client"], &client_link[..], learn].concat(),
         &client_input,
         Some(&dir.join("client-out.csv")),
     );
@@ -171,10 +206,52 @@ fn rr22_malicious_refuses_both_learn() {
 fn check_overlap(protocol: &str) {
     let dir = tempfile::tempdir().unwrap();
     let (client, server) = run_pair(protocol, dir.path(), false, true);
-    assert_success(&client, "client");
-    assert_success(&server, "server");
+    check_overlap_outputs(dir.path(), &client, &server);
+}
+
+/// Every protocol through a mailbox folder instead of a connection, the client started first:
+/// the same rows as over TCP, and nothing but the two parties' locks left in the folder.
+#[test]
+fn every_protocol_runs_through_a_mailbox_folder() {
+    for protocol in ["ecdh", "kkrt", "rr22", "rr22-malicious"] {
+        let dir = tempfile::tempdir().unwrap();
+        let mailbox = dir.path().join("mailbox");
+        std::fs::create_dir(&mailbox).unwrap();
+        let (client, server) =
+            run_pair_over(Link::Mailbox(&mailbox), protocol, dir.path(), false, false);
+        check_overlap_outputs(dir.path(), &client, &server);
+        let mut left: Vec<String> = std::fs::read_dir(&mailbox)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["test-run.a1.client.lock", "test-run.a1.server.lock"]);
+        // The attempt ran: running it again is refused.
+        let again = psi_with(
+            protocol,
+            &[
+                "--role",
+                "server",
+                "--mailbox",
+                mailbox.to_str().unwrap(),
+                "--session",
+                "test-run",
+            ],
+            &dir.path().join("server.csv"),
+            None,
+        )
+        .output()
+        .unwrap();
+        assert_clean_failure(&again, "start attempt 2 on both sides");
+    }
+}
+
+/// The client's output and both summaries of a client-learns run on the CSV files above.
+fn check_overlap_outputs(dir: &Path, client: &Output, server: &Output) {
+    assert_success(client, "client");
+    assert_success(server, "server");
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("client-out.csv")).unwrap(),
+        std::fs::read_to_string(dir.join("client-out.csv")).unwrap(),
         "id,email,name\n1,ann@example.com,\"Smith, Ann\"\n4,ann@example.com,Ann again\n5,dee@example.com,Dee\n"
     );
     let summary = text(&client.stdout);
@@ -313,6 +390,19 @@ fn bucketed_rr22_malicious_processes_find_the_overlap() {
 /// Streamed through buckets on disk (`--bucket-items`), with both learning if `both_learn`:
 /// each side that learns writes exactly its rows whose item the other holds, in input order.
 fn check_bucketed(protocol: &str, both_learn: bool) {
+    check_bucketed_over(Link::Tcp, protocol, both_learn)
+}
+
+/// A bucketed session through a mailbox folder: its frames are named by bucket, and it finds
+/// the same rows.
+#[test]
+fn bucketed_rr22_runs_through_a_mailbox_folder() {
+    let folder = tempfile::tempdir().unwrap();
+    check_bucketed_over(Link::Mailbox(folder.path()), "rr22", true);
+}
+
+/// [`check_bucketed`] over `link`.
+fn check_bucketed_over(link: Link<'_>, protocol: &str, both_learn: bool) {
     let dir = tempfile::tempdir().unwrap();
     let spill = dir.path().join("spill");
     std::fs::create_dir(&spill).unwrap();
@@ -335,8 +425,11 @@ fn check_bucketed(protocol: &str, both_learn: bool) {
         "server.csv",
         &csv(&mut server_rows.iter().cloned()),
     );
-    let port = free_port().to_string();
-    let address = format!("127.0.0.1:{port}");
+    let (server_link, client_link) = link.args();
+    let (server_link, client_link): (Vec<&str>, Vec<&str>) = (
+        server_link.iter().map(String::as_str).collect(),
+        client_link.iter().map(String::as_str).collect(),
+    );
     let spill_dir = spill.to_str().unwrap();
     let learn: &[&str] = if both_learn { &["--both-learn"] } else { &[] };
     let bucketed = [
@@ -347,7 +440,7 @@ fn check_bucketed(protocol: &str, both_learn: bool) {
     let server_output = both_learn.then(|| dir.path().join("server-out.csv"));
     let server = psi_with(
         protocol,
-        &[&["--role", "server", "--listen", &address], &bucketed[..]].concat(),
+        &[&["--role", "server"], &server_link[..], &bucketed[..]].concat(),
         &server_input,
         server_output.as_deref(),
     )
@@ -355,7 +448,7 @@ fn check_bucketed(protocol: &str, both_learn: bool) {
     .unwrap();
     let client = psi_with(
         protocol,
-        &[&["--role", "client", "--connect", &address], &bucketed[..]].concat(),
+        &[&["--role", "client"], &client_link[..], &bucketed[..]].concat(),
         &client_input,
         Some(&dir.path().join("client-out.csv")),
     )

@@ -292,41 +292,42 @@ impl Backend {
         let token = self.avx2()?;
         Cpu::detect().clmul.then_some(ClmulToken(token.0))
     }
+}
 
-    /// Runs `f` compiled for this backend's vector unit: `f`, inlined into a function generated
-    /// with the backend's features together with what it inlines (helpers marked
-    /// `#[inline(always)]`), so plain Rust loops auto-vectorize for AVX2 or AVX-512. The
-    /// portable backend runs `f` as it is.
-    #[inline(always)]
-    #[allow(unsafe_code)]
-    pub fn vectorized<R>(self, f: impl FnOnce() -> R) -> R {
-        match self {
-            Backend::Portable => f(),
+/// Runs a body written once, compiled for a [`Backend`]'s vector unit: the body becomes a
+/// function generated with the backend's features (AVX2, or AVX-512 F, BW, DQ and VL) into
+/// which the `#[inline(always)]` helpers it calls are inlined, so plain Rust loops
+/// auto-vectorize for that unit; the portable backend runs it at the crate's baseline. The body
+/// cannot capture its surroundings: it names its parameters, each with the value it takes.
+///
+/// ```ignore
+/// vectorized!(backend, fn(ring: &Ring = ring, data: &mut [u32] = data) {
+///     forward_inline(ring, data)
+/// })
+/// ```
+macro_rules! vectorized {
+    ($backend:expr, fn($($arg:ident: $ty:ty = $value:expr),* $(,)?) $(-> $ret:ty)? $body:block) => {{
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2")]
+        fn on_avx2($($arg: $ty),*) $(-> $ret)? $body
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl")]
+        fn on_avx512($($arg: $ty),*) $(-> $ret)? $body
+        fn on_portable($($arg: $ty),*) $(-> $ret)? $body
+        match $backend {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: the token proves avx2, the one feature `with_avx2` enables.
-            Backend::Avx2(_) => unsafe { with_avx2(f) },
+            #[allow(unsafe_code)]
+            // SAFETY: the backend's token proves AVX2, the one feature `on_avx2` enables.
+            $crate::backend::Backend::Avx2(_) => unsafe { on_avx2($($value),*) },
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: the token proves every feature `with_avx512` enables.
-            Backend::Avx512(_) => unsafe { with_avx512(f) },
-            #[cfg(not(target_arch = "x86_64"))]
-            Backend::Avx2(Avx2Token(never)) | Backend::Avx512(Avx512Token(never)) => match never {},
+            #[allow(unsafe_code)]
+            // SAFETY: the backend's token proves every feature `on_avx512` enables.
+            $crate::backend::Backend::Avx512(_) => unsafe { on_avx512($($value),*) },
+            _ => on_portable($($value),*),
         }
-    }
+    }};
 }
-
-/// `f()` generated with AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn with_avx2<R>(f: impl FnOnce() -> R) -> R {
-    f()
-}
-
-/// `f()` generated with AVX-512 F, BW, DQ and VL.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl")]
-fn with_avx512<R>(f: impl FnOnce() -> R) -> R {
-    f()
-}
+pub(crate) use vectorized;
 
 /// Proof that this CPU has AVX2: only the [`Backend`] makes one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -565,8 +565,10 @@ impl LaneOps for Generic {
 
 /// [`Product::band_inline`] compiled for the vector units of a [`Backend`]: the AVX-512
 /// intrinsics on the AVX-512 backend, the generic lane code otherwise.
+#[allow(unsafe_code)]
 mod wide {
     use super::{Backend, Generic, LaneOps, Lanes, PrimeTables, Product, Scratch};
+    use crate::backend::vectorized;
     #[cfg(target_arch = "x86_64")]
     use crate::backend::Avx512Token;
 
@@ -580,10 +582,20 @@ mod wide {
     ) {
         #[cfg(target_arch = "x86_64")]
         if let Some(token) = backend.avx512() {
-            let lanes = Avx512(token);
-            return backend.vectorized(|| product.band_inline(&lanes, first, scratch, out));
+            // SAFETY: the token proves every feature `band_avx512` enables.
+            return unsafe { band_avx512(Avx512(token), product, first, scratch, out) };
         }
-        backend.vectorized(|| product.band_inline(&Generic, first, scratch, out))
+        vectorized!(
+            backend,
+            fn(
+                product: &Product = product,
+                first: usize = first,
+                scratch: &mut Scratch = scratch,
+                out: &mut [u32] = out,
+            ) {
+                product.band_inline(&Generic, first, scratch, out)
+            }
+        )
     }
 
     /// [`LaneOps::forward`] on `backend`.
@@ -592,7 +604,22 @@ mod wide {
         if let Some(token) = backend.avx512() {
             return Avx512(token).forward(table, a);
         }
-        backend.vectorized(|| Generic.forward(table, a))
+        vectorized!(backend, fn(table: &PrimeTables = table, a: &mut [Lanes] = a) {
+            Generic.forward(table, a)
+        })
+    }
+
+    /// [`Product::band_inline`] on the AVX-512 lane operations, generated for AVX-512.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl")]
+    fn band_avx512(
+        lanes: Avx512,
+        product: &Product,
+        first: usize,
+        scratch: &mut Scratch,
+        out: &mut [u32],
+    ) {
+        product.band_inline(&lanes, first, scratch, out)
     }
 
     /// The lane operations in AVX-512 intrinsics, for a CPU that has them.
@@ -600,7 +627,6 @@ mod wide {
     struct Avx512(Avx512Token);
 
     #[cfg(target_arch = "x86_64")]
-    #[allow(unsafe_code)]
     impl LaneOps for Avx512 {
         #[inline(always)]
         fn widen(&self, digits: &[u8], rows: usize, width: usize, signed: &mut [[i32; 16]]) {

@@ -2,7 +2,7 @@
 //! at consecutive inputs (a keyword row's mask digits), vectorized where the CPU multiplies
 //! 64-bit lanes.
 
-use crate::backend::Backend;
+use crate::backend::{vectorized, Backend};
 
 /// MurmurHash3's 64-bit finalizer: a bijective mixer.
 #[inline(always)]
@@ -17,7 +17,9 @@ pub fn mix64(mut x: u64) -> u64 {
 /// `out[j] = mix64(start + j) & mask` (the low byte, wrapping), for every `j`, compiled for the
 /// selected backend's vector unit (AVX-512 multiplies eight 64-bit lanes per instruction).
 pub fn mixed_bytes(start: u64, mask: u8, out: &mut [u8]) {
-    Backend::selected().vectorized(|| mixed_bytes_generic(start, mask, out))
+    vectorized!(Backend::selected(), fn(start: u64 = start, mask: u8 = mask, out: &mut [u8] = out) {
+        mixed_bytes_generic(start, mask, out)
+    })
 }
 
 /// [`mixed_bytes`] written once, auto-vectorized for the target features of its caller.

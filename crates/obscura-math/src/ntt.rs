@@ -587,15 +587,20 @@ enum Operand<'a> {
 /// [`Backend`]: the same code, auto-vectorized for each.
 mod wide {
     use super::{Backend, FixedMultiplier, NttPlan, Operand};
+    use crate::backend::vectorized;
 
     /// [`NttPlan::transform`] on `backend`'s vector units.
     pub(super) fn transform(backend: Backend, plan: &NttPlan, a: &[u32]) -> [Vec<u32>; 3] {
-        backend.vectorized(|| plan.transform(a))
+        vectorized!(backend, fn(plan: &NttPlan = plan, a: &[u32] = a) -> [Vec<u32>; 3] {
+            plan.transform(a)
+        })
     }
 
     /// [`FixedMultiplier::multiply`] on `backend`'s vector units.
     pub(super) fn multiply(backend: Backend, m: &FixedMultiplier, a: Operand, out: &mut [u32]) {
-        backend.vectorized(|| m.multiply_inline(a, out))
+        vectorized!(backend, fn(m: &FixedMultiplier = m, a: Operand = a, out: &mut [u32] = out) {
+            m.multiply_inline(a, out)
+        })
     }
 }
 

@@ -233,7 +233,7 @@ pub(crate) fn widen_columns(digits: &[u8], rows: usize, width: usize, signed: &m
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::Backend;
+    use crate::backend::{vectorized, Backend};
     use crate::ntt::{NttPlan, LANES};
 
     /// Each backend's lane transforms (these on AVX-512, the generic ones compiled for the
@@ -262,7 +262,11 @@ mod tests {
                     match backend.avx512() {
                         // SAFETY: the token proves avx512f, the feature `forward_lanes` enables.
                         Some(_) => unsafe { forward_lanes(table, &mut vector) },
-                        None => backend.vectorized(|| table.forward_lanes(&mut vector)),
+                        None => {
+                            vectorized!(backend, fn(table: &PrimeTables = table, v: &mut [Lanes] = &mut vector) {
+                                table.forward_lanes(v)
+                            })
+                        }
                     }
                     let p = table.prime();
                     assert!(vector.as_flattened().iter().all(|&x| x < 4 * p));
@@ -273,7 +277,11 @@ mod tests {
                     match backend.avx512() {
                         // SAFETY: as above.
                         Some(_) => unsafe { inverse_lanes(table, &mut vector) },
-                        None => backend.vectorized(|| table.inverse_lanes(&mut vector)),
+                        None => {
+                            vectorized!(backend, fn(table: &PrimeTables = table, v: &mut [Lanes] = &mut vector) {
+                                table.inverse_lanes(v)
+                            })
+                        }
                     }
                     assert_eq!(generic, vector, "inverse, {at}");
                     assert_eq!(generic, lanes, "round trip, {at}");

@@ -222,7 +222,12 @@ impl DiscreteGaussian {
     /// across samples on the CPU's vector unit.
     pub fn sample_words(&self, words: &[u8], out: &mut [u32]) {
         assert_eq!(words.len(), 8 * out.len(), "8 bytes per sample");
-        crate::backend::Backend::selected().vectorized(|| self.sample_words_inline(words, out))
+        crate::backend::vectorized!(
+            crate::backend::Backend::selected(),
+            fn(gaussian: &DiscreteGaussian = self, words: &[u8] = words, out: &mut [u32] = out) {
+                gaussian.sample_words_inline(words, out)
+            }
+        )
     }
 
     /// [`sample_words`](Self::sample_words) written for the compiler to vectorize (for the

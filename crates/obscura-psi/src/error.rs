@@ -2,8 +2,8 @@
 
 use obscura_math::sample::RngError;
 
-use crate::transport::{FrameKind, TransportError};
-use crate::{Protocol, Role};
+use crate::protocol::{Protocol, Role};
+use crate::wire::{FrameKind, TransportError};
 
 /// Why a PSI session failed. Input from the peer never causes a panic or an unbounded wait: it
 /// ends in one of these.
@@ -23,9 +23,20 @@ pub enum PsiError {
     /// The OS random number generator failed.
     #[error(transparent)]
     Rng(#[from] RngError),
-    /// A party's own input could not be read (a bucketed session's item source).
-    #[error("cannot read the input: {0}")]
-    Input(String),
+    /// A party's own input could not be read (a bucketed session's item source; the reason is
+    /// the source).
+    #[error("cannot read the input")]
+    Input(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// An item of a bucketed session's input is longer than a bucket file can hold.
+    #[error("row {row}: an item of {len} bytes is longer than {max}")]
+    ItemTooLong {
+        /// The item's row, from 0.
+        row: u64,
+        /// Its length.
+        len: usize,
+        /// The longest item.
+        max: usize,
+    },
     /// A bucket file could not be written or read back.
     #[error("{}", path.display())]
     Io {
@@ -64,7 +75,7 @@ pub enum PsiError {
     /// A message of the ECDH message API is malformed or does not fit the call (see
     /// [`crate::ecdh::messages`]).
     #[error(transparent)]
-    Message(#[from] crate::ecdh::messages::MessageError),
+    Message(#[from] MessageError),
     /// KKRT or RR22: the client's set needs more cuckoo bins (KKRT) or OKVS words (RR22) than
     /// one session can number (2^32 - 1).
     #[error(
@@ -72,7 +83,7 @@ pub enum PsiError {
     )]
     TooManyItems {
         /// The protocol.
-        protocol: crate::Protocol,
+        protocol: Protocol,
         /// The client's distinct items.
         items: u64,
     },
@@ -80,7 +91,7 @@ pub enum PsiError {
     #[error("{protocol} does not offer {what}")]
     Unsupported {
         /// The protocol.
-        protocol: crate::Protocol,
+        protocol: Protocol,
         /// What it does not offer.
         what: &'static str,
     },
@@ -261,4 +272,46 @@ pub enum PeerError {
     /// A match position was sent twice.
     #[error("match position {0} was sent twice")]
     RepeatedPosition(u64),
+}
+
+/// What is wrong with a message or a call of the message API.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MessageError {
+    /// The bytes are not a message of this format (the text says what is wrong).
+    #[error("not a valid ECDH-PSI {expected}: {reason}")]
+    Malformed {
+        /// The message expected.
+        expected: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The false-positive rate is not a number strictly between 0 and 1.
+    #[error("the false-positive rate must be strictly between 0 and 1, not {0}")]
+    InvalidFpr(String),
+    /// The request holds more distinct items than the setup was made for.
+    #[error(
+        "the request has {items} distinct items but the setup message was made for at most {sized_for}: ask the server for a setup made for {items} client items"
+    )]
+    TooManyItems {
+        /// Distinct items of the request.
+        items: u64,
+        /// The client items the setup was made for.
+        sized_for: u64,
+    },
+    /// The client read a response before it made a request.
+    #[error("no request was made: call create_request first")]
+    NoRequest,
+    /// The response answers another number of points than the last request sent.
+    #[error("the response holds {response} points but the last request sent {request}")]
+    CountMismatch {
+        /// Points in the response.
+        response: u64,
+        /// Points in the request.
+        request: u64,
+    },
+    /// The response is shuffled (the server reveals only the intersection's size) but the
+    /// intersection itself was asked for.
+    #[error("the server does not reveal the intersection (its response is shuffled): ask for the intersection's size")]
+    SizeOnly,
 }

@@ -43,7 +43,6 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-mod base_ot;
 mod block;
 pub mod bucketed;
 mod chunk;
@@ -51,15 +50,19 @@ mod cuckoo;
 pub mod ecdh;
 mod error;
 mod exponent;
+mod gf128;
 pub mod hash_to_group;
 mod hello;
 pub mod kkrt;
 mod load;
 mod multibuffer;
+mod okvs;
+mod ot;
 mod outcome;
 mod own_tags;
 mod point;
 mod positions;
+mod protocol;
 #[cfg(test)]
 mod rfc9496_vectors;
 pub mod rr22;
@@ -67,75 +70,19 @@ mod shuffle;
 pub mod transport;
 mod transpose;
 mod unique;
+mod vole;
+mod wire;
 mod word_hash;
 
 use std::time::Instant;
 
 pub use error::{HelloError, PeerError, PsiError};
 pub use outcome::{Intersection, Outcome, Stage};
+pub use protocol::{Protocol, Role};
 pub use transport::Transport;
 
 use hello::Hello;
 use unique::UniqueItems;
-
-/// A PSI protocol. Both parties must run the same one; the handshake checks it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Protocol {
-    /// ECDH-PSI over ristretto255 (see [`ecdh`]).
-    Ecdh,
-    /// KKRT-PSI: OT extension and a batched OPRF (see [`kkrt`]).
-    Kkrt,
-    /// RR22 VOLE-PSI: silent VOLE and an OKVS, semi-honest (see [`rr22`]).
-    Rr22,
-    /// RR22 VOLE-PSI secure against a malicious peer (see [`rr22`]); the client alone learns
-    /// the intersection.
-    Rr22Malicious,
-}
-
-impl Protocol {
-    /// The protocol's name as users type it (`ecdh`, `kkrt`, `rr22`, `rr22-malicious`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Ecdh => "ecdh",
-            Self::Kkrt => "kkrt",
-            Self::Rr22 => "rr22",
-            Self::Rr22Malicious => "rr22-malicious",
-        }
-    }
-
-    /// Whether the server can learn the intersection too ([`Options::both_learn`]). Not in
-    /// [`Protocol::Rr22Malicious`]: a server cannot check the matches a malicious client would
-    /// report (run a second session with the roles swapped instead).
-    pub fn offers_both_learn(self) -> bool {
-        self != Self::Rr22Malicious
-    }
-}
-
-impl std::fmt::Display for Protocol {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Which side of the protocol a party plays. The client learns the intersection; the server
-/// learns it only with [`Options::both_learn`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// The party that learns the intersection.
-    Client,
-    /// The party that helps; it learns only the client's set size unless both learn.
-    Server,
-}
-
-impl std::fmt::Display for Role {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Client => "client",
-            Self::Server => "server",
-        })
-    }
-}
 
 /// How to run one PSI session. Both parties must agree on `protocol` and `both_learn` and take
 /// opposite roles; the handshake refuses anything else.

@@ -16,12 +16,12 @@ use obscura_psi::{PeerError, Protocol, PsiError, Role};
 const BLOCK_BYTES: usize = 512 * 16;
 
 /// A client with three items against a fake server.
-fn client(script: impl FnOnce(&mut FakePeer)) -> PsiError {
+fn client(script: impl Fn(&mut FakePeer)) -> PsiError {
     client_error(Protocol::Kkrt, script)
 }
 
 /// A server with three items, both learning, against a fake client.
-fn server(script: impl FnOnce(&mut FakePeer)) -> PsiError {
+fn server(script: impl Fn(&mut FakePeer)) -> PsiError {
     server_error(Protocol::Kkrt, script)
 }
 

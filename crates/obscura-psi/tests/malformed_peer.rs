@@ -13,12 +13,12 @@ use obscura_psi::transport::{FrameKind, KindByte, TransportError};
 use obscura_psi::{run, HelloError, Options, PeerError, Protocol, PsiError, Role};
 
 /// A client with three items against a fake server.
-fn client(script: impl FnOnce(&mut FakePeer)) -> PsiError {
+fn client(script: impl Fn(&mut FakePeer)) -> PsiError {
     client_error(Protocol::Ecdh, script)
 }
 
 /// A server with three items, both learning, against a fake client.
-fn server(script: impl FnOnce(&mut FakePeer)) -> PsiError {
+fn server(script: impl Fn(&mut FakePeer)) -> PsiError {
     server_error(Protocol::Ecdh, script)
 }
 

@@ -89,6 +89,10 @@ impl<T: Transport> Transport for Tamper<T> {
         self.inner.recv(expected, max_len)
     }
 
+    fn bucket(&mut self, index: u64) {
+        self.inner.bucket(index)
+    }
+
     fn bytes_sent(&self) -> u64 {
         self.inner.bytes_sent()
     }
@@ -214,7 +218,7 @@ fn both_learn_is_refused() {
     assert!(Protocol::Rr22.offers_both_learn());
 }
 
-fn malicious_party(role: Role, script: impl FnOnce(&mut FakePeer)) -> PsiError {
+fn malicious_party(role: Role, script: impl Fn(&mut FakePeer)) -> PsiError {
     let items = ["a", "b", "c"];
     let protocol = Protocol::Rr22Malicious;
     against_fake_peer(protocol, role, &items, false, TIMEOUT, script).unwrap_err()

@@ -188,6 +188,7 @@ impl IntoPyErr for PsiError {
                 MessageError::Malformed { .. } | MessageError::CountMismatch { .. },
             ) => Class::Malformed,
             PsiError::Input(_)
+            | PsiError::ItemTooLong { .. }
             | PsiError::TooManyItems { .. }
             | PsiError::Message(_)
             | PsiError::Unsupported { .. } => Class::InvalidInput,

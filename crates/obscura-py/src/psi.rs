@@ -2,13 +2,14 @@
 //! disk), and ECDH-PSI as messages the caller carries.
 
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use obscura_psi::bucketed::{run_bucketed, BucketOptions, ItemSource};
 use obscura_psi::ecdh::messages::{MessageClient, MessageServer, DEFAULT_FPR};
+use obscura_psi::transport::mailbox::{MailboxError, MailboxTransport};
 use obscura_psi::transport::tcp::{self, TcpTransport};
-use obscura_psi::{Options, Protocol, PsiError, Role, Stage};
+use obscura_psi::{Options, Protocol, PsiError, Role, Stage, Transport};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyIterator};
 
@@ -90,7 +91,7 @@ impl ItemSource for PythonItems {
         visit: &mut dyn FnMut(&[u8]) -> Result<(), PsiError>,
     ) -> Result<(), PsiError> {
         Python::attach(|py| {
-            let failed = |e: PyErr| PsiError::Input(e.value(py).to_string());
+            let failed = |e: PyErr| PsiError::Input(Box::new(e));
             for (row, item) in self.iterator.bind(py).clone().enumerate() {
                 let item = item.map_err(failed)?;
                 let bytes = bytes_of(&item, || format!("item {row}")).map_err(failed)?;
@@ -101,8 +102,54 @@ impl ItemSource for PythonItems {
     }
 }
 
-/// Waits for the peer: listens on `listen` (the server) or connects to `connect` (the client).
+/// Where the peer is reached: `listen` (the server) or `connect` (the client), or a mailbox
+/// folder (either role).
+struct Endpoint<'a> {
+    listen: Option<&'a str>,
+    connect: Option<&'a str>,
+    mailbox: Option<&'a Path>,
+    session: Option<&'a str>,
+    attempt: u32,
+}
+
+/// Reaches the peer at `endpoint`: a connection, or the mailbox session opened.
 fn link(
+    py: Python<'_>,
+    role: Role,
+    endpoint: &Endpoint<'_>,
+    timeout: Duration,
+    ready: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Box<dyn Transport>> {
+    match (endpoint.listen, endpoint.connect, endpoint.mailbox) {
+        (None, None, Some(folder)) => {
+            let session = endpoint.session.ok_or_else(|| {
+                error(
+                    Class::InvalidInput,
+                    "a mailbox session needs session=\"NAME\"",
+                )
+            })?;
+            let mailbox = MailboxTransport::open(folder, session, endpoint.attempt, role, timeout)
+                .map_err(|e| {
+                    let class = match e {
+                        MailboxError::Folder { .. } => Class::Storage,
+                        _ => Class::InvalidInput,
+                    };
+                    error(class, crate::errors::full_message(&e))
+                })?;
+            Ok(Box::new(mailbox))
+        }
+        (listen, connect, None) => Ok(Box::new(connect_tcp(
+            py, role, listen, connect, timeout, ready,
+        )?)),
+        _ => Err(error(
+            Class::InvalidInput,
+            "give a mailbox folder or an address (listen= or connect=), not both",
+        )),
+    }
+}
+
+/// Waits for the peer: listens on `listen` (the server) or connects to `connect` (the client).
+fn connect_tcp(
     py: Python<'_>,
     role: Role,
     listen: Option<&str>,
@@ -143,19 +190,19 @@ fn link(
         }
         (Role::Server, ..) => Err(error(
             Class::InvalidInput,
-            "the server waits for the client: give listen=\"HOST:PORT\"",
+            "the server waits for the client: give listen=\"HOST:PORT\" or a mailbox folder",
         )),
         (Role::Client, ..) => Err(error(
             Class::InvalidInput,
-            "the client connects to the server: give connect=\"HOST:PORT\"",
+            "the client connects to the server: give connect=\"HOST:PORT\" or a mailbox folder",
         )),
     }
 }
 
-/// Runs one PSI session with a peer over TCP (see `obscura.psi_server` and
-/// `obscura.psi_client`, which wrap it).
+/// Runs one PSI session with a peer over TCP or through a mailbox folder (see
+/// `obscura.psi_server` and `obscura.psi_client`, which wrap it).
 #[pyfunction]
-#[pyo3(signature = (items, *, role, protocol="kkrt", listen=None, connect=None, both_learn=false, timeout=60.0, threads=None, bucket_items=None, spill_dir=None, progress=None, ready=None))]
+#[pyo3(signature = (items, *, role, protocol="kkrt", listen=None, connect=None, mailbox=None, session=None, attempt=1, both_learn=false, timeout=60.0, threads=None, bucket_items=None, spill_dir=None, progress=None, ready=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn run_psi(
     py: Python<'_>,
@@ -164,6 +211,9 @@ pub fn run_psi(
     protocol: &str,
     listen: Option<&str>,
     connect: Option<&str>,
+    mailbox: Option<PathBuf>,
+    session: Option<&str>,
+    attempt: u32,
     both_learn: bool,
     timeout: f64,
     threads: Option<usize>,
@@ -201,16 +251,23 @@ pub fn run_psi(
         ));
     }
     let timeout = Duration::from_secs_f64(timeout);
+    let endpoint = Endpoint {
+        listen,
+        connect,
+        mailbox: mailbox.as_deref(),
+        session,
+        attempt,
+    };
     let reporter = Reporter::new(progress);
     let label = |stage: Stage| stage.label(options.protocol);
     let result = match bucket_items {
         None => {
             // Read the items before waiting for the peer.
             let items = items::collect(items)?;
-            let mut link = link(py, role, listen, connect, timeout, ready)?;
+            let mut link = link(py, role, &endpoint, timeout, ready)?;
             let outcome = py.detach(|| {
                 threads::run(threads, || {
-                    obscura_psi::run(&mut link, &items, options, &|stage, done, total| {
+                    obscura_psi::run(link.as_mut(), &items, options, &|stage, done, total| {
                         reporter.report(label(stage), done, total)
                     })
                 })
@@ -234,7 +291,7 @@ pub fn run_psi(
         Some(bucket_items) => {
             let source = PythonItems::new(items)?;
             let folder = spill_dir.unwrap_or_else(std::env::temp_dir);
-            let mut link = link(py, role, listen, connect, timeout, ready)?;
+            let mut link = link(py, role, &endpoint, timeout, ready)?;
             let bucketed = BucketOptions {
                 session: options,
                 bucket_items,
@@ -242,7 +299,7 @@ pub fn run_psi(
             let outcome = py.detach(|| {
                 threads::run(threads, || {
                     run_bucketed(
-                        &mut link,
+                        link.as_mut(),
                         &source,
                         bucketed,
                         &folder,

@@ -141,6 +141,48 @@ def test_bucketed_sessions_with_the_cli(tmp_path, cli):
     assert f"intersection: {len(SHARED)} items" in output
 
 
+def test_a_mailbox_folder_carries_sessions_with_python_and_the_cli(tmp_path, cli):
+    """Two parties with no connection exchange files in one folder: Python with Python
+    (bucketed, both learning), then Python with the CLI; a used attempt is refused."""
+    mailbox = tmp_path / "mailbox"
+    mailbox.mkdir()
+    results = {}
+
+    def serve():
+        results["server"] = obscura.psi_server(
+            SERVER, mailbox=mailbox, session="nightly", protocol="rr22", both_learn=True,
+            bucket_items=400, progress=False,
+        )
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    result = obscura.psi_client(
+        CLIENT, mailbox=str(mailbox), session="nightly", protocol="rr22", both_learn=True,
+        bucket_items=400, progress=False,
+    )
+    thread.join(timeout=120)
+    assert result.intersection == expected_rows(CLIENT, SHARED)
+    assert results["server"].intersection == expected_rows(SERVER, SHARED)
+    assert sorted(p.name for p in mailbox.iterdir()) == ["nightly.a1.client.lock", "nightly.a1.server.lock"]
+    with pytest.raises(obscura.InvalidInputError, match="start attempt 2 on both sides"):
+        obscura.psi_client(CLIENT, mailbox=mailbox, session="nightly", protocol="rr22", progress=False)
+
+    csv = tmp_path / "theirs.csv"
+    csv.write_text("email\n" + "\n".join(s.decode() for s in SERVER) + "\n")
+    server = subprocess.Popen(
+        [cli, "psi", "--protocol", "kkrt", "--role", "server", "--mailbox", str(mailbox),
+         "--session", "nightly", "--attempt", "2", "--input", str(csv), "--column", "email"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    result = obscura.psi_client(CLIENT, mailbox=mailbox, session="nightly", attempt=2, progress=False)
+    assert server.wait(timeout=120) == 0
+    assert result.intersection == expected_rows(CLIENT, SHARED)
+    with pytest.raises(obscura.InvalidInputError, match="session name"):
+        obscura.psi_client(CLIENT, mailbox=mailbox, session="../up", progress=False)
+    with pytest.raises(obscura.InvalidInputError, match="not both"):
+        obscura.psi_client(CLIENT, mailbox=mailbox, session="x", connect="127.0.0.1:9", progress=False)
+
+
 def test_the_ecdh_message_api_in_openmined_style():
     server = obscura.EcdhPsiServer(reveal_intersection=True)
     setup = server.create_setup_message(SERVER, num_client_inputs=len(CLIENT))

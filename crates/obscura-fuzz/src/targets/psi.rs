@@ -142,6 +142,10 @@ impl<T: Transport> Transport for Recorder<T> {
         Ok(payload)
     }
 
+    fn bucket(&mut self, index: u64) {
+        self.inner.bucket(index)
+    }
+
     fn bytes_sent(&self) -> u64 {
         self.inner.bytes_sent()
     }

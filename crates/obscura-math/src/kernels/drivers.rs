@@ -386,10 +386,11 @@ pub fn dot(a: &[u32], b: &[u32]) -> u32 {
 mod wide {
     use super::super::Unit;
     use super::{portable, Backend, QUAD_BLOCK};
+    use crate::backend::vectorized;
 
     /// `out[r] = m[r]·v` for the rows of `m` (each as long as `v`).
     pub(super) fn dot_rows(backend: Backend, m: &[u32], v: &[u32], out: &mut [u32]) {
-        backend.vectorized(|| {
+        vectorized!(backend, fn(m: &[u32] = m, v: &[u32] = v, out: &mut [u32] = out) {
             for (o, row) in out.iter_mut().zip(m.chunks_exact(v.len())) {
                 *o = portable::dot_u32(row, v);
             }
@@ -412,7 +413,11 @@ mod wide {
             // SAFETY: the token proves avx512f, avx512bw and avx512vnni; the shapes were
             // checked by the caller.
             Unit::Vnni(_) => unsafe { super::super::avx512::quads_mat_vec(t4, width, planes, out) },
-            _ => backend.vectorized(|| quads_inline(t4, planes, out)),
+            _ => {
+                vectorized!(backend, fn(t4: &[u8] = t4, planes: &[u32] = planes, out: &mut [u32] = out) {
+                    quads_inline(t4, planes, out)
+                })
+            }
         }
     }
 

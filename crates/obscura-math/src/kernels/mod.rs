@@ -36,7 +36,7 @@ mod tests;
 use std::borrow::Cow;
 use std::ops::Range;
 
-use crate::backend::Backend;
+use crate::backend::{vectorized, Backend};
 #[cfg(target_arch = "x86_64")]
 use crate::backend::{Avx2Token, VnniToken};
 pub use drivers::{
@@ -243,9 +243,22 @@ impl Backend {
             let b_stride = b.stride;
             let (d, b) = (&d[cols.start..], &b.words[cols.start * b_stride..]);
             let cols = cols.len();
-            self.vectorized(|| {
-                portable::gemm_acc(d, d_stride, rows, cols, b, b_stride, width, out, out_stride)
-            })
+            vectorized!(
+                self,
+                fn(
+                    d: &[u8] = d,
+                    d_stride: usize = d_stride,
+                    rows: usize = rows,
+                    cols: usize = cols,
+                    b: &[u32] = b,
+                    b_stride: usize = b_stride,
+                    width: usize = width,
+                    out: &mut [u32] = out,
+                    out_stride: usize = out_stride,
+                ) {
+                    portable::gemm_acc(d, d_stride, rows, cols, b, b_stride, width, out, out_stride)
+                }
+            )
         };
         match unit {
             Unit::Portable => portable(cols, out),
@@ -321,7 +334,9 @@ unsafe fn gemv_in_steps(backend: Backend, group: &Group, v: &VectorOperand, out:
     let tail = steps * STEP_COLS;
     for (i, (o, sum)) in out.iter_mut().zip(sums).take(group.rows).enumerate() {
         let tail = if tail < group.width {
-            backend.vectorized(|| portable::dot_i8(group.stretch(i, steps), &v.words[tail..]))
+            vectorized!(backend, fn(d: &[u8] = group.stretch(i, steps), v: &[u32] = &v.words[tail..]) -> u32 {
+                portable::dot_i8(d, v)
+            })
         } else {
             0
         };

@@ -2,7 +2,7 @@
 //! [`Backend`]: the same code, auto-vectorized for each.
 
 use super::Ring;
-use crate::backend::Backend;
+use crate::backend::{vectorized, Backend};
 use crate::ntt::add_mod;
 
 /// Forward transforms of both residue halves of `data`, on the selected backend.
@@ -22,12 +22,16 @@ pub(super) fn multiply_add(ring: &Ring, acc: &mut [u32], a: &[u32], b: &[u32]) {
 
 /// [`forward`] on `backend`.
 pub(super) fn forward_on(backend: Backend, ring: &Ring, data: &mut [u32]) {
-    backend.vectorized(|| forward_inline(ring, data))
+    vectorized!(backend, fn(ring: &Ring = ring, data: &mut [u32] = data) {
+        forward_inline(ring, data)
+    })
 }
 
 /// [`inverse`] on `backend`.
 pub(super) fn inverse_on(backend: Backend, ring: &Ring, data: &mut [u32]) {
-    backend.vectorized(|| inverse_inline(ring, data))
+    vectorized!(backend, fn(ring: &Ring = ring, data: &mut [u32] = data) {
+        inverse_inline(ring, data)
+    })
 }
 
 /// [`multiply_add`] on `backend`.
@@ -38,7 +42,9 @@ pub(super) fn multiply_add_on(
     a: &[u32],
     b: &[u32],
 ) {
-    backend.vectorized(|| multiply_add_inline(ring, acc, a, b))
+    vectorized!(backend, fn(ring: &Ring = ring, acc: &mut [u32] = acc, a: &[u32] = a, b: &[u32] = b) {
+        multiply_add_inline(ring, acc, a, b)
+    })
 }
 
 /// One combine of packing's body side, in evaluation form: with `yo = o·y`,
@@ -75,7 +81,18 @@ pub(super) fn combine_on(
     o: &[u32],
     scratch: &mut [u32],
 ) {
-    backend.vectorized(|| combine_inline(ring, step, e, o, scratch))
+    vectorized!(
+        backend,
+        fn(
+            ring: &Ring = ring,
+            step: &Combine<'_> = step,
+            e: &mut [u32] = e,
+            o: &[u32] = o,
+            scratch: &mut [u32] = scratch,
+        ) {
+            combine_inline(ring, step, e, o, scratch)
+        }
+    )
 }
 
 #[inline(always)]

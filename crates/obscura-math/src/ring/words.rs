@@ -10,7 +10,7 @@
 use rayon::prelude::*;
 
 use super::Ring;
-use crate::backend::Backend;
+use crate::backend::{vectorized, Backend};
 use crate::layout::{Group, GROUP_ROWS, STEP_COLS};
 use crate::matrix::PlaintextMatrix;
 
@@ -121,7 +121,12 @@ fn group_sums(
     a: &[u32],
     b: &[u32],
 ) -> [(u64, u64); GROUP_ROWS] {
-    backend.vectorized(|| group_sums_inline(group, a, b))
+    vectorized!(
+        backend,
+        fn(group: &Group<'_> = group, a: &[u32] = a, b: &[u32] = b) -> [(u64, u64); GROUP_ROWS] {
+            group_sums_inline(group, a, b)
+        }
+    )
 }
 
 /// Words per step of a panel: a 64-byte stretch.

@@ -220,6 +220,7 @@ pub fn run_bucketed<T: Transport + ?Sized, S: ItemSource + ?Sized>(
             duplicates_dropped += unique.duplicates() as u64;
             unique.extend_distinct(&dummies);
             let real = items.len();
+            transport.bucket(b);
             let outcome = run_unique(
                 transport,
                 &unique,

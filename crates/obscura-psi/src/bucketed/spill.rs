@@ -98,11 +98,10 @@ impl SpilledRows {
         let mut last_rows = vec![0u64; PARTS];
         let mut row = 0u64;
         source.for_each(&mut |item| {
-            let length = u32::try_from(item.len()).map_err(|_| {
-                PsiError::Input(format!(
-                    "row {row}: an item of {} bytes is longer than {MAX_ITEM_BYTES}",
-                    item.len()
-                ))
+            let length = u32::try_from(item.len()).map_err(|_| PsiError::ItemTooLong {
+                row,
+                len: item.len(),
+                max: MAX_ITEM_BYTES,
             })?;
             let part = (key.hash(item) >> (u64::BITS - PART_BITS)) as usize;
             let mut header = [0u8; 2 * MAX_LEB128_BYTES];

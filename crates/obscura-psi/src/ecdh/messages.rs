@@ -59,47 +59,7 @@ const VERSION: u8 = 1;
 /// The false-positive rate a setup has when none is asked for: 2^-40.
 pub const DEFAULT_FPR: f64 = 1.0 / (1u64 << 40) as f64;
 
-/// What is wrong with a message or a call of the message API.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum MessageError {
-    /// The bytes are not a message of this format (the text says what is wrong).
-    #[error("not a valid ECDH-PSI {expected}: {reason}")]
-    Malformed {
-        /// The message expected.
-        expected: &'static str,
-        /// What is wrong.
-        reason: String,
-    },
-    /// The false-positive rate is not a number strictly between 0 and 1.
-    #[error("the false-positive rate must be strictly between 0 and 1, not {0}")]
-    InvalidFpr(String),
-    /// The request holds more distinct items than the setup was made for.
-    #[error(
-        "the request has {items} distinct items but the setup message was made for at most {sized_for}: ask the server for a setup made for {items} client items"
-    )]
-    TooManyItems {
-        /// Distinct items of the request.
-        items: u64,
-        /// The client items the setup was made for.
-        sized_for: u64,
-    },
-    /// The client read a response before it made a request.
-    #[error("no request was made: call create_request first")]
-    NoRequest,
-    /// The response answers another number of points than the last request sent.
-    #[error("the response holds {response} points but the last request sent {request}")]
-    CountMismatch {
-        /// Points in the response.
-        response: u64,
-        /// Points in the request.
-        request: u64,
-    },
-    /// The response is shuffled (the server reveals only the intersection's size) but the
-    /// intersection itself was asked for.
-    #[error("the server does not reveal the intersection (its response is shuffled): ask for the intersection's size")]
-    SizeOnly,
-}
+pub use crate::error::MessageError;
 
 /// The kinds of message.
 #[derive(Clone, Copy)]

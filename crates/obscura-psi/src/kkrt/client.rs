@@ -4,12 +4,11 @@ use obscura_math::sample::{OsSampler, RngError};
 use rayon::prelude::*;
 use zeroize::Zeroize;
 
-use super::code::{item_hashes, Row, CODE_WORDS};
-use super::extension::{output, Receiver, BLOCK_BYTES, BLOCK_ROWS, CODE_BITS};
 use super::{Session, FRAME_BLOCKS};
-use crate::base_ot;
 use crate::block::random_word;
 use crate::cuckoo::{self, CuckooTable, EMPTY, HASHES};
+use crate::ot::code::{item_hashes, Row, CODE_WORDS};
+use crate::ot::kkrt::{output, Receiver, BLOCK_BYTES, BLOCK_ROWS, CODE_BITS};
 use crate::own_tags::{match_peer_tags, OwnTags, PeerTags};
 use crate::transport::{FrameKind, Transport};
 use crate::unique::UniqueItems;
@@ -22,7 +21,7 @@ pub(super) fn run<T: Transport + ?Sized>(
     unique: &UniqueItems<'_>,
     rng: &mut OsSampler,
 ) -> Result<Vec<bool>, PsiError> {
-    let base = base_ot::Sender::new(rng)?;
+    let base = crate::ot::base::Sender::new(rng)?;
     transport.send(FrameKind::BaseOtPoint, &base.message())?;
     let hashes = item_hashes(unique.values());
     let (seed, table) = cuckoo::place(&hashes, session.bins, rng)?;

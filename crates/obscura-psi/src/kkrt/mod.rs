@@ -91,8 +91,6 @@
 //! except the insertion and the lookups.
 
 mod client;
-mod code;
-mod extension;
 mod server;
 
 use obscura_math::sample::OsSampler;
@@ -116,7 +114,7 @@ pub fn tag_bytes(n_client: u64, n_server: u64) -> usize {
 /// items, a multiple of 128; `None` for a set too large for one session (more than `2^32 - 1`
 /// bins).
 pub fn bins(n_client: u64) -> Option<u32> {
-    cuckoo::bin_count(n_client, extension::BLOCK_ROWS as u64)
+    cuckoo::bin_count(n_client, crate::ot::kkrt::BLOCK_ROWS as u64)
 }
 
 /// What both roles share during one session.

@@ -5,13 +5,12 @@ use obscura_math::sample::OsSampler;
 use rayon::prelude::*;
 use zeroize::Zeroize;
 
-use super::code::{item_hashes, Row, CODE_WORDS};
-use super::extension::{Sender, BLOCK_BYTES, BLOCK_ROWS};
 use super::{Session, FRAME_BLOCKS};
-use crate::base_ot;
 use crate::block::random_word;
 use crate::chunk::{recv_array, recv_exact, CHUNK_ITEMS};
 use crate::cuckoo::{BinHasher, HASHES, SEED_BYTES};
+use crate::ot::code::{item_hashes, Row, CODE_WORDS};
+use crate::ot::kkrt::{Sender, BLOCK_BYTES, BLOCK_ROWS};
 use crate::shuffle::random_permutation;
 use crate::transport::{FrameKind, Transport};
 use crate::unique::UniqueItems;
@@ -35,7 +34,7 @@ pub(super) fn run<T: Transport + ?Sized>(
     for word in &mut choices {
         *word = random_word(rng)?;
     }
-    let mut seeds = base_ot::receive_over(transport, &choices, rng)?;
+    let mut seeds = crate::ot::base::receive_over(transport, &choices, rng)?;
     let sender = Sender::new(choices, &seeds);
     seeds.zeroize();
     choices.zeroize();

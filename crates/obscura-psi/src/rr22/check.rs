@@ -26,8 +26,8 @@ use aes::Aes128;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
-use super::gf128::mul;
 use crate::block::{cipher, encrypt_each};
+use crate::gf128::mul;
 
 /// Bytes of a check's seed.
 pub(crate) const SEED_BYTES: usize = 16;
@@ -125,8 +125,8 @@ fn rows_sum(chi: &Coefficients, rows: &[u128]) -> u128 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::iknp::tests::pair;
     use super::*;
+    use crate::ot::iknp::tests::pair;
 
     #[test]
     fn combinations_split_at_any_point() {

@@ -7,16 +7,15 @@ use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
 
 use super::check::{self, Coefficients};
-use super::ea_code::{self, EaCode};
-use super::iknp::{self, Receiver};
-use super::okvs::{self, Okvs};
-use super::vole::{self, Noise};
 use super::{hash_items, tag, Session, ITEM_SEED_BYTES, OKVS_ATTEMPTS};
-use crate::base_ot;
 use crate::chunk::{recv_array, recv_exact};
+use crate::okvs::{self, Okvs};
+use crate::ot::iknp::{self, Receiver};
 use crate::own_tags::{match_peer_tags, OwnTags, PeerTags};
 use crate::transport::{FrameKind, Transport};
 use crate::unique::UniqueItems;
+use crate::vole::ea_code::{self, EaCode};
+use crate::vole::{self, Noise};
 use crate::{positions, PeerError, PsiError, Stage};
 
 /// Blocks of 128 correlated OTs per frame of the OT extension (256 KiB).
@@ -31,7 +30,7 @@ pub(super) fn run<T: Transport + ?Sized>(
     unique: &UniqueItems<'_>,
     rng: &mut OsSampler,
 ) -> Result<Vec<bool>, PsiError> {
-    let base = base_ot::Sender::new(rng)?;
+    let base = crate::ot::base::Sender::new(rng)?;
     transport.send(FrameKind::BaseOtPoint, &base.message())?;
     let mut seeds = [0u8; ITEM_SEED_BYTES + ea_code::SEED_BYTES];
     fill_random(&mut seeds)?;

@@ -123,15 +123,9 @@
 
 mod check;
 mod client;
-mod ea_code;
 
 pub use client::{OT_FRAME_BLOCKS, STORE_FRAME_WORDS};
-mod gf128;
-mod iknp;
-mod okvs;
-mod pprf;
 mod server;
-mod vole;
 
 use obscura_math::sample::OsSampler;
 use rayon::prelude::*;
@@ -144,6 +138,7 @@ use crate::unique::UniqueItems;
 #[cfg(doc)]
 use crate::PeerError;
 use crate::{ecdh, Progress, PsiError, Role, Transport};
+use crate::{okvs, vole};
 
 /// OKVS seeds the client tries before giving up (each fails with probability ≤ 2^-40).
 pub const OKVS_ATTEMPTS: u32 = 4;

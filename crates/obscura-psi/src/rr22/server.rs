@@ -7,17 +7,17 @@ use zeroize::Zeroize;
 
 use super::check::{self, Coefficients};
 use super::client::{recv_words, words_to_bytes, OT_FRAME_BLOCKS, STORE_FRAME_WORDS};
-use super::ea_code::{self, EaCode};
-use super::gf128::mul;
-use super::iknp::{self, Sender};
-use super::okvs::{self, Okvs};
-use super::{hash_items, tag, vole, Session, ITEM_SEED_BYTES};
-use crate::base_ot;
+use super::{hash_items, tag, Session, ITEM_SEED_BYTES};
 use crate::block::random_word;
 use crate::chunk::{recv_array, recv_exact, CHUNK_ITEMS};
+use crate::gf128::mul;
+use crate::okvs::{self, Okvs};
+use crate::ot::iknp::{self, Sender};
 use crate::shuffle::random_permutation;
 use crate::transport::{FrameKind, Transport};
 use crate::unique::UniqueItems;
+use crate::vole;
+use crate::vole::ea_code::{self, EaCode};
 use crate::{positions, PeerError, PsiError, Stage};
 use obscura_math::sample::fill_random;
 
@@ -44,7 +44,7 @@ fn run_with_delta<T: Transport + ?Sized>(
     rng: &mut OsSampler,
     delta: u128,
 ) -> Result<Option<Vec<bool>>, PsiError> {
-    let mut chosen = base_ot::receive_over(transport, &[delta], rng)?;
+    let mut chosen = crate::ot::base::receive_over(transport, &[delta], rng)?;
     let sender = Sender::new(delta, &chosen);
     chosen.zeroize();
     let seeds: [u8; ITEM_SEED_BYTES + ea_code::SEED_BYTES] =

@@ -1,12 +1,16 @@
 //! A hand-driven fake peer: the test writes raw frames to the party under test and ignores what
-//! the party sends (keeping it, so that the party's writes succeed).
+//! the party sends (keeping it, so that the party's writes succeed). [`against_fake_peer`] plays
+//! each script over both kinds of link, an in-memory stream and a mailbox folder, and requires
+//! the same result of both.
 
 use std::io::Write;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use obscura_psi::hash_to_group::HashToGroup;
+use obscura_psi::transport::mailbox::MailboxTransport;
 use obscura_psi::transport::memory::{self, PipeReader, PipeWriter};
-use obscura_psi::transport::{FrameKind, StreamTransport, TransportError};
+use obscura_psi::transport::{FrameKind, StreamTransport, TransportError, HEADER_BYTES};
 use obscura_psi::{run, Options, Outcome, PeerError, Protocol, PsiError, Role};
 
 /// The wire version of the handshakes the fake peer sends.
@@ -15,11 +19,13 @@ pub const WIRE_VERSION: u16 = 3;
 /// The party's end of a link to a [`FakePeer`].
 pub type PartyLink = StreamTransport<PipeReader, PipeWriter>;
 
-/// The peer end of a link to the party under test.
+/// The peer end of a link to the party under test: a pipe it writes to at once, or (for a
+/// mailbox) only the bytes it would write, delivered as files afterwards.
 pub struct FakePeer {
     protocol: Protocol,
-    to_party: PipeWriter,
-    _from_party: PipeReader,
+    to_party: Option<PipeWriter>,
+    _from_party: Option<PipeReader>,
+    written: Vec<u8>,
 }
 
 impl FakePeer {
@@ -30,17 +36,53 @@ impl FakePeer {
         let (party_writer, from_party) = memory::pipe(timeout);
         let peer = Self {
             protocol,
-            to_party,
-            _from_party: from_party,
+            to_party: Some(to_party),
+            _from_party: Some(from_party),
+            written: Vec::new(),
         };
         (peer, StreamTransport::new(party_reader, party_writer))
     }
 
+    /// A fake peer that only records what it sends, for [`FakePeer::post`].
+    fn recording(protocol: Protocol) -> Self {
+        Self {
+            protocol,
+            to_party: None,
+            _from_party: None,
+            written: Vec::new(),
+        }
+    }
+
     /// Sends raw bytes.
     pub fn raw(&mut self, bytes: &[u8]) -> &mut Self {
-        self.to_party.write_all(bytes).unwrap();
-        self.to_party.flush().unwrap();
+        if let Some(to_party) = &mut self.to_party {
+            to_party.write_all(bytes).unwrap();
+            to_party.flush().unwrap();
+        }
+        self.written.extend_from_slice(bytes);
         self
+    }
+
+    /// Posts what was sent into `folder` as a mailbox peer of `role` would have, frame by frame
+    /// as a stream reader splits them (a last, incomplete frame as a shorter file).
+    fn post(&self, folder: &Path, role: Role) {
+        let direction = match role {
+            Role::Client => "client-to-server",
+            Role::Server => "server-to-client",
+        };
+        let mut rest = &self.written[..];
+        let mut round = 0;
+        while !rest.is_empty() {
+            let len = match rest.get(1..HEADER_BYTES) {
+                Some(len) => u32::from_le_bytes(len.try_into().unwrap()) as usize,
+                None => rest.len(),
+            };
+            let frame = rest.len().min(HEADER_BYTES.saturating_add(len));
+            let name = format!("fake.a1.b000000.r{round:06}.{direction}");
+            std::fs::write(folder.join(name), &rest[..frame]).unwrap();
+            rest = &rest[frame..];
+            round += 1;
+        }
     }
 
     /// Sends one frame.
@@ -73,15 +115,23 @@ impl FakePeer {
 
 /// Runs the party under test (`protocol`, `role`, `items`) against a fake peer that `script`
 /// drives before the party starts and that closes its side when the script is done (so a party
-/// that waits for more sees the connection end); reads time out after `timeout`.
+/// that waits for more sees the connection end); reads time out after `timeout`. The script
+/// runs again through a mailbox folder, where the peer's frames are files written before the
+/// party starts: that run must end the same way, a connection closed on the stream being a
+/// read that times out in the mailbox.
 pub fn against_fake_peer(
     protocol: Protocol,
     role: Role,
     items: &[&str],
     both_learn: bool,
     timeout: Duration,
-    script: impl FnOnce(&mut FakePeer),
+    script: impl Fn(&mut FakePeer),
 ) -> Result<Outcome, PsiError> {
+    let options = Options {
+        protocol,
+        role,
+        both_learn,
+    };
     let (mut peer, mut link) = FakePeer::new(protocol, timeout);
     script(&mut peer);
     let FakePeer {
@@ -90,14 +140,37 @@ pub fn against_fake_peer(
         ..
     } = peer;
     drop(to_party);
-    let options = Options {
-        protocol,
-        role,
-        both_learn,
-    };
-    let result = run(&mut link, items, options, &|_, _, _| {});
+    let streamed = run(&mut link, items, options, &|_, _, _| {});
     drop(from_party);
-    result
+
+    let folder = tempfile::tempdir().unwrap();
+    let mut peer = FakePeer::recording(protocol);
+    script(&mut peer);
+    let peer_role = match role {
+        Role::Client => Role::Server,
+        Role::Server => Role::Client,
+    };
+    peer.post(folder.path(), peer_role);
+    // Every frame the peer sends is there already: a short wait ends the run once it needs one
+    // more.
+    let wait = Duration::from_millis(100);
+    let mut mailbox = MailboxTransport::open(folder.path(), "fake", 1, role, wait).unwrap();
+    let posted = run(&mut mailbox, items, options, &|_, _, _| {});
+    match (&streamed, &posted) {
+        (Ok(streamed), Ok(posted)) => {
+            // Which rows a fake peer's positions name depends on the party's secret order of
+            // its items, drawn anew each run: the sizes must agree.
+            let size = |outcome: &Outcome| outcome.intersection.as_ref().map(|i| i.size);
+            assert_eq!(size(streamed), size(posted), "mailbox run");
+            assert_eq!(streamed.peer_items, posted.peer_items, "mailbox run");
+        }
+        (Err(streamed), Err(posted)) => {
+            let streamed = format!("{streamed:?}").replace("Closed {", "Timeout {");
+            assert_eq!(streamed, format!("{posted:?}"), "mailbox run");
+        }
+        _ => panic!("over a stream: {streamed:?}; through a mailbox: {posted:?}"),
+    }
+    streamed
 }
 
 /// Valid, distinct point encodings.
@@ -109,14 +182,14 @@ pub fn points(count: usize) -> Vec<u8> {
 }
 
 /// The error of a client with three items (`a`, `b`, `c`) against a fake server.
-pub fn client_error(protocol: Protocol, script: impl FnOnce(&mut FakePeer)) -> PsiError {
+pub fn client_error(protocol: Protocol, script: impl Fn(&mut FakePeer)) -> PsiError {
     let items = ["a", "b", "c"];
     against_fake_peer(protocol, Role::Client, &items, false, TIMEOUT, script).unwrap_err()
 }
 
 /// The error of a server with three items (`a`, `b`, `c`), both learning, against a fake
 /// client.
-pub fn server_error(protocol: Protocol, script: impl FnOnce(&mut FakePeer)) -> PsiError {
+pub fn server_error(protocol: Protocol, script: impl Fn(&mut FakePeer)) -> PsiError {
     let items = ["a", "b", "c"];
     against_fake_peer(protocol, Role::Server, &items, true, TIMEOUT, script).unwrap_err()
 }

@@ -136,7 +136,10 @@ def build_merkle(
 def psi_server(
     items: Iterable[Item],
     *,
-    listen: str,
+    listen: Optional[str] = None,
+    mailbox: Optional[Path] = None,
+    session: Optional[str] = None,
+    attempt: int = 1,
     protocol: str = "kkrt",
     both_learn: bool = False,
     timeout: float = 60.0,
@@ -149,6 +152,12 @@ def psi_server(
     """Runs the server's side of one PSI session: listens on ``listen`` (``"HOST:PORT"``; port
     0 picks a free one, which ``ready`` receives as ``"HOST:PORT"`` once listening), waits up to
     ``timeout`` seconds for the client, and intersects ``items`` with the client's.
+
+    Without an open port, both parties can instead exchange the messages as files in a folder
+    both reach: ``mailbox`` (the folder) and ``session`` (a name both pass; letters, digits,
+    ``-``, ``_``) replace ``listen`` and ``connect``, and ``timeout`` bounds each wait for the
+    peer's next file. Each ``attempt`` of a session runs once in a folder: rerun a failed one
+    with the next attempt on both sides.
 
     The server learns the intersection only with ``both_learn`` (both parties must pass it).
     ``protocol`` is ``"kkrt"`` (OT extension), ``"rr22"`` (VOLE: the least traffic, about a
@@ -166,6 +175,9 @@ def psi_server(
         role="server",
         protocol=protocol,
         listen=listen,
+        mailbox=mailbox,
+        session=session,
+        attempt=attempt,
         both_learn=both_learn,
         timeout=timeout,
         threads=threads,
@@ -178,7 +190,10 @@ def psi_server(
 def psi_client(
     items: Iterable[Item],
     *,
-    connect: str,
+    connect: Optional[str] = None,
+    mailbox: Optional[Path] = None,
+    session: Optional[str] = None,
+    attempt: int = 1,
     protocol: str = "kkrt",
     both_learn: bool = False,
     timeout: float = 60.0,
@@ -189,8 +204,9 @@ def psi_client(
 ) -> PsiResult:
     """Runs the client's side of one PSI session: connects to the server at ``connect``
     (retrying until ``timeout`` seconds), intersects ``items`` with the server's, and returns
-    the positions of ``items`` in the intersection (``result.intersection``). The options are
-    those of :func:`psi_server`, and must match the server's."""
+    the positions of ``items`` in the intersection (``result.intersection``). The options
+    (``mailbox``, ``session`` and ``attempt`` instead of ``connect`` included) are those of
+    :func:`psi_server`, and must match the server's."""
     return _progress.run(
         _obscura.run_psi,
         progress,
@@ -198,6 +214,9 @@ def psi_client(
         role="client",
         protocol=protocol,
         connect=connect,
+        mailbox=mailbox,
+        session=session,
+        attempt=attempt,
         both_learn=both_learn,
         timeout=timeout,
         threads=threads,

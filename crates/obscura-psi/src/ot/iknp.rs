@@ -17,8 +17,8 @@
 use aes::Aes128;
 use zeroize::Zeroize;
 
-use crate::base_ot::Seed;
 use crate::block::{cipher, encrypt_each};
+use crate::ot::base::Seed;
 use crate::transpose::{transpose_128, SIDE};
 
 /// Base OTs, columns of the extension, and bits of `Δ`.
@@ -111,7 +111,7 @@ impl Sender {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::base_ot;
+    use crate::ot::base as base_ot;
     use obscura_math::sample::OsSampler;
 
     /// A receiver and a sender joined by real base OTs, with `Δ = delta`.

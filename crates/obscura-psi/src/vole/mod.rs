@@ -8,17 +8,17 @@
 //!
 //! 1. **Sparse VOLE of length `N = trees · S`.** The receiver draws, per tree, a point `α_i < S`
 //!    (uniform) and a nonzero value `β_i ∈ V` (OS CSPRNG): its sparse noise `e` has
-//!    `e_{i·S + α_i} = β_i`. Correlated OT extension ([`super::iknp`], `Δ` being the
+//!    `e_{i·S + α_i} = β_i`. Correlated OT extension ([`crate::ot::iknp`], `Δ` being the
 //!    sender's base-OT choices) gives, per tree, `depth` OTs with choice bits the sides the path
 //!    to `α_i` does not take, and `ℓ` OTs with choice bits the bits of `β_i`. The sender expands a
-//!    random GGM root per tree ([`super::pprf`]) into leaves `v` and sends each level's two side
+//!    random GGM root per tree ([`pprf`]) into leaves `v` and sends each level's two side
 //!    sums, masked with `H(j, q_j)` and `H(j, q_j ⊕ Δ)` (`H(j, x)` = first 16 bytes of
 //!    `SHA-256("obscura-psi rr22 ot v1\0" ‖ j ‖ x)`, correlation robust), so the receiver learns
 //!    exactly the sums it chose and rebuilds every leaf but `α_i`. From the `ℓ` correlated OTs,
 //!    `b_i = Σ_k x^k q_k` and `c_i = Σ_k x^k t_k = b_i ⊕ β_i · Δ`; the sender also sends
 //!    `τ_i = (⊕ leaves) ⊕ b_i`, and the receiver sets its missing leaf to
 //!    `τ_i ⊕ (⊕ known leaves) ⊕ c_i = v_{α_i} ⊕ β_i · Δ`. Both now hold `c' = b' ⊕ e · Δ`.
-//! 2. **Compression.** Both apply the expand-accumulate code ([`super::ea_code`]) to their
+//! 2. **Compression.** Both apply the expand-accumulate code ([`ea_code`]) to their
 //!    length-`N` vectors: `A = EA(e)`, `B = EA(b')`, `C = EA(c')`; linearity keeps
 //!    `C = B ⊕ A · Δ`. The sender sends its message before compressing, so both compress at
 //!    once; the receiver keeps `e` and `c'` side by side so that each random read of the code
@@ -51,10 +51,11 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
-use super::ea_code::EaCode;
-use super::gf128::combine_powers;
-use super::iknp::BLOCK_ROWS;
-use super::pprf;
+use self::ea_code::EaCode;
+use crate::gf128::combine_powers;
+use crate::ot::iknp::BLOCK_ROWS;
+pub(crate) mod ea_code;
+pub(crate) mod pprf;
 use crate::block::random_word;
 use crate::shuffle::uniform_below;
 
@@ -349,9 +350,9 @@ pub(crate) fn receive(
 
 #[cfg(test)]
 mod tests {
-    use super::super::gf128::mul;
-    use super::super::iknp::tests::pair;
     use super::*;
+    use crate::gf128::mul;
+    use crate::ot::iknp::tests::pair;
 
     #[test]
     fn parameters_meet_the_noise_and_rate_bounds() {

@@ -10,7 +10,7 @@
 //!
 //! The map is linear over GF(2) and acts on each bit of the words alike, so it keeps a VOLE
 //! correlation `c = b ⊕ e · Δ` (applied to `e`, `b` and `c`) and maps vectors of a GF(2)
-//! subspace into that subspace. Its security role is in [`super::vole`].
+//! subspace into that subspace. Its security role is in [`super`].
 
 use aes::Aes128;
 use obscura_math::memory::prefetch;

@@ -38,8 +38,8 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use super::code::{Code, Row, CODE_WORDS};
-use crate::base_ot::Seed;
 use crate::block::{cipher, encrypt_each};
+use crate::ot::base::Seed;
 use crate::transpose::{transpose_128, SIDE};
 
 /// Columns: the code length `k` and the number of base OTs.
@@ -218,7 +218,7 @@ impl Sender {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base_ot;
+    use crate::ot::base as base_ot;
     use obscura_math::sample::OsSampler;
     use proptest::prelude::*;
 
