@@ -1,5 +1,6 @@
 //! Sets travel in chunks: bounded frames that let the two parties' work overlap.
 
+use crate::core::Expected;
 use crate::transport::{FrameKind, Transport};
 use crate::{PeerError, PsiError};
 
@@ -15,9 +16,25 @@ pub(crate) fn recv_chunk<T: Transport + ?Sized>(
     size: usize,
     remaining: u64,
 ) -> Result<Vec<u8>, PsiError> {
+    let payload = transport.recv(kind, chunk_due(kind, size, remaining).max_len)?;
+    check_chunk(kind, &payload, size)?;
+    Ok(payload)
+}
+
+/// The next chunk of `kind` due when `remaining` elements of `size` bytes are to come: at most
+/// `min(CHUNK_ITEMS, remaining)` of them.
+pub(crate) fn chunk_due(kind: FrameKind, size: usize, remaining: u64) -> Expected {
     let most = remaining.min(CHUNK_ITEMS as u64) as usize;
-    let payload = transport.recv(kind, most * size)?;
-    if payload.is_empty() || payload.len() % size != 0 {
+    Expected {
+        kind,
+        max_len: most * size,
+    }
+}
+
+/// Whether `payload` (at most [`chunk_due`]'s length) is a chunk: a whole, non-zero number of
+/// `size`-byte elements.
+pub(crate) fn check_chunk(kind: FrameKind, payload: &[u8], size: usize) -> Result<(), PsiError> {
+    if payload.is_empty() || !payload.len().is_multiple_of(size) {
         return Err(PeerError::BadChunk {
             kind,
             len: payload.len(),
@@ -25,7 +42,7 @@ pub(crate) fn recv_chunk<T: Transport + ?Sized>(
         }
         .into());
     }
-    Ok(payload)
+    Ok(())
 }
 
 /// Receives the next frame of `kind`, whose payload must be exactly `len` bytes (a longer one is
@@ -36,6 +53,12 @@ pub(crate) fn recv_exact<T: Transport + ?Sized>(
     len: usize,
 ) -> Result<Vec<u8>, PsiError> {
     let payload = transport.recv(kind, len)?;
+    check_exact(kind, &payload, len)?;
+    Ok(payload)
+}
+
+/// Whether `payload` of `kind` is exactly `len` bytes.
+pub(crate) fn check_exact(kind: FrameKind, payload: &[u8], len: usize) -> Result<(), PsiError> {
     if payload.len() != len {
         return Err(PeerError::WrongLength {
             kind,
@@ -44,7 +67,7 @@ pub(crate) fn recv_exact<T: Transport + ?Sized>(
         }
         .into());
     }
-    Ok(payload)
+    Ok(())
 }
 
 /// Receives the next frame of `kind`, whose payload must be exactly `N` bytes, as an array.

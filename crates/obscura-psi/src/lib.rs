@@ -46,6 +46,7 @@
 mod block;
 pub mod bucketed;
 mod chunk;
+mod core;
 mod cuckoo;
 pub mod ecdh;
 mod error;

@@ -2,32 +2,120 @@
 //! matched, and the server maps them back through its shuffle. The positions reveal nothing but
 //! which server items are in the intersection, since the sequence was in a random order.
 
-use crate::chunk::{recv_array, recv_chunk, CHUNK_ITEMS};
+use crate::chunk::{check_chunk, check_exact, chunk_due, CHUNK_ITEMS};
+use crate::core::{Expected, Message};
 use crate::transport::{FrameKind, Transport};
 use crate::{PeerError, PsiError};
 
 /// Bytes of a match position.
 const POSITION_BYTES: usize = 8;
 
-/// Sends the count of matched positions, then the positions in chunks.
+/// The client's messages: the count of matched positions, then the positions in chunks.
+pub(crate) fn messages(positions: &[u64]) -> Vec<Message> {
+    let count = Message {
+        kind: FrameKind::MatchCount,
+        payload: (positions.len() as u64).to_le_bytes().to_vec(),
+    };
+    let chunks = positions.chunks(CHUNK_ITEMS).map(|chunk| Message {
+        kind: FrameKind::MatchPositions,
+        payload: chunk.iter().flat_map(|p| p.to_le_bytes()).collect(),
+    });
+    std::iter::once(count).chain(chunks).collect()
+}
+
+/// Sends [`messages`] over `transport`.
 pub(crate) fn send<T: Transport + ?Sized>(
     transport: &mut T,
     positions: &[u64],
 ) -> Result<(), PsiError> {
-    transport.send(
-        FrameKind::MatchCount,
-        &(positions.len() as u64).to_le_bytes(),
-    )?;
-    for chunk in positions.chunks(CHUNK_ITEMS) {
-        let bytes: Vec<u8> = chunk.iter().flat_map(|p| p.to_le_bytes()).collect();
-        transport.send(FrameKind::MatchPositions, &bytes)?;
+    for message in messages(positions) {
+        transport.send(message.kind, &message.payload)?;
     }
     Ok(())
 }
 
-/// The server's last step: when both learn, receives the client's matched positions (at most
-/// as many as the smaller set has items) and returns which of the server's items matched;
-/// otherwise `None`.
+/// The server's side: the matched positions of the sequence whose position `p` holds item
+/// `order[p]` (at most `most` of them, each in range and sent once), taken message by message.
+pub(crate) struct Receiver<'o> {
+    most: u64,
+    order: &'o [usize],
+    count: Option<u64>,
+    received: u64,
+    matched: Vec<bool>,
+}
+
+impl<'o> Receiver<'o> {
+    /// A receiver of at most `most` positions into `order`.
+    pub(crate) fn new(most: u64, order: &'o [usize]) -> Self {
+        Self {
+            most,
+            order,
+            count: None,
+            received: 0,
+            matched: vec![false; order.len()],
+        }
+    }
+
+    /// The message due next, or `None` once every position arrived.
+    pub(crate) fn expects(&self) -> Option<Expected> {
+        match self.count {
+            None => Some(Expected {
+                kind: FrameKind::MatchCount,
+                max_len: POSITION_BYTES,
+            }),
+            Some(count) if self.received < count => Some(chunk_due(
+                FrameKind::MatchPositions,
+                POSITION_BYTES,
+                count - self.received,
+            )),
+            Some(_) => None,
+        }
+    }
+
+    /// Takes the message [`Receiver::expects`] named.
+    pub(crate) fn take(&mut self, payload: &[u8]) -> Result<(), PsiError> {
+        let Some(count) = self.count else {
+            check_exact(FrameKind::MatchCount, payload, POSITION_BYTES)?;
+            let count = u64::from_le_bytes(payload.try_into().expect("length checked"));
+            if count > self.most {
+                return Err(PeerError::TooManyMatches {
+                    count,
+                    most: self.most,
+                }
+                .into());
+            }
+            self.count = Some(count);
+            return Ok(());
+        };
+        debug_assert!(self.received < count);
+        check_chunk(FrameKind::MatchPositions, payload, POSITION_BYTES)?;
+        let (positions, _) = payload.as_chunks::<POSITION_BYTES>();
+        for &bytes in positions {
+            let position = u64::from_le_bytes(bytes);
+            let item = usize::try_from(position)
+                .ok()
+                .and_then(|position| self.order.get(position))
+                .ok_or(PeerError::PositionOutOfRange {
+                    position,
+                    len: self.order.len() as u64,
+                })?;
+            if std::mem::replace(&mut self.matched[*item], true) {
+                return Err(PeerError::RepeatedPosition(position).into());
+            }
+        }
+        self.received += positions.len() as u64;
+        Ok(())
+    }
+
+    /// Which items matched.
+    pub(crate) fn finish(self) -> Vec<bool> {
+        self.matched
+    }
+}
+
+/// The server's last step over `transport`: when both learn, receives the client's matched
+/// positions (at most as many as the smaller set has items) and returns which of the server's
+/// items matched; otherwise `None`.
 pub(crate) fn receive_if_both_learn<T: Transport + ?Sized>(
     both_learn: bool,
     transport: &mut T,
@@ -38,44 +126,9 @@ pub(crate) fn receive_if_both_learn<T: Transport + ?Sized>(
     if !both_learn {
         return Ok(None);
     }
-    receive(transport, n_client.min(n_server), order).map(Some)
-}
-
-/// Receives the matched positions of the sequence whose position `p` holds item `order[p]`
-/// (at most `most` of them, each in range and sent once); returns which items matched.
-pub(crate) fn receive<T: Transport + ?Sized>(
-    transport: &mut T,
-    most: u64,
-    order: &[usize],
-) -> Result<Vec<bool>, PsiError> {
-    let count = u64::from_le_bytes(recv_array(transport, FrameKind::MatchCount)?);
-    if count > most {
-        return Err(PeerError::TooManyMatches { count, most }.into());
+    let mut receiver = Receiver::new(n_client.min(n_server), order);
+    while let Some(expected) = receiver.expects() {
+        receiver.take(&transport.recv(expected.kind, expected.max_len)?)?;
     }
-    let mut matched = vec![false; order.len()];
-    let mut received = 0u64;
-    while received < count {
-        let payload = recv_chunk(
-            transport,
-            FrameKind::MatchPositions,
-            POSITION_BYTES,
-            count - received,
-        )?;
-        let (positions, _) = payload.as_chunks::<POSITION_BYTES>();
-        for &bytes in positions {
-            let position = u64::from_le_bytes(bytes);
-            let item = usize::try_from(position)
-                .ok()
-                .and_then(|position| order.get(position))
-                .ok_or(PeerError::PositionOutOfRange {
-                    position,
-                    len: order.len() as u64,
-                })?;
-            if std::mem::replace(&mut matched[*item], true) {
-                return Err(PeerError::RepeatedPosition(position).into());
-            }
-        }
-        received += positions.len() as u64;
-    }
-    Ok(matched)
+    Ok(Some(receiver.finish()))
 }

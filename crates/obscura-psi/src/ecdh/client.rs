@@ -1,12 +1,18 @@
-//! The client's side of ECDH-PSI: it learns the intersection.
+//! The client's side of ECDH-PSI, as a [`Core`]: it learns the intersection.
+//!
+//! 1. It sends `H(x)^a` chunk by chunk and keeps the server's tags of `H(x)^{ab}` as a map from
+//!    tag to item; the next chunk is blinded while the server answers the current one.
+//! 2. It receives the server's `H(y)^b` chunk by chunk, raises them to `a` and looks their tags
+//!    up.
+//! 3. When both learn, it sends the positions of the server's elements that matched.
 
 use std::collections::HashMap;
 
 use super::Session;
-use crate::chunk::{recv_chunk, recv_exact, CHUNK_ITEMS};
+use crate::chunk::{check_chunk, check_exact, chunk_due, CHUNK_ITEMS};
+use crate::core::{Core, Expected, Message};
 use crate::exponent::POINT_BYTES;
-use crate::transport::{FrameKind, Transport};
-use crate::unique::UniqueItems;
+use crate::transport::FrameKind;
 use crate::{positions, PeerError, PsiError, Stage};
 
 /// A tag as a map key: its bytes, zero-padded to a whole encoding.
@@ -18,74 +24,139 @@ fn tag_key(tag: &[u8]) -> TagKey {
     key
 }
 
-/// Runs the client's three steps; returns which distinct items are in the intersection.
-pub(super) fn run<T: Transport + ?Sized>(
-    session: &Session<'_>,
-    transport: &mut T,
-    unique: &UniqueItems<'_>,
-) -> Result<Vec<bool>, PsiError> {
-    let own_tags = exchange_own_items(session, transport, unique.values())?;
-    let (matched, matched_positions) =
-        match_server_items(session, transport, &own_tags, unique.len())?;
-    if session.both_learn {
-        positions::send(transport, &matched_positions)?;
-    }
-    Ok(matched)
+/// The client's state.
+pub(super) struct Client<'a, 'p> {
+    session: &'a Session<'p>,
+    values: &'a [&'a [u8]],
+    /// Chunks of our items sent so far.
+    sent: usize,
+    /// The next chunk's points, blinded ahead.
+    ready: Option<Vec<u8>>,
+    /// The points of the chunk whose tags are due.
+    awaiting: Option<usize>,
+    own_tags: HashMap<TagKey, usize>,
+    /// The server's elements received so far.
+    received: u64,
+    matched: Vec<bool>,
+    matched_positions: Vec<u64>,
+    /// The positions' messages still to send, once the server's elements are all in.
+    outbox: Option<std::vec::IntoIter<Message>>,
 }
 
-/// Step 1: sends `H(x)^a` chunk by chunk and collects the server's tags of `H(x)^{ab}`; returns
-/// the map from tag to item. The next chunk is blinded while the server answers the current one.
-fn exchange_own_items<T: Transport + ?Sized>(
-    session: &Session<'_>,
-    transport: &mut T,
-    values: &[&[u8]],
-) -> Result<HashMap<TagKey, usize>, PsiError> {
-    let mut tags = HashMap::with_capacity(values.len());
-    let mut chunks = values.chunks(CHUNK_ITEMS);
-    let mut next = chunks.next().map(|chunk| session.blind(chunk));
-    while let Some(points) = next {
-        transport.send(FrameKind::ClientPoints, &points)?;
-        next = chunks.next().map(|chunk| session.blind(chunk));
-        let expected = points.len() / POINT_BYTES * session.tag_bytes;
-        let answer = recv_exact(transport, FrameKind::ClientTags, expected)?;
-        for tag in answer.chunks_exact(session.tag_bytes) {
-            let item = tags.len();
-            if tags.insert(tag_key(tag), item).is_some() {
-                return Err(PeerError::RepeatedTag.into());
-            }
+impl<'a, 'p> Client<'a, 'p> {
+    /// The client of `session` with its distinct `values`.
+    pub(super) fn new(session: &'a Session<'p>, values: &'a [&'a [u8]]) -> Self {
+        Self {
+            session,
+            values,
+            sent: 0,
+            ready: None,
+            awaiting: None,
+            own_tags: HashMap::with_capacity(values.len()),
+            received: 0,
+            matched: vec![false; values.len()],
+            matched_positions: Vec::new(),
+            outbox: None,
         }
-        (session.progress)(Stage::OwnItems, tags.len() as u64, values.len() as u64);
     }
-    Ok(tags)
+
+    /// Chunks of our items.
+    fn chunks(&self) -> usize {
+        self.values.len().div_ceil(CHUNK_ITEMS)
+    }
+
+    /// The points of chunk `index` of our items.
+    fn blind(&self, index: usize) -> Vec<u8> {
+        let start = index * CHUNK_ITEMS;
+        let end = (start + CHUNK_ITEMS).min(self.values.len());
+        self.session.blind(&self.values[start..end])
+    }
+
+    /// Whether every chunk of ours has its tags.
+    fn own_items_done(&self) -> bool {
+        self.sent == self.chunks() && self.awaiting.is_none()
+    }
 }
 
-/// Step 2: receives the server's `H(y)^b` chunk by chunk and raises them to `a`; returns which
-/// of our items matched and the positions of the server's elements that did.
-fn match_server_items<T: Transport + ?Sized>(
-    session: &Session<'_>,
-    transport: &mut T,
-    own_tags: &HashMap<TagKey, usize>,
-    items: usize,
-) -> Result<(Vec<bool>, Vec<u64>), PsiError> {
-    let mut matched = vec![false; items];
-    let mut positions = Vec::new();
-    let mut received = 0u64;
-    while received < session.n_server {
-        let payload = recv_chunk(
-            transport,
-            FrameKind::ServerPoints,
-            POINT_BYTES,
-            session.n_server - received,
-        )?;
+impl Core for Client<'_, '_> {
+    fn poll_send(&mut self) -> Result<Option<Message>, PsiError> {
+        if let Some(outbox) = &mut self.outbox {
+            return Ok(outbox.next());
+        }
+        if self.sent == self.chunks() {
+            return Ok(None);
+        }
+        if self.awaiting.is_some() {
+            // The server works on the chunk sent: blind the next one meanwhile.
+            if self.ready.is_none() {
+                self.ready = Some(self.blind(self.sent));
+            }
+            return Ok(None);
+        }
+        let points = match self.ready.take() {
+            Some(points) => points,
+            None => self.blind(self.sent),
+        };
+        self.sent += 1;
+        self.awaiting = Some(points.len() / POINT_BYTES);
+        Ok(Some(Message {
+            kind: FrameKind::ClientPoints,
+            payload: points,
+        }))
+    }
+
+    fn expects(&self) -> Option<Expected> {
+        if let Some(points) = self.awaiting {
+            return Some(Expected {
+                kind: FrameKind::ClientTags,
+                max_len: points * self.session.tag_bytes,
+            });
+        }
+        (self.own_items_done() && self.received < self.session.n_server).then(|| {
+            chunk_due(
+                FrameKind::ServerPoints,
+                POINT_BYTES,
+                self.session.n_server - self.received,
+            )
+        })
+    }
+
+    fn take(&mut self, payload: Vec<u8>) -> Result<(), PsiError> {
+        let session = self.session;
+        if let Some(points) = self.awaiting.take() {
+            check_exact(FrameKind::ClientTags, &payload, points * session.tag_bytes)?;
+            for tag in payload.chunks_exact(session.tag_bytes) {
+                let item = self.own_tags.len();
+                if self.own_tags.insert(tag_key(tag), item).is_some() {
+                    return Err(PeerError::RepeatedTag.into());
+                }
+            }
+            let done = self.own_tags.len() as u64;
+            (session.progress)(Stage::OwnItems, done, self.values.len() as u64);
+            return Ok(());
+        }
+        check_chunk(FrameKind::ServerPoints, &payload, POINT_BYTES)?;
         let tags = session.tags_of(&payload)?;
-        for (position, tag) in (received..).zip(tags.chunks_exact(session.tag_bytes)) {
-            if let Some(&item) = own_tags.get(&tag_key(tag)) {
-                matched[item] = true;
-                positions.push(position);
+        for (position, tag) in (self.received..).zip(tags.chunks_exact(session.tag_bytes)) {
+            if let Some(&item) = self.own_tags.get(&tag_key(tag)) {
+                self.matched[item] = true;
+                self.matched_positions.push(position);
             }
         }
-        received += (payload.len() / POINT_BYTES) as u64;
-        (session.progress)(Stage::PeerItems, received, session.n_server);
+        self.received += (payload.len() / POINT_BYTES) as u64;
+        (session.progress)(Stage::PeerItems, self.received, session.n_server);
+        if self.received == session.n_server {
+            let messages = if session.both_learn {
+                positions::messages(&self.matched_positions)
+            } else {
+                Vec::new()
+            };
+            self.outbox = Some(messages.into_iter());
+        }
+        Ok(())
     }
-    Ok((matched, positions))
+
+    fn finish(self) -> Result<Option<Vec<bool>>, PsiError> {
+        Ok(Some(self.matched))
+    }
 }

@@ -63,9 +63,11 @@ mod server;
 
 use obscura_math::sample::OsSampler;
 
+use crate::core::drive;
 use crate::exponent::{Exponent, Raiser, POINT_BYTES};
 use crate::hash_to_group::HashToGroup;
 use crate::hello::Hello;
+use crate::shuffle::random_permutation;
 use crate::unique::UniqueItems;
 use crate::{Progress, PsiError, Role, Transport};
 
@@ -149,15 +151,94 @@ pub(crate) fn run<T: Transport + ?Sized>(
         both_learn: ours.both_learn,
         progress,
     };
+    let values = unique.values();
     match ours.role {
-        Role::Client => client::run(&session, transport, unique).map(Some),
-        Role::Server => server::run(&session, transport, unique, &mut rng),
+        Role::Client => drive(client::Client::new(&session, values), transport),
+        Role::Server => {
+            let order = random_permutation(values.len(), &mut rng)?;
+            drive(server::Server::new(&session, values, &order), transport)
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::{Core, Message};
+    use std::collections::VecDeque;
+
+    /// The two cores run in one thread with no transport: each message is handed from one to
+    /// the other, and each is of the kind and within the length the receiver named. Both
+    /// learn the plain intersection, with more items than one chunk holds.
+    #[test]
+    fn the_cores_run_by_hand_without_a_transport() {
+        let client_items: Vec<Vec<u8>> = (0..9000u32)
+            .map(|i| (2 * i).to_le_bytes().to_vec())
+            .collect();
+        let server_items: Vec<Vec<u8>> = (0..5000u32)
+            .map(|i| (3 * i).to_le_bytes().to_vec())
+            .collect();
+        let client_values: Vec<&[u8]> = client_items.iter().map(Vec::as_slice).collect();
+        let server_values: Vec<&[u8]> = server_items.iter().map(Vec::as_slice).collect();
+        let (n_client, n_server) = (client_values.len() as u64, server_values.len() as u64);
+        let mut rng = OsSampler::new();
+        let session = |rng: &mut OsSampler| Session {
+            hash: HashToGroup::psi(),
+            exponent: Exponent::random(rng).unwrap(),
+            n_client,
+            n_server,
+            tag_bytes: tag_bytes(n_client, n_server),
+            both_learn: true,
+            progress: &|_, _, _| {},
+        };
+        let (client_session, server_session) = (session(&mut rng), session(&mut rng));
+        let order = random_permutation(server_values.len(), &mut rng).unwrap();
+        let mut client = client::Client::new(&client_session, &client_values);
+        let mut server = server::Server::new(&server_session, &server_values, &order);
+        let (mut to_server, mut to_client) =
+            (VecDeque::<Message>::new(), VecDeque::<Message>::new());
+        let hand = |core: &mut dyn FnMut(Message) -> Result<(), PsiError>,
+                    expected: Option<crate::core::Expected>,
+                    queue: &mut VecDeque<Message>| {
+            match (expected, queue.pop_front()) {
+                (Some(expected), Some(message)) => {
+                    assert_eq!(message.kind, expected.kind);
+                    assert!(message.payload.len() <= expected.max_len);
+                    core(message).unwrap();
+                    true
+                }
+                (_, Some(message)) => panic!("{:?} sent where nothing was due", message.kind),
+                _ => false,
+            }
+        };
+        loop {
+            while let Some(message) = client.poll_send().unwrap() {
+                to_server.push_back(message);
+            }
+            while let Some(message) = server.poll_send().unwrap() {
+                to_client.push_back(message);
+            }
+            let expected = server.expects();
+            let served = hand(&mut |m| server.take(m.payload), expected, &mut to_server);
+            let expected = client.expects();
+            let answered = hand(&mut |m| client.take(m.payload), expected, &mut to_client);
+            if !served && !answered {
+                break;
+            }
+        }
+        assert!(client.expects().is_none() && server.expects().is_none());
+        let client_matched = client.finish().unwrap().unwrap();
+        let server_matched = server.finish().unwrap().unwrap();
+        let shared = |value: &[u8]| u32::from_le_bytes(value.try_into().unwrap());
+        for (value, matched) in client_values.iter().zip(client_matched) {
+            let x = shared(value);
+            assert_eq!(matched, x % 3 == 0 && x / 3 < 5000, "{x}");
+        }
+        for (value, matched) in server_values.iter().zip(server_matched) {
+            let x = shared(value);
+            assert_eq!(matched, x % 2 == 0 && x / 2 < 9000, "{x}");
+        }
+    }
 
     #[test]
     fn tags_have_40_bits_plus_the_logs_of_both_sizes() {

@@ -1,69 +1,107 @@
-//! The server's side of ECDH-PSI: it answers the client and, when both learn, learns too.
-
-use obscura_math::sample::OsSampler;
+//! The server's side of ECDH-PSI, as a [`Core`]: it answers the client and, when both learn,
+//! learns too.
+//!
+//! 1. It answers each chunk of the client's `H(x)^a` with the tags of `H(x)^{ab}`.
+//! 2. It sends `H(y)^b` for its items in a random order, chunk by chunk.
+//! 3. When both learn, it receives the positions of that order that matched.
 
 use super::Session;
-use crate::chunk::{recv_chunk, CHUNK_ITEMS};
+use crate::chunk::{check_chunk, chunk_due, CHUNK_ITEMS};
+use crate::core::{Core, Expected, Message};
 use crate::exponent::POINT_BYTES;
-use crate::shuffle::random_permutation;
-use crate::transport::{FrameKind, Transport};
-use crate::unique::UniqueItems;
-use crate::{positions, PsiError, Stage};
+use crate::positions;
+use crate::transport::FrameKind;
+use crate::{PsiError, Stage};
 
-/// Runs the server's three steps; with both learn, returns which distinct items are in the
-/// intersection.
-pub(super) fn run<T: Transport + ?Sized>(
-    session: &Session<'_>,
-    transport: &mut T,
-    unique: &UniqueItems<'_>,
-    rng: &mut OsSampler,
-) -> Result<Option<Vec<bool>>, PsiError> {
-    answer_client_items(session, transport)?;
-    let order = random_permutation(unique.len(), rng)?;
-    send_own_items(session, transport, unique.values(), &order)?;
-    positions::receive_if_both_learn(
-        session.both_learn,
-        transport,
-        session.n_client,
-        session.n_server,
-        &order,
-    )
+/// The server's state.
+pub(super) struct Server<'a, 'p> {
+    session: &'a Session<'p>,
+    /// Our distinct items in the random order they are sent in.
+    shuffled: Vec<&'a [u8]>,
+    /// The client's elements answered so far.
+    answered: u64,
+    /// The tags of the last chunk of the client's, to send.
+    reply: Option<Vec<u8>>,
+    /// Our elements sent so far.
+    sent: usize,
+    /// The client's matched positions, when both learn.
+    positions: positions::Receiver<'a>,
 }
 
-/// Step 1: answers each chunk of the client's `H(x)^a` with the tags of `H(x)^{ab}`.
-fn answer_client_items<T: Transport + ?Sized>(
-    session: &Session<'_>,
-    transport: &mut T,
-) -> Result<(), PsiError> {
-    let mut received = 0u64;
-    while received < session.n_client {
-        let payload = recv_chunk(
-            transport,
-            FrameKind::ClientPoints,
-            POINT_BYTES,
-            session.n_client - received,
-        )?;
-        transport.send(FrameKind::ClientTags, &session.tags_of(&payload)?)?;
-        received += (payload.len() / POINT_BYTES) as u64;
-        (session.progress)(Stage::PeerItems, received, session.n_client);
+impl<'a, 'p> Server<'a, 'p> {
+    /// The server of `session` with its distinct `values`, sent in `order` (a random
+    /// permutation of their indices).
+    pub(super) fn new(
+        session: &'a Session<'p>,
+        values: &'a [&'a [u8]],
+        order: &'a [usize],
+    ) -> Self {
+        Self {
+            session,
+            shuffled: order.iter().map(|&item| values[item]).collect(),
+            answered: 0,
+            reply: None,
+            sent: 0,
+            positions: positions::Receiver::new(session.n_client.min(session.n_server), order),
+        }
     }
-    Ok(())
+
+    /// Whether our elements are all sent.
+    fn own_items_sent(&self) -> bool {
+        self.sent == self.shuffled.len()
+    }
 }
 
-/// Step 2: sends `H(y)^b` for our items in the shuffled `order`, chunk by chunk (the next chunk
-/// is computed while the client works on the previous one).
-fn send_own_items<T: Transport + ?Sized>(
-    session: &Session<'_>,
-    transport: &mut T,
-    values: &[&[u8]],
-    order: &[usize],
-) -> Result<(), PsiError> {
-    let shuffled: Vec<&[u8]> = order.iter().map(|&item| values[item]).collect();
-    let mut sent = 0u64;
-    for chunk in shuffled.chunks(CHUNK_ITEMS) {
-        transport.send(FrameKind::ServerPoints, &session.blind(chunk))?;
-        sent += chunk.len() as u64;
-        (session.progress)(Stage::OwnItems, sent, session.n_server);
+impl Core for Server<'_, '_> {
+    fn poll_send(&mut self) -> Result<Option<Message>, PsiError> {
+        if let Some(tags) = self.reply.take() {
+            return Ok(Some(Message {
+                kind: FrameKind::ClientTags,
+                payload: tags,
+            }));
+        }
+        if self.answered < self.session.n_client || self.own_items_sent() {
+            return Ok(None);
+        }
+        let end = (self.sent + CHUNK_ITEMS).min(self.shuffled.len());
+        let points = self.session.blind(&self.shuffled[self.sent..end]);
+        self.sent = end;
+        let total = self.shuffled.len() as u64;
+        (self.session.progress)(Stage::OwnItems, self.sent as u64, total);
+        Ok(Some(Message {
+            kind: FrameKind::ServerPoints,
+            payload: points,
+        }))
     }
-    Ok(())
+
+    fn expects(&self) -> Option<Expected> {
+        let session = self.session;
+        if self.answered < session.n_client {
+            return Some(chunk_due(
+                FrameKind::ClientPoints,
+                POINT_BYTES,
+                session.n_client - self.answered,
+            ));
+        }
+        if !(session.both_learn && self.own_items_sent()) {
+            return None;
+        }
+        self.positions.expects()
+    }
+
+    fn take(&mut self, payload: Vec<u8>) -> Result<(), PsiError> {
+        let session = self.session;
+        if self.answered < session.n_client {
+            check_chunk(FrameKind::ClientPoints, &payload, POINT_BYTES)?;
+            self.reply = Some(session.tags_of(&payload)?);
+            self.answered += (payload.len() / POINT_BYTES) as u64;
+            (session.progress)(Stage::PeerItems, self.answered, session.n_client);
+            return Ok(());
+        }
+        self.positions.take(&payload)
+    }
+
+    fn finish(self) -> Result<Option<Vec<bool>>, PsiError> {
+        Ok(self.session.both_learn.then(|| self.positions.finish()))
+    }
 }

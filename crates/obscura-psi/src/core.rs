@@ -1,0 +1,62 @@
+//! A party of a PSI protocol as a state machine over messages, with no I/O inside: it gives
+//! the messages it has to send, names the one it waits for (its kind and longest payload, so a
+//! driver checks both before reading it), takes it, and ends with its result. [`drive`] runs
+//! one over any [`Transport`]; a driver of another kind (a batch job's rounds, say) calls the
+//! same four methods.
+
+use crate::transport::Transport;
+use crate::wire::FrameKind;
+use crate::PsiError;
+
+/// A message to send: its kind and payload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Message {
+    /// The kind.
+    pub kind: FrameKind,
+    /// The payload.
+    pub payload: Vec<u8>,
+}
+
+/// The message a party waits for: its kind and the longest payload it accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Expected {
+    /// The kind due.
+    pub kind: FrameKind,
+    /// The longest payload accepted.
+    pub max_len: usize,
+}
+
+/// One party's side of a protocol after the handshake.
+pub(crate) trait Core {
+    /// The next message to send, if one is ready; `None` once the party waits for the peer (a
+    /// call that returns `None` may first do the work that overlaps the peer's).
+    fn poll_send(&mut self) -> Result<Option<Message>, PsiError>;
+
+    /// The message the party waits for, or `None` once it needs nothing more.
+    fn expects(&self) -> Option<Expected>;
+
+    /// Takes the peer's next message, of the kind and at most the length [`Core::expects`]
+    /// named.
+    fn take(&mut self, payload: Vec<u8>) -> Result<(), PsiError>;
+
+    /// The result, once nothing is left to send or to take: for a party that learns the
+    /// intersection, which of its distinct items are in it.
+    fn finish(self) -> Result<Option<Vec<bool>>, PsiError>;
+}
+
+/// Runs `core` over `transport`: sends what it has, reads what it waits for, until it is done.
+pub(crate) fn drive<C: Core, T: Transport + ?Sized>(
+    mut core: C,
+    transport: &mut T,
+) -> Result<Option<Vec<bool>>, PsiError> {
+    loop {
+        while let Some(message) = core.poll_send()? {
+            transport.send(message.kind, &message.payload)?;
+        }
+        let Some(expected) = core.expects() else {
+            return core.finish();
+        };
+        let payload = transport.recv(expected.kind, expected.max_len)?;
+        core.take(payload)?;
+    }
+}
