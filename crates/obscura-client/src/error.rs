@@ -41,6 +41,16 @@ pub enum ClientError {
     /// The server's bytes are not a valid message.
     #[error(transparent)]
     Pir(#[from] PirError),
+    /// The database list is not the JSON of `GET /v1/databases`.
+    #[cfg(feature = "http")]
+    #[error("{url}: the database list is not valid")]
+    BadList {
+        /// The URL requested.
+        url: String,
+        /// What is wrong with it.
+        #[source]
+        source: serde_json::Error,
+    },
     /// The response is not what the request asked for.
     #[error("{url}: unexpected response: {message}")]
     Unexpected {

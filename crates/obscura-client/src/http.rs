@@ -215,10 +215,7 @@ impl HttpClient {
             MAX_LIST_BYTES,
             "the most a database list may take",
         )?;
-        serde_json::from_slice(&reply.body).map_err(|e| ClientError::Unexpected {
-            url,
-            message: e.to_string(),
-        })
+        serde_json::from_slice(&reply.body).map_err(|source| ClientError::BadList { url, source })
     }
 
     /// What this client accepts of setups and queries.

@@ -18,6 +18,18 @@ pub enum PirError {
     /// The requested database shape or parameters cannot be used.
     #[error("invalid parameters: {0}")]
     InvalidParameters(String),
+    /// A Merkle tree's height cannot be coloured (why is the source).
+    #[error("the tree cannot be coloured for TreePIR")]
+    Coloring(#[from] crate::batch::coloring::ColoringError),
+    /// A decoded message's fields are each well formed but do not make a valid one together
+    /// (why is the source).
+    #[error("malformed {what}: its parameters do not fit together")]
+    Inconsistent {
+        /// The kind of message.
+        what: &'static str,
+        /// Why they do not fit.
+        source: Box<PirError>,
+    },
     /// Bytes that were to be decoded are not a valid message of the expected kind.
     #[error("malformed {what}: {reason}")]
     Malformed {
@@ -71,6 +83,14 @@ impl ParseError {
 }
 
 impl PirError {
+    /// A [`PirError::Inconsistent`] for `what`, caused by `source`.
+    pub fn inconsistent(what: &'static str, source: PirError) -> Self {
+        Self::Inconsistent {
+            what,
+            source: Box::new(source),
+        }
+    }
+
     /// A [`PirError::Malformed`] for `what` with the given reason.
     pub fn malformed(what: &'static str, reason: impl Into<String>) -> Self {
         Self::Malformed {

@@ -359,6 +359,11 @@ impl<'a> Reader<'a> {
         PirError::malformed(self.what, reason)
     }
 
+    /// This message's fields do not fit together, as `source` says.
+    pub fn inconsistent(&self, source: PirError) -> PirError {
+        PirError::inconsistent(self.what, source)
+    }
+
     /// The next `len` bytes.
     pub fn take(&mut self, len: usize) -> Result<&'a [u8], PirError> {
         if self.bytes.len() < len {

@@ -82,6 +82,29 @@ fn public_setup_round_trips_and_verifies_its_digest() {
     }
 }
 
+/// A setup whose fields are each well formed but do not fit together (a zero records-per-column
+/// count) is refused as inconsistent, with the parameter check that failed as its cause.
+#[test]
+fn a_setup_whose_fields_do_not_fit_keeps_the_reason_as_its_cause() {
+    let (a, _, _) = two_servers();
+    let mut bytes = a.public_setup().to_bytes();
+    // The layer ends the header: four codes, five u64 fields (per_column the fourth) and the
+    // 16-byte seed, followed by the hint.
+    let layer = bytes.len() - 4 * a.public_setup().hint().as_slice().len() - (4 + 5 * 8 + 16);
+    let per_column = layer + 4 + 3 * 8;
+    bytes[per_column..per_column + 8].copy_from_slice(&0u64.to_le_bytes());
+    let error = PublicSetup::from_bytes(&bytes).unwrap_err();
+    let PirError::Inconsistent { what, source } = &error else {
+        panic!("{error:?}")
+    };
+    assert_eq!(*what, "public setup");
+    assert!(
+        matches!(**source, PirError::InvalidParameters(_)),
+        "{source:?}"
+    );
+    assert!(std::error::Error::source(&error).is_some());
+}
+
 /// A stored database whose rows are larger than its setup's row norm would decode wrongly: it
 /// is refused when the server is assembled.
 #[test]

@@ -4,13 +4,13 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Protocol {
-    /// ECDH-PSI over ristretto255 (see [`ecdh`]).
+    /// ECDH-PSI over ristretto255 (see [`crate::ecdh`]).
     Ecdh,
-    /// KKRT-PSI: OT extension and a batched OPRF (see [`kkrt`]).
+    /// KKRT-PSI: OT extension and a batched OPRF (see [`crate::kkrt`]).
     Kkrt,
-    /// RR22 VOLE-PSI: silent VOLE and an OKVS, semi-honest (see [`rr22`]).
+    /// RR22 VOLE-PSI: silent VOLE and an OKVS, semi-honest (see [`crate::rr22`]).
     Rr22,
-    /// RR22 VOLE-PSI secure against a malicious peer (see [`rr22`]); the client alone learns
+    /// RR22 VOLE-PSI secure against a malicious peer (see [`crate::rr22`]); the client alone learns
     /// the intersection.
     Rr22Malicious,
 }
@@ -26,7 +26,7 @@ impl Protocol {
         }
     }
 
-    /// Whether the server can learn the intersection too ([`Options::both_learn`]). Not in
+    /// Whether the server can learn the intersection too ([`crate::Options::both_learn`]). Not in
     /// [`Protocol::Rr22Malicious`]: a server cannot check the matches a malicious client would
     /// report (run a second session with the roles swapped instead).
     pub fn offers_both_learn(self) -> bool {
@@ -41,7 +41,7 @@ impl std::fmt::Display for Protocol {
 }
 
 /// Which side of the protocol a party plays. The client learns the intersection; the server
-/// learns it only with [`Options::both_learn`].
+/// learns it only with [`crate::Options::both_learn`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
     /// The party that learns the intersection.

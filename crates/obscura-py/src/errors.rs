@@ -81,7 +81,9 @@ pub fn full_message(error: &dyn std::error::Error) -> String {
 /// The class of a PIR error.
 fn pir_class(error: &PirError) -> Class {
     match error {
-        PirError::IndexOutOfRange { .. } | PirError::InvalidParameters(_) => Class::InvalidInput,
+        PirError::IndexOutOfRange { .. }
+        | PirError::InvalidParameters(_)
+        | PirError::Coloring(_) => Class::InvalidInput,
         PirError::Rng(_) => Class::Obscura,
         _ => Class::Malformed,
     }

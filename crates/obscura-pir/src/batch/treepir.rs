@@ -173,9 +173,7 @@ impl TreePirServer {
     ) -> Result<Self, PirError> {
         let classes = match tree.height() {
             0 => Vec::new(),
-            h => Coloring::balanced(h)
-                .map_err(|e| PirError::InvalidParameters(e.to_string()))?
-                .classes(),
+            h => Coloring::balanced(h)?.classes(),
         };
         let contents: Vec<Vec<u8>> = classes
             .par_iter()
@@ -469,8 +467,7 @@ impl TreePirClient {
         let mut depths = vec![0u32; h as usize];
         let mut targets = vec![0u64; h as usize];
         if h > 0 {
-            let positions = coloring::path_positions(h, &coloring::balanced_sizes(h), leaf)
-                .map_err(|e| PirError::InvalidParameters(e.to_string()))?;
+            let positions = coloring::path_positions(h, &coloring::balanced_sizes(h), leaf)?;
             for (depth, (color, position)) in (1..).zip(positions) {
                 depths[usize::from(color)] = depth;
                 targets[usize::from(color)] = position;

@@ -127,8 +127,8 @@ impl PublicSetup {
         let (mut reader, digest) = Reader::open(bytes, Kind::DOUBLE_SETUP)?;
         let first = Layer::read(&mut reader)?;
         let second = lwe::PublicSetup::from_bytes(reader.rest())?;
-        let setup = Self::new(first, second)
-            .map_err(|e| PirError::malformed("DoublePIR setup", e.to_string()))?;
+        let setup =
+            Self::new(first, second).map_err(|e| PirError::inconsistent("DoublePIR setup", e))?;
         if setup.digest != digest {
             return Err(PirError::malformed(
                 "DoublePIR setup",

@@ -187,10 +187,9 @@ impl Layer {
             reader.u64()?,
         );
         let geometry = Geometry::new(records, record_bytes, data_bytes, per_column, log_p)
-            .map_err(|e| reader.error(e.to_string()))?;
+            .map_err(|e| reader.inconsistent(e))?;
         let seed = MatrixSeed(reader.take(SEED_BYTES)?.try_into().expect("seed length"));
-        Self::new(set, matrix, format, geometry, row_norm, seed)
-            .map_err(|e| reader.error(e.to_string()))
+        Self::new(set, matrix, format, geometry, row_norm, seed).map_err(|e| reader.inconsistent(e))
     }
 
     /// Feeds the layer's fields to a digest, in the order they are encoded.
@@ -345,8 +344,8 @@ impl PublicSetup {
         let hint = reader.words_raw::<u32>(present)?;
         reader.finish()?;
         let hint = Matrix::from_vec(rows as usize, n, hint).expect("length checked");
-        let setup = Self::with_layer(layer, hint)
-            .map_err(|e| PirError::malformed("public setup", e.to_string()))?;
+        let setup =
+            Self::with_layer(layer, hint).map_err(|e| PirError::inconsistent("public setup", e))?;
         if setup.digest != digest {
             return Err(PirError::malformed(
                 "public setup",

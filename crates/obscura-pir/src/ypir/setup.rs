@@ -137,11 +137,11 @@ impl PublicSetup {
             2 if log_p == 0 => YpirSpShape::new(records, record_bytes, per).map(Shape::YpirSp),
             _ => return Err(reader.error(format!("unknown YPIR variant {variant}"))),
         }
-        .map_err(|e| reader.error(e.to_string()))?;
+        .map_err(|e| reader.inconsistent(e))?;
         let seed = MatrixSeed(reader.take(SEED_BYTES)?.try_into().expect("seed length"));
         reader.finish()?;
         let setup = Self::new(shape, format, data_bytes, seed)
-            .map_err(|e| PirError::malformed("YPIR setup", e.to_string()))?;
+            .map_err(|e| PirError::inconsistent("YPIR setup", e))?;
         if setup.digest != digest {
             return Err(PirError::malformed(
                 "YPIR setup",

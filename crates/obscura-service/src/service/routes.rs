@@ -86,6 +86,8 @@ impl Failure {
         Self::new(StatusCode::BAD_REQUEST, message)
     }
 
+    /// The reply to a failed lookup: a stale query is a 409, one that is not valid a 400 with
+    /// its reason (and the reason's causes, on one line), anything else a 500.
     pub(super) fn from_pir(error: PirError, name: &str) -> Self {
         match error {
             PirError::SetupMismatch { what } => Self::new(
@@ -95,12 +97,25 @@ impl Failure {
                 ),
             ),
             PirError::Malformed { .. }
+            | PirError::Inconsistent { .. }
             | PirError::IndexOutOfRange { .. }
             | PirError::InvalidParameters(_)
-            | PirError::InvalidProof(_) => Self::bad_request(error.to_string()),
+            | PirError::Coloring(_)
+            | PirError::InvalidProof(_) => Self::bad_request(with_causes(&error)),
             _ => Self::internal(&error.to_string()),
         }
     }
+}
+
+/// `error`'s message followed by each of its causes, on one line.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message = format!("{message}: {cause}");
+        source = cause.source();
+    }
+    message
 }
 
 /// Counts every request, its latency and whether it failed, by endpoint (never its contents).
