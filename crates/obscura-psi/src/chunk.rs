@@ -7,20 +7,6 @@ use crate::{PeerError, PsiError};
 /// Most elements in one frame (4096 points make a 128 KiB frame).
 pub(crate) const CHUNK_ITEMS: usize = 4096;
 
-/// Receives the next chunk of `kind`: between 1 and `min(CHUNK_ITEMS, remaining)` elements of
-/// `size` bytes each, so a peer can send neither more elements than it announced nor a frame
-/// larger than a chunk.
-pub(crate) fn recv_chunk<T: Transport + ?Sized>(
-    transport: &mut T,
-    kind: FrameKind,
-    size: usize,
-    remaining: u64,
-) -> Result<Vec<u8>, PsiError> {
-    let payload = transport.recv(kind, chunk_due(kind, size, remaining).max_len)?;
-    check_chunk(kind, &payload, size)?;
-    Ok(payload)
-}
-
 /// The next chunk of `kind` due when `remaining` elements of `size` bytes are to come: at most
 /// `min(CHUNK_ITEMS, remaining)` of them.
 pub(crate) fn chunk_due(kind: FrameKind, size: usize, remaining: u64) -> Expected {

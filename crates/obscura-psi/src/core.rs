@@ -60,3 +60,40 @@ pub(crate) fn drive<C: Core, T: Transport + ?Sized>(
         core.take(payload)?;
     }
 }
+
+/// Runs two cores against each other in one thread with no transport, handing each message
+/// from one to the other and checking it is of the kind and within the length the receiver
+/// named; returns both results.
+#[cfg(test)]
+pub(crate) fn run_by_hand<A: Core, B: Core>(
+    mut a: A,
+    mut b: B,
+) -> (Option<Vec<bool>>, Option<Vec<bool>>) {
+    use std::collections::VecDeque;
+    fn hand(core: &mut impl Core, queue: &mut VecDeque<Message>) -> bool {
+        let Some(message) = queue.pop_front() else {
+            return false;
+        };
+        let expected = core.expects().expect("a message sent where nothing is due");
+        assert_eq!(message.kind, expected.kind);
+        assert!(message.payload.len() <= expected.max_len);
+        core.take(message.payload).unwrap();
+        true
+    }
+    let (mut to_b, mut to_a) = (VecDeque::new(), VecDeque::new());
+    loop {
+        while let Some(message) = a.poll_send().unwrap() {
+            to_b.push_back(message);
+        }
+        while let Some(message) = b.poll_send().unwrap() {
+            to_a.push_back(message);
+        }
+        let b_took = hand(&mut b, &mut to_b);
+        let a_took = hand(&mut a, &mut to_a);
+        if !a_took && !b_took {
+            break;
+        }
+    }
+    assert!(a.expects().is_none() && b.expects().is_none());
+    (a.finish().unwrap(), b.finish().unwrap())
+}

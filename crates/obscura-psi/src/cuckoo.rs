@@ -155,6 +155,11 @@ impl CuckooTable {
     pub(crate) fn slots(&self) -> &[u32] {
         &self.slots
     }
+
+    /// The table's slots, taken.
+    pub(crate) fn into_slots(self) -> Vec<u32> {
+        self.slots
+    }
 }
 
 /// Places the items with 128-bit hashes `hashes` into `bins` bins under a fresh seed from `rng`,

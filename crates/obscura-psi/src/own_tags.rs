@@ -6,7 +6,8 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use crate::chunk::recv_chunk;
+use crate::chunk::{check_chunk, chunk_due};
+use crate::core::Expected;
 use crate::cuckoo::EMPTY;
 use crate::transport::{FrameKind, Transport};
 use crate::word_hash::WordMap;
@@ -33,18 +34,19 @@ const INDEXED_BYTES: usize = 12;
 /// Two of our bins can share a prefix (or a whole tag: the tag length bounds false matches with
 /// the server's tags, not collisions among ours when the server's set is much smaller); the
 /// later ones are kept aside, so every bin is still found.
-pub(crate) struct OwnTags<'a> {
+pub(crate) struct OwnTags {
     first: WordMap<u64, (u32, u32)>,
     more: Vec<(u64, u32)>,
     /// The tag of each bin, `tag_bytes` each (zeros for empty bins).
     tags: Vec<u8>,
     tag_bytes: usize,
-    slots: &'a [u32],
+    slots: Vec<u32>,
 }
 
-impl<'a> OwnTags<'a> {
-    /// An empty index for the bins `slots`, with room for their tags.
-    pub(crate) fn new(tag_bytes: usize, slots: &'a [u32]) -> Self {
+impl OwnTags {
+    /// An empty index for the bins `slots` (the item in each, or [`EMPTY`]), with room for
+    /// their tags.
+    pub(crate) fn new(tag_bytes: usize, slots: Vec<u32>) -> Self {
         let occupied = slots.iter().filter(|&&item| item != EMPTY).count();
         Self {
             first: WordMap::with_capacity_and_hasher(occupied, Default::default()),
@@ -57,7 +59,13 @@ impl<'a> OwnTags<'a> {
 
     /// The tags of the bins `bins`, to be written.
     pub(crate) fn tags_mut(&mut self, bins: Range<usize>) -> &mut [u8] {
-        &mut self.tags[bins.start * self.tag_bytes..bins.end * self.tag_bytes]
+        self.tags_and_slots_mut(bins).0
+    }
+
+    /// The tags of the bins `bins`, to be written, and the items in them.
+    pub(crate) fn tags_and_slots_mut(&mut self, bins: Range<usize>) -> (&mut [u8], &[u32]) {
+        let tags = &mut self.tags[bins.start * self.tag_bytes..bins.end * self.tag_bytes];
+        (tags, &self.slots[bins])
     }
 
     /// The tag of bin `bin`.
@@ -108,26 +116,43 @@ pub(crate) struct PeerTags {
     pub per_item: usize,
 }
 
-/// Receives the peer's tags ([`FrameKind::ServerTags`] chunks) and looks them up in `own`;
-/// returns which of our `items` items matched and the positions of the peer's items that did.
-pub(crate) fn match_peer_tags<T: Transport + ?Sized>(
-    transport: &mut T,
-    own: &OwnTags<'_>,
+/// The lookup of the peer's tags ([`FrameKind::ServerTags`] chunks) in our own, chunk by chunk:
+/// which of our items matched and the positions of the peer's items that did.
+pub(crate) struct PeerTagMatch<'p> {
+    own: OwnTags,
     peer: PeerTags,
-    items: usize,
-    progress: Progress<'_>,
-) -> Result<(Vec<bool>, Vec<u64>), PsiError> {
-    let item_bytes = peer.per_item * peer.tag_bytes;
-    let mut matched = vec![false; items];
-    let mut matched_positions = Vec::new();
-    let mut received = 0u64;
-    while received < peer.items {
-        let payload = recv_chunk(
-            transport,
-            FrameKind::ServerTags,
-            item_bytes,
-            peer.items - received,
-        )?;
+    received: u64,
+    matched: Vec<bool>,
+    matched_positions: Vec<u64>,
+    progress: Progress<'p>,
+}
+
+impl<'p> PeerTagMatch<'p> {
+    /// The lookup of `peer`'s tags in `own`, for our `items` items.
+    pub(crate) fn new(own: OwnTags, peer: PeerTags, items: usize, progress: Progress<'p>) -> Self {
+        Self {
+            own,
+            peer,
+            received: 0,
+            matched: vec![false; items],
+            matched_positions: Vec::new(),
+            progress,
+        }
+    }
+
+    /// The chunk due next, or `None` once every item of the peer's arrived.
+    pub(crate) fn expects(&self) -> Option<Expected> {
+        let (items, item_bytes) = (self.peer.items, self.peer.per_item * self.peer.tag_bytes);
+        (self.received < items)
+            .then(|| chunk_due(FrameKind::ServerTags, item_bytes, items - self.received))
+    }
+
+    /// Takes the chunk [`PeerTagMatch::expects`] named and looks its tags up.
+    pub(crate) fn take(&mut self, payload: &[u8]) -> Result<(), PsiError> {
+        let (peer, own) = (&self.peer, &self.own);
+        let item_bytes = peer.per_item * peer.tag_bytes;
+        check_chunk(FrameKind::ServerTags, payload, item_bytes)?;
+        let received = self.received;
         // Looked up in parallel (the lookups are independent cache misses), hits in order.
         let hits: Vec<(u64, u32)> = payload
             .par_chunks(MATCH_TASK_ITEMS * item_bytes)
@@ -144,15 +169,35 @@ pub(crate) fn match_peer_tags<T: Transport + ?Sized>(
             })
             .collect();
         for (position, item) in hits {
-            matched[item as usize] = true;
-            if matched_positions.last() != Some(&position) {
-                matched_positions.push(position);
+            self.matched[item as usize] = true;
+            if self.matched_positions.last() != Some(&position) {
+                self.matched_positions.push(position);
             }
         }
-        received += (payload.len() / item_bytes) as u64;
-        progress(Stage::PeerItems, received, peer.items);
+        self.received += (payload.len() / item_bytes) as u64;
+        (self.progress)(Stage::PeerItems, self.received, peer.items);
+        Ok(())
     }
-    Ok((matched, matched_positions))
+
+    /// Which of our items matched, and the positions of the peer's items that did.
+    pub(crate) fn finish(self) -> (Vec<bool>, Vec<u64>) {
+        (self.matched, self.matched_positions)
+    }
+}
+
+/// [`PeerTagMatch`] over `transport`.
+pub(crate) fn match_peer_tags<T: Transport + ?Sized>(
+    transport: &mut T,
+    own: OwnTags,
+    peer: PeerTags,
+    items: usize,
+    progress: Progress<'_>,
+) -> Result<(Vec<bool>, Vec<u64>), PsiError> {
+    let mut lookup = PeerTagMatch::new(own, peer, items, progress);
+    while let Some(expected) = lookup.expects() {
+        lookup.take(&transport.recv(expected.kind, expected.max_len)?)?;
+    }
+    Ok(lookup.finish())
 }
 
 #[cfg(test)]
@@ -164,7 +209,7 @@ mod tests {
     fn own_tags_find_every_item_with_a_tag() {
         for tag_bytes in [6, 11, 12, 20] {
             let slots = [0, EMPTY, 1, 2, 3, 4];
-            let mut own = OwnTags::new(tag_bytes, &slots);
+            let mut own = OwnTags::new(tag_bytes, slots.to_vec());
             let tag = |byte: u8, tail: u8| {
                 let mut tag = vec![byte; tag_bytes];
                 *tag.last_mut().unwrap() = tail;

@@ -36,23 +36,21 @@ pub(crate) fn send<T: Transport + ?Sized>(
 
 /// The server's side: the matched positions of the sequence whose position `p` holds item
 /// `order[p]` (at most `most` of them, each in range and sent once), taken message by message.
-pub(crate) struct Receiver<'o> {
+pub(crate) struct Receiver {
     most: u64,
-    order: &'o [usize],
     count: Option<u64>,
     received: u64,
     matched: Vec<bool>,
 }
 
-impl<'o> Receiver<'o> {
-    /// A receiver of at most `most` positions into `order`.
-    pub(crate) fn new(most: u64, order: &'o [usize]) -> Self {
+impl Receiver {
+    /// A receiver of at most `most` positions of a sequence of `items` items.
+    pub(crate) fn new(most: u64, items: usize) -> Self {
         Self {
             most,
-            order,
             count: None,
             received: 0,
-            matched: vec![false; order.len()],
+            matched: vec![false; items],
         }
     }
 
@@ -72,8 +70,8 @@ impl<'o> Receiver<'o> {
         }
     }
 
-    /// Takes the message [`Receiver::expects`] named.
-    pub(crate) fn take(&mut self, payload: &[u8]) -> Result<(), PsiError> {
+    /// Takes the message [`Receiver::expects`] named, the sequence being in `order`.
+    pub(crate) fn take(&mut self, payload: &[u8], order: &[usize]) -> Result<(), PsiError> {
         let Some(count) = self.count else {
             check_exact(FrameKind::MatchCount, payload, POSITION_BYTES)?;
             let count = u64::from_le_bytes(payload.try_into().expect("length checked"));
@@ -94,10 +92,10 @@ impl<'o> Receiver<'o> {
             let position = u64::from_le_bytes(bytes);
             let item = usize::try_from(position)
                 .ok()
-                .and_then(|position| self.order.get(position))
+                .and_then(|position| order.get(position))
                 .ok_or(PeerError::PositionOutOfRange {
                     position,
-                    len: self.order.len() as u64,
+                    len: order.len() as u64,
                 })?;
             if std::mem::replace(&mut self.matched[*item], true) {
                 return Err(PeerError::RepeatedPosition(position).into());
@@ -126,9 +124,9 @@ pub(crate) fn receive_if_both_learn<T: Transport + ?Sized>(
     if !both_learn {
         return Ok(None);
     }
-    let mut receiver = Receiver::new(n_client.min(n_server), order);
+    let mut receiver = Receiver::new(n_client.min(n_server), order.len());
     while let Some(expected) = receiver.expects() {
-        receiver.take(&transport.recv(expected.kind, expected.max_len)?)?;
+        receiver.take(&transport.recv(expected.kind, expected.max_len)?, order)?;
     }
     Ok(Some(receiver.finish()))
 }

@@ -164,12 +164,10 @@ pub(crate) fn run<T: Transport + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::{Core, Message};
-    use std::collections::VecDeque;
+    use crate::core::run_by_hand;
 
-    /// The two cores run in one thread with no transport: each message is handed from one to
-    /// the other, and each is of the kind and within the length the receiver named. Both
-    /// learn the plain intersection, with more items than one chunk holds.
+    /// The two cores run in one thread with no transport ([`run_by_hand`]): both learn the
+    /// plain intersection, with more items than one chunk holds.
     #[test]
     fn the_cores_run_by_hand_without_a_transport() {
         let client_items: Vec<Vec<u8>> = (0..9000u32)
@@ -193,42 +191,10 @@ mod tests {
         };
         let (client_session, server_session) = (session(&mut rng), session(&mut rng));
         let order = random_permutation(server_values.len(), &mut rng).unwrap();
-        let mut client = client::Client::new(&client_session, &client_values);
-        let mut server = server::Server::new(&server_session, &server_values, &order);
-        let (mut to_server, mut to_client) =
-            (VecDeque::<Message>::new(), VecDeque::<Message>::new());
-        let hand = |core: &mut dyn FnMut(Message) -> Result<(), PsiError>,
-                    expected: Option<crate::core::Expected>,
-                    queue: &mut VecDeque<Message>| {
-            match (expected, queue.pop_front()) {
-                (Some(expected), Some(message)) => {
-                    assert_eq!(message.kind, expected.kind);
-                    assert!(message.payload.len() <= expected.max_len);
-                    core(message).unwrap();
-                    true
-                }
-                (_, Some(message)) => panic!("{:?} sent where nothing was due", message.kind),
-                _ => false,
-            }
-        };
-        loop {
-            while let Some(message) = client.poll_send().unwrap() {
-                to_server.push_back(message);
-            }
-            while let Some(message) = server.poll_send().unwrap() {
-                to_client.push_back(message);
-            }
-            let expected = server.expects();
-            let served = hand(&mut |m| server.take(m.payload), expected, &mut to_server);
-            let expected = client.expects();
-            let answered = hand(&mut |m| client.take(m.payload), expected, &mut to_client);
-            if !served && !answered {
-                break;
-            }
-        }
-        assert!(client.expects().is_none() && server.expects().is_none());
-        let client_matched = client.finish().unwrap().unwrap();
-        let server_matched = server.finish().unwrap().unwrap();
+        let client = client::Client::new(&client_session, &client_values);
+        let server = server::Server::new(&server_session, &server_values, &order);
+        let (client_matched, server_matched) = run_by_hand(client, server);
+        let (client_matched, server_matched) = (client_matched.unwrap(), server_matched.unwrap());
         let shared = |value: &[u8]| u32::from_le_bytes(value.try_into().unwrap());
         for (value, matched) in client_values.iter().zip(client_matched) {
             let x = shared(value);

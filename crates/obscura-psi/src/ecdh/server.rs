@@ -24,8 +24,10 @@ pub(super) struct Server<'a, 'p> {
     reply: Option<Vec<u8>>,
     /// Our elements sent so far.
     sent: usize,
+    /// The random order our items are sent in.
+    order: &'a [usize],
     /// The client's matched positions, when both learn.
-    positions: positions::Receiver<'a>,
+    positions: positions::Receiver,
 }
 
 impl<'a, 'p> Server<'a, 'p> {
@@ -42,7 +44,11 @@ impl<'a, 'p> Server<'a, 'p> {
             answered: 0,
             reply: None,
             sent: 0,
-            positions: positions::Receiver::new(session.n_client.min(session.n_server), order),
+            order,
+            positions: positions::Receiver::new(
+                session.n_client.min(session.n_server),
+                order.len(),
+            ),
         }
     }
 
@@ -98,7 +104,7 @@ impl Core for Server<'_, '_> {
             (session.progress)(Stage::PeerItems, self.answered, session.n_client);
             return Ok(());
         }
-        self.positions.take(&payload)
+        self.positions.take(&payload, self.order)
     }
 
     fn finish(self) -> Result<Option<Vec<bool>>, PsiError> {

@@ -95,6 +95,7 @@ mod server;
 
 use obscura_math::sample::OsSampler;
 
+use crate::core::drive;
 use crate::cuckoo::{self, HASHES};
 use crate::hello::Hello;
 use crate::unique::UniqueItems;
@@ -149,16 +150,17 @@ pub(crate) fn run<T: Transport + ?Sized>(
         both_learn: ours.both_learn,
         progress,
     };
-    let mut rng = OsSampler::new();
+    let (rng, values) = (OsSampler::new(), unique.values());
     match ours.role {
-        Role::Client => client::run(&session, transport, unique, &mut rng).map(Some),
-        Role::Server => server::run(&session, transport, unique, &mut rng),
+        Role::Client => drive(client::Client::new(&session, values, rng)?, transport),
+        Role::Server => drive(server::Server::new(&session, values, rng)?, transport),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::run_by_hand;
 
     #[test]
     fn tags_cover_three_server_tags_per_item() {
@@ -167,5 +169,41 @@ mod tests {
         assert_eq!(tag_bytes(u64::MAX, u64::MAX), 21);
         assert_eq!(bins(1 << 20), Some(1_331_712));
         assert_eq!(bins(1 << 40), None);
+    }
+
+    /// The two cores run in one thread with no transport ([`run_by_hand`]): both learn the
+    /// plain intersection, over more than one frame of `U` and one chunk of tags.
+    #[test]
+    fn the_cores_run_by_hand_without_a_transport() {
+        let client_items: Vec<Vec<u8>> = (0..9000u32)
+            .map(|i| (2 * i).to_le_bytes().to_vec())
+            .collect();
+        let server_items: Vec<Vec<u8>> = (0..5000u32)
+            .map(|i| (3 * i).to_le_bytes().to_vec())
+            .collect();
+        let client_values: Vec<&[u8]> = client_items.iter().map(Vec::as_slice).collect();
+        let server_values: Vec<&[u8]> = server_items.iter().map(Vec::as_slice).collect();
+        let (n_client, n_server) = (client_values.len() as u64, server_values.len() as u64);
+        let session = Session {
+            n_client,
+            n_server,
+            bins: bins(n_client).unwrap(),
+            tag_bytes: tag_bytes(n_client, n_server),
+            both_learn: true,
+            progress: &|_, _, _| {},
+        };
+        assert!(session.bins as usize > FRAME_BLOCKS * crate::ot::kkrt::BLOCK_ROWS);
+        let client = client::Client::new(&session, &client_values, OsSampler::new()).unwrap();
+        let server = server::Server::new(&session, &server_values, OsSampler::new()).unwrap();
+        let (client_matched, server_matched) = run_by_hand(client, server);
+        let number = |value: &[u8]| u32::from_le_bytes(value.try_into().unwrap());
+        for (value, matched) in client_values.iter().zip(client_matched.unwrap()) {
+            let x = number(value);
+            assert_eq!(matched, x % 3 == 0 && x / 3 < 5000, "{x}");
+        }
+        for (value, matched) in server_values.iter().zip(server_matched.unwrap()) {
+            let x = number(value);
+            assert_eq!(matched, x % 2 == 0 && x / 2 < 9000, "{x}");
+        }
     }
 }

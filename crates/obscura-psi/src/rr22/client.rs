@@ -79,7 +79,7 @@ pub(super) fn run<T: Transport + ?Sized>(
     };
     rows.zeroize();
     let slots: Vec<u32> = (0..unique.len() as u32).collect();
-    let mut own = OwnTags::new(session.tag_bytes, &slots);
+    let mut own = OwnTags::new(session.tag_bytes, slots);
     let mut decoded = vec![0u128; keys.len()];
     Okvs::new(session.okvs, okvs_seed).decode(&c, &keys, &mut decoded);
     own.tags_mut(0..keys.len())
@@ -93,7 +93,7 @@ pub(super) fn run<T: Transport + ?Sized>(
         per_item: 1,
     };
     let (matched, matched_positions) =
-        match_peer_tags(transport, &own, peer, unique.len(), session.progress)?;
+        match_peer_tags(transport, own, peer, unique.len(), session.progress)?;
     if session.both_learn {
         positions::send(transport, &matched_positions)?;
     }
