@@ -61,39 +61,64 @@ pub(crate) fn drive<C: Core, T: Transport + ?Sized>(
     }
 }
 
-/// Runs two cores against each other in one thread with no transport, handing each message
-/// from one to the other and checking it is of the kind and within the length the receiver
-/// named; returns both results.
+/// Two cores run against each other in one thread, for the protocols' unit tests.
 #[cfg(test)]
-pub(crate) fn run_by_hand<A: Core, B: Core>(
-    mut a: A,
-    mut b: B,
-) -> (Option<Vec<bool>>, Option<Vec<bool>>) {
-    use std::collections::VecDeque;
-    fn hand(core: &mut impl Core, queue: &mut VecDeque<Message>) -> bool {
-        let Some(message) = queue.pop_front() else {
-            return false;
+pub(crate) mod by_hand {
+    use std::collections::{HashSet, VecDeque};
+
+    use super::{Core, Message};
+
+    /// The client's and the server's items: 9000 even numbers and 5000 multiples of three, as
+    /// 4-byte strings (more than one chunk, frame or bin block of every protocol).
+    pub(crate) fn sets() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let numbers = |count: u32, step: u32| -> Vec<Vec<u8>> {
+            (0..count)
+                .map(|i| (step * i).to_le_bytes().to_vec())
+                .collect()
         };
-        let expected = core.expects().expect("a message sent where nothing is due");
-        assert_eq!(message.kind, expected.kind);
-        assert!(message.payload.len() <= expected.max_len);
-        core.take(message.payload).unwrap();
-        true
+        (numbers(9000, 2), numbers(5000, 3))
     }
-    let (mut to_b, mut to_a) = (VecDeque::new(), VecDeque::new());
-    loop {
-        while let Some(message) = a.poll_send().unwrap() {
-            to_b.push_back(message);
+
+    /// Runs `a` against `b`, handing each message from one to the other and checking it is of
+    /// the kind and within the length the receiver named; returns both results.
+    pub(crate) fn run<A: Core, B: Core>(
+        mut a: A,
+        mut b: B,
+    ) -> (Option<Vec<bool>>, Option<Vec<bool>>) {
+        fn hand(core: &mut impl Core, queue: &mut VecDeque<Message>) -> bool {
+            let Some(message) = queue.pop_front() else {
+                return false;
+            };
+            let expected = core.expects().expect("a message sent where nothing is due");
+            assert_eq!(message.kind, expected.kind);
+            assert!(message.payload.len() <= expected.max_len);
+            core.take(message.payload).unwrap();
+            true
         }
-        while let Some(message) = b.poll_send().unwrap() {
-            to_a.push_back(message);
+        let (mut to_b, mut to_a) = (VecDeque::new(), VecDeque::new());
+        loop {
+            while let Some(message) = a.poll_send().unwrap() {
+                to_b.push_back(message);
+            }
+            while let Some(message) = b.poll_send().unwrap() {
+                to_a.push_back(message);
+            }
+            let b_took = hand(&mut b, &mut to_b);
+            let a_took = hand(&mut a, &mut to_a);
+            if !a_took && !b_took {
+                break;
+            }
         }
-        let b_took = hand(&mut b, &mut to_b);
-        let a_took = hand(&mut a, &mut to_a);
-        if !a_took && !b_took {
-            break;
+        assert!(a.expects().is_none() && b.expects().is_none());
+        (a.finish().unwrap(), b.finish().unwrap())
+    }
+
+    /// Asserts that `matched` marks exactly the items of `ours` that `theirs` holds.
+    pub(crate) fn assert_plain(ours: &[&[u8]], theirs: &[&[u8]], matched: &[bool]) {
+        let theirs: HashSet<&[u8]> = theirs.iter().copied().collect();
+        assert_eq!(matched.len(), ours.len());
+        for (item, &matched) in ours.iter().zip(matched) {
+            assert_eq!(matched, theirs.contains(item), "{item:?}");
         }
     }
-    assert!(a.expects().is_none() && b.expects().is_none());
-    (a.finish().unwrap(), b.finish().unwrap())
 }

@@ -164,18 +164,13 @@ pub(crate) fn run<T: Transport + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::run_by_hand;
+    use crate::core::by_hand;
 
-    /// The two cores run in one thread with no transport ([`run_by_hand`]): both learn the
+    /// The two cores run in one thread with no transport ([`by_hand::run`]): both learn the
     /// plain intersection, with more items than one chunk holds.
     #[test]
     fn the_cores_run_by_hand_without_a_transport() {
-        let client_items: Vec<Vec<u8>> = (0..9000u32)
-            .map(|i| (2 * i).to_le_bytes().to_vec())
-            .collect();
-        let server_items: Vec<Vec<u8>> = (0..5000u32)
-            .map(|i| (3 * i).to_le_bytes().to_vec())
-            .collect();
+        let (client_items, server_items) = by_hand::sets();
         let client_values: Vec<&[u8]> = client_items.iter().map(Vec::as_slice).collect();
         let server_values: Vec<&[u8]> = server_items.iter().map(Vec::as_slice).collect();
         let (n_client, n_server) = (client_values.len() as u64, server_values.len() as u64);
@@ -193,17 +188,9 @@ mod tests {
         let order = random_permutation(server_values.len(), &mut rng).unwrap();
         let client = client::Client::new(&client_session, &client_values);
         let server = server::Server::new(&server_session, &server_values, &order);
-        let (client_matched, server_matched) = run_by_hand(client, server);
-        let (client_matched, server_matched) = (client_matched.unwrap(), server_matched.unwrap());
-        let shared = |value: &[u8]| u32::from_le_bytes(value.try_into().unwrap());
-        for (value, matched) in client_values.iter().zip(client_matched) {
-            let x = shared(value);
-            assert_eq!(matched, x % 3 == 0 && x / 3 < 5000, "{x}");
-        }
-        for (value, matched) in server_values.iter().zip(server_matched) {
-            let x = shared(value);
-            assert_eq!(matched, x % 2 == 0 && x / 2 < 9000, "{x}");
-        }
+        let (client_matched, server_matched) = by_hand::run(client, server);
+        by_hand::assert_plain(&client_values, &server_values, &client_matched.unwrap());
+        by_hand::assert_plain(&server_values, &client_values, &server_matched.unwrap());
     }
 
     #[test]

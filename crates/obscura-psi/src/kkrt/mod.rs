@@ -160,7 +160,7 @@ pub(crate) fn run<T: Transport + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::run_by_hand;
+    use crate::core::by_hand;
 
     #[test]
     fn tags_cover_three_server_tags_per_item() {
@@ -171,16 +171,11 @@ mod tests {
         assert_eq!(bins(1 << 40), None);
     }
 
-    /// The two cores run in one thread with no transport ([`run_by_hand`]): both learn the
+    /// The two cores run in one thread with no transport ([`by_hand::run`]): both learn the
     /// plain intersection, over more than one frame of `U` and one chunk of tags.
     #[test]
     fn the_cores_run_by_hand_without_a_transport() {
-        let client_items: Vec<Vec<u8>> = (0..9000u32)
-            .map(|i| (2 * i).to_le_bytes().to_vec())
-            .collect();
-        let server_items: Vec<Vec<u8>> = (0..5000u32)
-            .map(|i| (3 * i).to_le_bytes().to_vec())
-            .collect();
+        let (client_items, server_items) = by_hand::sets();
         let client_values: Vec<&[u8]> = client_items.iter().map(Vec::as_slice).collect();
         let server_values: Vec<&[u8]> = server_items.iter().map(Vec::as_slice).collect();
         let (n_client, n_server) = (client_values.len() as u64, server_values.len() as u64);
@@ -195,15 +190,8 @@ mod tests {
         assert!(session.bins as usize > FRAME_BLOCKS * crate::ot::kkrt::BLOCK_ROWS);
         let client = client::Client::new(&session, &client_values, OsSampler::new()).unwrap();
         let server = server::Server::new(&session, &server_values, OsSampler::new()).unwrap();
-        let (client_matched, server_matched) = run_by_hand(client, server);
-        let number = |value: &[u8]| u32::from_le_bytes(value.try_into().unwrap());
-        for (value, matched) in client_values.iter().zip(client_matched.unwrap()) {
-            let x = number(value);
-            assert_eq!(matched, x % 3 == 0 && x / 3 < 5000, "{x}");
-        }
-        for (value, matched) in server_values.iter().zip(server_matched.unwrap()) {
-            let x = number(value);
-            assert_eq!(matched, x % 2 == 0 && x / 2 < 9000, "{x}");
-        }
+        let (client_matched, server_matched) = by_hand::run(client, server);
+        by_hand::assert_plain(&client_values, &server_values, &client_matched.unwrap());
+        by_hand::assert_plain(&server_values, &client_values, &server_matched.unwrap());
     }
 }
