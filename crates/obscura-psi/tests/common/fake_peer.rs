@@ -87,7 +87,12 @@ impl FakePeer {
 
     /// Sends one frame.
     pub fn frame(&mut self, kind: FrameKind, payload: &[u8]) -> &mut Self {
-        let mut bytes = vec![kind as u8];
+        self.frame_of_byte(kind as u8, payload)
+    }
+
+    /// Sends one frame whose kind byte is `kind`, known or not.
+    pub fn frame_of_byte(&mut self, kind: u8, payload: &[u8]) -> &mut Self {
+        let mut bytes = vec![kind];
         bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
         bytes.extend_from_slice(payload);
         self.raw(&bytes)
@@ -95,8 +100,18 @@ impl FakePeer {
 
     /// A handshake as the documented layout has it.
     pub fn hello(&mut self, role: Role, items: u64, both_learn: bool) -> &mut Self {
+        self.hello_with(WIRE_VERSION, role, items, both_learn)
+    }
+
+    /// A handshake of wire version `version`, for `items` items, not both learning.
+    pub fn hello_of_version(&mut self, version: u16, role: Role, items: u64) -> &mut Self {
+        self.hello_with(version, role, items, false)
+    }
+
+    /// A handshake of wire version `version`.
+    fn hello_with(&mut self, version: u16, role: Role, items: u64, both_learn: bool) -> &mut Self {
         let mut hello = b"OBSCPSI\0".to_vec();
-        hello.extend_from_slice(&WIRE_VERSION.to_le_bytes());
+        hello.extend_from_slice(&version.to_le_bytes());
         hello.push(match self.protocol {
             Protocol::Ecdh => 1,
             Protocol::Kkrt => 2,
