@@ -213,7 +213,7 @@ pub fn run_psi(
     connect: Option<&str>,
     mailbox: Option<PathBuf>,
     session: Option<&str>,
-    attempt: u32,
+    attempt: i64,
     both_learn: bool,
     timeout: f64,
     threads: Option<usize>,
@@ -251,6 +251,15 @@ pub fn run_psi(
         ));
     }
     let timeout = Duration::from_secs_f64(timeout);
+    let attempt = u32::try_from(attempt)
+        .ok()
+        .filter(|&a| a >= 1)
+        .ok_or_else(|| {
+            error(
+                Class::InvalidInput,
+                format!("attempt must be from 1 to {}, not {attempt}", u32::MAX),
+            )
+        })?;
     let endpoint = Endpoint {
         listen,
         connect,

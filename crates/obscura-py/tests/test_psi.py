@@ -177,6 +177,8 @@ def test_a_mailbox_folder_carries_sessions_with_python_and_the_cli(tmp_path, cli
     result = obscura.psi_client(CLIENT, mailbox=mailbox, session="nightly", attempt=2, progress=False)
     assert server.wait(timeout=120) == 0
     assert result.intersection == expected_rows(CLIENT, SHARED)
+    with pytest.raises(obscura.InvalidInputError, match="attempt must be from 1"):
+        obscura.psi_client(CLIENT, mailbox=mailbox, session="x", attempt=-1, progress=False)
     with pytest.raises(obscura.InvalidInputError, match="session name"):
         obscura.psi_client(CLIENT, mailbox=mailbox, session="../up", progress=False)
     with pytest.raises(obscura.InvalidInputError, match="not both"):

@@ -27,7 +27,7 @@ pub(super) struct Server<'a, 'p> {
     /// The random order our items are sent in.
     order: &'a [usize],
     /// The client's matched positions, when both learn.
-    positions: positions::Receiver,
+    positions: Option<positions::Receiver>,
 }
 
 impl<'a, 'p> Server<'a, 'p> {
@@ -45,10 +45,9 @@ impl<'a, 'p> Server<'a, 'p> {
             reply: None,
             sent: 0,
             order,
-            positions: positions::Receiver::new(
-                session.n_client.min(session.n_server),
-                order.len(),
-            ),
+            positions: session.both_learn.then(|| {
+                positions::Receiver::new(session.n_client.min(session.n_server), order.len())
+            }),
         }
     }
 
@@ -89,10 +88,12 @@ impl Core for Server<'_, '_> {
                 session.n_client - self.answered,
             ));
         }
-        if !(session.both_learn && self.own_items_sent()) {
+        if !self.own_items_sent() {
             return None;
         }
-        self.positions.expects()
+        self.positions
+            .as_ref()
+            .and_then(positions::Receiver::expects)
     }
 
     fn take(&mut self, payload: Vec<u8>) -> Result<(), PsiError> {
@@ -104,10 +105,13 @@ impl Core for Server<'_, '_> {
             (session.progress)(Stage::PeerItems, self.answered, session.n_client);
             return Ok(());
         }
-        self.positions.take(&payload, self.order)
+        self.positions
+            .as_mut()
+            .expect("positions are due only when both learn")
+            .take(&payload, self.order)
     }
 
     fn finish(self) -> Result<Option<Vec<bool>>, PsiError> {
-        Ok(self.session.both_learn.then(|| self.positions.finish()))
+        Ok(self.positions.map(positions::Receiver::finish))
     }
 }
