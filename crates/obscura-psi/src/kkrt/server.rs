@@ -188,12 +188,7 @@ impl Core for Server<'_, '_> {
         if let Some(mut choices) = self.choices.take() {
             check_exact(FrameKind::BaseOtPoint, &payload, POINT_BYTES)?;
             let message: [u8; POINT_BYTES] = payload.try_into().expect("length checked");
-            let mut bits: Vec<bool> = (0..128 * choices.len())
-                .map(|i| (choices[i / 128] >> (i % 128)) & 1 == 1)
-                .collect();
-            let received = base::receive(&bits, &message, &mut self.rng);
-            bits.zeroize();
-            let (reply, mut seeds) = received?;
+            let (reply, mut seeds) = base::receive_words(&choices, &message, &mut self.rng)?;
             self.sender = Some(Sender::new(choices, &seeds));
             seeds.zeroize();
             choices.zeroize();

@@ -182,14 +182,24 @@ pub(crate) fn receive_over<T: Transport + ?Sized>(
     rng: &mut OsSampler,
 ) -> Result<Vec<Seed>, PsiError> {
     let message: [u8; POINT_BYTES] = recv_array(transport, FrameKind::BaseOtPoint)?;
+    let (reply, seeds) = receive_words(choices, &message, rng)?;
+    transport.send(FrameKind::BaseOtChoices, &reply)?;
+    Ok(seeds)
+}
+
+/// [`receive`] with one OT per bit of `choices` (bit `i % 128` of word `i / 128` for OT `i`);
+/// the bits are wiped after use.
+pub(crate) fn receive_words(
+    choices: &[u128],
+    message: &[u8; POINT_BYTES],
+    rng: &mut OsSampler,
+) -> Result<(Vec<u8>, Vec<Seed>), PsiError> {
     let mut bits: Vec<bool> = (0..128 * choices.len())
         .map(|i| (choices[i / 128] >> (i % 128)) & 1 == 1)
         .collect();
-    let received = receive(&bits, &message, rng);
+    let received = receive(&bits, message, rng);
     bits.zeroize();
-    let (reply, seeds) = received?;
-    transport.send(FrameKind::BaseOtChoices, &reply)?;
-    Ok(seeds)
+    received
 }
 
 /// `KDF(i, x, A, R_0, R_1, P)`, `reply` being the encodings of `R_0` and `R_1`.
