@@ -31,18 +31,6 @@ pub(crate) fn check_chunk(kind: FrameKind, payload: &[u8], size: usize) -> Resul
     Ok(())
 }
 
-/// Receives the next frame of `kind`, whose payload must be exactly `len` bytes (a longer one is
-/// refused before it is read).
-pub(crate) fn recv_exact<T: Transport + ?Sized>(
-    transport: &mut T,
-    kind: FrameKind,
-    len: usize,
-) -> Result<Vec<u8>, PsiError> {
-    let payload = transport.recv(kind, len)?;
-    check_exact(kind, &payload, len)?;
-    Ok(payload)
-}
-
 /// Whether `payload` of `kind` is exactly `len` bytes.
 pub(crate) fn check_exact(kind: FrameKind, payload: &[u8], len: usize) -> Result<(), PsiError> {
     if payload.len() != len {

@@ -79,38 +79,60 @@ pub(crate) mod by_hand {
         (numbers(9000, 2), numbers(5000, 3))
     }
 
-    /// Runs `a` against `b`, handing each message from one to the other and checking it is of
-    /// the kind and within the length the receiver named; returns both results.
-    pub(crate) fn run<A: Core, B: Core>(
-        mut a: A,
-        mut b: B,
-    ) -> (Option<Vec<bool>>, Option<Vec<bool>>) {
-        fn hand(core: &mut impl Core, queue: &mut VecDeque<Message>) -> bool {
-            let Some(message) = queue.pop_front() else {
+    /// Runs `a` against `b` as two [`drive`](super::drive)rs would, handing each message from
+    /// one to the other and checking it is of the kind and within the length the receiver
+    /// named; returns both results.
+    pub(crate) fn run<A: Core, B: Core>(a: A, b: B) -> (Option<Vec<bool>>, Option<Vec<bool>>) {
+        let (mut a, mut b) = (Party::Running(a), Party::Running(b));
+        let (mut to_b, mut to_a) = (VecDeque::new(), VecDeque::new());
+        loop {
+            let a_moved = a.turn(&mut to_a, &mut to_b);
+            let b_moved = b.turn(&mut to_b, &mut to_a);
+            match (a, b) {
+                (Party::Finished(a), Party::Finished(b)) => return (a, b),
+                (running_a, running_b) => {
+                    assert!(a_moved || b_moved, "both parties wait for each other");
+                    (a, b) = (running_a, running_b);
+                }
+            }
+        }
+    }
+
+    /// A core in progress, or its result.
+    enum Party<C> {
+        Running(C),
+        Finished(Option<Vec<bool>>),
+    }
+
+    impl<C: Core> Party<C> {
+        /// One step of [`drive`](super::drive): sends what the core has, then finishes it if it
+        /// waits for nothing, or hands it the next message from `inbox`; whether anything moved.
+        fn turn(&mut self, inbox: &mut VecDeque<Message>, outbox: &mut VecDeque<Message>) -> bool {
+            let Party::Running(core) = self else {
+                assert!(inbox.is_empty(), "a message sent to a finished party");
                 return false;
             };
-            let expected = core.expects().expect("a message sent where nothing is due");
+            let mut moved = false;
+            while let Some(message) = core.poll_send().unwrap() {
+                outbox.push_back(message);
+                moved = true;
+            }
+            let Some(expected) = core.expects() else {
+                assert!(inbox.is_empty(), "a message sent where nothing is due");
+                let Party::Running(core) = std::mem::replace(self, Party::Finished(None)) else {
+                    unreachable!("running")
+                };
+                *self = Party::Finished(core.finish().unwrap());
+                return true;
+            };
+            let Some(message) = inbox.pop_front() else {
+                return moved;
+            };
             assert_eq!(message.kind, expected.kind);
             assert!(message.payload.len() <= expected.max_len);
             core.take(message.payload).unwrap();
             true
         }
-        let (mut to_b, mut to_a) = (VecDeque::new(), VecDeque::new());
-        loop {
-            while let Some(message) = a.poll_send().unwrap() {
-                to_b.push_back(message);
-            }
-            while let Some(message) = b.poll_send().unwrap() {
-                to_a.push_back(message);
-            }
-            let b_took = hand(&mut b, &mut to_b);
-            let a_took = hand(&mut a, &mut to_a);
-            if !a_took && !b_took {
-                break;
-            }
-        }
-        assert!(a.expects().is_none() && b.expects().is_none());
-        (a.finish().unwrap(), b.finish().unwrap())
     }
 
     /// Asserts that `matched` marks exactly the items of `ours` that `theirs` holds.

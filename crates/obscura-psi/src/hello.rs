@@ -4,8 +4,12 @@
 //! Layout (21 bytes): magic `OBSCPSI\0`, wire version (`u16` LE), protocol id, role (0 client,
 //! 1 server), distinct item count (`u64` LE), option flags (bit 0: both learn).
 
+use crate::kinds;
 use crate::transport::{FrameKind, KindByte, Transport, TransportError};
 use crate::{HelloError, Protocol, PsiError, Role};
+
+/// The handshake: magic, version, protocol, role, set size, options.
+pub const HELLO: FrameKind = FrameKind::new(1, "hello");
 
 const MAGIC: [u8; 8] = *b"OBSCPSI\0";
 /// The wire version this build speaks.
@@ -133,14 +137,14 @@ pub(crate) fn exchange<T: Transport + ?Sized>(
     transport: &mut T,
     ours: &Hello,
 ) -> Result<Hello, PsiError> {
-    transport.send(FrameKind::Hello, &ours.encode())?;
-    let peer = Hello::decode(&recv_opening(transport, FrameKind::Hello, LEN)?)?;
+    transport.send(HELLO, &ours.encode())?;
+    let peer = Hello::decode(&recv_opening(transport, HELLO, LEN)?)?;
     ours.check_peer(&peer)?;
     Ok(peer)
 }
 
 /// Receives the first frame of a session, `expected` (a plain session opens with a
-/// [`FrameKind::Hello`], a bucketed one with a [`FrameKind::BucketPlan`]). The other opening
+/// [`HELLO`], a bucketed one with a [`kinds::BUCKET_PLAN`](crate::kinds::BUCKET_PLAN)). The other opening
 /// means that one party streams through buckets and the other does not, which is said as such.
 pub(crate) fn recv_opening<T: Transport + ?Sized>(
     transport: &mut T,
@@ -148,15 +152,15 @@ pub(crate) fn recv_opening<T: Transport + ?Sized>(
     max_len: usize,
 ) -> Result<Vec<u8>, PsiError> {
     let other = match expected {
-        FrameKind::Hello => FrameKind::BucketPlan,
-        _ => FrameKind::Hello,
+        HELLO => kinds::BUCKET_PLAN,
+        _ => HELLO,
     };
     transport
         .recv(expected, max_len)
         .map_err(|error| match error {
-            TransportError::WrongKind { got, .. } if got == KindByte(other as u8) => {
+            TransportError::WrongKind { got, .. } if got == KindByte(other.byte()) => {
                 HelloError::BucketingMismatch {
-                    ours: expected == FrameKind::BucketPlan,
+                    ours: expected == kinds::BUCKET_PLAN,
                 }
                 .into()
             }

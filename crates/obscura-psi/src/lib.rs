@@ -54,6 +54,7 @@ mod exponent;
 mod gf128;
 pub mod hash_to_group;
 mod hello;
+pub mod kinds;
 pub mod kkrt;
 mod load;
 mod multibuffer;

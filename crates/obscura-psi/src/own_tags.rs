@@ -9,9 +9,12 @@ use rayon::prelude::*;
 use crate::chunk::{check_chunk, chunk_due};
 use crate::core::Expected;
 use crate::cuckoo::EMPTY;
-use crate::transport::{FrameKind, Transport};
+use crate::transport::FrameKind;
 use crate::word_hash::WordMap;
 use crate::{Progress, PsiError, Stage};
+
+/// Server to client: the tags of a chunk of the server's items, in its shuffled order.
+pub const SERVER_TAGS: FrameKind = FrameKind::new(11, "server-tags");
 
 /// Bytes `at .. at + N` of a tag, zero-padded past its end.
 fn tag_bytes_at<const N: usize>(tag: &[u8], at: usize) -> [u8; N] {
@@ -116,7 +119,7 @@ pub(crate) struct PeerTags {
     pub per_item: usize,
 }
 
-/// The lookup of the peer's tags ([`FrameKind::ServerTags`] chunks) in our own, chunk by chunk:
+/// The lookup of the peer's tags ([`SERVER_TAGS`] chunks) in our own, chunk by chunk:
 /// which of our items matched and the positions of the peer's items that did.
 pub(crate) struct PeerTagMatch<'p> {
     own: OwnTags,
@@ -143,15 +146,14 @@ impl<'p> PeerTagMatch<'p> {
     /// The chunk due next, or `None` once every item of the peer's arrived.
     pub(crate) fn expects(&self) -> Option<Expected> {
         let (items, item_bytes) = (self.peer.items, self.peer.per_item * self.peer.tag_bytes);
-        (self.received < items)
-            .then(|| chunk_due(FrameKind::ServerTags, item_bytes, items - self.received))
+        (self.received < items).then(|| chunk_due(SERVER_TAGS, item_bytes, items - self.received))
     }
 
     /// Takes the chunk [`PeerTagMatch::expects`] named and looks its tags up.
     pub(crate) fn take(&mut self, payload: &[u8]) -> Result<(), PsiError> {
         let (peer, own) = (&self.peer, &self.own);
         let item_bytes = peer.per_item * peer.tag_bytes;
-        check_chunk(FrameKind::ServerTags, payload, item_bytes)?;
+        check_chunk(SERVER_TAGS, payload, item_bytes)?;
         let received = self.received;
         // Looked up in parallel (the lookups are independent cache misses), hits in order.
         let hits: Vec<(u64, u32)> = payload
@@ -183,21 +185,6 @@ impl<'p> PeerTagMatch<'p> {
     pub(crate) fn finish(self) -> (Vec<bool>, Vec<u64>) {
         (self.matched, self.matched_positions)
     }
-}
-
-/// [`PeerTagMatch`] over `transport`.
-pub(crate) fn match_peer_tags<T: Transport + ?Sized>(
-    transport: &mut T,
-    own: OwnTags,
-    peer: PeerTags,
-    items: usize,
-    progress: Progress<'_>,
-) -> Result<(Vec<bool>, Vec<u64>), PsiError> {
-    let mut lookup = PeerTagMatch::new(own, peer, items, progress);
-    while let Some(expected) = lookup.expects() {
-        lookup.take(&transport.recv(expected.kind, expected.max_len)?)?;
-    }
-    Ok(lookup.finish())
 }
 
 #[cfg(test)]

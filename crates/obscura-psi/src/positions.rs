@@ -4,8 +4,13 @@
 
 use crate::chunk::{check_chunk, check_exact, chunk_due, CHUNK_ITEMS};
 use crate::core::{Expected, Message};
-use crate::transport::{FrameKind, Transport};
+use crate::transport::FrameKind;
 use crate::{PeerError, PsiError};
+
+/// Client to server: how many positions of the server's sequence matched.
+pub const MATCH_COUNT: FrameKind = FrameKind::new(5, "match-count");
+/// Client to server: a chunk of matched positions.
+pub const MATCH_POSITIONS: FrameKind = FrameKind::new(6, "match-positions");
 
 /// Bytes of a match position.
 const POSITION_BYTES: usize = 8;
@@ -13,25 +18,14 @@ const POSITION_BYTES: usize = 8;
 /// The client's messages: the count of matched positions, then the positions in chunks.
 pub(crate) fn messages(positions: &[u64]) -> Vec<Message> {
     let count = Message {
-        kind: FrameKind::MatchCount,
+        kind: MATCH_COUNT,
         payload: (positions.len() as u64).to_le_bytes().to_vec(),
     };
     let chunks = positions.chunks(CHUNK_ITEMS).map(|chunk| Message {
-        kind: FrameKind::MatchPositions,
+        kind: MATCH_POSITIONS,
         payload: chunk.iter().flat_map(|p| p.to_le_bytes()).collect(),
     });
     std::iter::once(count).chain(chunks).collect()
-}
-
-/// Sends [`messages`] over `transport`.
-pub(crate) fn send<T: Transport + ?Sized>(
-    transport: &mut T,
-    positions: &[u64],
-) -> Result<(), PsiError> {
-    for message in messages(positions) {
-        transport.send(message.kind, &message.payload)?;
-    }
-    Ok(())
 }
 
 /// The server's side: the matched positions of the sequence whose position `p` holds item
@@ -58,11 +52,11 @@ impl Receiver {
     pub(crate) fn expects(&self) -> Option<Expected> {
         match self.count {
             None => Some(Expected {
-                kind: FrameKind::MatchCount,
+                kind: MATCH_COUNT,
                 max_len: POSITION_BYTES,
             }),
             Some(count) if self.received < count => Some(chunk_due(
-                FrameKind::MatchPositions,
+                MATCH_POSITIONS,
                 POSITION_BYTES,
                 count - self.received,
             )),
@@ -73,7 +67,7 @@ impl Receiver {
     /// Takes the message [`Receiver::expects`] named, the sequence being in `order`.
     pub(crate) fn take(&mut self, payload: &[u8], order: &[usize]) -> Result<(), PsiError> {
         let Some(count) = self.count else {
-            check_exact(FrameKind::MatchCount, payload, POSITION_BYTES)?;
+            check_exact(MATCH_COUNT, payload, POSITION_BYTES)?;
             let count = u64::from_le_bytes(payload.try_into().expect("length checked"));
             if count > self.most {
                 return Err(PeerError::TooManyMatches {
@@ -86,7 +80,7 @@ impl Receiver {
             return Ok(());
         };
         debug_assert!(self.received < count);
-        check_chunk(FrameKind::MatchPositions, payload, POSITION_BYTES)?;
+        check_chunk(MATCH_POSITIONS, payload, POSITION_BYTES)?;
         let (positions, _) = payload.as_chunks::<POSITION_BYTES>();
         for &bytes in positions {
             let position = u64::from_le_bytes(bytes);
@@ -109,24 +103,4 @@ impl Receiver {
     pub(crate) fn finish(self) -> Vec<bool> {
         self.matched
     }
-}
-
-/// The server's last step over `transport`: when both learn, receives the client's matched
-/// positions (at most as many as the smaller set has items) and returns which of the server's
-/// items matched; otherwise `None`.
-pub(crate) fn receive_if_both_learn<T: Transport + ?Sized>(
-    both_learn: bool,
-    transport: &mut T,
-    n_client: u64,
-    n_server: u64,
-    order: &[usize],
-) -> Result<Option<Vec<bool>>, PsiError> {
-    if !both_learn {
-        return Ok(None);
-    }
-    let mut receiver = Receiver::new(n_client.min(n_server), order.len());
-    while let Some(expected) = receiver.expects() {
-        receiver.take(&transport.recv(expected.kind, expected.max_len)?, order)?;
-    }
-    Ok(Some(receiver.finish()))
 }

@@ -1,6 +1,7 @@
 //! The bucketed driver gives exactly the plain intersection, whatever the number of buckets,
 //! and refuses peers that do not follow the same plan.
 
+use obscura_psi::kinds;
 use std::collections::HashSet;
 use std::path::Path;
 use std::time::Duration;
@@ -307,7 +308,7 @@ fn a_plain_peer_is_refused() {
 /// items is caught after that bucket.
 #[test]
 fn a_peer_that_breaks_the_padding_is_refused() {
-    use obscura_psi::transport::{FrameKind, Transport};
+    use obscura_psi::transport::Transport;
     use obscura_psi::PeerError;
     let folder = tempfile::tempdir().unwrap();
     let (mut client_link, mut server_link) = memory::pair(Duration::from_secs(5));
@@ -320,12 +321,12 @@ fn a_peer_that_breaks_the_padding_is_refused() {
         opening.extend_from_slice(&[0; 9]); // no item count yet, no flags
         opening.extend_from_slice(&100u64.to_le_bytes());
         opening.extend_from_slice(&[0u8; 32]);
-        server_link.send(FrameKind::BucketPlan, &opening).unwrap();
-        server_link.recv(FrameKind::BucketPlan, 61).unwrap();
+        server_link.send(kinds::BUCKET_PLAN, &opening).unwrap();
+        server_link.recv(kinds::BUCKET_PLAN, 61).unwrap();
         server_link
-            .send(FrameKind::BucketRows, &10u64.to_le_bytes())
+            .send(kinds::BUCKET_ROWS, &10u64.to_le_bytes())
             .unwrap();
-        server_link.recv(FrameKind::BucketRows, 8).unwrap();
+        server_link.recv(kinds::BUCKET_ROWS, 8).unwrap();
         let options = Options {
             protocol: Protocol::Ecdh,
             role: Role::Server,

@@ -7,7 +7,8 @@ mod common;
 
 use common::fake_peer::{against_fake_peer, FakePeer, TIMEOUT, WIRE_VERSION};
 use common::PROTOCOLS;
-use obscura_psi::transport::{FrameKind, KindByte, TransportError};
+use obscura_psi::kinds;
+use obscura_psi::transport::{KindByte, TransportError};
 use obscura_psi::{HelloError, PsiError, Role};
 
 /// A hostile peer: what it sends, and whether the error it causes is the one due.
@@ -33,7 +34,7 @@ const CASES: &[Case] = &[
             matches!(
                 error,
                 PsiError::Transport(TransportError::Closed {
-                    expected: FrameKind::Hello
+                    expected: kinds::HELLO
                 })
             )
         },
@@ -41,13 +42,13 @@ const CASES: &[Case] = &[
     Case {
         name: "sends half a frame header",
         script: |peer, _| {
-            peer.raw(&[FrameKind::Hello as u8, 21]);
+            peer.raw(&[kinds::HELLO.byte(), 21]);
         },
         expected: |error| {
             matches!(
                 error,
                 PsiError::Transport(TransportError::Truncated {
-                    expected: FrameKind::Hello
+                    expected: kinds::HELLO
                 })
             )
         },
@@ -61,7 +62,7 @@ const CASES: &[Case] = &[
             matches!(
                 error,
                 PsiError::Transport(TransportError::WrongKind {
-                    expected: FrameKind::Hello,
+                    expected: kinds::HELLO,
                     got: KindByte(200)
                 })
             )
@@ -70,13 +71,13 @@ const CASES: &[Case] = &[
     Case {
         name: "announces a 4 GiB handshake",
         script: |peer, _| {
-            peer.raw(&[FrameKind::Hello as u8, 0xff, 0xff, 0xff, 0xff]);
+            peer.raw(&[kinds::HELLO.byte(), 0xff, 0xff, 0xff, 0xff]);
         },
         expected: |error| {
             matches!(
                 error,
                 PsiError::Transport(TransportError::TooLong {
-                    kind: FrameKind::Hello,
+                    kind: kinds::HELLO,
                     len: 0xffff_ffff,
                     ..
                 })

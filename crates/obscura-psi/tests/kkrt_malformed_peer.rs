@@ -7,9 +7,10 @@ mod common;
 use common::fake_peer::{
     check_match_positions, check_silent_server, client_error, points, server_error, FakePeer,
 };
+use obscura_psi::kinds;
 
 use obscura_psi::kkrt;
-use obscura_psi::transport::{FrameKind, KindByte, TransportError};
+use obscura_psi::transport::{KindByte, TransportError};
 use obscura_psi::{PeerError, Protocol, PsiError, Role};
 
 /// Bytes of one block of 128 rows of the OT-extension matrix.
@@ -28,14 +29,14 @@ fn server(script: impl Fn(&mut FakePeer)) -> PsiError {
 /// A fake server that announces `n_server` items and answers the base OTs with valid points.
 fn server_start(peer: &mut FakePeer, n_server: u64) -> &mut FakePeer {
     peer.hello(Role::Server, n_server, false)
-        .frame(FrameKind::BaseOtChoices, &points(1024))
+        .frame(kinds::BASE_OT_CHOICES, &points(1024))
 }
 
 /// A fake client with three items (both learn) up to the cuckoo seed.
 fn client_start(peer: &mut FakePeer) -> &mut FakePeer {
     peer.hello(Role::Client, 3, true)
-        .frame(FrameKind::BaseOtPoint, &points(1))
-        .frame(FrameKind::CuckooSeed, &[7u8; 16])
+        .frame(kinds::BASE_OT_POINT, &points(1))
+        .frame(kinds::CUCKOO_SEED, &[7u8; 16])
 }
 
 /// A fake client that sends all of `U` (random-looking bytes) for three items.
@@ -47,7 +48,7 @@ fn client_extension(peer: &mut FakePeer) -> &mut FakePeer {
         let u: Vec<u8> = (0..count * BLOCK_BYTES)
             .map(|i| (i * 31 + 7) as u8)
             .collect();
-        peer.frame(FrameKind::OtExtension, &u);
+        peer.frame(kinds::OT_EXTENSION, &u);
         sent += count;
     }
     peer
@@ -66,24 +67,24 @@ fn bad_base_ot_points() {
     identity[32 * 100..32 * 101].fill(0);
     let error = client(|peer| {
         peer.hello(Role::Server, 3, false)
-            .frame(FrameKind::BaseOtChoices, &identity);
+            .frame(kinds::BASE_OT_CHOICES, &identity);
     });
     assert_peer_error(error, PeerError::IdentityPoint);
     let mut invalid = points(1024);
     invalid[32 * 511..].fill(0xff);
     let error = client(|peer| {
         peer.hello(Role::Server, 3, false)
-            .frame(FrameKind::BaseOtChoices, &invalid);
+            .frame(kinds::BASE_OT_CHOICES, &invalid);
     });
     assert_peer_error(error, PeerError::InvalidPoint);
     let error = server(|peer| {
         peer.hello(Role::Client, 3, true)
-            .frame(FrameKind::BaseOtPoint, &[0u8; 32]);
+            .frame(kinds::BASE_OT_POINT, &[0u8; 32]);
     });
     assert_peer_error(error, PeerError::IdentityPoint);
     let error = server(|peer| {
         peer.hello(Role::Client, 3, true)
-            .frame(FrameKind::BaseOtPoint, &[0xffu8; 32]);
+            .frame(kinds::BASE_OT_POINT, &[0xffu8; 32]);
     });
     assert_peer_error(error, PeerError::InvalidPoint);
 }
@@ -92,72 +93,72 @@ fn bad_base_ot_points() {
 fn wrong_lengths() {
     let error = client(|peer| {
         peer.hello(Role::Server, 3, false)
-            .frame(FrameKind::BaseOtChoices, &points(1023));
+            .frame(kinds::BASE_OT_CHOICES, &points(1023));
     });
     assert_peer_error(
         error,
         PeerError::WrongLength {
-            kind: FrameKind::BaseOtChoices,
+            kind: kinds::BASE_OT_CHOICES,
             len: 1023 * 32,
             expected: 1024 * 32,
         },
     );
     let error = client(|peer| {
         peer.hello(Role::Server, 3, false)
-            .frame(FrameKind::BaseOtChoices, &points(1025));
+            .frame(kinds::BASE_OT_CHOICES, &points(1025));
     });
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::TooLong {
-            kind: FrameKind::BaseOtChoices,
+            kind: kinds::BASE_OT_CHOICES,
             len: 32800,
             max: 32768
         })
     ));
     let error = server(|peer| {
         peer.hello(Role::Client, 3, true)
-            .frame(FrameKind::BaseOtPoint, &points(1)[..31]);
+            .frame(kinds::BASE_OT_POINT, &points(1)[..31]);
     });
     assert_peer_error(
         error,
         PeerError::WrongLength {
-            kind: FrameKind::BaseOtPoint,
+            kind: kinds::BASE_OT_POINT,
             len: 31,
             expected: 32,
         },
     );
     let error = server(|peer| {
         peer.hello(Role::Client, 3, true)
-            .frame(FrameKind::BaseOtPoint, &points(1))
-            .frame(FrameKind::CuckooSeed, &[1u8; 15]);
+            .frame(kinds::BASE_OT_POINT, &points(1))
+            .frame(kinds::CUCKOO_SEED, &[1u8; 15]);
     });
     assert_peer_error(
         error,
         PeerError::WrongLength {
-            kind: FrameKind::CuckooSeed,
+            kind: kinds::CUCKOO_SEED,
             len: 15,
             expected: 16,
         },
     );
     // A frame of U with one block where 32 are due, then one with 33.
     let error = server(|peer| {
-        client_start(peer).frame(FrameKind::OtExtension, &vec![0u8; BLOCK_BYTES]);
+        client_start(peer).frame(kinds::OT_EXTENSION, &vec![0u8; BLOCK_BYTES]);
     });
     assert_peer_error(
         error,
         PeerError::WrongLength {
-            kind: FrameKind::OtExtension,
+            kind: kinds::OT_EXTENSION,
             len: BLOCK_BYTES,
             expected: 32 * BLOCK_BYTES,
         },
     );
     let error = server(|peer| {
-        client_start(peer).frame(FrameKind::OtExtension, &vec![0u8; 33 * BLOCK_BYTES]);
+        client_start(peer).frame(kinds::OT_EXTENSION, &vec![0u8; 33 * BLOCK_BYTES]);
     });
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::TooLong {
-            kind: FrameKind::OtExtension,
+            kind: kinds::OT_EXTENSION,
             max,
             ..
         }) if max == 32 * BLOCK_BYTES
@@ -168,34 +169,34 @@ fn wrong_lengths() {
 fn bad_tag_chunks() {
     let tag = kkrt::tag_bytes(3, 2);
     let error = client(|peer| {
-        server_start(peer, 2).frame(FrameKind::ServerTags, &vec![1u8; 3 * tag - 1]);
+        server_start(peer, 2).frame(kinds::SERVER_TAGS, &vec![1u8; 3 * tag - 1]);
     });
     assert_peer_error(
         error,
         PeerError::BadChunk {
-            kind: FrameKind::ServerTags,
+            kind: kinds::SERVER_TAGS,
             len: 3 * tag - 1,
             size: 3 * tag,
         },
     );
     // Three items' tags where the server announced two.
     let error = client(|peer| {
-        server_start(peer, 2).frame(FrameKind::ServerTags, &vec![1u8; 9 * tag]);
+        server_start(peer, 2).frame(kinds::SERVER_TAGS, &vec![1u8; 9 * tag]);
     });
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::TooLong {
-            kind: FrameKind::ServerTags,
+            kind: kinds::SERVER_TAGS,
             ..
         })
     ));
     let error = client(|peer| {
-        server_start(peer, 2).frame(FrameKind::ServerTags, &[]);
+        server_start(peer, 2).frame(kinds::SERVER_TAGS, &[]);
     });
     assert_peer_error(
         error,
         PeerError::BadChunk {
-            kind: FrameKind::ServerTags,
+            kind: kinds::SERVER_TAGS,
             len: 0,
             size: 3 * tag,
         },
@@ -207,33 +208,33 @@ fn truncated_and_closed() {
     let tag = kkrt::tag_bytes(3, 2);
     // The server closes after one of its two items.
     let error = client(|peer| {
-        server_start(peer, 2).frame(FrameKind::ServerTags, &vec![1u8; 3 * tag]);
+        server_start(peer, 2).frame(kinds::SERVER_TAGS, &vec![1u8; 3 * tag]);
     });
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::Closed {
-            expected: FrameKind::ServerTags
+            expected: kinds::SERVER_TAGS
         })
     ));
     let error = client(|peer| {
         peer.hello(Role::Server, 3, false)
-            .raw(&[FrameKind::BaseOtChoices as u8, 0, 0x80, 0, 0])
+            .raw(&[kinds::BASE_OT_CHOICES.byte(), 0, 0x80, 0, 0])
             .raw(&points(100));
     });
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::Truncated {
-            expected: FrameKind::BaseOtChoices
+            expected: kinds::BASE_OT_CHOICES
         })
     ));
     // The client stops in the middle of U.
     let error = server(|peer| {
-        client_start(peer).frame(FrameKind::OtExtension, &vec![0u8; 32 * BLOCK_BYTES]);
+        client_start(peer).frame(kinds::OT_EXTENSION, &vec![0u8; 32 * BLOCK_BYTES]);
     });
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::Closed {
-            expected: FrameKind::OtExtension
+            expected: kinds::OT_EXTENSION
         })
     ));
 }
@@ -242,22 +243,22 @@ fn truncated_and_closed() {
 fn wrong_kinds() {
     let error = client(|peer| {
         peer.hello(Role::Server, 3, false)
-            .frame(FrameKind::ServerTags, &[0u8; 33]);
+            .frame(kinds::SERVER_TAGS, &[0u8; 33]);
     });
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::WrongKind {
-            expected: FrameKind::BaseOtChoices,
+            expected: kinds::BASE_OT_CHOICES,
             got: KindByte(11)
         })
     ));
     let error = server(|peer| {
-        client_start(peer).frame(FrameKind::ClientPoints, &points(1));
+        client_start(peer).frame(kinds::CLIENT_POINTS, &points(1));
     });
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::WrongKind {
-            expected: FrameKind::OtExtension,
+            expected: kinds::OT_EXTENSION,
             got: KindByte(2)
         })
     ));
@@ -268,7 +269,7 @@ fn wrong_kinds() {
         hello.extend_from_slice(&[1, 1]);
         hello.extend_from_slice(&3u64.to_le_bytes());
         hello.push(0);
-        peer.frame(FrameKind::Hello, &hello);
+        peer.frame(kinds::HELLO, &hello);
     });
     assert!(matches!(
         error,
@@ -303,5 +304,5 @@ fn silent_peers_time_out() {
     let start = |peer: &mut FakePeer| {
         server_start(peer, 4);
     };
-    check_silent_server(Protocol::Kkrt, start, FrameKind::ServerTags);
+    check_silent_server(Protocol::Kkrt, start, kinds::SERVER_TAGS);
 }

@@ -3,13 +3,14 @@
 
 mod common;
 
+use obscura_psi::kinds;
 use std::time::{Duration, Instant};
 
 use common::fake_peer::{against_fake_peer, client_error, points, server_error, FakePeer};
 
 use curve25519_dalek::ristretto::CompressedRistretto;
 use obscura_psi::ecdh::tag_bytes;
-use obscura_psi::transport::{FrameKind, KindByte, TransportError};
+use obscura_psi::transport::{KindByte, TransportError};
 use obscura_psi::{run, HelloError, Options, PeerError, Protocol, PsiError, Role};
 
 /// A client with three items against a fake server.
@@ -30,22 +31,22 @@ fn honest_start(peer: &mut FakePeer, n_server: u64) -> &mut FakePeer {
         .flat_map(|p| p[..tag_bytes(3, n_server)].to_vec())
         .collect();
     peer.hello(Role::Server, n_server, false)
-        .frame(FrameKind::ClientTags, &tags)
+        .frame(kinds::CLIENT_TAGS, &tags)
 }
 
 #[test]
 fn truncated_frames() {
     let error = client(|peer| {
-        peer.raw(&[FrameKind::Hello as u8, 21]);
+        peer.raw(&[kinds::HELLO.byte(), 21]);
     });
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::Truncated {
-            expected: FrameKind::Hello
+            expected: kinds::HELLO
         })
     ));
     let error = client(|peer| {
-        peer.raw(&[FrameKind::Hello as u8, 21, 0, 0, 0])
+        peer.raw(&[kinds::HELLO.byte(), 21, 0, 0, 0])
             .raw(b"OBSCPSI");
     });
     assert!(matches!(
@@ -54,23 +55,23 @@ fn truncated_frames() {
     ));
     let error = client(|peer| {
         honest_start(peer, 2)
-            .raw(&[FrameKind::ServerPoints as u8, 64, 0, 0, 0])
+            .raw(&[kinds::SERVER_POINTS.byte(), 64, 0, 0, 0])
             .raw(&points(2)[..40]);
     });
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::Truncated {
-            expected: FrameKind::ServerPoints
+            expected: kinds::SERVER_POINTS
         })
     ));
     // A whole frame that holds part of a point.
     let error = client(|peer| {
-        honest_start(peer, 2).frame(FrameKind::ServerPoints, &points(2)[..40]);
+        honest_start(peer, 2).frame(kinds::SERVER_POINTS, &points(2)[..40]);
     });
     assert!(matches!(
         error,
         PsiError::Peer(PeerError::BadChunk {
-            kind: FrameKind::ServerPoints,
+            kind: kinds::SERVER_POINTS,
             len: 40,
             size: 32
         })
@@ -80,13 +81,13 @@ fn truncated_frames() {
 #[test]
 fn closed_connection() {
     let error = client(|peer| {
-        honest_start(peer, 3).frame(FrameKind::ServerPoints, &points(2));
+        honest_start(peer, 3).frame(kinds::SERVER_POINTS, &points(2));
     });
     // The fake peer closes after two of its three points.
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::Closed {
-            expected: FrameKind::ServerPoints
+            expected: kinds::SERVER_POINTS
         })
     ));
 }
@@ -94,24 +95,24 @@ fn closed_connection() {
 #[test]
 fn oversized_lengths_are_refused_before_allocating() {
     let error = client(|peer| {
-        peer.raw(&[FrameKind::Hello as u8, 0xff, 0xff, 0xff, 0xff]);
+        peer.raw(&[kinds::HELLO.byte(), 0xff, 0xff, 0xff, 0xff]);
     });
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::TooLong {
-            kind: FrameKind::Hello,
+            kind: kinds::HELLO,
             len: 0xffff_ffff,
             max: 21
         })
     ));
     // More points in one frame than the server announced in all.
     let error = client(|peer| {
-        honest_start(peer, 2).frame(FrameKind::ServerPoints, &points(3));
+        honest_start(peer, 2).frame(kinds::SERVER_POINTS, &points(3));
     });
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::TooLong {
-            kind: FrameKind::ServerPoints,
+            kind: kinds::SERVER_POINTS,
             len: 96,
             max: 64
         })
@@ -121,23 +122,23 @@ fn oversized_lengths_are_refused_before_allocating() {
 #[test]
 fn wrong_kinds() {
     let error = client(|peer| {
-        peer.frame(FrameKind::ServerPoints, &points(1));
+        peer.frame(kinds::SERVER_POINTS, &points(1));
     });
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::WrongKind {
-            expected: FrameKind::Hello,
+            expected: kinds::HELLO,
             got: KindByte(4)
         })
     ));
     let error = client(|peer| {
         peer.hello(Role::Server, 2, false)
-            .frame(FrameKind::ServerPoints, &points(2));
+            .frame(kinds::SERVER_POINTS, &points(2));
     });
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::WrongKind {
-            expected: FrameKind::ClientTags,
+            expected: kinds::CLIENT_TAGS,
             got: KindByte(4)
         })
     ));
@@ -156,18 +157,18 @@ fn wrong_counts() {
     let error = client(|peer| {
         let tags = vec![7u8; 2 * tag_bytes(3, 5)];
         peer.hello(Role::Server, 5, false)
-            .frame(FrameKind::ClientTags, &tags);
+            .frame(kinds::CLIENT_TAGS, &tags);
     });
     assert!(matches!(
         error,
         PsiError::Peer(PeerError::WrongLength {
-            kind: FrameKind::ClientTags,
+            kind: kinds::CLIENT_TAGS,
             ..
         })
     ));
     // An empty chunk.
     let error = client(|peer| {
-        honest_start(peer, 2).frame(FrameKind::ServerPoints, &[]);
+        honest_start(peer, 2).frame(kinds::SERVER_POINTS, &[]);
     });
     assert!(matches!(
         error,
@@ -177,18 +178,18 @@ fn wrong_counts() {
     let error = client(|peer| {
         let tags = vec![7u8; 3 * tag_bytes(3, 5)];
         peer.hello(Role::Server, 5, false)
-            .frame(FrameKind::ClientTags, &tags);
+            .frame(kinds::CLIENT_TAGS, &tags);
     });
     assert!(matches!(error, PsiError::Peer(PeerError::RepeatedTag)));
     // A client that sends more points than it announced.
     let error = server(|peer| {
         peer.hello(Role::Client, 2, true)
-            .frame(FrameKind::ClientPoints, &points(3));
+            .frame(kinds::CLIENT_POINTS, &points(3));
     });
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::TooLong {
-            kind: FrameKind::ClientPoints,
+            kind: kinds::CLIENT_POINTS,
             ..
         })
     ));
@@ -213,7 +214,7 @@ fn invalid_points() {
         .expect("about half of all field elements encode no point");
     for bad in [non_canonical, negative, off_curve] {
         let error = client(|peer| {
-            honest_start(peer, 1).frame(FrameKind::ServerPoints, &bad);
+            honest_start(peer, 1).frame(kinds::SERVER_POINTS, &bad);
         });
         assert!(
             matches!(error, PsiError::Peer(PeerError::InvalidPoint)),
@@ -221,7 +222,7 @@ fn invalid_points() {
         );
         let error = server(|peer| {
             peer.hello(Role::Client, 1, true)
-                .frame(FrameKind::ClientPoints, &bad);
+                .frame(kinds::CLIENT_POINTS, &bad);
         });
         assert!(
             matches!(error, PsiError::Peer(PeerError::InvalidPoint)),
@@ -233,15 +234,12 @@ fn invalid_points() {
 #[test]
 fn identity_points() {
     let error = client(|peer| {
-        honest_start(peer, 2).frame(
-            FrameKind::ServerPoints,
-            &[points(1), vec![0u8; 32]].concat(),
-        );
+        honest_start(peer, 2).frame(kinds::SERVER_POINTS, &[points(1), vec![0u8; 32]].concat());
     });
     assert!(matches!(error, PsiError::Peer(PeerError::IdentityPoint)));
     let error = server(|peer| {
         peer.hello(Role::Client, 1, true)
-            .frame(FrameKind::ClientPoints, &[0u8; 32]);
+            .frame(kinds::CLIENT_POINTS, &[0u8; 32]);
     });
     assert!(matches!(error, PsiError::Peer(PeerError::IdentityPoint)));
 }
@@ -250,11 +248,11 @@ fn identity_points() {
 fn bad_match_positions() {
     let start = |peer: &mut FakePeer| {
         peer.hello(Role::Client, 2, true)
-            .frame(FrameKind::ClientPoints, &points(2));
+            .frame(kinds::CLIENT_POINTS, &points(2));
     };
     let error = server(|peer| {
         start(peer);
-        peer.frame(FrameKind::MatchCount, &3u64.to_le_bytes());
+        peer.frame(kinds::MATCH_COUNT, &3u64.to_le_bytes());
     });
     assert!(matches!(
         error,
@@ -262,20 +260,20 @@ fn bad_match_positions() {
     ));
     let error = server(|peer| {
         start(peer);
-        peer.frame(FrameKind::MatchCount, &[1, 0, 0]);
+        peer.frame(kinds::MATCH_COUNT, &[1, 0, 0]);
     });
     assert!(matches!(
         error,
         PsiError::Peer(PeerError::WrongLength {
-            kind: FrameKind::MatchCount,
+            kind: kinds::MATCH_COUNT,
             len: 3,
             expected: 8
         })
     ));
     let error = server(|peer| {
         start(peer);
-        peer.frame(FrameKind::MatchCount, &1u64.to_le_bytes())
-            .frame(FrameKind::MatchPositions, &3u64.to_le_bytes());
+        peer.frame(kinds::MATCH_COUNT, &1u64.to_le_bytes())
+            .frame(kinds::MATCH_POSITIONS, &3u64.to_le_bytes());
     });
     assert!(matches!(
         error,
@@ -286,11 +284,10 @@ fn bad_match_positions() {
     ));
     let error = server(|peer| {
         start(peer);
-        peer.frame(FrameKind::MatchCount, &2u64.to_le_bytes())
-            .frame(
-                FrameKind::MatchPositions,
-                &[1u64.to_le_bytes(), 1u64.to_le_bytes()].concat(),
-            );
+        peer.frame(kinds::MATCH_COUNT, &2u64.to_le_bytes()).frame(
+            kinds::MATCH_POSITIONS,
+            &[1u64.to_le_bytes(), 1u64.to_le_bytes()].concat(),
+        );
     });
     assert!(matches!(
         error,
@@ -305,11 +302,10 @@ fn bad_match_positions() {
         Duration::from_secs(5),
         |peer| {
             start(peer);
-            peer.frame(FrameKind::MatchCount, &2u64.to_le_bytes())
-                .frame(
-                    FrameKind::MatchPositions,
-                    &[2u64.to_le_bytes(), 0u64.to_le_bytes()].concat(),
-                );
+            peer.frame(kinds::MATCH_COUNT, &2u64.to_le_bytes()).frame(
+                kinds::MATCH_POSITIONS,
+                &[2u64.to_le_bytes(), 0u64.to_le_bytes()].concat(),
+            );
         },
     )
     .unwrap();
@@ -343,7 +339,7 @@ fn handshake_mismatches() {
         })
     ));
     let error = client(|peer| {
-        peer.frame(FrameKind::Hello, b"GET / HTTP/1.1\r\nHost:");
+        peer.frame(kinds::HELLO, b"GET / HTTP/1.1\r\nHost:");
     });
     assert!(matches!(error, PsiError::Hello(HelloError::Magic)));
 }
@@ -363,7 +359,7 @@ fn silent_peers_time_out() {
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::Timeout {
-            expected: FrameKind::Hello
+            expected: kinds::HELLO
         })
     ));
     assert!(started.elapsed() < Duration::from_secs(5));
@@ -376,7 +372,7 @@ fn silent_peers_time_out() {
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::Timeout {
-            expected: FrameKind::ServerPoints
+            expected: kinds::SERVER_POINTS
         })
     ));
     drop(peer);

@@ -6,6 +6,7 @@ mod common;
 use common::fake_peer::{
     check_match_positions, check_silent_server, client_error, points, server_error, FakePeer,
 };
+use obscura_psi::kinds;
 
 use obscura_psi::rr22::{self, MessageSizes, OT_FRAME_BLOCKS};
 use obscura_psi::transport::{FrameKind, KindByte, TransportError};
@@ -33,15 +34,15 @@ fn sizes(n_server: u64) -> MessageSizes {
 /// sends trees of the right length.
 fn server_start(peer: &mut FakePeer, n_server: u64) -> &mut FakePeer {
     peer.hello(Role::Server, n_server, false)
-        .frame(FrameKind::BaseOtChoices, &points(256))
-        .frame(FrameKind::VoleTrees, &vec![5u8; sizes(n_server).tree_bytes])
+        .frame(kinds::BASE_OT_CHOICES, &points(256))
+        .frame(kinds::VOLE_TREES, &vec![5u8; sizes(n_server).tree_bytes])
 }
 
 /// A fake client with three items (both learn) up to its seeds.
 fn client_start(peer: &mut FakePeer) -> &mut FakePeer {
     peer.hello(Role::Client, 3, true)
-        .frame(FrameKind::BaseOtPoint, &points(1))
-        .frame(FrameKind::VoleSeeds, &[7u8; 32])
+        .frame(kinds::BASE_OT_POINT, &points(1))
+        .frame(kinds::VOLE_SEEDS, &[7u8; 32])
 }
 
 /// A fake client that sends the whole OT extension (random-looking bytes) for three items.
@@ -53,7 +54,7 @@ fn client_extension(peer: &mut FakePeer) -> &mut FakePeer {
         let u: Vec<u8> = (0..count * BLOCK_BYTES)
             .map(|i| (i * 31 + 7) as u8)
             .collect();
-        peer.frame(FrameKind::OtExtension, &u);
+        peer.frame(kinds::OT_EXTENSION, &u);
         sent += count;
     }
     peer
@@ -63,9 +64,9 @@ fn client_extension(peer: &mut FakePeer) -> &mut FakePeer {
 fn client_store(peer: &mut FakePeer) -> &mut FakePeer {
     let sizes = sizes(3);
     client_extension(client_start(peer))
-        .frame(FrameKind::OkvsSeed, &[9u8; 16])
+        .frame(kinds::OKVS_SEED, &[9u8; 16])
         .frame(
-            FrameKind::MaskedOkvs,
+            kinds::MASKED_OKVS,
             &vec![3u8; sizes.store_words * sizes.word_bytes],
         )
 }
@@ -97,12 +98,12 @@ fn bad_base_ot_points() {
     identity[32 * 100..32 * 101].fill(0);
     let error = client(|peer| {
         peer.hello(Role::Server, 3, false)
-            .frame(FrameKind::BaseOtChoices, &identity);
+            .frame(kinds::BASE_OT_CHOICES, &identity);
     });
     assert_peer_error(error, PeerError::IdentityPoint);
     let error = server(|peer| {
         peer.hello(Role::Client, 3, true)
-            .frame(FrameKind::BaseOtPoint, &[0xffu8; 32]);
+            .frame(kinds::BASE_OT_POINT, &[0xffu8; 32]);
     });
     assert_peer_error(error, PeerError::InvalidPoint);
 }
@@ -112,12 +113,12 @@ fn bad_base_ot_points() {
 fn wrong_lengths() {
     let error = client(|peer| {
         peer.hello(Role::Server, 3, false)
-            .frame(FrameKind::BaseOtChoices, &points(255));
+            .frame(kinds::BASE_OT_CHOICES, &points(255));
     });
     assert_peer_error(
         error,
         PeerError::WrongLength {
-            kind: FrameKind::BaseOtChoices,
+            kind: kinds::BASE_OT_CHOICES,
             len: 255 * 32,
             expected: 256 * 32,
         },
@@ -126,13 +127,13 @@ fn wrong_lengths() {
     for len in [trees - 16, 0] {
         let error = client(|peer| {
             peer.hello(Role::Server, 2, false)
-                .frame(FrameKind::BaseOtChoices, &points(256))
-                .frame(FrameKind::VoleTrees, &vec![0u8; len]);
+                .frame(kinds::BASE_OT_CHOICES, &points(256))
+                .frame(kinds::VOLE_TREES, &vec![0u8; len]);
         });
         assert_peer_error(
             error,
             PeerError::WrongLength {
-                kind: FrameKind::VoleTrees,
+                kind: kinds::VOLE_TREES,
                 len,
                 expected: trees,
             },
@@ -140,91 +141,88 @@ fn wrong_lengths() {
     }
     let error = client(|peer| {
         peer.hello(Role::Server, 2, false)
-            .frame(FrameKind::BaseOtChoices, &points(256))
-            .frame(FrameKind::VoleTrees, &vec![0u8; trees + 16]);
+            .frame(kinds::BASE_OT_CHOICES, &points(256))
+            .frame(kinds::VOLE_TREES, &vec![0u8; trees + 16]);
     });
-    assert_too_long(error, FrameKind::VoleTrees);
+    assert_too_long(error, kinds::VOLE_TREES);
     let error = server(|peer| {
         peer.hello(Role::Client, 3, true)
-            .frame(FrameKind::BaseOtPoint, &points(1))
-            .frame(FrameKind::VoleSeeds, &[7u8; 31]);
+            .frame(kinds::BASE_OT_POINT, &points(1))
+            .frame(kinds::VOLE_SEEDS, &[7u8; 31]);
     });
     assert_peer_error(
         error,
         PeerError::WrongLength {
-            kind: FrameKind::VoleSeeds,
+            kind: kinds::VOLE_SEEDS,
             len: 31,
             expected: 32,
         },
     );
     // A frame of the OT extension with one block where a full frame is due, then one too long.
     let error = server(|peer| {
-        client_start(peer).frame(FrameKind::OtExtension, &vec![0u8; BLOCK_BYTES]);
+        client_start(peer).frame(kinds::OT_EXTENSION, &vec![0u8; BLOCK_BYTES]);
     });
     assert_peer_error(
         error,
         PeerError::WrongLength {
-            kind: FrameKind::OtExtension,
+            kind: kinds::OT_EXTENSION,
             len: BLOCK_BYTES,
             expected: OT_FRAME_BLOCKS * BLOCK_BYTES,
         },
     );
     let error = server(|peer| {
         client_start(peer).frame(
-            FrameKind::OtExtension,
+            kinds::OT_EXTENSION,
             &vec![0u8; (OT_FRAME_BLOCKS + 1) * BLOCK_BYTES],
         );
     });
-    assert_too_long(error, FrameKind::OtExtension);
+    assert_too_long(error, kinds::OT_EXTENSION);
     let error = server(|peer| {
-        client_extension(client_start(peer)).frame(FrameKind::OkvsSeed, &[9u8; 17]);
+        client_extension(client_start(peer)).frame(kinds::OKVS_SEED, &[9u8; 17]);
     });
-    assert_too_long(error, FrameKind::OkvsSeed);
+    assert_too_long(error, kinds::OKVS_SEED);
     // The masked store one byte short, and one word too long.
     let store = sizes(3).store_words * sizes(3).word_bytes;
     let error = server(|peer| {
         client_extension(client_start(peer))
-            .frame(FrameKind::OkvsSeed, &[9u8; 16])
-            .frame(FrameKind::MaskedOkvs, &vec![0u8; store - 1]);
+            .frame(kinds::OKVS_SEED, &[9u8; 16])
+            .frame(kinds::MASKED_OKVS, &vec![0u8; store - 1]);
     });
     assert_peer_error(
         error,
         PeerError::WrongLength {
-            kind: FrameKind::MaskedOkvs,
+            kind: kinds::MASKED_OKVS,
             len: store - 1,
             expected: store,
         },
     );
     let error = server(|peer| {
         client_extension(client_start(peer))
-            .frame(FrameKind::OkvsSeed, &[9u8; 16])
-            .frame(
-                FrameKind::MaskedOkvs,
-                &vec![0u8; store + sizes(3).word_bytes],
-            );
+            .frame(kinds::OKVS_SEED, &[9u8; 16])
+            .frame(kinds::MASKED_OKVS, &vec![0u8; store + sizes(3).word_bytes]);
     });
-    assert_too_long(error, FrameKind::MaskedOkvs);
+    assert_too_long(error, kinds::MASKED_OKVS);
 }
 
 #[test]
 fn bad_tag_chunks() {
     let tag = rr22::tag_bytes(3, 2);
     let error = client(|peer| {
-        server_start(peer, 2).frame(FrameKind::ServerTags, &vec![1u8; tag - 1]);
+        server_start(peer, 2).frame(kinds::SERVER_TAGS, &vec![1u8; tag - 1]);
     });
     assert_peer_error(
         error,
         PeerError::BadChunk {
-            kind: FrameKind::ServerTags,
+            kind: kinds::SERVER_TAGS,
             len: tag - 1,
             size: tag,
         },
     );
     // Three items' tags where the server announced two.
     let error = client(|peer| {
-        server_start(peer, 2).frame(FrameKind::ServerTags, &vec![1u8; 3 * tag]);
+        server_start(peer, 2).frame(kinds::SERVER_TAGS, &vec![1u8; 3 * tag]);
     });
-    assert_too_long(error, FrameKind::ServerTags);
+    assert_too_long(error, kinds::SERVER_TAGS);
 }
 
 /// A peer that stops in the middle of any message ends the session with the message named.
@@ -233,68 +231,68 @@ fn truncated_and_closed() {
     let tag = rr22::tag_bytes(3, 2);
     // The server closes after one of its two items' tags.
     let error = client(|peer| {
-        server_start(peer, 2).frame(FrameKind::ServerTags, &vec![1u8; tag]);
+        server_start(peer, 2).frame(kinds::SERVER_TAGS, &vec![1u8; tag]);
     });
-    assert_closed(error, FrameKind::ServerTags);
+    assert_closed(error, kinds::SERVER_TAGS);
     let error = client(|peer| {
         peer.hello(Role::Server, 2, false)
-            .frame(FrameKind::BaseOtChoices, &points(256));
+            .frame(kinds::BASE_OT_CHOICES, &points(256));
     });
-    assert_closed(error, FrameKind::VoleTrees);
+    assert_closed(error, kinds::VOLE_TREES);
     let error = client(|peer| {
         peer.hello(Role::Server, 2, false)
-            .frame(FrameKind::BaseOtChoices, &points(256))
-            .raw(&[FrameKind::VoleTrees as u8, 0, 1, 0, 0])
+            .frame(kinds::BASE_OT_CHOICES, &points(256))
+            .raw(&[kinds::VOLE_TREES.byte(), 0, 1, 0, 0])
             .raw(&[0u8; 100]);
     });
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::Truncated {
-            expected: FrameKind::VoleTrees
+            expected: kinds::VOLE_TREES
         })
     ));
     let error = server(|peer| {
         client_start(peer).frame(
-            FrameKind::OtExtension,
+            kinds::OT_EXTENSION,
             &vec![0u8; OT_FRAME_BLOCKS * BLOCK_BYTES],
         );
     });
-    assert_closed(error, FrameKind::OtExtension);
+    assert_closed(error, kinds::OT_EXTENSION);
     let error = server(|peer| {
         client_extension(client_start(peer));
     });
-    assert_closed(error, FrameKind::OkvsSeed);
+    assert_closed(error, kinds::OKVS_SEED);
     let error = server(|peer| {
-        client_extension(client_start(peer)).frame(FrameKind::OkvsSeed, &[9u8; 16]);
+        client_extension(client_start(peer)).frame(kinds::OKVS_SEED, &[9u8; 16]);
     });
-    assert_closed(error, FrameKind::MaskedOkvs);
+    assert_closed(error, kinds::MASKED_OKVS);
     let error = server(|peer| {
         client_store(peer);
     });
-    assert_closed(error, FrameKind::MatchCount);
+    assert_closed(error, kinds::MATCH_COUNT);
 }
 
 #[test]
 fn wrong_kinds() {
     let error = client(|peer| {
         peer.hello(Role::Server, 3, false)
-            .frame(FrameKind::BaseOtChoices, &points(256))
-            .frame(FrameKind::ServerTags, &[0u8; 6]);
+            .frame(kinds::BASE_OT_CHOICES, &points(256))
+            .frame(kinds::SERVER_TAGS, &[0u8; 6]);
     });
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::WrongKind {
-            expected: FrameKind::VoleTrees,
+            expected: kinds::VOLE_TREES,
             got: KindByte(11)
         })
     ));
     let error = server(|peer| {
-        client_start(peer).frame(FrameKind::CuckooSeed, &[0u8; 16]);
+        client_start(peer).frame(kinds::CUCKOO_SEED, &[0u8; 16]);
     });
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::WrongKind {
-            expected: FrameKind::OtExtension,
+            expected: kinds::OT_EXTENSION,
             got: KindByte(9)
         })
     ));
@@ -305,7 +303,7 @@ fn wrong_kinds() {
         hello.extend_from_slice(&[2, 1]);
         hello.extend_from_slice(&3u64.to_le_bytes());
         hello.push(0);
-        peer.frame(FrameKind::Hello, &hello);
+        peer.frame(kinds::HELLO, &hello);
     });
     assert!(matches!(
         error,
@@ -341,7 +339,7 @@ fn oversized_announced_sets() {
 fn silent_peers_time_out() {
     let start = |peer: &mut FakePeer| {
         peer.hello(Role::Server, 4, false)
-            .frame(FrameKind::BaseOtChoices, &points(256));
+            .frame(kinds::BASE_OT_CHOICES, &points(256));
     };
-    check_silent_server(Protocol::Rr22, start, FrameKind::VoleTrees);
+    check_silent_server(Protocol::Rr22, start, kinds::VOLE_TREES);
 }

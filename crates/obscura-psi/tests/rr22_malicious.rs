@@ -5,6 +5,7 @@
 
 mod common;
 
+use obscura_psi::kinds;
 use std::time::Duration;
 
 use common::fake_peer::{against_fake_peer, points, FakePeer, TIMEOUT};
@@ -147,7 +148,7 @@ fn the_server_refuses_an_inconsistent_ot_extension() {
     let [_, server] = tampered_session(
         Protocol::Rr22Malicious,
         Role::Client,
-        FrameKind::OtExtension,
+        kinds::OT_EXTENSION,
         split_choice,
     );
     assert!(
@@ -158,7 +159,7 @@ fn the_server_refuses_an_inconsistent_ot_extension() {
     let [client, server] = tampered_session(
         Protocol::Rr22,
         Role::Client,
-        FrameKind::OtExtension,
+        kinds::OT_EXTENSION,
         split_choice,
     );
     assert!(client.is_ok() && server.is_ok());
@@ -176,7 +177,7 @@ fn the_client_refuses_inconsistent_trees() {
     let [client, _] = tampered_session(
         Protocol::Rr22Malicious,
         Role::Server,
-        FrameKind::VoleTrees,
+        kinds::VOLE_TREES,
         bad_first_level,
     );
     assert!(
@@ -188,7 +189,7 @@ fn the_client_refuses_inconsistent_trees() {
     let [client, _] = tampered_session(
         Protocol::Rr22,
         Role::Server,
-        FrameKind::VoleTrees,
+        kinds::VOLE_TREES,
         bad_first_level,
     );
     let expected = plain_intersection(&items("v", 0..3000), &items("v", 1000..4000));
@@ -202,7 +203,7 @@ fn a_false_combination_gets_only_a_refusal() {
     let [client, _] = tampered_session(
         Protocol::Rr22Malicious,
         Role::Client,
-        FrameKind::VoleCheckValue,
+        kinds::VOLE_CHECK_VALUE,
         |frame| frame[0] ^= 1,
     );
     assert!(
@@ -236,9 +237,9 @@ fn assert_wrong_length(error: PsiError, expected_kind: FrameKind, expected_len: 
 fn fake_server(peer: &mut FakePeer, seed_len: usize) -> &mut FakePeer {
     let sizes = rr22::message_sizes(3, 3, true).unwrap();
     peer.hello(Role::Server, 3, false)
-        .frame(FrameKind::BaseOtChoices, &points(256))
-        .frame(FrameKind::OtCheckSeed, &vec![1u8; seed_len])
-        .frame(FrameKind::VoleTrees, &vec![5u8; sizes.tree_bytes])
+        .frame(kinds::BASE_OT_CHOICES, &points(256))
+        .frame(kinds::OT_CHECK_SEED, &vec![1u8; seed_len])
+        .frame(kinds::VOLE_TREES, &vec![5u8; sizes.tree_bytes])
 }
 
 #[test]
@@ -246,14 +247,14 @@ fn a_client_refuses_malformed_or_false_checks() {
     let error = malicious_party(Role::Client, |peer| {
         fake_server(peer, 15);
     });
-    assert_wrong_length(error, FrameKind::OtCheckSeed, 16);
+    assert_wrong_length(error, kinds::OT_CHECK_SEED, 16);
     let error = malicious_party(Role::Client, |peer| {
-        fake_server(peer, 16).frame(FrameKind::VoleCheckReply, &[0u8; 47]);
+        fake_server(peer, 16).frame(kinds::VOLE_CHECK_REPLY, &[0u8; 47]);
     });
-    assert_wrong_length(error, FrameKind::VoleCheckReply, 48);
+    assert_wrong_length(error, kinds::VOLE_CHECK_REPLY, 48);
     // Trees of a fixed pattern and an arbitrary check value.
     let error = malicious_party(Role::Client, |peer| {
-        fake_server(peer, 16).frame(FrameKind::VoleCheckReply, &[7u8; 48]);
+        fake_server(peer, 16).frame(kinds::VOLE_CHECK_REPLY, &[7u8; 48]);
     });
     assert!(
         matches!(error, PsiError::Peer(PeerError::VoleCheckFailed)),
@@ -265,11 +266,11 @@ fn a_client_refuses_malformed_or_false_checks() {
 fn fake_client(peer: &mut FakePeer) -> &mut FakePeer {
     let blocks = rr22::message_sizes(3, 3, true).unwrap().ot_blocks;
     peer.hello(Role::Client, 3, false)
-        .frame(FrameKind::BaseOtPoint, &points(1))
-        .frame(FrameKind::VoleSeeds, &[7u8; 32]);
+        .frame(kinds::BASE_OT_POINT, &points(1))
+        .frame(kinds::VOLE_SEEDS, &[7u8; 32]);
     for first in (0..blocks).step_by(OT_FRAME_BLOCKS) {
         let count = (blocks - first).min(OT_FRAME_BLOCKS);
-        peer.frame(FrameKind::OtExtension, &vec![9u8; count * 128 * 16]);
+        peer.frame(kinds::OT_EXTENSION, &vec![9u8; count * 128 * 16]);
     }
     peer
 }
@@ -277,11 +278,11 @@ fn fake_client(peer: &mut FakePeer) -> &mut FakePeer {
 #[test]
 fn a_server_refuses_malformed_or_false_checks() {
     let error = malicious_party(Role::Server, |peer| {
-        fake_client(peer).frame(FrameKind::OtCheckReply, &[0u8; 31]);
+        fake_client(peer).frame(kinds::OT_CHECK_REPLY, &[0u8; 31]);
     });
-    assert_wrong_length(error, FrameKind::OtCheckReply, 32);
+    assert_wrong_length(error, kinds::OT_CHECK_REPLY, 32);
     let error = malicious_party(Role::Server, |peer| {
-        fake_client(peer).frame(FrameKind::OtCheckReply, &[0u8; 32]);
+        fake_client(peer).frame(kinds::OT_CHECK_REPLY, &[0u8; 32]);
     });
     assert!(
         matches!(error, PsiError::Peer(PeerError::OtCheckFailed)),

@@ -1,18 +1,19 @@
 //! Frames over the in-memory and TCP transports: sizes, counters, limits and timeouts.
 
+use obscura_psi::kinds;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use obscura_psi::transport::{memory, tcp, FrameKind, Transport, TransportError, HEADER_BYTES};
+use obscura_psi::transport::{memory, tcp, Transport, TransportError, HEADER_BYTES};
 use obscura_psi::{run, Options, Protocol, PsiError, Role};
 
 #[test]
 fn frames_arrive_whole_and_are_counted() {
     let (mut a, mut b) = memory::pair(Duration::from_secs(5));
-    a.send(FrameKind::ClientPoints, &[1, 2, 3]).unwrap();
-    a.send(FrameKind::ClientTags, &[]).unwrap();
-    assert_eq!(b.recv(FrameKind::ClientPoints, 3).unwrap(), [1, 2, 3]);
-    assert_eq!(b.recv(FrameKind::ClientTags, 0).unwrap(), [0u8; 0]);
+    a.send(kinds::CLIENT_POINTS, &[1, 2, 3]).unwrap();
+    a.send(kinds::CLIENT_TAGS, &[]).unwrap();
+    assert_eq!(b.recv(kinds::CLIENT_POINTS, 3).unwrap(), [1, 2, 3]);
+    assert_eq!(b.recv(kinds::CLIENT_TAGS, 0).unwrap(), [0u8; 0]);
     let expected = (2 * HEADER_BYTES + 3) as u64;
     assert_eq!((a.bytes_sent(), b.bytes_received()), (expected, expected));
     assert_eq!((a.bytes_received(), b.bytes_sent()), (0, 0));
@@ -21,9 +22,9 @@ fn frames_arrive_whole_and_are_counted() {
 #[test]
 fn limits_are_checked_on_the_header() {
     let (mut a, mut b) = memory::pair(Duration::from_secs(5));
-    a.send(FrameKind::ClientPoints, &[0; 33]).unwrap();
+    a.send(kinds::CLIENT_POINTS, &[0; 33]).unwrap();
     assert!(matches!(
-        b.recv(FrameKind::ClientPoints, 32),
+        b.recv(kinds::CLIENT_POINTS, 32),
         Err(TransportError::TooLong {
             len: 33,
             max: 32,
@@ -34,9 +35,9 @@ fn limits_are_checked_on_the_header() {
     let (a, mut b) = memory::pair(Duration::from_secs(5));
     drop(a);
     assert!(matches!(
-        b.recv(FrameKind::Hello, 100),
+        b.recv(kinds::HELLO, 100),
         Err(TransportError::Closed {
-            expected: FrameKind::Hello
+            expected: kinds::HELLO
         })
     ));
 }
@@ -46,7 +47,7 @@ fn sending_to_a_closed_peer_fails() {
     let (mut a, b) = memory::pair(Duration::from_secs(5));
     drop(b);
     assert!(matches!(
-        a.send(FrameKind::Hello, &[0; 21]),
+        a.send(kinds::HELLO, &[0; 21]),
         Err(TransportError::Io(_))
     ));
 }
@@ -100,7 +101,7 @@ fn tcp_reads_time_out() {
     assert!(matches!(
         error,
         PsiError::Transport(TransportError::Timeout {
-            expected: FrameKind::Hello
+            expected: kinds::HELLO
         })
     ));
     assert!(started.elapsed() < Duration::from_secs(5));

@@ -135,7 +135,7 @@ impl<T: Transport> Transport for Recorder<T> {
 
     fn recv(&mut self, expected: FrameKind, max_len: usize) -> Result<Vec<u8>, TransportError> {
         let payload = self.inner.recv(expected, max_len)?;
-        self.stream.push(expected as u8);
+        self.stream.push(expected.byte());
         self.stream
             .extend_from_slice(&(payload.len() as u32).to_le_bytes());
         self.stream.extend_from_slice(&payload);

@@ -43,7 +43,14 @@ pub use spill::MAX_ITEM_BYTES;
 
 use crate::hello::Hello;
 use crate::unique::{self, UniqueItems};
+use crate::wire::FrameKind;
 use crate::{run_unique, Options, PeerError, PsiError, Role, Stage, Transport};
+
+/// Both ways: the session's handshake, the bucket size and a key nonce (the bucketed driver's
+/// kinds count from 32).
+pub const BUCKET_PLAN: FrameKind = FrameKind::new(32, "bucket-plan");
+/// Both ways: the party's row count, once its input is read.
+pub const BUCKET_ROWS: FrameKind = FrameKind::new(33, "bucket-rows");
 
 /// A party's items, read once, in order (row numbers count from 0 in that order).
 pub trait ItemSource {

@@ -2,6 +2,7 @@
 //! either party reads its input), then, once both have counted their rows, how many buckets and
 //! the size every bucket is padded to.
 
+use crate::kinds;
 use std::hash::Hasher;
 
 use sha2::{Digest, Sha256};
@@ -9,7 +10,7 @@ use siphasher::sip::SipHasher24;
 
 use crate::hello::{self, Hello};
 use crate::load::max_load;
-use crate::transport::{FrameKind, Transport};
+use crate::transport::Transport;
 use crate::{HelloError, PsiError, Role};
 
 /// The most buckets.
@@ -134,10 +135,10 @@ pub(crate) fn agree_key<T: Transport + ?Sized>(
     transport: &mut T,
     ours: &Opening,
 ) -> Result<BucketKey, PsiError> {
-    transport.send(FrameKind::BucketPlan, &ours.encode())?;
+    transport.send(kinds::BUCKET_PLAN, &ours.encode())?;
     let peer = Opening::decode(&hello::recv_opening(
         transport,
-        FrameKind::BucketPlan,
+        kinds::BUCKET_PLAN,
         OPENING_LEN,
     )?)?;
     ours.session.check_peer(&peer.session)?;
@@ -168,8 +169,8 @@ pub(crate) fn agree_plan<T: Transport + ?Sized>(
     rows: u64,
     bucket_items: u64,
 ) -> Result<(BucketPlan, u64), PsiError> {
-    transport.send(FrameKind::BucketRows, &rows.to_le_bytes())?;
-    let peer: [u8; 8] = crate::chunk::recv_array(transport, FrameKind::BucketRows)?;
+    transport.send(kinds::BUCKET_ROWS, &rows.to_le_bytes())?;
+    let peer: [u8; 8] = crate::chunk::recv_array(transport, kinds::BUCKET_ROWS)?;
     let peer = u64::from_le_bytes(peer);
     let (client, server) = match role {
         Role::Client => (rows, peer),

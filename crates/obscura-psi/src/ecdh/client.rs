@@ -6,13 +6,13 @@
 //!    up.
 //! 3. When both learn, it sends the positions of the server's elements that matched.
 
+use crate::kinds;
 use std::collections::HashMap;
 
 use super::Session;
 use crate::chunk::{check_chunk, check_exact, chunk_due, CHUNK_ITEMS};
 use crate::core::{Core, Expected, Message};
 use crate::exponent::POINT_BYTES;
-use crate::transport::FrameKind;
 use crate::{positions, PeerError, PsiError, Stage};
 
 /// A tag as a map key: its bytes, zero-padded to a whole encoding.
@@ -100,7 +100,7 @@ impl Core for Client<'_, '_> {
         self.sent += 1;
         self.awaiting = Some(points.len() / POINT_BYTES);
         Ok(Some(Message {
-            kind: FrameKind::ClientPoints,
+            kind: kinds::CLIENT_POINTS,
             payload: points,
         }))
     }
@@ -108,13 +108,13 @@ impl Core for Client<'_, '_> {
     fn expects(&self) -> Option<Expected> {
         if let Some(points) = self.awaiting {
             return Some(Expected {
-                kind: FrameKind::ClientTags,
+                kind: kinds::CLIENT_TAGS,
                 max_len: points * self.session.tag_bytes,
             });
         }
         (self.own_items_done() && self.received < self.session.n_server).then(|| {
             chunk_due(
-                FrameKind::ServerPoints,
+                kinds::SERVER_POINTS,
                 POINT_BYTES,
                 self.session.n_server - self.received,
             )
@@ -124,7 +124,7 @@ impl Core for Client<'_, '_> {
     fn take(&mut self, payload: Vec<u8>) -> Result<(), PsiError> {
         let session = self.session;
         if let Some(points) = self.awaiting.take() {
-            check_exact(FrameKind::ClientTags, &payload, points * session.tag_bytes)?;
+            check_exact(kinds::CLIENT_TAGS, &payload, points * session.tag_bytes)?;
             for tag in payload.chunks_exact(session.tag_bytes) {
                 let item = self.own_tags.len();
                 if self.own_tags.insert(tag_key(tag), item).is_some() {
@@ -135,7 +135,7 @@ impl Core for Client<'_, '_> {
             (session.progress)(Stage::OwnItems, done, self.values.len() as u64);
             return Ok(());
         }
-        check_chunk(FrameKind::ServerPoints, &payload, POINT_BYTES)?;
+        check_chunk(kinds::SERVER_POINTS, &payload, POINT_BYTES)?;
         let tags = session.tags_of(&payload)?;
         for (position, tag) in (self.received..).zip(tags.chunks_exact(session.tag_bytes)) {
             if let Some(&item) = self.own_tags.get(&tag_key(tag)) {

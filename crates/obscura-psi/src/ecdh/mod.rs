@@ -69,7 +69,15 @@ use crate::hash_to_group::HashToGroup;
 use crate::hello::Hello;
 use crate::shuffle::random_permutation;
 use crate::unique::UniqueItems;
+use crate::wire::FrameKind;
 use crate::{Progress, PsiError, Role, Transport};
+
+/// Client to server: a chunk of the client's items, hashed and raised to its key.
+pub const CLIENT_POINTS: FrameKind = FrameKind::new(2, "client-points");
+/// Server to client: the tags of a chunk of the client's points, in the same order.
+pub const CLIENT_TAGS: FrameKind = FrameKind::new(3, "client-tags");
+/// Server to client: a chunk of the server's items, hashed and raised to its key.
+pub const SERVER_POINTS: FrameKind = FrameKind::new(4, "server-points");
 
 /// The statistical security of the tag comparison: a false match has probability ≤ 2^-40.
 pub const STATISTICAL_SECURITY_BITS: u32 = 40;

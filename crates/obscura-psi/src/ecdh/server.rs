@@ -9,8 +9,8 @@ use super::Session;
 use crate::chunk::{check_chunk, chunk_due, CHUNK_ITEMS};
 use crate::core::{Core, Expected, Message};
 use crate::exponent::POINT_BYTES;
+use crate::kinds;
 use crate::positions;
-use crate::transport::FrameKind;
 use crate::{PsiError, Stage};
 
 /// The server's state.
@@ -61,7 +61,7 @@ impl Core for Server<'_, '_> {
     fn poll_send(&mut self) -> Result<Option<Message>, PsiError> {
         if let Some(tags) = self.reply.take() {
             return Ok(Some(Message {
-                kind: FrameKind::ClientTags,
+                kind: kinds::CLIENT_TAGS,
                 payload: tags,
             }));
         }
@@ -74,7 +74,7 @@ impl Core for Server<'_, '_> {
         let total = self.shuffled.len() as u64;
         (self.session.progress)(Stage::OwnItems, self.sent as u64, total);
         Ok(Some(Message {
-            kind: FrameKind::ServerPoints,
+            kind: kinds::SERVER_POINTS,
             payload: points,
         }))
     }
@@ -83,7 +83,7 @@ impl Core for Server<'_, '_> {
         let session = self.session;
         if self.answered < session.n_client {
             return Some(chunk_due(
-                FrameKind::ClientPoints,
+                kinds::CLIENT_POINTS,
                 POINT_BYTES,
                 session.n_client - self.answered,
             ));
@@ -99,7 +99,7 @@ impl Core for Server<'_, '_> {
     fn take(&mut self, payload: Vec<u8>) -> Result<(), PsiError> {
         let session = self.session;
         if self.answered < session.n_client {
-            check_chunk(FrameKind::ClientPoints, &payload, POINT_BYTES)?;
+            check_chunk(kinds::CLIENT_POINTS, &payload, POINT_BYTES)?;
             self.reply = Some(session.tags_of(&payload)?);
             self.answered += (payload.len() / POINT_BYTES) as u64;
             (session.progress)(Stage::PeerItems, self.answered, session.n_client);

@@ -1,14 +1,15 @@
 //! The client's side of KKRT-PSI, as a [`Core`]: the OPRF receiver, which learns the
 //! intersection.
 //!
-//! 1. It sends the base-OT sender's point, then (having placed its items into cuckoo bins
-//!    meanwhile) the cuckoo seed, and takes the server's base-OT reply: both seeds of each of
-//!    the 512 OTs.
+//! 1. It sends the base-OT sender's point, places its items into cuckoo bins while the server
+//!    answers, sends the cuckoo seed and takes the server's base-OT reply: both seeds of each
+//!    of the 512 OTs.
 //! 2. It sends `U` frame by frame, computing each frame's OPRF outputs (its tags) while the
 //!    server decodes the frame.
 //! 3. It looks the server's tags up in its own, and when both learn sends the matched
 //!    positions.
 
+use crate::kinds;
 use std::collections::VecDeque;
 use std::ops::Range;
 
@@ -25,7 +26,6 @@ use crate::ot::base::{self, REPLY_BYTES};
 use crate::ot::code::{item_hashes, Row, CODE_WORDS};
 use crate::ot::kkrt::{output, Receiver, BLOCK_BYTES, BLOCK_ROWS, CODE_BITS};
 use crate::own_tags::{OwnTags, PeerTagMatch, PeerTags};
-use crate::transport::FrameKind;
 use crate::{positions, PsiError, Stage};
 
 /// The client's state, phase by phase.
@@ -39,8 +39,10 @@ pub(super) struct Client<'a, 'p> {
 
 /// Where the client is.
 enum Phase<'p> {
-    /// The base-OT point is to be sent; then the items are placed and the seed sent.
+    /// The base-OT point is to be sent.
     Start(base::Sender),
+    /// The items are to be placed into bins and the cuckoo seed sent.
+    Place(base::Sender),
     /// The seed is sent; the base-OT reply is due.
     BaseOts {
         base: base::Sender,
@@ -102,21 +104,24 @@ impl Core for Client<'_, '_> {
         match std::mem::replace(&mut self.phase, Phase::Failed) {
             Phase::Start(base) => {
                 let point = base.message().to_vec();
+                self.phase = Phase::Place(base);
+                Ok(Some(Message {
+                    kind: kinds::BASE_OT_POINT,
+                    payload: point,
+                }))
+            }
+            Phase::Place(base) => {
                 // The items are placed while the server answers the base OTs.
                 let hashes = item_hashes(self.values);
                 let (seed, table) = cuckoo::place(&hashes, session.bins, &mut self.rng)?;
-                self.outbox.push_back(Message {
-                    kind: FrameKind::CuckooSeed,
-                    payload: seed.to_vec(),
-                });
                 self.phase = Phase::BaseOts {
                     base,
                     hashes,
                     table,
                 };
                 Ok(Some(Message {
-                    kind: FrameKind::BaseOtPoint,
-                    payload: point,
+                    kind: kinds::CUCKOO_SEED,
+                    payload: seed.to_vec(),
                 }))
             }
             Phase::Extension {
@@ -166,7 +171,7 @@ impl Core for Client<'_, '_> {
                     pending: Some((bins, rows)),
                 };
                 Ok(Some(Message {
-                    kind: FrameKind::OtExtension,
+                    kind: kinds::OT_EXTENSION,
                     payload: u,
                 }))
             }
@@ -180,7 +185,7 @@ impl Core for Client<'_, '_> {
     fn expects(&self) -> Option<Expected> {
         match &self.phase {
             Phase::BaseOts { .. } => Some(Expected {
-                kind: FrameKind::BaseOtChoices,
+                kind: kinds::BASE_OT_CHOICES,
                 max_len: CODE_BITS * REPLY_BYTES,
             }),
             Phase::Matching(lookup) => lookup.expects(),
@@ -196,7 +201,7 @@ impl Core for Client<'_, '_> {
                 hashes,
                 table,
             } => {
-                check_exact(FrameKind::BaseOtChoices, &payload, CODE_BITS * REPLY_BYTES)?;
+                check_exact(kinds::BASE_OT_CHOICES, &payload, CODE_BITS * REPLY_BYTES)?;
                 let mut seeds = base.seeds(&payload)?;
                 let receiver = Box::new(Receiver::new(&seeds));
                 seeds.zeroize();

@@ -99,7 +99,11 @@ use crate::core::drive;
 use crate::cuckoo::{self, HASHES};
 use crate::hello::Hello;
 use crate::unique::UniqueItems;
+use crate::wire::FrameKind;
 use crate::{ecdh, Progress, PsiError, Role, Transport};
+
+/// Client to server: the public seed of the cuckoo hash functions.
+pub const CUCKOO_SEED: FrameKind = FrameKind::new(9, "cuckoo-seed");
 
 /// Blocks of 128 bins per frame of the OT-extension matrix `U` (256 KiB).
 pub const FRAME_BLOCKS: usize = 32;

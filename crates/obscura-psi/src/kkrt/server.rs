@@ -8,6 +8,7 @@
 //! 3. It sends, for its items in the shuffled order, the tags of each item's three bins, chunk
 //!    by chunk, and when both learn takes the matched positions.
 
+use crate::kinds;
 use std::collections::VecDeque;
 
 use obscura_math::sample::OsSampler;
@@ -25,7 +26,6 @@ use crate::ot::code::{item_hashes, Row, CODE_WORDS};
 use crate::ot::kkrt::{Sender, BLOCK_BYTES, BLOCK_ROWS};
 use crate::positions;
 use crate::shuffle::random_permutation;
-use crate::transport::FrameKind;
 use crate::{PsiError, Stage};
 
 /// Items per parallel task when computing tags.
@@ -150,7 +150,7 @@ impl Core for Server<'_, '_> {
         let session = self.session;
         (session.progress)(Stage::OwnItems, self.sent as u64, session.n_server);
         Ok(Some(Message {
-            kind: FrameKind::ServerTags,
+            kind: kinds::SERVER_TAGS,
             payload: tags,
         }))
     }
@@ -158,20 +158,20 @@ impl Core for Server<'_, '_> {
     fn expects(&self) -> Option<Expected> {
         if self.choices.is_some() {
             return Some(Expected {
-                kind: FrameKind::BaseOtPoint,
+                kind: kinds::BASE_OT_POINT,
                 max_len: POINT_BYTES,
             });
         }
         if self.hasher.is_none() {
             return Some(Expected {
-                kind: FrameKind::CuckooSeed,
+                kind: kinds::CUCKOO_SEED,
                 max_len: SEED_BYTES,
             });
         }
         if !self.rows_done() {
             let count = (self.blocks() - self.rows.len() / BLOCK_ROWS).min(FRAME_BLOCKS);
             return Some(Expected {
-                kind: FrameKind::OtExtension,
+                kind: kinds::OT_EXTENSION,
                 max_len: count * BLOCK_BYTES,
             });
         }
@@ -186,20 +186,20 @@ impl Core for Server<'_, '_> {
     fn take(&mut self, payload: Vec<u8>) -> Result<(), PsiError> {
         let session = self.session;
         if let Some(mut choices) = self.choices.take() {
-            check_exact(FrameKind::BaseOtPoint, &payload, POINT_BYTES)?;
+            check_exact(kinds::BASE_OT_POINT, &payload, POINT_BYTES)?;
             let message: [u8; POINT_BYTES] = payload.try_into().expect("length checked");
             let (reply, mut seeds) = base::receive_words(&choices, &message, &mut self.rng)?;
             self.sender = Some(Sender::new(choices, &seeds));
             seeds.zeroize();
             choices.zeroize();
             self.outbox.push_back(Message {
-                kind: FrameKind::BaseOtChoices,
+                kind: kinds::BASE_OT_CHOICES,
                 payload: reply,
             });
             return Ok(());
         }
         if self.hasher.is_none() {
-            check_exact(FrameKind::CuckooSeed, &payload, SEED_BYTES)?;
+            check_exact(kinds::CUCKOO_SEED, &payload, SEED_BYTES)?;
             let seed: [u8; SEED_BYTES] = payload.try_into().expect("length checked");
             self.hasher = Some(BinHasher::new(&seed, session.bins));
             self.rows = Vec::with_capacity((session.bins as usize).min(RESERVED_ROWS));
@@ -208,7 +208,7 @@ impl Core for Server<'_, '_> {
         if !self.rows_done() {
             let received = self.rows.len() / BLOCK_ROWS;
             let count = (self.blocks() - received).min(FRAME_BLOCKS);
-            check_exact(FrameKind::OtExtension, &payload, count * BLOCK_BYTES)?;
+            check_exact(kinds::OT_EXTENSION, &payload, count * BLOCK_BYTES)?;
             self.rows
                 .resize((received + count) * BLOCK_ROWS, [0; CODE_WORDS]);
             let sender = self.sender.as_ref().expect("the base OTs are done");

@@ -44,11 +44,15 @@ use sha2::{Digest, Sha256};
 use subtle::{Choice, ConditionallySelectable};
 use zeroize::Zeroize;
 
-use crate::chunk::{recv_array, recv_exact};
 use crate::exponent::{random_nonzero_scalar, POINT_BYTES};
 use crate::hash_to_group::HashToGroup;
-use crate::transport::{FrameKind, Transport};
+use crate::wire::FrameKind;
 use crate::{point, PeerError, PsiError};
+
+/// Sender to receiver: the base-OT sender's point.
+pub const BASE_OT_POINT: FrameKind = FrameKind::new(7, "base-ot-point");
+/// Receiver to sender: the base-OT receiver's points, one pair per OT.
+pub const BASE_OT_CHOICES: FrameKind = FrameKind::new(8, "base-ot-choices");
 
 /// Bytes of a seed.
 pub(crate) const SEED_BYTES: usize = 16;
@@ -115,17 +119,6 @@ impl Sender {
             })
             .collect()
     }
-
-    /// Receives the receiver's reply for `count` OTs ([`FrameKind::BaseOtChoices`], exactly
-    /// `count` replies) and returns both seeds of each OT.
-    pub(crate) fn seeds_from<T: Transport + ?Sized>(
-        &self,
-        transport: &mut T,
-        count: usize,
-    ) -> Result<Vec<[Seed; 2]>, PsiError> {
-        let reply = recv_exact(transport, FrameKind::BaseOtChoices, count * REPLY_BYTES)?;
-        Ok(self.seeds(&reply)?)
-    }
 }
 
 impl Drop for Sender {
@@ -171,20 +164,6 @@ pub(crate) fn receive(
         .unzip();
     secrets.zeroize();
     Ok((replies.concat(), seeds))
-}
-
-/// The receiver's side over `transport`, one OT per bit of `choices` (bit `i % 128` of word
-/// `i / 128` for OT `i`): receives the sender's point ([`FrameKind::BaseOtPoint`]), sends the
-/// reply ([`FrameKind::BaseOtChoices`]) and returns the chosen seeds.
-pub(crate) fn receive_over<T: Transport + ?Sized>(
-    transport: &mut T,
-    choices: &[u128],
-    rng: &mut OsSampler,
-) -> Result<Vec<Seed>, PsiError> {
-    let message: [u8; POINT_BYTES] = recv_array(transport, FrameKind::BaseOtPoint)?;
-    let (reply, seeds) = receive_words(choices, &message, rng)?;
-    transport.send(FrameKind::BaseOtChoices, &reply)?;
-    Ok(seeds)
 }
 
 /// [`receive`] with one OT per bit of `choices` (bit `i % 128` of word `i / 128` for OT `i`);

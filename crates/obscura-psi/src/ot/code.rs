@@ -17,6 +17,7 @@ use aes::Aes128;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
+use super::extension::Block;
 use crate::block::{cipher, encrypt_each};
 
 /// 128-bit words in a codeword.
@@ -69,6 +70,14 @@ impl Code {
     pub(crate) fn encode(&self, inputs: &[u128], out: &mut [Row]) {
         for (q, cipher) in self.ciphers.iter().enumerate() {
             encrypt_each(cipher, inputs.iter().copied(), |k, word| out[k][q] = word);
+        }
+    }
+
+    /// Writes `C(r)` for each of the 128 `inputs` of a block of the OT extension into `block`
+    /// in row form (word `q` of row `r` at `[q][r]`).
+    pub(crate) fn encode_block(&self, inputs: &[u128], block: &mut Block<CODE_WORDS>) {
+        for (cipher, words) in self.ciphers.iter().zip(block) {
+            encrypt_each(cipher, inputs.iter().copied(), |r, word| words[r] = word);
         }
     }
 }

@@ -31,6 +31,8 @@ use crate::gf128::mul;
 
 /// Bytes of a check's seed.
 pub(crate) const SEED_BYTES: usize = 16;
+/// Bytes of the client's answer to the OT-extension check ([`prove_rows`]).
+pub(crate) const PROOF_BYTES: usize = 32;
 /// Bytes of [`vole_digest`].
 pub(crate) const DIGEST_BYTES: usize = 32;
 

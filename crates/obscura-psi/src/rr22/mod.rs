@@ -18,11 +18,11 @@
 //!    items (retrying with a fresh OKVS seed in the ≤ 2^-40 case of failure, up to
 //!    [`OKVS_ATTEMPTS`] times).
 //! 3. **VOLE** (client → server, then back): the client sends the correlated-OT extension
-//!    matrix for its noise ([`FrameKind::OtExtension`] frames), the server its punctured-PRF sums
-//!    ([`FrameKind::VoleTrees`]); the client ends with `A ∈ V^m`, `C`, the server with `B`, and
+//!    matrix for its noise ([`kinds::OT_EXTENSION`](crate::kinds::OT_EXTENSION) frames), the server its punctured-PRF sums
+//!    ([`VOLE_TREES`]); the client ends with `A ∈ V^m`, `C`, the server with `B`, and
 //!    `C = B ⊕ A · Δ`.
 //! 4. **Masked store** (client → server): the OKVS seed, then `A' = A ⊕ P` (`ℓ` bits per
-//!    word, in [`FrameKind::MaskedOkvs`] frames). The server sets `B' = B ⊕ A' · Δ`, so
+//!    word, in [`MASKED_OKVS`] frames). The server sets `B' = B ⊕ A' · Δ`, so
 //!    `B' = C ⊕ P · Δ`.
 //! 5. **Tags** (server → client): for each of its items `y`, in an OS-CSPRNG shuffled order,
 //!    `H(Decode(B', k(y)) ⊕ Δ · h(y))`, with `H(v)` the first [`tag_bytes`] bytes of
@@ -82,8 +82,8 @@
 //!   times more.
 //! - **Checked OT extension** (protects `Δ`): the VOLE's correlated OTs end with at least 384
 //!   with random choice bits; after the extension the server sends a fresh seed
-//!   ([`FrameKind::OtCheckSeed`]) and the client answers the KOS check of module `check`
-//!   ([`FrameKind::OtCheckReply`]). The server sends its trees only if it passes, so a client
+//!   ([`OT_CHECK_SEED`]) and the client answers the KOS check of module `check`
+//!   ([`OT_CHECK_REPLY`]). The server sends its trees only if it passes, so a client
 //!   whose rows follow different choice bits in different columns (which would let it test bits
 //!   of `Δ`) is refused with [`PeerError::OtCheckFailed`].
 //! - **Trees of `2^depth` leaves**, at least 400 of them (module `vole`): every path a client can
@@ -91,10 +91,10 @@
 //!   tree, a path past the last leaf would give it every leaf and, through the correction `τ`,
 //!   `β · Δ`).
 //! - **Checked VOLE** (protects the client's noise): after the trees the client sends a fresh
-//!   seed ([`FrameKind::VoleCheckSeed`]); while streaming `A'` both fold the outputs into the
+//!   seed ([`VOLE_CHECK_SEED`]); while streaming `A'` both fold the outputs into the
 //!   check of module `check`; the client sends `x' = Σ χ_i · A_i ⊕ y*`
-//!   ([`FrameKind::VoleCheckValue`]) after the last frame of `A'`, and the server answers the hash
-//!   of `V` with its salt `w` ([`FrameKind::VoleCheckReply`]). A client that finds the hash wrong
+//!   ([`VOLE_CHECK_VALUE`]) after the last frame of `A'`, and the server answers the hash
+//!   of `V` with its salt `w` ([`VOLE_CHECK_REPLY`]). A client that finds the hash wrong
 //!   stops with
 //!   [`PeerError::VoleCheckFailed`] before reading any tag. (`A' = A ⊕ P` does not depend on the
 //!   trees, so it can go out before the check ends.)
@@ -131,14 +131,33 @@ use obscura_math::sample::OsSampler;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
+use crate::core::drive;
 use crate::hello::Hello;
-#[cfg(doc)]
-use crate::transport::FrameKind;
 use crate::unique::UniqueItems;
+use crate::wire::FrameKind;
 #[cfg(doc)]
 use crate::PeerError;
 use crate::{ecdh, Progress, PsiError, Role, Transport};
 use crate::{okvs, vole};
+
+/// Client to server: the public seeds of the item hash and of the VOLE's code.
+pub const VOLE_SEEDS: FrameKind = FrameKind::new(12, "vole-seeds");
+/// Server to client: the punctured-PRF side sums and corrections of the VOLE.
+pub const VOLE_TREES: FrameKind = FrameKind::new(13, "vole-trees");
+/// Client to server: the public seed of the OKVS rows.
+pub const OKVS_SEED: FrameKind = FrameKind::new(14, "okvs-seed");
+/// Client to server: a frame of the OKVS masked by the VOLE (`A ⊕ P`).
+pub const MASKED_OKVS: FrameKind = FrameKind::new(15, "masked-okvs");
+/// Malicious mode, server to client: the seed of the OT-extension check.
+pub const OT_CHECK_SEED: FrameKind = FrameKind::new(16, "ot-check-seed");
+/// Malicious mode, client to server: the answer to the OT-extension check.
+pub const OT_CHECK_REPLY: FrameKind = FrameKind::new(17, "ot-check-reply");
+/// Malicious mode, client to server: the seed of the VOLE check.
+pub const VOLE_CHECK_SEED: FrameKind = FrameKind::new(18, "vole-check-seed");
+/// Malicious mode, client to server: the masked combination of the VOLE check.
+pub const VOLE_CHECK_VALUE: FrameKind = FrameKind::new(19, "vole-check-value");
+/// Malicious mode, server to client: the hash of the VOLE check's value and the tags' salt.
+pub const VOLE_CHECK_REPLY: FrameKind = FrameKind::new(20, "vole-check-reply");
 
 /// OKVS seeds the client tries before giving up (each fails with probability ≤ 2^-40).
 pub const OKVS_ATTEMPTS: u32 = 4;
@@ -297,16 +316,71 @@ pub(crate) fn run<T: Transport + ?Sized>(
         both_learn: ours.both_learn,
         progress,
     };
-    let mut rng = OsSampler::new();
+    let (rng, values) = (OsSampler::new(), unique.values());
     match ours.role {
-        Role::Client => client::run(&session, transport, unique, &mut rng).map(Some),
-        Role::Server => server::run(&session, transport, unique, &mut rng),
+        Role::Client => drive(client::Client::new(&session, values, rng)?, transport),
+        Role::Server => drive(server::Server::new(&session, values, rng)?, transport),
     }
+}
+
+/// The item seed and the code seed, which the client draws and sends.
+type Seeds = [u8; ITEM_SEED_BYTES + vole::ea_code::SEED_BYTES];
+
+/// Little-endian bytes of `words`.
+fn words_to_bytes(words: &[u128]) -> Vec<u8> {
+    words.iter().flat_map(|word| word.to_le_bytes()).collect()
+}
+
+/// The little-endian 128-bit words of `bytes` (a trailing partial word is ignored; callers
+/// check the length).
+fn words_from_bytes(bytes: &[u8]) -> Vec<u128> {
+    let (words, _) = bytes.as_chunks::<16>();
+    words
+        .iter()
+        .map(|word| u128::from_le_bytes(*word))
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::by_hand;
+
+    /// The two cores of each mode run in one thread with no transport ([`by_hand::run`]): the
+    /// client learns the plain intersection (and the server too when both learn), over more
+    /// than one frame of the extension and more than one chunk of tags.
+    #[test]
+    fn the_cores_run_by_hand_without_a_transport() {
+        let (client_items, server_items) = by_hand::sets();
+        let client_values: Vec<&[u8]> = client_items.iter().map(Vec::as_slice).collect();
+        let server_values: Vec<&[u8]> = server_items.iter().map(Vec::as_slice).collect();
+        let (n_client, n_server) = (client_values.len() as u64, server_values.len() as u64);
+        for malicious in [false, true] {
+            let okvs = okvs::Params::new(n_client).unwrap();
+            let tag_bytes = tag_bytes(n_client, n_server);
+            let session = Session {
+                n_client,
+                n_server,
+                tag_bytes,
+                okvs,
+                vole: vole_params(okvs.size(), tag_bytes, malicious),
+                both_learn: !malicious,
+                progress: &|_, _, _| {},
+            };
+            assert!(session.vole.ot_blocks() > client::OT_FRAME_BLOCKS);
+            let client = client::Client::new(&session, &client_values, OsSampler::new()).unwrap();
+            let server = server::Server::new(&session, &server_values, OsSampler::new()).unwrap();
+            let (client_matched, server_matched) = by_hand::run(client, server);
+            by_hand::assert_plain(&client_values, &server_values, &client_matched.unwrap());
+            match malicious {
+                false => {
+                    let server_matched = server_matched.unwrap();
+                    by_hand::assert_plain(&server_values, &client_values, &server_matched);
+                }
+                true => assert!(server_matched.is_none()),
+            }
+        }
+    }
 
     #[test]
     fn tags_are_forty_bits_past_the_pairs() {

@@ -18,7 +18,7 @@ pub(super) fn write_frame(
         len: payload.len(),
     })?;
     let mut header = [0u8; HEADER_BYTES];
-    header[0] = kind as u8;
+    header[0] = kind.byte();
     header[1..].copy_from_slice(&len.to_le_bytes());
     let sent = writer
         .write_all(&header)
@@ -44,7 +44,7 @@ pub(super) fn read_frame(
         HEADER_BYTES => {}
         _ => return Err(TransportError::Truncated { expected }),
     }
-    if header[0] != expected as u8 {
+    if header[0] != expected.byte() {
         return Err(TransportError::WrongKind {
             expected,
             got: KindByte(header[0]),

@@ -12,7 +12,8 @@
 //!
 //! ```
 //! use obscura_psi::transport::limited::RateLimited;
-//! use obscura_psi::transport::{memory, FrameKind, StreamTransport, Transport};
+//! use obscura_psi::kinds;
+//! use obscura_psi::transport::{memory, StreamTransport, Transport};
 //! use std::num::NonZeroU64;
 //! use std::time::Duration;
 //!
@@ -22,8 +23,8 @@
 //! let rate = NonZeroU64::new(100_000_000).expect("not zero"); // 100 Mbps
 //! let mut sender = StreamTransport::new(unused_reader, RateLimited::new(writer, rate)?);
 //! let mut receiver = StreamTransport::new(reader, unused_writer);
-//! sender.send(FrameKind::Hello, b"paced")?;
-//! assert_eq!(receiver.recv(FrameKind::Hello, 16)?, b"paced");
+//! sender.send(kinds::HELLO, b"paced")?;
+//! assert_eq!(receiver.recv(kinds::HELLO, 16)?, b"paced");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -187,7 +188,8 @@ mod tests {
     use std::io::Read;
 
     use super::*;
-    use crate::transport::{memory, FrameKind, StreamTransport, Transport, TransportError};
+    use crate::kinds;
+    use crate::transport::{memory, StreamTransport, Transport, TransportError};
 
     const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -263,10 +265,10 @@ mod tests {
         let mut a = StreamTransport::new(a_reader, link(a_writer));
         let mut b = StreamTransport::new(b_reader, link(b_writer));
         let payload: Vec<u8> = (0..=255).cycle().take(200_000).collect();
-        a.send(FrameKind::ClientPoints, &payload).unwrap();
-        assert_eq!(b.recv(FrameKind::ClientPoints, 1 << 20).unwrap(), payload);
-        b.send(FrameKind::ClientTags, b"tags").unwrap();
-        assert_eq!(a.recv(FrameKind::ClientTags, 16).unwrap(), b"tags");
+        a.send(kinds::CLIENT_POINTS, &payload).unwrap();
+        assert_eq!(b.recv(kinds::CLIENT_POINTS, 1 << 20).unwrap(), payload);
+        b.send(kinds::CLIENT_TAGS, b"tags").unwrap();
+        assert_eq!(a.recv(kinds::CLIENT_TAGS, 16).unwrap(), b"tags");
         assert_eq!(a.bytes_sent(), b.bytes_received());
     }
 
@@ -290,19 +292,14 @@ mod tests {
         let mut transport = StreamTransport::new(reader, link);
         let deadline = Instant::now() + Duration::from_secs(2);
         let error = loop {
-            match transport.send(FrameKind::Hello, b"hello") {
+            match transport.send(kinds::HELLO, b"hello") {
                 Err(error) => break error,
                 Ok(()) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
                 Ok(()) => panic!("the failure never reached the sender"),
             }
         };
         assert!(
-            matches!(
-                error,
-                TransportError::SendTimeout {
-                    kind: FrameKind::Hello
-                }
-            ),
+            matches!(error, TransportError::SendTimeout { kind: kinds::HELLO }),
             "{error}"
         );
     }

@@ -220,6 +220,7 @@ impl Transport for MailboxTransport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kinds;
 
     fn pair(folder: &Path, session: &str) -> (MailboxTransport, MailboxTransport) {
         let open = |role| MailboxTransport::open(folder, session, 1, role, Duration::from_secs(5));
@@ -230,20 +231,20 @@ mod tests {
     fn frames_arrive_in_order_and_are_removed_once_read() {
         let folder = tempfile::tempdir().unwrap();
         let (mut client, mut server) = pair(folder.path(), "s1");
-        client.send(FrameKind::Hello, b"one").unwrap();
-        client.send(FrameKind::Hello, b"two").unwrap();
-        server.send(FrameKind::ServerTags, &[7; 1000]).unwrap();
-        assert_eq!(server.recv(FrameKind::Hello, 10).unwrap(), b"one");
-        assert_eq!(server.recv(FrameKind::Hello, 10).unwrap(), b"two");
-        assert_eq!(client.recv(FrameKind::ServerTags, 1000).unwrap(), [7; 1000]);
+        client.send(kinds::HELLO, b"one").unwrap();
+        client.send(kinds::HELLO, b"two").unwrap();
+        server.send(kinds::SERVER_TAGS, &[7; 1000]).unwrap();
+        assert_eq!(server.recv(kinds::HELLO, 10).unwrap(), b"one");
+        assert_eq!(server.recv(kinds::HELLO, 10).unwrap(), b"two");
+        assert_eq!(client.recv(kinds::SERVER_TAGS, 1000).unwrap(), [7; 1000]);
         client.bucket(3);
         server.bucket(3);
-        client.send(FrameKind::BucketRows, b"x").unwrap();
+        client.send(kinds::BUCKET_ROWS, b"x").unwrap();
         assert!(folder
             .path()
             .join("s1.a1.b000003.r000000.client-to-server")
             .exists());
-        assert_eq!(server.recv(FrameKind::BucketRows, 1).unwrap(), b"x");
+        assert_eq!(server.recv(kinds::BUCKET_ROWS, 1).unwrap(), b"x");
         assert_eq!((client.bytes_sent(), server.bytes_received()), (22, 22));
         let left: Vec<String> = fs::read_dir(folder.path())
             .unwrap()
@@ -265,7 +266,7 @@ mod tests {
             &format!("long.a1.b000000.{first}"),
             &[1, 0xff, 0xff, 0xff, 0xff],
         );
-        let error = open("long", Duration::from_secs(1)).recv(FrameKind::Hello, 100);
+        let error = open("long", Duration::from_secs(1)).recv(kinds::HELLO, 100);
         assert!(
             matches!(
                 error,
@@ -277,13 +278,13 @@ mod tests {
             "{error:?}"
         );
         write(&format!("kind.a1.b000000.{first}"), &[2, 0, 0, 0, 0]);
-        let error = open("kind", Duration::from_secs(1)).recv(FrameKind::Hello, 100);
+        let error = open("kind", Duration::from_secs(1)).recv(kinds::HELLO, 100);
         assert!(
             matches!(error, Err(TransportError::WrongKind { .. })),
             "{error:?}"
         );
         write(&format!("short.a1.b000000.{first}"), &[1, 3, 0, 0, 0, 1]);
-        let error = open("short", Duration::from_secs(1)).recv(FrameKind::Hello, 100);
+        let error = open("short", Duration::from_secs(1)).recv(kinds::HELLO, 100);
         assert!(
             matches!(error, Err(TransportError::Truncated { .. })),
             "{error:?}"
@@ -292,13 +293,13 @@ mod tests {
             &format!("trailing.a1.b000000.{first}"),
             &[1, 1, 0, 0, 0, 1, 2],
         );
-        let error = open("trailing", Duration::from_secs(1)).recv(FrameKind::Hello, 100);
+        let error = open("trailing", Duration::from_secs(1)).recv(kinds::HELLO, 100);
         assert!(
             matches!(error, Err(TransportError::TrailingBytes { .. })),
             "{error:?}"
         );
         let started = Instant::now();
-        let error = open("silent", Duration::from_millis(100)).recv(FrameKind::Hello, 100);
+        let error = open("silent", Duration::from_millis(100)).recv(kinds::HELLO, 100);
         assert!(
             matches!(error, Err(TransportError::Timeout { .. })),
             "{error:?}"

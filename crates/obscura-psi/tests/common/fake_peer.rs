@@ -3,6 +3,7 @@
 //! each script over both kinds of link, an in-memory stream and a mailbox folder, and requires
 //! the same result of both.
 
+use obscura_psi::kinds;
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -87,7 +88,7 @@ impl FakePeer {
 
     /// Sends one frame.
     pub fn frame(&mut self, kind: FrameKind, payload: &[u8]) -> &mut Self {
-        self.frame_of_byte(kind as u8, payload)
+        self.frame_of_byte(kind.byte(), payload)
     }
 
     /// Sends one frame whose kind byte is `kind`, known or not.
@@ -124,7 +125,7 @@ impl FakePeer {
         });
         hello.extend_from_slice(&items.to_le_bytes());
         hello.push(both_learn as u8);
-        self.frame(FrameKind::Hello, &hello)
+        self.frame(kinds::HELLO, &hello)
     }
 }
 
@@ -217,7 +218,7 @@ pub const TIMEOUT: Duration = Duration::from_secs(5);
 /// range and a repeated one are refused, and valid positions tell the server its matches.
 pub fn check_match_positions(protocol: Protocol, start: fn(&mut FakePeer) -> &mut FakePeer) {
     let error = server_error(protocol, |peer| {
-        start(peer).frame(FrameKind::MatchCount, &4u64.to_le_bytes());
+        start(peer).frame(kinds::MATCH_COUNT, &4u64.to_le_bytes());
     });
     assert!(
         matches!(
@@ -228,8 +229,8 @@ pub fn check_match_positions(protocol: Protocol, start: fn(&mut FakePeer) -> &mu
     );
     let error = server_error(protocol, |peer| {
         start(peer)
-            .frame(FrameKind::MatchCount, &1u64.to_le_bytes())
-            .frame(FrameKind::MatchPositions, &3u64.to_le_bytes());
+            .frame(kinds::MATCH_COUNT, &1u64.to_le_bytes())
+            .frame(kinds::MATCH_POSITIONS, &3u64.to_le_bytes());
     });
     assert!(
         matches!(
@@ -244,8 +245,8 @@ pub fn check_match_positions(protocol: Protocol, start: fn(&mut FakePeer) -> &mu
     let positions = |list: [u64; 2]| [list[0].to_le_bytes(), list[1].to_le_bytes()].concat();
     let error = server_error(protocol, |peer| {
         start(peer)
-            .frame(FrameKind::MatchCount, &2u64.to_le_bytes())
-            .frame(FrameKind::MatchPositions, &positions([0, 0]));
+            .frame(kinds::MATCH_COUNT, &2u64.to_le_bytes())
+            .frame(kinds::MATCH_POSITIONS, &positions([0, 0]));
     });
     assert!(
         matches!(error, PsiError::Peer(PeerError::RepeatedPosition(0))),
@@ -254,8 +255,8 @@ pub fn check_match_positions(protocol: Protocol, start: fn(&mut FakePeer) -> &mu
     let items = ["a", "b", "c"];
     let outcome = against_fake_peer(protocol, Role::Server, &items, true, TIMEOUT, |peer| {
         start(peer)
-            .frame(FrameKind::MatchCount, &2u64.to_le_bytes())
-            .frame(FrameKind::MatchPositions, &positions([2, 0]));
+            .frame(kinds::MATCH_COUNT, &2u64.to_le_bytes())
+            .frame(kinds::MATCH_POSITIONS, &positions([2, 0]));
     })
     .unwrap();
     assert_eq!(outcome.intersection.unwrap().size, 2);
