@@ -1,16 +1,14 @@
 //! A party of a PSI protocol as a state machine over messages, with no I/O inside: it gives
 //! the messages it has to send, names the one it waits for (its kind and longest payload, so a
-//! driver checks both before reading it), takes it, and ends with its result. [`drive`] runs
-//! one over any [`Transport`]; a driver of another kind (a batch job's rounds, say) calls the
-//! same four methods.
+//! driver checks both before reading it), takes it, and ends with its result. A
+//! [`Party`](crate::Party) runs the handshake and then one of these.
 
-use crate::transport::Transport;
 use crate::wire::FrameKind;
 use crate::PsiError;
 
 /// A message to send: its kind and payload.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Message {
+pub struct Message {
     /// The kind.
     pub kind: FrameKind,
     /// The payload.
@@ -19,7 +17,7 @@ pub(crate) struct Message {
 
 /// The message a party waits for: its kind and the longest payload it accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Expected {
+pub struct Expected {
     /// The kind due.
     pub kind: FrameKind,
     /// The longest payload accepted.
@@ -41,24 +39,7 @@ pub(crate) trait Core {
 
     /// The result, once nothing is left to send or to take: for a party that learns the
     /// intersection, which of its distinct items are in it.
-    fn finish(self) -> Result<Option<Vec<bool>>, PsiError>;
-}
-
-/// Runs `core` over `transport`: sends what it has, reads what it waits for, until it is done.
-pub(crate) fn drive<C: Core, T: Transport + ?Sized>(
-    mut core: C,
-    transport: &mut T,
-) -> Result<Option<Vec<bool>>, PsiError> {
-    loop {
-        while let Some(message) = core.poll_send()? {
-            transport.send(message.kind, &message.payload)?;
-        }
-        let Some(expected) = core.expects() else {
-            return core.finish();
-        };
-        let payload = transport.recv(expected.kind, expected.max_len)?;
-        core.take(payload)?;
-    }
+    fn finish(self: Box<Self>) -> Result<Option<Vec<bool>>, PsiError>;
 }
 
 /// Two cores run against each other in one thread, for the protocols' unit tests.
@@ -79,10 +60,13 @@ pub(crate) mod by_hand {
         (numbers(9000, 2), numbers(5000, 3))
     }
 
-    /// Runs `a` against `b` as two [`drive`](super::drive)rs would, handing each message from
-    /// one to the other and checking it is of the kind and within the length the receiver
-    /// named; returns both results.
-    pub(crate) fn run<A: Core, B: Core>(a: A, b: B) -> (Option<Vec<bool>>, Option<Vec<bool>>) {
+    /// Runs `a` against `b` as two drivers of a [`Party`](crate::Party) would, handing each
+    /// message from one to the other and checking it is of the kind and within the length the
+    /// receiver named; returns both results.
+    pub(crate) fn run(
+        a: Box<dyn Core + '_>,
+        b: Box<dyn Core + '_>,
+    ) -> (Option<Vec<bool>>, Option<Vec<bool>>) {
         let (mut a, mut b) = (Party::Running(a), Party::Running(b));
         let (mut to_b, mut to_a) = (VecDeque::new(), VecDeque::new());
         loop {
@@ -99,14 +83,14 @@ pub(crate) mod by_hand {
     }
 
     /// A core in progress, or its result.
-    enum Party<C> {
-        Running(C),
+    enum Party<'a> {
+        Running(Box<dyn Core + 'a>),
         Finished(Option<Vec<bool>>),
     }
 
-    impl<C: Core> Party<C> {
-        /// One step of [`drive`](super::drive): sends what the core has, then finishes it if it
-        /// waits for nothing, or hands it the next message from `inbox`; whether anything moved.
+    impl Party<'_> {
+        /// One step of a driver: sends what the core has, then finishes it if it waits for
+        /// nothing, or hands it the next message from `inbox`; whether anything moved.
         fn turn(&mut self, inbox: &mut VecDeque<Message>, outbox: &mut VecDeque<Message>) -> bool {
             let Party::Running(core) = self else {
                 assert!(inbox.is_empty(), "a message sent to a finished party");

@@ -132,40 +132,35 @@ fn protocol_id(protocol: Protocol) -> u8 {
     }
 }
 
-/// Sends our announcement, receives the peer's and checks that they fit; returns the peer's.
-pub(crate) fn exchange<T: Transport + ?Sized>(
-    transport: &mut T,
-    ours: &Hello,
-) -> Result<Hello, PsiError> {
-    transport.send(HELLO, &ours.encode())?;
-    let peer = Hello::decode(&recv_opening(transport, HELLO, LEN)?)?;
-    ours.check_peer(&peer)?;
-    Ok(peer)
-}
-
-/// Receives the first frame of a session, `expected` (a plain session opens with a
-/// [`HELLO`], a bucketed one with a [`kinds::BUCKET_PLAN`](crate::kinds::BUCKET_PLAN)). The other opening
-/// means that one party streams through buckets and the other does not, which is said as such.
+/// Receives the first frame of a session, `expected` (a plain session opens with a [`HELLO`], a
+/// bucketed one with a [`BUCKET_PLAN`](crate::kinds::BUCKET_PLAN)); see [`opening_error`].
 pub(crate) fn recv_opening<T: Transport + ?Sized>(
     transport: &mut T,
     expected: FrameKind,
     max_len: usize,
 ) -> Result<Vec<u8>, PsiError> {
-    let other = match expected {
-        HELLO => kinds::BUCKET_PLAN,
-        _ => HELLO,
-    };
     transport
         .recv(expected, max_len)
-        .map_err(|error| match error {
-            TransportError::WrongKind { got, .. } if got == KindByte(other.byte()) => {
-                HelloError::BucketingMismatch {
-                    ours: expected == kinds::BUCKET_PLAN,
-                }
-                .into()
+        .map_err(|error| opening_error(expected, error))
+}
+
+/// `error`, met where `expected` was due: when the peer sent the other opening (one party
+/// streams through buckets and the other does not), that is said as such.
+pub(crate) fn opening_error(expected: FrameKind, error: TransportError) -> PsiError {
+    let other = match expected {
+        HELLO => kinds::BUCKET_PLAN,
+        kinds::BUCKET_PLAN => HELLO,
+        _ => return error.into(),
+    };
+    match error {
+        TransportError::WrongKind { got, .. } if got == KindByte(other.byte()) => {
+            HelloError::BucketingMismatch {
+                ours: expected == kinds::BUCKET_PLAN,
             }
-            error => error.into(),
-        })
+            .into()
+        }
+        error => error.into(),
+    }
 }
 
 #[cfg(test)]

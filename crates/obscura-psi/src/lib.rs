@@ -62,6 +62,7 @@ mod okvs;
 mod ot;
 mod outcome;
 mod own_tags;
+mod party;
 mod point;
 mod positions;
 mod protocol;
@@ -78,12 +79,13 @@ mod word_hash;
 
 use std::time::Instant;
 
+pub use core::{Expected, Message};
 pub use error::{HelloError, PeerError, PsiError};
 pub use outcome::{Intersection, Outcome, Stage};
+pub use party::{Items, Party};
 pub use protocol::{Protocol, Role};
 pub use transport::Transport;
 
-use hello::Hello;
 use unique::UniqueItems;
 
 /// How to run one PSI session. Both parties must agree on `protocol` and `both_learn` and take
@@ -148,41 +150,5 @@ fn run_unique<T: Transport + ?Sized>(
     options: Options,
     progress: Progress<'_>,
 ) -> Result<Outcome, PsiError> {
-    let started = Instant::now();
-    options.check()?;
-    let (sent_before, received_before) = (transport.bytes_sent(), transport.bytes_received());
-    let ours = Hello {
-        protocol: options.protocol,
-        role: options.role,
-        items: unique.len() as u64,
-        both_learn: options.both_learn,
-    };
-    let peer = hello::exchange(transport, &ours)?;
-    let (n_client, n_server) = ours.set_sizes(&peer);
-    let matched = if n_client == 0 || n_server == 0 {
-        // Both parties know from the handshake that the intersection is empty.
-        let learns = options.role == Role::Client || options.both_learn;
-        learns.then(|| vec![false; unique.len()])
-    } else {
-        match options.protocol {
-            Protocol::Ecdh => ecdh::run(transport, unique, &ours, &peer, progress)?,
-            Protocol::Kkrt => kkrt::run(transport, unique, &ours, &peer, progress)?,
-            Protocol::Rr22 | Protocol::Rr22Malicious => {
-                rr22::run(transport, unique, &ours, &peer, progress)?
-            }
-        }
-    };
-    Ok(Outcome {
-        intersection: matched.map(|matched| Intersection {
-            size: matched.iter().filter(|&&m| m).count(),
-            rows: unique.rows_matching(&matched),
-        }),
-        rows: unique.rows(),
-        unique_items: unique.len(),
-        duplicates_dropped: unique.duplicates(),
-        peer_items: peer.items,
-        bytes_sent: transport.bytes_sent() - sent_before,
-        bytes_received: transport.bytes_received() - received_before,
-        elapsed: started.elapsed(),
-    })
+    Party::of_unique(unique, options, progress)?.run_over(transport)
 }

@@ -26,7 +26,7 @@ fn tag_key(tag: &[u8]) -> TagKey {
 
 /// The client's state.
 pub(super) struct Client<'a, 'p> {
-    session: &'a Session<'p>,
+    session: Session<'p>,
     values: &'a [&'a [u8]],
     /// Chunks of our items sent so far.
     sent: usize,
@@ -45,7 +45,7 @@ pub(super) struct Client<'a, 'p> {
 
 impl<'a, 'p> Client<'a, 'p> {
     /// The client of `session` with its distinct `values`.
-    pub(super) fn new(session: &'a Session<'p>, values: &'a [&'a [u8]]) -> Self {
+    pub(super) fn new(session: Session<'p>, values: &'a [&'a [u8]]) -> Self {
         Self {
             session,
             values,
@@ -122,7 +122,7 @@ impl Core for Client<'_, '_> {
     }
 
     fn take(&mut self, payload: Vec<u8>) -> Result<(), PsiError> {
-        let session = self.session;
+        let session = &self.session;
         if let Some(points) = self.awaiting.take() {
             check_exact(kinds::CLIENT_TAGS, &payload, points * session.tag_bytes)?;
             for tag in payload.chunks_exact(session.tag_bytes) {
@@ -156,7 +156,7 @@ impl Core for Client<'_, '_> {
         Ok(())
     }
 
-    fn finish(self) -> Result<Option<Vec<bool>>, PsiError> {
+    fn finish(self: Box<Self>) -> Result<Option<Vec<bool>>, PsiError> {
         Ok(Some(self.matched))
     }
 }

@@ -63,14 +63,13 @@ mod server;
 
 use obscura_math::sample::OsSampler;
 
-use crate::core::drive;
+use crate::core::Core;
 use crate::exponent::{Exponent, Raiser, POINT_BYTES};
 use crate::hash_to_group::HashToGroup;
 use crate::hello::Hello;
 use crate::shuffle::random_permutation;
-use crate::unique::UniqueItems;
 use crate::wire::FrameKind;
-use crate::{Progress, PsiError, Role, Transport};
+use crate::{Progress, PsiError, Role};
 
 /// Client to server: a chunk of the client's items, hashed and raised to its key.
 pub const CLIENT_POINTS: FrameKind = FrameKind::new(2, "client-points");
@@ -138,16 +137,14 @@ impl Session<'_> {
     }
 }
 
-/// Runs ECDH-PSI after the handshake (`ours` and `peer` are the two announcements). Returns, for
-/// a party that learns the intersection, which of its distinct items are in it. Both sets are
-/// non-empty (the caller settles the other case).
-pub(crate) fn run<T: Transport + ?Sized>(
-    transport: &mut T,
-    unique: &UniqueItems<'_>,
+/// The party of ECDH-PSI for our distinct `values` after the handshake (`ours` and `peer` are
+/// the two announcements; both sets are non-empty, the caller settles the other case).
+pub(crate) fn core<'a>(
+    values: &'a [&'a [u8]],
     ours: &Hello,
     peer: &Hello,
-    progress: Progress<'_>,
-) -> Result<Option<Vec<bool>>, PsiError> {
+    progress: Progress<'a>,
+) -> Result<Box<dyn Core + Send + 'a>, PsiError> {
     let (n_client, n_server) = ours.set_sizes(peer);
     let mut rng = OsSampler::new();
     let session = Session {
@@ -159,14 +156,13 @@ pub(crate) fn run<T: Transport + ?Sized>(
         both_learn: ours.both_learn,
         progress,
     };
-    let values = unique.values();
-    match ours.role {
-        Role::Client => drive(client::Client::new(&session, values), transport),
+    Ok(match ours.role {
+        Role::Client => Box::new(client::Client::new(session, values)),
         Role::Server => {
             let order = random_permutation(values.len(), &mut rng)?;
-            drive(server::Server::new(&session, values, &order), transport)
+            Box::new(server::Server::new(session, values, order))
         }
-    }
+    })
 }
 
 #[cfg(test)]
@@ -194,9 +190,9 @@ mod tests {
         };
         let (client_session, server_session) = (session(&mut rng), session(&mut rng));
         let order = random_permutation(server_values.len(), &mut rng).unwrap();
-        let client = client::Client::new(&client_session, &client_values);
-        let server = server::Server::new(&server_session, &server_values, &order);
-        let (client_matched, server_matched) = by_hand::run(client, server);
+        let client = client::Client::new(client_session, &client_values);
+        let server = server::Server::new(server_session, &server_values, order);
+        let (client_matched, server_matched) = by_hand::run(Box::new(client), Box::new(server));
         by_hand::assert_plain(&client_values, &server_values, &client_matched.unwrap());
         by_hand::assert_plain(&server_values, &client_values, &server_matched.unwrap());
     }

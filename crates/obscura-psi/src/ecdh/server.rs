@@ -15,7 +15,7 @@ use crate::{PsiError, Stage};
 
 /// The server's state.
 pub(super) struct Server<'a, 'p> {
-    session: &'a Session<'p>,
+    session: Session<'p>,
     /// Our distinct items in the random order they are sent in.
     shuffled: Vec<&'a [u8]>,
     /// The client's elements answered so far.
@@ -25,7 +25,7 @@ pub(super) struct Server<'a, 'p> {
     /// Our elements sent so far.
     sent: usize,
     /// The random order our items are sent in.
-    order: &'a [usize],
+    order: Vec<usize>,
     /// The client's matched positions, when both learn.
     positions: Option<positions::Receiver>,
 }
@@ -33,11 +33,10 @@ pub(super) struct Server<'a, 'p> {
 impl<'a, 'p> Server<'a, 'p> {
     /// The server of `session` with its distinct `values`, sent in `order` (a random
     /// permutation of their indices).
-    pub(super) fn new(
-        session: &'a Session<'p>,
-        values: &'a [&'a [u8]],
-        order: &'a [usize],
-    ) -> Self {
+    pub(super) fn new(session: Session<'p>, values: &'a [&'a [u8]], order: Vec<usize>) -> Self {
+        let positions = session
+            .both_learn
+            .then(|| positions::Receiver::new(session.n_client.min(session.n_server), order.len()));
         Self {
             session,
             shuffled: order.iter().map(|&item| values[item]).collect(),
@@ -45,9 +44,7 @@ impl<'a, 'p> Server<'a, 'p> {
             reply: None,
             sent: 0,
             order,
-            positions: session.both_learn.then(|| {
-                positions::Receiver::new(session.n_client.min(session.n_server), order.len())
-            }),
+            positions,
         }
     }
 
@@ -80,7 +77,7 @@ impl Core for Server<'_, '_> {
     }
 
     fn expects(&self) -> Option<Expected> {
-        let session = self.session;
+        let session = &self.session;
         if self.answered < session.n_client {
             return Some(chunk_due(
                 kinds::CLIENT_POINTS,
@@ -97,7 +94,7 @@ impl Core for Server<'_, '_> {
     }
 
     fn take(&mut self, payload: Vec<u8>) -> Result<(), PsiError> {
-        let session = self.session;
+        let session = &self.session;
         if self.answered < session.n_client {
             check_chunk(kinds::CLIENT_POINTS, &payload, POINT_BYTES)?;
             self.reply = Some(session.tags_of(&payload)?);
@@ -108,10 +105,10 @@ impl Core for Server<'_, '_> {
         self.positions
             .as_mut()
             .expect("positions are due only when both learn")
-            .take(&payload, self.order)
+            .take(&payload, &self.order)
     }
 
-    fn finish(self) -> Result<Option<Vec<bool>>, PsiError> {
+    fn finish(self: Box<Self>) -> Result<Option<Vec<bool>>, PsiError> {
         Ok(self.positions.map(positions::Receiver::finish))
     }
 }

@@ -30,7 +30,7 @@ use crate::{positions, PsiError, Stage};
 
 /// The client's state, phase by phase.
 pub(super) struct Client<'a, 'p> {
-    session: &'a Session<'p>,
+    session: Session<'p>,
     values: &'a [&'a [u8]],
     rng: OsSampler,
     phase: Phase<'p>,
@@ -71,7 +71,7 @@ enum Phase<'p> {
 impl<'a, 'p> Client<'a, 'p> {
     /// The client of `session` with its distinct `values`.
     pub(super) fn new(
-        session: &'a Session<'p>,
+        session: Session<'p>,
         values: &'a [&'a [u8]],
         mut rng: OsSampler,
     ) -> Result<Self, PsiError> {
@@ -233,7 +233,7 @@ impl Core for Client<'_, '_> {
         }
     }
 
-    fn finish(self) -> Result<Option<Vec<bool>>, PsiError> {
+    fn finish(self: Box<Self>) -> Result<Option<Vec<bool>>, PsiError> {
         match self.phase {
             Phase::Done(matched) => Ok(Some(matched)),
             _ => unreachable!("finish is called only once nothing is due"),

@@ -95,12 +95,11 @@ mod server;
 
 use obscura_math::sample::OsSampler;
 
-use crate::core::drive;
+use crate::core::Core;
 use crate::cuckoo::{self, HASHES};
 use crate::hello::Hello;
-use crate::unique::UniqueItems;
 use crate::wire::FrameKind;
-use crate::{ecdh, Progress, PsiError, Role, Transport};
+use crate::{ecdh, Progress, PsiError, Role};
 
 /// Client to server: the public seed of the cuckoo hash functions.
 pub const CUCKOO_SEED: FrameKind = FrameKind::new(9, "cuckoo-seed");
@@ -123,6 +122,7 @@ pub fn bins(n_client: u64) -> Option<u32> {
 }
 
 /// What both roles share during one session.
+#[derive(Clone, Copy)]
 struct Session<'p> {
     n_client: u64,
     n_server: u64,
@@ -132,16 +132,14 @@ struct Session<'p> {
     progress: Progress<'p>,
 }
 
-/// Runs KKRT-PSI after the handshake (`ours` and `peer` are the two announcements). Returns, for
-/// a party that learns the intersection, which of its distinct items are in it. Both sets are
-/// non-empty (the caller settles the other case).
-pub(crate) fn run<T: Transport + ?Sized>(
-    transport: &mut T,
-    unique: &UniqueItems<'_>,
+/// The party of KKRT-PSI for our distinct `values` after the handshake (`ours` and `peer` are
+/// the two announcements; both sets are non-empty, the caller settles the other case).
+pub(crate) fn core<'a>(
+    values: &'a [&'a [u8]],
     ours: &Hello,
     peer: &Hello,
-    progress: Progress<'_>,
-) -> Result<Option<Vec<bool>>, PsiError> {
+    progress: Progress<'a>,
+) -> Result<Box<dyn Core + Send + 'a>, PsiError> {
     let (n_client, n_server) = ours.set_sizes(peer);
     let session = Session {
         n_client,
@@ -154,11 +152,11 @@ pub(crate) fn run<T: Transport + ?Sized>(
         both_learn: ours.both_learn,
         progress,
     };
-    let (rng, values) = (OsSampler::new(), unique.values());
-    match ours.role {
-        Role::Client => drive(client::Client::new(&session, values, rng)?, transport),
-        Role::Server => drive(server::Server::new(&session, values, rng)?, transport),
-    }
+    let rng = OsSampler::new();
+    Ok(match ours.role {
+        Role::Client => Box::new(client::Client::new(session, values, rng)?),
+        Role::Server => Box::new(server::Server::new(session, values, rng)?),
+    })
 }
 
 #[cfg(test)]
@@ -192,9 +190,9 @@ mod tests {
             progress: &|_, _, _| {},
         };
         assert!(session.bins as usize > FRAME_BLOCKS * crate::ot::kkrt::BLOCK_ROWS);
-        let client = client::Client::new(&session, &client_values, OsSampler::new()).unwrap();
-        let server = server::Server::new(&session, &server_values, OsSampler::new()).unwrap();
-        let (client_matched, server_matched) = by_hand::run(client, server);
+        let client = client::Client::new(session, &client_values, OsSampler::new()).unwrap();
+        let server = server::Server::new(session, &server_values, OsSampler::new()).unwrap();
+        let (client_matched, server_matched) = by_hand::run(Box::new(client), Box::new(server));
         by_hand::assert_plain(&client_values, &server_values, &client_matched.unwrap());
         by_hand::assert_plain(&server_values, &client_values, &server_matched.unwrap());
     }

@@ -36,7 +36,7 @@ const RESERVED_ROWS: usize = 1 << 21;
 
 /// The server's state.
 pub(super) struct Server<'a, 'p> {
-    session: &'a Session<'p>,
+    session: Session<'p>,
     values: &'a [&'a [u8]],
     rng: OsSampler,
     /// The base-OT choice bits, until the base OTs are done.
@@ -59,7 +59,7 @@ pub(super) struct Server<'a, 'p> {
 impl<'a, 'p> Server<'a, 'p> {
     /// The server of `session` with its distinct `values`.
     pub(super) fn new(
-        session: &'a Session<'p>,
+        session: Session<'p>,
         values: &'a [&'a [u8]],
         mut rng: OsSampler,
     ) -> Result<Self, PsiError> {
@@ -231,7 +231,7 @@ impl Core for Server<'_, '_> {
             .take(&payload, &self.order)
     }
 
-    fn finish(self) -> Result<Option<Vec<bool>>, PsiError> {
+    fn finish(self: Box<Self>) -> Result<Option<Vec<bool>>, PsiError> {
         Ok(self.positions.map(positions::Receiver::finish))
     }
 }

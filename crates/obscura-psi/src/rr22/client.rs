@@ -39,7 +39,7 @@ pub const STORE_FRAME_WORDS: usize = 1 << 16;
 
 /// The client's state.
 pub(super) struct Client<'a, 'p> {
-    session: &'a Session<'p>,
+    session: Session<'p>,
     values: &'a [&'a [u8]],
     rng: OsSampler,
     /// The item and code seeds.
@@ -106,7 +106,7 @@ struct StoreFrames {
 impl<'a, 'p> Client<'a, 'p> {
     /// The client of `session` with its distinct `values`.
     pub(super) fn new(
-        session: &'a Session<'p>,
+        session: Session<'p>,
         values: &'a [&'a [u8]],
         mut rng: OsSampler,
     ) -> Result<Self, PsiError> {
@@ -412,7 +412,7 @@ impl Core for Client<'_, '_> {
         Ok(())
     }
 
-    fn finish(self) -> Result<Option<Vec<bool>>, PsiError> {
+    fn finish(self: Box<Self>) -> Result<Option<Vec<bool>>, PsiError> {
         match self.phase {
             Phase::Done(matched) => Ok(Some(matched)),
             _ => unreachable!("finish is called only once nothing is due"),

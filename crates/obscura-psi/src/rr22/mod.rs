@@ -131,13 +131,12 @@ use obscura_math::sample::OsSampler;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
-use crate::core::drive;
+use crate::core::Core;
 use crate::hello::Hello;
-use crate::unique::UniqueItems;
 use crate::wire::FrameKind;
 #[cfg(doc)]
 use crate::PeerError;
-use crate::{ecdh, Progress, PsiError, Role, Transport};
+use crate::{ecdh, Progress, PsiError, Role};
 use crate::{okvs, vole};
 
 /// Client to server: the public seeds of the item hash and of the VOLE's code.
@@ -223,6 +222,7 @@ fn vole_params(outputs: usize, tag_bytes: usize, malicious: bool) -> vole::VoleP
 }
 
 /// What both roles share during one session.
+#[derive(Clone, Copy)]
 struct Session<'p> {
     n_client: u64,
     n_server: u64,
@@ -288,16 +288,15 @@ fn tag(value: u128, key: u128, salt: Option<u128>, out: &mut [u8]) {
     out.copy_from_slice(&digest[..out.len()]);
 }
 
-/// Runs RR22-PSI after the handshake (`ours` and `peer` are the two announcements). Returns, for
-/// a party that learns the intersection, which of its distinct items are in it. Both sets are
-/// non-empty (the caller settles the other case).
-pub(crate) fn run<T: Transport + ?Sized>(
-    transport: &mut T,
-    unique: &UniqueItems<'_>,
+/// The party of RR22-PSI (either mode) for our distinct `values` after the handshake (`ours` and
+/// `peer` are the two announcements; both sets are non-empty, the caller settles the other
+/// case).
+pub(crate) fn core<'a>(
+    values: &'a [&'a [u8]],
     ours: &Hello,
     peer: &Hello,
-    progress: Progress<'_>,
-) -> Result<Option<Vec<bool>>, PsiError> {
+    progress: Progress<'a>,
+) -> Result<Box<dyn Core + Send + 'a>, PsiError> {
     let (n_client, n_server) = ours.set_sizes(peer);
     let okvs = okvs::Params::new(n_client)
         .filter(|_| n_client <= MAX_CLIENT_ITEMS)
@@ -316,11 +315,11 @@ pub(crate) fn run<T: Transport + ?Sized>(
         both_learn: ours.both_learn,
         progress,
     };
-    let (rng, values) = (OsSampler::new(), unique.values());
-    match ours.role {
-        Role::Client => drive(client::Client::new(&session, values, rng)?, transport),
-        Role::Server => drive(server::Server::new(&session, values, rng)?, transport),
-    }
+    let rng = OsSampler::new();
+    Ok(match ours.role {
+        Role::Client => Box::new(client::Client::new(session, values, rng)?),
+        Role::Server => Box::new(server::Server::new(session, values, rng)?),
+    })
 }
 
 /// The item seed and the code seed, which the client draws and sends.
@@ -368,9 +367,9 @@ mod tests {
                 progress: &|_, _, _| {},
             };
             assert!(session.vole.ot_blocks() > client::OT_FRAME_BLOCKS);
-            let client = client::Client::new(&session, &client_values, OsSampler::new()).unwrap();
-            let server = server::Server::new(&session, &server_values, OsSampler::new()).unwrap();
-            let (client_matched, server_matched) = by_hand::run(client, server);
+            let client = client::Client::new(session, &client_values, OsSampler::new()).unwrap();
+            let server = server::Server::new(session, &server_values, OsSampler::new()).unwrap();
+            let (client_matched, server_matched) = by_hand::run(Box::new(client), Box::new(server));
             by_hand::assert_plain(&client_values, &server_values, &client_matched.unwrap());
             match malicious {
                 false => {

@@ -37,7 +37,7 @@ use crate::{positions, PeerError, PsiError, Stage};
 
 /// The server's state.
 pub(super) struct Server<'a, 'p> {
-    session: &'a Session<'p>,
+    session: Session<'p>,
     values: &'a [&'a [u8]],
     rng: OsSampler,
     /// `Δ`, wiped whichever way the session ends.
@@ -139,7 +139,7 @@ struct Tags {
 impl<'a, 'p> Server<'a, 'p> {
     /// The server of `session` with its distinct `values`.
     pub(super) fn new(
-        session: &'a Session<'p>,
+        session: Session<'p>,
         values: &'a [&'a [u8]],
         mut rng: OsSampler,
     ) -> Result<Self, PsiError> {
@@ -497,7 +497,7 @@ impl Core for Server<'_, '_> {
         Ok(())
     }
 
-    fn finish(self) -> Result<Option<Vec<bool>>, PsiError> {
+    fn finish(self: Box<Self>) -> Result<Option<Vec<bool>>, PsiError> {
         match self.phase {
             Phase::Done(matched) => Ok(matched),
             _ => unreachable!("finish is called only once nothing is due"),
