@@ -234,7 +234,29 @@ struct Session<'p> {
     progress: Progress<'p>,
 }
 
-impl Session<'_> {
+impl<'p> Session<'p> {
+    /// The session of `n_client` and `n_server` distinct items, or `None` if the client's set
+    /// is too large for one session (see [`MAX_CLIENT_ITEMS`]).
+    fn new(
+        n_client: u64,
+        n_server: u64,
+        malicious: bool,
+        both_learn: bool,
+        progress: Progress<'p>,
+    ) -> Option<Self> {
+        let okvs = okvs::Params::new(n_client).filter(|_| n_client <= MAX_CLIENT_ITEMS)?;
+        let tag_bytes = tag_bytes(n_client, n_server);
+        Some(Self {
+            n_client,
+            n_server,
+            tag_bytes,
+            okvs,
+            vole: vole_params(okvs.size(), tag_bytes, malicious),
+            both_learn,
+            progress,
+        })
+    }
+
     /// `ℓ`: bits of `V`.
     fn ell(&self) -> u32 {
         self.vole.ell
@@ -298,23 +320,13 @@ pub(crate) fn core<'a>(
     progress: Progress<'a>,
 ) -> Result<Box<dyn Core + Send + 'a>, PsiError> {
     let (n_client, n_server) = ours.set_sizes(peer);
-    let okvs = okvs::Params::new(n_client)
-        .filter(|_| n_client <= MAX_CLIENT_ITEMS)
-        .ok_or(PsiError::TooManyItems {
+    let malicious = ours.protocol == crate::Protocol::Rr22Malicious;
+    let session = Session::new(n_client, n_server, malicious, ours.both_learn, progress).ok_or(
+        PsiError::TooManyItems {
             protocol: ours.protocol,
             items: n_client,
-        })?;
-    let tag_bytes = tag_bytes(n_client, n_server);
-    let malicious = ours.protocol == crate::Protocol::Rr22Malicious;
-    let session = Session {
-        n_client,
-        n_server,
-        tag_bytes,
-        okvs,
-        vole: vole_params(okvs.size(), tag_bytes, malicious),
-        both_learn: ours.both_learn,
-        progress,
-    };
+        },
+    )?;
     let rng = OsSampler::new();
     Ok(match ours.role {
         Role::Client => Box::new(client::Client::new(session, values, rng)?),
@@ -355,17 +367,9 @@ mod tests {
         let server_values: Vec<&[u8]> = server_items.iter().map(Vec::as_slice).collect();
         let (n_client, n_server) = (client_values.len() as u64, server_values.len() as u64);
         for malicious in [false, true] {
-            let okvs = okvs::Params::new(n_client).unwrap();
-            let tag_bytes = tag_bytes(n_client, n_server);
-            let session = Session {
-                n_client,
-                n_server,
-                tag_bytes,
-                okvs,
-                vole: vole_params(okvs.size(), tag_bytes, malicious),
-                both_learn: !malicious,
-                progress: &|_, _, _| {},
-            };
+            let progress = &|_, _, _| {};
+            let session =
+                Session::new(n_client, n_server, malicious, !malicious, progress).unwrap();
             assert!(session.vole.ot_blocks() > client::OT_FRAME_BLOCKS);
             let client = client::Client::new(session, &client_values, OsSampler::new()).unwrap();
             let server = server::Server::new(session, &server_values, OsSampler::new()).unwrap();

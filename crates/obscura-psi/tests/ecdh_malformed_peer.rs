@@ -1,5 +1,6 @@
-//! A hand-driven fake peer sends malformed, truncated, oversized, miscounted or invalid data, or
-//! nothing at all: every case ends in its typed error, never a hang or a panic.
+//! A hand-driven fake peer sends ECDH messages that are malformed, truncated, oversized,
+//! miscounted or invalid, or nothing at all: every case ends in its typed error, never a hang or
+//! a panic.
 
 mod common;
 
