@@ -26,6 +26,7 @@
 pub mod backend;
 pub mod expand;
 pub mod hint;
+pub mod hint_delta;
 pub mod kernels;
 pub mod layout;
 pub mod matrix;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::kernels;
-use crate::layout::{self, Panel, GROUP_ROWS, PANEL_COLS};
+use crate::layout::{self, Panel, GROUP_ROWS, PANEL_COLS, STEP_COLS};
 use crate::memory::LargeBuffer;
 
 /// A dense row-major matrix over Z_{2^32} (wrapping arithmetic).
@@ -493,17 +493,54 @@ impl PlaintextMatrix {
     /// # Panics
     /// If the position is outside the matrix.
     pub fn get(&self, r: usize, c: usize) -> u8 {
+        self.as_bytes()[self.offset(r, c)]
+    }
+
+    /// Writes `digit` at row `r`, column `c`; a matrix over shared bytes first copies them into
+    /// a buffer of its own (once).
+    ///
+    /// # Panics
+    /// If the position is outside the matrix.
+    pub fn set(&mut self, r: usize, c: usize, digit: u8) {
+        let offset = self.offset(r, c);
+        self.owned_bytes_mut()[offset] = digit;
+    }
+
+    /// The bytes in storage order, to write: shared bytes are copied into a buffer of the
+    /// matrix's own first.
+    fn owned_bytes_mut(&mut self) -> &mut [u8] {
+        if let Storage::Shared { .. } = self.storage {
+            let mut copy = LargeBuffer::zeroed(self.rows * self.cols);
+            copy.copy_from_slice(self.as_bytes());
+            self.storage = Storage::Owned(copy);
+        }
+        match &mut self.storage {
+            Storage::Owned(bytes) => bytes,
+            Storage::Shared { .. } => unreachable!("copied above"),
+        }
+    }
+
+    /// Where the digit at row `r`, column `c` lies in storage order (see [`crate::layout`]).
+    ///
+    /// # Panics
+    /// If the position is outside the matrix.
+    fn offset(&self, r: usize, c: usize) -> usize {
         assert!(
             r < self.rows && c < self.cols,
             "position outside the matrix"
         );
-        let panel = self.panel(c / self.panel_cols);
+        let first = c / self.panel_cols * self.panel_cols;
+        let width = self.panel_cols.min(self.cols - first);
         let first_row = r / GROUP_ROWS * GROUP_ROWS;
-        let (_, group) = panel
-            .groups(first_row..first_row + 1)
-            .next()
-            .expect("the row is inside the matrix");
-        group.digit(r - first_row, c - panel.first)
+        let group_rows = GROUP_ROWS.min(self.rows - first_row);
+        let column = c - first;
+        let step = column / STEP_COLS * STEP_COLS;
+        let step_width = STEP_COLS.min(width - step);
+        self.rows * first
+            + first_row * width
+            + step * group_rows
+            + (r - first_row) * step_width
+            + column % STEP_COLS
     }
 
     /// The largest squared Euclidean norm of a row, digits read as signed (`0` for an empty
@@ -666,6 +703,20 @@ mod tests {
         }
 
         #[test]
+        fn set_digits_read_back_in_place(rows in 1usize..9, cols in 1usize..150, panel in 1usize..70, seed in any::<u64>()) {
+            let mut x = seed | 1;
+            let mut next = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x };
+            let mut bytes: Vec<u8> = (0..rows * cols).map(|_| next() as u8).collect();
+            let mut matrix = PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &bytes);
+            for _ in 0..20 {
+                let (r, c, digit) = (next() as usize % rows, next() as usize % cols, next() as u8);
+                matrix.set(r, c, digit);
+                bytes[r * cols + c] = digit;
+            }
+            prop_assert_eq!(matrix, PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &bytes));
+        }
+
+        #[test]
         fn mat_vec_matches_naive(rows in 0usize..40, cols in 0usize..70, seed in any::<u64>()) {
             let mut x = seed | 1;
             let mut next = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u32 };
@@ -744,6 +795,12 @@ mod tests {
             PlaintextMatrix::from_vec(2, 3, vec![2, 3, 4, 5, 6, 7]).unwrap()
         );
         assert!(PlaintextMatrix::from_shared(2, 3, owner.clone(), 2).is_none());
-        assert!(PlaintextMatrix::from_shared(1, 1, owner, 9).is_none());
+        assert!(PlaintextMatrix::from_shared(1, 1, owner.clone(), 9).is_none());
+        // A write copies the shared bytes first; the owner's stay as they were.
+        let mut written = shared.clone();
+        written.set(1, 2, 9);
+        assert_eq!(written.as_bytes(), &[2, 3, 4, 5, 6, 9]);
+        assert_eq!(shared.as_bytes(), &[2, 3, 4, 5, 6, 7]);
+        assert_eq!((*owner).as_ref(), &[1, 2, 3, 4, 5, 6, 7]);
     }
 }
