@@ -18,6 +18,11 @@ pub enum PirError {
     /// The requested database shape or parameters cannot be used.
     #[error("invalid parameters: {0}")]
     InvalidParameters(String),
+    /// A change the database's setup cannot take (a value longer than its slots, rows whose new
+    /// norm its plaintext modulus is not correct for): the database needs a new setup (why is
+    /// the source).
+    #[error("the change needs a new setup of the database")]
+    NeedsNewSetup(#[source] Box<PirError>),
     /// A Merkle tree's height cannot be coloured (why is the source).
     #[error("the tree cannot be coloured for TreePIR")]
     Coloring(#[from] crate::batch::coloring::ColoringError),

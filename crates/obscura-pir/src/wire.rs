@@ -26,10 +26,11 @@ use crate::PirError;
 /// The first four bytes of every message.
 pub const MAGIC: [u8; 4] = *b"OBSC";
 
-/// The format version this build writes and reads (5: a keyword row's check covers its value as
+/// The format version this build writes and reads (7: an LWE setup carries its version and its
+/// hint's SHA-256, both in its digest; 5: a keyword row's check covers its value as
 /// well as its key, see [`crate::keyword::row_check`]; 4: database matrices are stored in column
 /// panels of row groups of tiles, see `obscura_math::layout`).
-pub const VERSION: u16 = 6;
+pub const VERSION: u16 = 7;
 
 /// Length of the envelope before the body.
 pub const HEADER_BYTES: usize = 4 + 2 + 2 + 32;

@@ -23,6 +23,7 @@ mod scheme;
 mod server;
 mod setup;
 mod stream;
+mod update;
 
 pub(crate) use client::{round_digit, Masker};
 pub use client::{Client, QueryState};

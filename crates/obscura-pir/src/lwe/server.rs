@@ -108,6 +108,26 @@ impl Server {
         Self::with_database(encoded, format, options, progress)
     }
 
+    /// A database of fixed-size records stored as `log_p`-bit digits, whatever modulus its
+    /// rows would allow (tests of digits shared by neighbouring records).
+    #[cfg(test)]
+    pub(crate) fn with_log_p(
+        data: &[u8],
+        record_bytes: u64,
+        log_p: u8,
+        options: EngineOptions,
+    ) -> Result<Self, PirError> {
+        let geometry =
+            Geometry::with_log_p(data.len() as u64, record_bytes, options.layout, log_p)?;
+        let database = encode_database(data, &geometry);
+        let encoded = Encoded {
+            row_norm: database.max_row_norm(),
+            geometry,
+            database,
+        };
+        Self::with_database(encoded, RecordFormat::Raw, options, &|_, _| {})
+    }
+
     /// Computes the hint of an encoded database and assembles the server.
     pub(crate) fn with_database(
         encoded: Encoded,
@@ -170,6 +190,16 @@ impl Server {
     /// The encoded database matrix.
     pub fn database(&self) -> &PlaintextMatrix {
         &self.database
+    }
+
+    /// The encoded database matrix, to rewrite in place.
+    pub(crate) fn database_mut(&mut self) -> &mut PlaintextMatrix {
+        &mut self.database
+    }
+
+    /// Replaces the public setup (by the next version of the same database).
+    pub(crate) fn set_setup(&mut self, setup: PublicSetup) {
+        self.setup = setup;
     }
 
     /// The public setup and the encoded database.

@@ -214,18 +214,22 @@ impl Layer {
     }
 }
 
-/// The public setup of a database: its [`Layer`] and the hint `H = D·A`. Its
-/// [`digest`](PublicSetup::digest) names it in every query and answer.
+/// The public setup of a database: its [`Layer`], its version, and the hint `H = D·A` with its
+/// SHA-256. Its [`digest`](PublicSetup::digest) names it in every query and answer, and covers
+/// the version and the hint's hash, so a query made with the setup of another version is
+/// refused instead of decoding against data it does not describe.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PublicSetup {
     layer: Layer,
+    version: u64,
+    hint_sha256: [u8; 32],
     hint: Matrix,
     digest: Digest,
 }
 
 impl PublicSetup {
-    /// Assembles a setup; checks that the parameters are correct for the geometry and the row
-    /// norm, and that the hint has the right shape.
+    /// Assembles the first version of a setup; checks that the parameters are correct for the
+    /// geometry and the row norm, and that the hint has the right shape.
     pub fn new(
         set: ParamSet,
         matrix: MatrixKind,
@@ -241,8 +245,29 @@ impl PublicSetup {
         )
     }
 
-    /// A setup of `layer` with `hint`, checked to have the layer's shape.
+    /// The first version of a setup of `layer` with `hint`, checked to have the layer's shape.
     pub fn with_layer(layer: Layer, hint: Matrix) -> Result<Self, PirError> {
+        Self::versioned(layer, 0, hint)
+    }
+
+    /// The next version of this setup: the same parameters, geometry and seed, with `hint` and
+    /// the database's new largest row norm `row_norm` (refused if the plaintext modulus is not
+    /// correct for it).
+    pub fn next_version(&self, hint: Matrix, row_norm: u64) -> Result<Self, PirError> {
+        let layer = &self.layer;
+        let layer = Layer::new(
+            layer.params.set,
+            layer.params.matrix,
+            layer.format,
+            layer.geometry,
+            row_norm,
+            layer.seed,
+        )?;
+        Self::versioned(layer, self.version + 1, hint)
+    }
+
+    /// Version `version` of a setup of `layer` with `hint`, checked to have the layer's shape.
+    fn versioned(layer: Layer, version: u64, hint: Matrix) -> Result<Self, PirError> {
         if hint.rows() as u64 != layer.geometry.rows() || hint.cols() != layer.params.n() {
             return Err(PirError::InvalidParameters(format!(
                 "a {} x {} hint does not fit a {} x {} setup",
@@ -252,15 +277,29 @@ impl PublicSetup {
                 layer.params.n()
             )));
         }
+        let hint_sha256 = hint_sha256(&hint);
+        Ok(Self::assemble(layer, version, hint_sha256, hint))
+    }
+
+    /// The setup of these parts, with its digest.
+    fn assemble(layer: Layer, version: u64, hint_sha256: [u8; 32], hint: Matrix) -> Self {
         let mut hash = Sha256::new();
-        hash.update(b"obscura/lwe/setup/v2");
+        hash.update(b"obscura/lwe/setup/v3");
         layer.hash_into(&mut hash);
-        let digest = hash.finalize().into();
-        Ok(Self {
+        hash.update(version.to_le_bytes());
+        hash.update(hint_sha256);
+        Self {
             layer,
+            version,
+            hint_sha256,
             hint,
-            digest,
-        })
+            digest: hash.finalize().into(),
+        }
+    }
+
+    /// The version: 0 for a database as built, one more for each update.
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     /// The layer: parameters, format, geometry, row norm and seed.
@@ -309,10 +348,10 @@ impl PublicSetup {
     }
 
     /// Bytes of the encoded setup of a database of `geometry` under `set`: the header, the
-    /// layer ([`Layer::ENCODED_BYTES`]) and the hint.
+    /// layer ([`Layer::ENCODED_BYTES`]), the version, the hint's SHA-256 and the hint.
     pub(crate) fn encoded_len(geometry: &Geometry, set: ParamSet) -> u64 {
         let hint = geometry.rows().saturating_mul(set.n() as u64 * 4);
-        hint.saturating_add((wire::HEADER_BYTES + Layer::ENCODED_BYTES) as u64)
+        hint.saturating_add((wire::HEADER_BYTES + Layer::ENCODED_BYTES + 8 + 32) as u64)
     }
 
     /// The encoded setup.
@@ -321,6 +360,8 @@ impl PublicSetup {
         let mut out = Vec::with_capacity(len);
         wire::write_header(&mut out, Kind::LWE_PUBLIC_SETUP, &self.digest);
         self.layer.write(&mut out);
+        out.extend_from_slice(&self.version.to_le_bytes());
+        out.extend_from_slice(&self.hint_sha256);
         for value in self.hint.as_slice() {
             out.extend_from_slice(&value.to_le_bytes());
         }
@@ -328,10 +369,14 @@ impl PublicSetup {
         out
     }
 
-    /// Decodes a setup; every length is checked before allocating and the digest is recomputed.
+    /// Decodes a setup; every length is checked before allocating and the digest is recomputed
+    /// from the fields. The hint's hash is the server's, as encoded: a client that needs the
+    /// bytes it holds to be the server's pins the whole setup's SHA-256.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, PirError> {
         let (mut reader, digest) = Reader::open(bytes, Kind::LWE_PUBLIC_SETUP)?;
         let layer = Layer::read(&mut reader)?;
+        let version = reader.u64()?;
+        let hint_sha256: [u8; 32] = reader.take(32)?.try_into().expect("32 bytes");
         let (rows, n) = (layer.geometry.rows(), layer.params.n());
         let expected = (rows as usize).checked_mul(n);
         let present = reader.rest().len() / 4;
@@ -344,8 +389,7 @@ impl PublicSetup {
         let hint = reader.words_raw::<u32>(present)?;
         reader.finish()?;
         let hint = Matrix::from_vec(rows as usize, n, hint).expect("length checked");
-        let setup =
-            Self::with_layer(layer, hint).map_err(|e| PirError::inconsistent("public setup", e))?;
+        let setup = Self::assemble(layer, version, hint_sha256, hint);
         if setup.digest != digest {
             return Err(PirError::malformed(
                 "public setup",
@@ -354,6 +398,18 @@ impl PublicSetup {
         }
         Ok(setup)
     }
+}
+
+/// SHA-256 of a hint's entries, little-endian, row by row.
+fn hint_sha256(hint: &Matrix) -> [u8; 32] {
+    let mut hash = Sha256::new();
+    let mut buffer = Vec::with_capacity(4 << 12);
+    for words in hint.as_slice().chunks(1 << 12) {
+        buffer.clear();
+        buffer.extend(words.iter().flat_map(|word| word.to_le_bytes()));
+        hash.update(&buffer);
+    }
+    hash.finalize().into()
 }
 
 /// The public matrix `A` of a setup.

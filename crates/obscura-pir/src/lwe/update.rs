@@ -1,0 +1,355 @@
+//! Records replaced in place: the next version of a database without a new setup.
+//!
+//! A record's bytes lie in one column, over the rows its bits cover (the first and last of them
+//! possibly shared with its neighbours, see [`Geometry::locate`]). Replacing it rewrites those
+//! digits (each column's changes in turn, so neighbours sharing a digit compose) and adds
+//! `ΔD·A` to the hint, entry by entry ([`obscura_math::hint_delta`]): work in proportion to the
+//! changed entries, `n` multiply-adds each. The new version's setup has a new digest (its
+//! version and its hint's hash enter it), so queries made with the old one are refused.
+//!
+//! The result is the setup and database a build of the new records would make with the same
+//! seed and geometry. A change that the setup cannot take — rows whose new norm the plaintext
+//! modulus is not correct for, a value longer than the slots — is refused with
+//! [`PirError::NeedsNewSetup`] before anything changes.
+
+use std::collections::BTreeMap;
+
+use obscura_math::hint_delta::{self, EntryDelta};
+use obscura_math::pack;
+use rayon::prelude::*;
+
+use super::server::centered;
+use super::setup::{Layer, RecordFormat};
+use super::Server;
+use crate::PirError;
+
+/// A record's index and the bytes its slot is to hold.
+type Slot = (u64, Vec<u8>);
+
+/// One entry of the database matrix to rewrite: row, column, old and new digit (centered).
+#[derive(Clone, Copy, Debug)]
+struct Rewrite {
+    row: usize,
+    col: usize,
+    old: u8,
+    new: u8,
+}
+
+impl Server {
+    /// Sets record `index` to `value` for each `(index, value)` of `changes`, as the next
+    /// version of the database: its digits rewritten and `ΔD·A` added to the hint, with a new
+    /// setup digest. For a database of fixed-size records a value is the record's bytes (as
+    /// many as the record has); for one of values, any value that fits the slots.
+    ///
+    /// Everything is checked before anything changes: an index out of range
+    /// ([`PirError::IndexOutOfRange`]), one given twice or a value of the wrong length
+    /// ([`PirError::InvalidParameters`]), a value longer than the slots or rows whose new norm
+    /// the plaintext modulus is not correct for ([`PirError::NeedsNewSetup`]).
+    pub fn update(&mut self, changes: &[(u64, &[u8])]) -> Result<(), PirError> {
+        let rewrites = self.rewrites(changes)?;
+        let row_norm = self.row_norm_after(&rewrites);
+        let setup = self.public_setup();
+        let layer = setup.layer();
+        // The new norm, checked before anything changes.
+        Layer::new(
+            layer.params().set,
+            layer.params().matrix,
+            layer.format(),
+            *layer.geometry(),
+            row_norm,
+            layer.seed(),
+        )
+        .map_err(|cause| PirError::NeedsNewSetup(Box::new(cause)))?;
+        let deltas: Vec<EntryDelta> = rewrites
+            .iter()
+            .map(|w| EntryDelta {
+                row: w.row,
+                col: w.col,
+                delta: i32::from(w.new as i8) - i32::from(w.old as i8),
+            })
+            .collect();
+        let mut hint = setup.hint().clone();
+        hint_delta::apply(&mut hint, &setup.matrix_a(), &deltas);
+        let next = setup.next_version(hint, row_norm)?;
+        let database = self.database_mut();
+        for w in &rewrites {
+            database.set(w.row, w.col, w.new);
+        }
+        self.set_setup(next);
+        Ok(())
+    }
+
+    /// The entries `changes` rewrite (only those whose digit changes), checked.
+    fn rewrites(&self, changes: &[(u64, &[u8])]) -> Result<Vec<Rewrite>, PirError> {
+        let geometry = *self.public_setup().geometry();
+        let format = self.public_setup().format();
+        let mut by_column: BTreeMap<u64, Vec<Slot>> = BTreeMap::new();
+        let mut seen = std::collections::HashSet::new();
+        for &(index, value) in changes {
+            let location = geometry.locate(index)?;
+            if !seen.insert(index) {
+                return Err(PirError::InvalidParameters(format!(
+                    "record {index} is changed twice"
+                )));
+            }
+            let bytes = slot(format, index, value, location.len)?;
+            by_column
+                .entry(location.column)
+                .or_default()
+                .push((index, bytes));
+        }
+        let columns: Vec<(u64, Vec<Slot>)> = by_column.into_iter().collect();
+        let rewrites = columns
+            .par_iter()
+            .map(|(column, records)| self.column_rewrites(*column, records))
+            .collect::<Result<Vec<_>, PirError>>()?;
+        Ok(rewrites.into_iter().flatten().collect())
+    }
+
+    /// The entries of column `column` that writing `records` (each `(index, slot bytes)`, all
+    /// in this column) changes: each record in turn over the column's current digits, so two
+    /// records sharing a digit both keep their bits.
+    fn column_rewrites(&self, column: u64, records: &[Slot]) -> Result<Vec<Rewrite>, PirError> {
+        let geometry = self.public_setup().geometry();
+        let width = u32::from(geometry.log_p());
+        let mask = ((1u16 << width) - 1) as u8;
+        let database = self.database();
+        let col = column as usize;
+        // Raw digits (in `[0, 2^width)`) of the rows touched so far, and their old digits.
+        let mut raw: BTreeMap<usize, u8> = BTreeMap::new();
+        let mut old: BTreeMap<usize, u8> = BTreeMap::new();
+        for (index, bytes) in records {
+            let location = geometry.locate(*index)?;
+            let first = location.first_row as usize;
+            let rows = first..first + location.row_count as usize;
+            let mut digits: Vec<u8> = rows
+                .clone()
+                .map(|r| {
+                    *raw.entry(r).or_insert_with(|| {
+                        let digit = database.get(r, col);
+                        old.insert(r, digit);
+                        digit & mask
+                    })
+                })
+                .collect();
+            let total = digits.len() as u64 * u64::from(width);
+            // Enough zero digits after the rows for whole bytes of the stream.
+            digits.extend([0; 8]);
+            let mut stream = vec![0u8; total.div_ceil(8) as usize];
+            pack::unpack_into(&digits, width, 0, &mut stream);
+            write_bits(&mut stream, location.skip_bits, bytes);
+            for (i, r) in rows.enumerate() {
+                let digit = pack::digit_at(&stream, i as u64 * u64::from(width), width, total);
+                raw.insert(r, digit);
+            }
+        }
+        Ok(raw
+            .into_iter()
+            .filter_map(|(row, digit)| {
+                let (old, new) = (old[&row], centered(digit, width));
+                (old != new).then_some(Rewrite { row, col, old, new })
+            })
+            .collect())
+    }
+
+    /// The largest squared row norm once `rewrites` are made (one pass over the database).
+    fn row_norm_after(&self, rewrites: &[Rewrite]) -> u64 {
+        let database = self.database();
+        let mut norms = vec![0u64; database.rows()];
+        database.add_row_norms(&mut norms);
+        let square = |digit: u8| (i64::from(digit as i8) * i64::from(digit as i8)) as u64;
+        for w in rewrites {
+            norms[w.row] = norms[w.row] - square(w.old) + square(w.new);
+        }
+        norms.into_iter().max().unwrap_or(0)
+    }
+}
+
+/// The bytes a record's slot holds for `value`: the value itself for fixed-size records (exactly
+/// `len` bytes, the record's length), its length and bytes, zero-padded, for values.
+fn slot(format: RecordFormat, index: u64, value: &[u8], len: u64) -> Result<Vec<u8>, PirError> {
+    match format {
+        RecordFormat::Raw if value.len() as u64 == len => Ok(value.to_vec()),
+        RecordFormat::Raw => Err(PirError::InvalidParameters(format!(
+            "record {index} has {len} bytes; {} were given",
+            value.len()
+        ))),
+        RecordFormat::LengthPrefixed => {
+            let room = len.saturating_sub(4);
+            if value.len() as u64 > room {
+                return Err(PirError::NeedsNewSetup(Box::new(
+                    PirError::InvalidParameters(format!(
+                        "a value of {} bytes does not fit the database's slots of {room} bytes",
+                        value.len()
+                    )),
+                )));
+            }
+            let mut slot = vec![0u8; len as usize];
+            slot[..4].copy_from_slice(&(value.len() as u32).to_le_bytes());
+            slot[4..4 + value.len()].copy_from_slice(value);
+            Ok(slot)
+        }
+    }
+}
+
+/// Writes `bytes` over bits `skip ..` of the little-endian bit stream `stream`.
+fn write_bits(stream: &mut [u8], skip: u64, bytes: &[u8]) {
+    if skip.is_multiple_of(8) {
+        let start = (skip / 8) as usize;
+        stream[start..start + bytes.len()].copy_from_slice(bytes);
+        return;
+    }
+    for (k, &byte) in bytes.iter().enumerate() {
+        for b in 0..8 {
+            let bit = skip + 8 * k as u64 + b;
+            let (at, shift) = ((bit / 8) as usize, bit % 8);
+            let value = (byte >> b) & 1;
+            stream[at] = (stream[at] & !(1 << shift)) | (value << shift);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::server::encode_database;
+    use super::super::setup::EngineOptions;
+    use super::super::{Client, Layout};
+    use super::*;
+    use crate::params::ParamSet;
+    use crate::PirClient;
+    use crate::PirServer;
+    use obscura_math::hint;
+    use proptest::prelude::*;
+
+    /// Record `index` of `data` (fixed-size records of `record_bytes`, the last one short).
+    fn record(data: &[u8], record_bytes: usize, index: usize) -> &[u8] {
+        &data[index * record_bytes..((index + 1) * record_bytes).min(data.len())]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+
+        /// After any sequence of updates the database and hint are those of the final records
+        /// encoded with the same geometry and seed, every record decodes to its final value,
+        /// and each version's digest is new.
+        #[test]
+        fn updates_leave_what_a_build_of_the_final_records_makes(
+            records in 2usize..200,
+            record_bytes in 1usize..40,
+            short in 0usize..40,
+            layout in 0usize..3,
+            log_p in 3u8..=8,
+            rounds in proptest::collection::vec(proptest::collection::vec((any::<usize>(), any::<u64>()), 1..12), 1..4),
+            seed in any::<u64>(),
+        ) {
+            let mut x = seed | 1;
+            let mut next = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x };
+            let len = records * record_bytes - short.min(record_bytes - 1);
+            let mut data: Vec<u8> = (0..len).map(|_| next() as u8 & 0x3f).collect();
+            let layout = [Layout::Square, Layout::OnePerColumn, Layout::PerColumn(3)][layout];
+            let options = EngineOptions { params: ParamSet::Ypir1024, layout, matrix: None };
+            let mut server = Server::with_log_p(&data, record_bytes as u64, log_p, options).unwrap();
+            prop_assert_eq!(server.public_setup().geometry().log_p(), log_p);
+            let mut digests = vec![*server.public_setup().digest()];
+            for round in rounds {
+                let mut changes: Vec<(u64, Vec<u8>)> = Vec::new();
+                for (index, value_seed) in round {
+                    let index = index % records;
+                    if changes.iter().any(|(i, _)| *i as usize == index) {
+                        continue;
+                    }
+                    let mut y = value_seed | 1;
+                    let value: Vec<u8> = record(&data, record_bytes, index)
+                        .iter()
+                        .map(|_| { y ^= y << 13; y ^= y >> 7; y ^= y << 17; y as u8 & 0x3f })
+                        .collect();
+                    changes.push((index as u64, value));
+                }
+                let borrowed: Vec<(u64, &[u8])> = changes.iter().map(|(i, v)| (*i, v.as_slice())).collect();
+                server.update(&borrowed).unwrap();
+                for (index, value) in &changes {
+                    let start = *index as usize * record_bytes;
+                    data[start..start + value.len()].copy_from_slice(value);
+                }
+                digests.push(*server.public_setup().digest());
+            }
+            let setup = server.public_setup();
+            let geometry = setup.geometry();
+            let expected = encode_database(&data, geometry);
+            prop_assert!(server.database() == &expected);
+            let hint = hint::hint_product(&expected, &setup.matrix_a(), &|_, _| {});
+            prop_assert_eq!(setup.hint(), &hint);
+            prop_assert_eq!(setup.row_norm(), expected.max_row_norm());
+            prop_assert_eq!(setup.version(), digests.len() as u64 - 1);
+            let mut distinct = digests.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            prop_assert_eq!(distinct.len(), digests.len());
+            let mut client = Client::new(setup.clone());
+            for index in [0, records / 2, records - 1] {
+                let (query, state) = client.query(index as u64).unwrap();
+                let answer = server.answer(&query).unwrap();
+                prop_assert_eq!(client.decode(state, &answer).unwrap(), record(&data, record_bytes, index));
+            }
+        }
+    }
+
+    #[test]
+    fn bad_changes_change_nothing() {
+        let data: Vec<u8> = (0..100u8).collect();
+        let options = EngineOptions::default();
+        let mut server = Server::from_records(&data, 10, options, &|_, _| {}).unwrap();
+        let before = (server.public_setup().clone(), server.database().clone());
+        let new = [7u8; 10];
+        assert!(matches!(
+            server.update(&[(3, &new), (10, &new)]),
+            Err(PirError::IndexOutOfRange {
+                index: 10,
+                records: 10
+            })
+        ));
+        assert!(
+            matches!(server.update(&[(3, &new), (3, &new)]), Err(PirError::InvalidParameters(m)) if m.contains("twice"))
+        );
+        assert!(
+            matches!(server.update(&[(3, &new[..9])]), Err(PirError::InvalidParameters(m)) if m.contains("10 bytes"))
+        );
+        assert!(server.public_setup() == &before.0 && server.database() == &before.1);
+        // A value database refuses a value longer than its slots.
+        let values = vec![b"short".to_vec(), b"longest!".to_vec()];
+        let mut server = Server::from_values(&values, options, &|_, _| {}).unwrap();
+        let long = [1u8; 9];
+        assert!(matches!(
+            server.update(&[(0, &long)]),
+            Err(PirError::NeedsNewSetup(_))
+        ));
+        server.update(&[(0, b"")]).unwrap();
+        let mut client = Client::new(server.public_setup().clone());
+        let (query, state) = client.query(0).unwrap();
+        assert_eq!(
+            client
+                .decode(state, &server.answer(&query).unwrap())
+                .unwrap(),
+            b""
+        );
+    }
+
+    #[test]
+    fn a_row_norm_past_the_modulus_needs_a_new_setup() {
+        // Zeros let the build pick the largest modulus, which 2^20 columns of the largest
+        // digits are past.
+        let data = vec![0u8; 1 << 20];
+        let options = EngineOptions {
+            layout: Layout::OnePerColumn,
+            ..EngineOptions::default()
+        };
+        let mut server = Server::from_records(&data, 1, options, &|_, _| {}).unwrap();
+        assert_eq!(server.public_setup().geometry().log_p(), 8);
+        let loud = [0x80u8];
+        let changes: Vec<(u64, &[u8])> = (0..1 << 20).map(|i| (i, &loud[..])).collect();
+        let error = server.update(&changes).unwrap_err();
+        assert!(matches!(error, PirError::NeedsNewSetup(_)), "{error}");
+        assert_eq!(server.public_setup().version(), 0);
+        assert!(server.database() == &encode_database(&data, server.public_setup().geometry()));
+    }
+}
