@@ -21,6 +21,7 @@ pub mod service;
 pub mod small;
 pub mod streamed;
 pub mod treepir;
+pub mod update;
 pub mod ypir;
 
 use anyhow::Result;
@@ -93,6 +94,10 @@ pub enum Preset {
     /// the files).
     #[value(name = "streamed-setup")]
     StreamedBuild,
+    /// 2^20 records x 1 KiB, near-square layout (`simple-1g`'s database), set up once, then
+    /// new versions made in place: 0.1%, 1% and 10% of the records changed at random and 1% in
+    /// one run, each set against the full setup and checked by retrievals.
+    Update,
 }
 
 impl Preset {
@@ -114,6 +119,7 @@ impl Preset {
             Self::YpirSmall => "ypir-small",
             Self::Ypir1g => "ypir-1g",
             Self::YpirSp => "ypir-sp",
+            Self::Update => "update",
         }
     }
 
@@ -129,6 +135,7 @@ impl Preset {
                 | Self::StreamedBuild
                 | Self::Double1g
                 | Self::YpirSmall
+                | Self::Update
         )
     }
 
@@ -296,6 +303,17 @@ pub fn run(args: BenchArgs, progress: &dyn Progress) -> Result<()> {
                 records,
                 record_bytes,
                 &args.dir,
+                engine.lwe,
+                &pools,
+                progress,
+                report.bandwidth_gbs,
+            )?;
+            return output(&[report], args.json);
+        }
+        Preset::Update => {
+            let report = update::run(
+                records,
+                record_bytes,
                 engine.lwe,
                 &pools,
                 progress,

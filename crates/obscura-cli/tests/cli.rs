@@ -276,6 +276,37 @@ fn assert_repeated(report: &serde_json::Value) {
     }
 }
 
+/// The `update` preset at a small size: each version made in place is checked by retrievals,
+/// changes matrix entries in proportion to its records, and has its ratio to the full setup.
+#[test]
+fn update_preset_reports_each_version() {
+    let report = bench_json(&["update", "--records", "4000", "--record-bytes", "64"]);
+    assert_eq!(report["preset"], "update");
+    assert_eq!(report["correct"], true);
+    let setup = report["setup_seconds"].as_f64().unwrap();
+    assert!(setup > 0.0);
+    let cases = report["cases"].as_array().unwrap();
+    let records: Vec<u64> = cases
+        .iter()
+        .map(|c| c["records"].as_u64().unwrap())
+        .collect();
+    assert_eq!(records, [4, 40, 400, 40]);
+    for case in cases {
+        assert_eq!(case["correct"], true);
+        // A 64-byte record covers 64 digits of 8 bits or more of smaller ones; a few keep theirs.
+        let (entries, changed) = (
+            case["entries"].as_u64().unwrap(),
+            case["records"].as_u64().unwrap(),
+        );
+        assert!(
+            entries >= changed * 32 && entries <= changed * 128,
+            "{case}"
+        );
+        let ratio = case["over_setup"].as_f64().unwrap();
+        assert!((ratio - case["seconds"].as_f64().unwrap() / setup).abs() < 1e-9);
+    }
+}
+
 /// The DoublePIR and YPIR presets at small sizes: `double-1g` reports what each answer streams
 /// besides the database, `ypir-small` one run per scheme, `ypir-1g` and `ypir-sp` their
 /// messages and phases, every record checked.

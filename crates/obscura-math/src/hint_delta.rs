@@ -31,10 +31,11 @@ pub struct EntryDelta {
 /// The rows of `A` that changed entries need, each as a slice: windows of per-block tables for
 /// a negacyclic `A`, expanded rows for a uniform one.
 enum Rows {
-    /// Per block `b`, the table `W_b`; row `b·n + j` is `W_b[n-1-j ..][.. n]`.
+    /// Per block `b` that a change needs, the table `W_b`; row `b·n + j` is
+    /// `W_b[n-1-j ..][.. n]`.
     Negacyclic {
         n: usize,
-        tables: HashMap<usize, Vec<u32>>,
+        tables: Vec<Option<Vec<u32>>>,
     },
     /// Each needed row, expanded.
     Uniform(HashMap<usize, Vec<u32>>),
@@ -46,10 +47,10 @@ impl Rows {
         let n = a.cols();
         match a {
             PublicMatrix::Negacyclic(m) => {
-                let mut blocks: Vec<usize> = deltas.iter().map(|d| d.col / n).collect();
-                blocks.sort_unstable();
-                blocks.dedup();
-                let tables = blocks
+                let blocks = a.rows().div_ceil(n);
+                let needed = distinct(deltas.iter().map(|d| d.col / n), blocks);
+                let mut tables = vec![None; blocks];
+                let made: Vec<(usize, Vec<u32>)> = needed
                     .into_par_iter()
                     .map(|block| {
                         let mut a = vec![0u32; n];
@@ -63,13 +64,13 @@ impl Rows {
                         (block, table)
                     })
                     .collect();
+                for (block, table) in made {
+                    tables[block] = Some(table);
+                }
                 Self::Negacyclic { n, tables }
             }
             PublicMatrix::Uniform(_) => {
-                let mut cols: Vec<usize> = deltas.iter().map(|d| d.col).collect();
-                cols.sort_unstable();
-                cols.dedup();
-                let rows = cols
+                let rows = distinct(deltas.iter().map(|d| d.col), a.rows())
                     .into_par_iter()
                     .map(|col| {
                         let mut row = vec![0u32; n];
@@ -87,7 +88,8 @@ impl Rows {
         match self {
             Self::Negacyclic { n, tables } => {
                 let (block, j) = (col / n, col % n);
-                &tables[&block][n - 1 - j..][..*n]
+                let table = tables[block].as_ref().expect("made for every change");
+                &table[n - 1 - j..][..*n]
             }
             Self::Uniform(rows) => &rows[&col],
         }
@@ -108,28 +110,39 @@ pub fn apply(hint: &mut Matrix, a: &PublicMatrix, deltas: &[EntryDelta]) {
             .all(|d| d.row < hint.rows() && d.col < a.rows()),
         "a change outside the matrices"
     );
-    let mut by_row = deltas.to_vec();
-    by_row.sort_unstable_by_key(|d| (d.row, d.col));
-    let rows = Rows::new(a, &by_row);
+    let rows = Rows::new(a, deltas);
     let backend = Backend::selected();
-    // The changes of each row, as a run of `by_row`.
-    let mut runs: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
-    for (i, d) in by_row.iter().enumerate() {
-        match runs.last_mut() {
-            Some((row, range)) if *row == d.row => range.end = i + 1,
-            _ => runs.push((d.row, i..i + 1)),
-        }
+    // The changes grouped by row (a counting sort): row `r`'s are `by_row[starts[r]..starts[r + 1]]`.
+    let mut starts = vec![0usize; hint.rows() + 1];
+    for d in deltas {
+        starts[d.row + 1] += 1;
+    }
+    for r in 0..hint.rows() {
+        starts[r + 1] += starts[r];
+    }
+    let mut next = starts.clone();
+    let mut by_row = vec![(0usize, 0i32); deltas.len()];
+    for d in deltas {
+        by_row[next[d.row]] = (d.col, d.delta);
+        next[d.row] += 1;
     }
     hint.as_mut_slice()
         .par_chunks_mut(n)
         .enumerate()
         .for_each(|(r, h)| {
-            if let Ok(i) = runs.binary_search_by_key(&r, |(row, _)| *row) {
-                for d in &by_row[runs[i].1.clone()] {
-                    add_scaled(backend, h, rows.row(d.col), d.delta as u32);
-                }
+            for &(col, delta) in &by_row[starts[r]..starts[r + 1]] {
+                add_scaled(backend, h, rows.row(col), delta as u32);
             }
         });
+}
+
+/// The distinct values of `values` (each below `bound`), in increasing order.
+fn distinct(values: impl Iterator<Item = usize>, bound: usize) -> Vec<usize> {
+    let mut seen = vec![false; bound];
+    for value in values {
+        seen[value] = true;
+    }
+    (0..bound).filter(|&v| seen[v]).collect()
 }
 
 /// `h += factor · a` over Z_{2^32}.

@@ -75,7 +75,8 @@ pub fn protocol(preset: Preset) -> Option<Protocol> {
         | Preset::Double1g
         | Preset::YpirSmall
         | Preset::Ypir1g
-        | Preset::YpirSp => None,
+        | Preset::YpirSp
+        | Preset::Update => None,
     }
 }
 

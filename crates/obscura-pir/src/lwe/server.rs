@@ -17,6 +17,7 @@ use crate::scheme::{IndexServer, Progress};
 use crate::{PirError, PirServer};
 
 /// The server side of the LWE engine: the encoded database and its public setup.
+#[derive(Clone)]
 pub struct Server {
     setup: PublicSetup,
     database: PlaintextMatrix,

@@ -98,7 +98,10 @@ impl Server {
                 .or_default()
                 .push((index, bytes));
         }
-        let columns: Vec<(u64, Vec<Slot>)> = by_column.into_iter().collect();
+        let mut columns: Vec<(u64, Vec<Slot>)> = by_column.into_iter().collect();
+        for (_, records) in &mut columns {
+            records.sort_unstable_by_key(|(index, _)| *index);
+        }
         let rewrites = columns
             .par_iter()
             .map(|(column, records)| self.column_rewrites(*column, records))
@@ -107,29 +110,27 @@ impl Server {
     }
 
     /// The entries of column `column` that writing `records` (each `(index, slot bytes)`, all
-    /// in this column) changes: each record in turn over the column's current digits, so two
-    /// records sharing a digit both keep their bits.
+    /// in this column, in increasing order of index) changes: each record in turn over the
+    /// column's current digits, so two neighbours sharing a digit both keep their bits.
     fn column_rewrites(&self, column: u64, records: &[Slot]) -> Result<Vec<Rewrite>, PirError> {
         let geometry = self.public_setup().geometry();
         let width = u32::from(geometry.log_p());
         let mask = ((1u16 << width) - 1) as u8;
         let database = self.database();
         let col = column as usize;
-        // Raw digits (in `[0, 2^width)`) of the rows touched so far, and their old digits.
-        let mut raw: BTreeMap<usize, u8> = BTreeMap::new();
-        let mut old: BTreeMap<usize, u8> = BTreeMap::new();
+        // Each touched row with its old digit and its new raw digit (in `[0, 2^width)`), in
+        // increasing row order; a record's first row may be the previous one's last.
+        let mut rows: Vec<(usize, u8, u8)> = Vec::new();
         for (index, bytes) in records {
             let location = geometry.locate(*index)?;
             let first = location.first_row as usize;
-            let rows = first..first + location.row_count as usize;
-            let mut digits: Vec<u8> = rows
+            let span = first..first + location.row_count as usize;
+            let shared = rows.last().filter(|(row, _, _)| *row == first).copied();
+            let mut digits: Vec<u8> = span
                 .clone()
-                .map(|r| {
-                    *raw.entry(r).or_insert_with(|| {
-                        let digit = database.get(r, col);
-                        old.insert(r, digit);
-                        digit & mask
-                    })
+                .map(|r| match shared {
+                    Some((row, _, raw)) if row == r => raw,
+                    _ => database.get(r, col) & mask,
                 })
                 .collect();
             let total = digits.len() as u64 * u64::from(width);
@@ -138,15 +139,22 @@ impl Server {
             let mut stream = vec![0u8; total.div_ceil(8) as usize];
             pack::unpack_into(&digits, width, 0, &mut stream);
             write_bits(&mut stream, location.skip_bits, bytes);
-            for (i, r) in rows.enumerate() {
-                let digit = pack::digit_at(&stream, i as u64 * u64::from(width), width, total);
-                raw.insert(r, digit);
+            if shared.is_some() {
+                rows.pop();
+            }
+            for (i, r) in span.enumerate() {
+                let old = match shared {
+                    Some((row, old, _)) if row == r => old,
+                    _ => database.get(r, col),
+                };
+                let raw = pack::digit_at(&stream, i as u64 * u64::from(width), width, total);
+                rows.push((r, old, raw));
             }
         }
-        Ok(raw
+        Ok(rows
             .into_iter()
-            .filter_map(|(row, digit)| {
-                let (old, new) = (old[&row], centered(digit, width));
+            .filter_map(|(row, old, raw)| {
+                let new = centered(raw, width);
                 (old != new).then_some(Rewrite { row, col, old, new })
             })
             .collect())

@@ -1,0 +1,239 @@
+//! The `update` preset: an index database of `simple-1g`'s shape (near-square layout, 2^20
+//! records of 1 KiB unless `--records` / `--record-bytes` say otherwise) set up once, then new
+//! versions made in place ([`obscura_pir::lwe::Server::update`]): 0.1%, 1% and 10% of the
+//! records changed at random, and 1% in one contiguous run. Each version's time is set against
+//! the same run's full setup, and each version is checked: records it changed and records it
+//! kept are retrieved with its new setup and compared with the data.
+
+use anyhow::{ensure, Context, Result};
+use obscura_pir::lwe::{Client, EngineOptions, Server};
+use obscura_pir::{PirClient, PirServer};
+use serde::Serialize;
+
+use crate::measure::{generate, splitmix64, timed};
+use crate::progress::Progress;
+use crate::report::{human, print_bandwidth, print_correct, Pair, Tables};
+use obscura_math::threads::Pools;
+
+/// The changes measured: a name, the fraction of records, and whether they are one run.
+const CASES: [(&str, f64, bool); 4] = [
+    ("0.1% at random", 0.001, false),
+    ("1% at random", 0.01, false),
+    ("10% at random", 0.1, false),
+    ("1% in one run", 0.01, true),
+];
+
+/// Records retrieved from each version to check it: changed ones and kept ones.
+const CHECKED: usize = 3;
+
+/// One version made in place.
+#[derive(Clone, Debug, Serialize)]
+pub struct UpdateCase {
+    /// What changed.
+    pub name: String,
+    /// Records changed.
+    pub records: u64,
+    /// Entries of the database matrix whose digit changed.
+    pub entries: u64,
+    /// Seconds to make the version (digits rewritten, `ΔD·A` added to the hint, the setup's
+    /// new digest).
+    pub seconds: f64,
+    /// `seconds` over the full setup's.
+    pub over_setup: f64,
+    /// Whether every record retrieved with the new setup matched the data.
+    pub correct: bool,
+}
+
+/// The JSON object `obscura bench update --json` prints.
+#[derive(Clone, Debug, Serialize)]
+pub struct UpdateReport {
+    /// Preset name.
+    pub preset: String,
+    /// Threads of the setup and the updates.
+    pub threads: usize,
+    /// Records in the database.
+    pub records: u64,
+    /// Bytes per record.
+    pub record_bytes: u64,
+    /// Matrix shape (rows, columns).
+    pub matrix: [u64; 2],
+    /// Streaming read bandwidth of the memory.
+    pub bandwidth_gbs: Pair,
+    /// Seconds of the full setup (encoding and hint) the versions are set against.
+    pub setup_seconds: f64,
+    /// The versions, each made from the database as set up.
+    pub cases: Vec<UpdateCase>,
+    /// Whether every version's retrievals were correct.
+    pub correct: bool,
+}
+
+/// Sets up the database and makes each version of [`CASES`] from it (see the module's docs).
+pub fn run(
+    records: u64,
+    record_bytes: u64,
+    options: EngineOptions,
+    pools: &Pools,
+    progress: &dyn Progress,
+    bandwidth_gbs: Pair,
+) -> Result<UpdateReport> {
+    ensure!(records >= 1000, "update needs at least 1000 records");
+    let data = generate(records, record_bytes)?;
+    let shown = progress.start(&["full setup"]);
+    let (server, setup_seconds) = timed(|| {
+        pools
+            .all
+            .install(|| Server::from_records(&data, record_bytes, options, &*shown))
+    });
+    drop(shown);
+    let server = server?;
+    let g = *server.public_setup().geometry();
+    let mut cases = Vec::new();
+    for (i, &(name, fraction, run)) in CASES.iter().enumerate() {
+        let count = ((records as f64 * fraction).round() as u64).max(1);
+        let indices = chosen(records, count, run, i as u64);
+        let values: Vec<Vec<u8>> = indices
+            .iter()
+            .map(|&index| {
+                (0..record_bytes)
+                    .map(|k| splitmix64(index ^ (k << 32) ^ (i as u64) << 60) as u8)
+                    .collect()
+            })
+            .collect();
+        let changes: Vec<(u64, &[u8])> = indices
+            .iter()
+            .zip(&values)
+            .map(|(&index, value)| (index, value.as_slice()))
+            .collect();
+        let mut version = server.clone();
+        let before = version.database().clone();
+        let (updated, seconds) = timed(|| pools.all.install(|| version.update(&changes)));
+        updated?;
+        let entries = changed_entries(&before, version.database());
+        drop(before);
+        let correct = check(&version, &data, record_bytes, &indices, &values)?;
+        cases.push(UpdateCase {
+            name: name.into(),
+            records: count,
+            entries,
+            seconds,
+            over_setup: seconds / setup_seconds,
+            correct,
+        });
+    }
+    Ok(UpdateReport {
+        preset: "update".into(),
+        threads: pools.all.current_num_threads(),
+        records,
+        record_bytes,
+        matrix: [g.rows(), g.cols()],
+        bandwidth_gbs,
+        setup_seconds,
+        correct: cases.iter().all(|case| case.correct),
+        cases,
+    })
+}
+
+/// `count` distinct record indices below `records`: pseudo-random ones, or one run from a
+/// pseudo-random start.
+fn chosen(records: u64, count: u64, run: bool, salt: u64) -> Vec<u64> {
+    if run {
+        let start = splitmix64(salt) % (records - count + 1);
+        return (start..start + count).collect();
+    }
+    let mut picked = std::collections::BTreeSet::new();
+    let mut x = salt;
+    while (picked.len() as u64) < count {
+        x = x.wrapping_add(1);
+        picked.insert(splitmix64(x) % records);
+    }
+    picked.into_iter().collect()
+}
+
+/// Entries whose digit differs between `a` and `b`.
+fn changed_entries(
+    a: &obscura_math::matrix::PlaintextMatrix,
+    b: &obscura_math::matrix::PlaintextMatrix,
+) -> u64 {
+    a.as_bytes()
+        .iter()
+        .zip(b.as_bytes())
+        .filter(|(x, y)| x != y)
+        .count() as u64
+}
+
+/// Retrieves a few changed records and a few kept ones with `version`'s setup; whether each is
+/// its new value or its value in `data`.
+fn check(
+    version: &Server,
+    data: &[u8],
+    record_bytes: u64,
+    indices: &[u64],
+    values: &[Vec<u8>],
+) -> Result<bool> {
+    let mut client = Client::new(version.public_setup().clone());
+    let mut correct = true;
+    let changed = indices
+        .iter()
+        .zip(values)
+        .step_by((indices.len() / CHECKED).max(1));
+    for (&index, value) in changed.take(CHECKED) {
+        correct &= retrieve(version, &mut client, index)? == *value;
+    }
+    let records = (data.len() as u64).div_ceil(record_bytes);
+    let kept = (0..records).filter(|index| indices.binary_search(index).is_err());
+    for index in kept
+        .step_by((records as usize / CHECKED).max(1))
+        .take(CHECKED)
+    {
+        let start = (index * record_bytes) as usize;
+        let end = (start + record_bytes as usize).min(data.len());
+        correct &= retrieve(version, &mut client, index)? == data[start..end];
+    }
+    Ok(correct)
+}
+
+/// Record `index` of `server` through `client`.
+fn retrieve(server: &Server, client: &mut Client, index: u64) -> Result<Vec<u8>> {
+    let (query, state) = client.query(index)?;
+    let answer = server.answer(&query)?;
+    client
+        .decode(state, &answer)
+        .with_context(|| format!("decoding record {index}"))
+}
+
+impl Tables for UpdateReport {
+    const WRONG: &'static str = "a record retrieved after an update did not match";
+
+    fn correct(&self) -> bool {
+        self.correct
+    }
+
+    fn print_tables(&self) {
+        println!(
+            "update: {} records x {} bytes, {} x {} matrix, {} threads",
+            self.records, self.record_bytes, self.matrix[0], self.matrix[1], self.threads
+        );
+        print_bandwidth(&self.bandwidth_gbs);
+        println!("full setup: {}", human(self.setup_seconds));
+        println!(
+            "| change | records | entries | new version | / full setup | correct |\n|---|---|---|---|---|---|"
+        );
+        for case in &self.cases {
+            println!(
+                "| {} | {} | {} | {} | {:.3} | {} |",
+                case.name,
+                case.records,
+                case.entries,
+                human(case.seconds),
+                case.over_setup,
+                if case.correct { "yes" } else { "no" }
+            );
+        }
+        println!();
+        print_correct(
+            self.correct,
+            "yes (changed and kept records retrieved from every version)",
+            "NO",
+        );
+    }
+}
