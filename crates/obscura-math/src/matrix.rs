@@ -506,6 +506,30 @@ impl PlaintextMatrix {
         self.owned_bytes_mut()[offset] = digit;
     }
 
+    /// Writes each `(r, c, digit)` of `writes` (positions inside the matrix, each at most once),
+    /// panel by panel in parallel on the rayon pool; shared bytes are first copied as by
+    /// [`PlaintextMatrix::set`].
+    ///
+    /// # Panics
+    /// If a position is outside the matrix.
+    pub fn set_many(&mut self, writes: &[(usize, usize, u8)]) {
+        let panels = self.cols.div_ceil(self.panel_cols).max(1);
+        let mut by_panel: Vec<Vec<(usize, u8)>> = vec![Vec::new(); panels];
+        for &(r, c, digit) in writes {
+            by_panel[c / self.panel_cols].push((self.offset(r, c), digit));
+        }
+        let panel_bytes = self.rows * self.panel_cols;
+        self.owned_bytes_mut()
+            .par_chunks_mut(panel_bytes.max(1))
+            .zip(by_panel.par_iter())
+            .enumerate()
+            .for_each(|(p, (bytes, writes))| {
+                for &(offset, digit) in writes {
+                    bytes[offset - p * panel_bytes] = digit;
+                }
+            });
+    }
+
     /// The bytes in storage order, to write: shared bytes are copied into a buffer of the
     /// matrix's own first.
     fn owned_bytes_mut(&mut self) -> &mut [u8] {
@@ -713,6 +737,14 @@ mod tests {
                 matrix.set(r, c, digit);
                 bytes[r * cols + c] = digit;
             }
+            let mut many: Vec<(usize, usize, u8)> = Vec::new();
+            for r in 0..rows {
+                for c in (next() as usize % cols..cols).step_by(3) {
+                    many.push((r, c, next() as u8));
+                    bytes[r * cols + c] = many.last().unwrap().2;
+                }
+            }
+            matrix.set_many(&many);
             prop_assert_eq!(matrix, PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &bytes));
         }
 

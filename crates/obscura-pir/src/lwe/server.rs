@@ -21,6 +21,9 @@ use crate::{PirError, PirServer};
 pub struct Server {
     setup: PublicSetup,
     database: PlaintextMatrix,
+    /// The squared norm of each database row, once an update needed them (kept up to date by
+    /// later updates, so that they read the database once).
+    row_norms: Option<Vec<u64>>,
 }
 
 impl Server {
@@ -148,14 +151,22 @@ impl Server {
         let a = matrix_a(&params, seed, &geometry);
         let hint = hint::hint_product(&database, &a, progress);
         let setup = PublicSetup::new(set, kind, format, geometry, row_norm, seed, hint)?;
-        Ok(Self { setup, database })
+        Ok(Self {
+            setup,
+            database,
+            row_norms: None,
+        })
     }
 
     /// A server from a stored setup and database; checks that they fit together, the database's
     /// row norms included (one pass over it).
     pub fn from_parts(setup: PublicSetup, database: PlaintextMatrix) -> Result<Self, PirError> {
         let database = Self::check_parts(&setup, database)?;
-        Ok(Self { setup, database })
+        Ok(Self {
+            setup,
+            database,
+            row_norms: None,
+        })
     }
 
     /// `database` if it fits `setup`: its shape, and its row norms within the setup's.
@@ -193,9 +204,16 @@ impl Server {
         &self.database
     }
 
-    /// The encoded database matrix, to rewrite in place.
-    pub(crate) fn database_mut(&mut self) -> &mut PlaintextMatrix {
-        &mut self.database
+    /// The encoded database matrix, to rewrite in place, and the squared norm of each of its
+    /// rows (computed here the first time).
+    pub(crate) fn database_and_norms_mut(&mut self) -> (&mut PlaintextMatrix, &mut Vec<u64>) {
+        let database = &mut self.database;
+        let norms = self.row_norms.get_or_insert_with(|| {
+            let mut norms = vec![0u64; database.rows()];
+            database.add_row_norms(&mut norms);
+            norms
+        });
+        (database, norms)
     }
 
     /// Replaces the public setup (by the next version of the same database).

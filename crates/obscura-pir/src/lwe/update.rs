@@ -4,7 +4,8 @@
 //! possibly shared with its neighbours, see [`Geometry::locate`]). Replacing it rewrites those
 //! digits (each column's changes in turn, so neighbours sharing a digit compose) and adds
 //! `ΔD·A` to the hint, entry by entry ([`obscura_math::hint_delta`]): work in proportion to the
-//! changed entries, `n` multiply-adds each. The new version's setup has a new digest (its
+//! changed entries, `n` multiply-adds each, besides copying and hashing the hint (the first
+//! update of a server also reads its database once for the rows' norms, which it then keeps). The new version's setup has a new digest (its
 //! version and its hint's hash enter it), so queries made with the old one are refused.
 //!
 //! The result is the setup and database a build of the new records would make with the same
@@ -47,7 +48,13 @@ impl Server {
     /// the plaintext modulus is not correct for ([`PirError::NeedsNewSetup`]).
     pub fn update(&mut self, changes: &[(u64, &[u8])]) -> Result<(), PirError> {
         let rewrites = self.rewrites(changes)?;
-        let row_norm = self.row_norm_after(&rewrites);
+        let square = |digit: u8| (i64::from(digit as i8) * i64::from(digit as i8)) as u64;
+        let (_, norms) = self.database_and_norms_mut();
+        let mut new_norms = norms.clone();
+        for w in &rewrites {
+            new_norms[w.row] = new_norms[w.row] - square(w.old) + square(w.new);
+        }
+        let row_norm = new_norms.iter().copied().max().unwrap_or(0);
         let setup = self.public_setup();
         let layer = setup.layer();
         // The new norm, checked before anything changes.
@@ -71,10 +78,11 @@ impl Server {
         let mut hint = setup.hint().clone();
         hint_delta::apply(&mut hint, &setup.matrix_a(), &deltas);
         let next = setup.next_version(hint, row_norm)?;
-        let database = self.database_mut();
-        for w in &rewrites {
-            database.set(w.row, w.col, w.new);
-        }
+        let writes: Vec<(usize, usize, u8)> =
+            rewrites.iter().map(|w| (w.row, w.col, w.new)).collect();
+        let (database, norms) = self.database_and_norms_mut();
+        database.set_many(&writes);
+        *norms = new_norms;
         self.set_setup(next);
         Ok(())
     }
@@ -126,13 +134,18 @@ impl Server {
             let first = location.first_row as usize;
             let span = first..first + location.row_count as usize;
             let shared = rows.last().filter(|(row, _, _)| *row == first).copied();
-            let mut digits: Vec<u8> = span
+            // Each row's old digit, read once, and its raw digit as the earlier records left it.
+            let olds: Vec<(u8, u8)> = span
                 .clone()
                 .map(|r| match shared {
-                    Some((row, _, raw)) if row == r => raw,
-                    _ => database.get(r, col) & mask,
+                    Some((row, old, raw)) if row == r => (old, raw),
+                    _ => {
+                        let old = database.get(r, col);
+                        (old, old & mask)
+                    }
                 })
                 .collect();
+            let mut digits: Vec<u8> = olds.iter().map(|&(_, raw)| raw).collect();
             let total = digits.len() as u64 * u64::from(width);
             // Enough zero digits after the rows for whole bytes of the stream.
             digits.extend([0; 8]);
@@ -142,11 +155,7 @@ impl Server {
             if shared.is_some() {
                 rows.pop();
             }
-            for (i, r) in span.enumerate() {
-                let old = match shared {
-                    Some((row, old, _)) if row == r => old,
-                    _ => database.get(r, col),
-                };
+            for (i, (r, &(old, _))) in span.zip(&olds).enumerate() {
                 let raw = pack::digit_at(&stream, i as u64 * u64::from(width), width, total);
                 rows.push((r, old, raw));
             }
@@ -158,18 +167,6 @@ impl Server {
                 (old != new).then_some(Rewrite { row, col, old, new })
             })
             .collect())
-    }
-
-    /// The largest squared row norm once `rewrites` are made (one pass over the database).
-    fn row_norm_after(&self, rewrites: &[Rewrite]) -> u64 {
-        let database = self.database();
-        let mut norms = vec![0u64; database.rows()];
-        database.add_row_norms(&mut norms);
-        let square = |digit: u8| (i64::from(digit as i8) * i64::from(digit as i8)) as u64;
-        for w in rewrites {
-            norms[w.row] = norms[w.row] - square(w.old) + square(w.new);
-        }
-        norms.into_iter().max().unwrap_or(0)
     }
 }
 
