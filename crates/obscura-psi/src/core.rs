@@ -60,6 +60,11 @@ pub(crate) mod by_hand {
         (numbers(9000, 2), numbers(5000, 3))
     }
 
+    /// Each item as a slice, as the cores take them.
+    pub(crate) fn slices(items: &[Vec<u8>]) -> Vec<&[u8]> {
+        items.iter().map(Vec::as_slice).collect()
+    }
+
     /// Runs `a` against `b` as two drivers of a [`Party`](crate::Party) would, handing each
     /// message from one to the other and checking it is of the kind and within the length the
     /// receiver named; returns both results.

@@ -175,8 +175,10 @@ mod tests {
     #[test]
     fn the_cores_run_by_hand_without_a_transport() {
         let (client_items, server_items) = by_hand::sets();
-        let client_values: Vec<&[u8]> = client_items.iter().map(Vec::as_slice).collect();
-        let server_values: Vec<&[u8]> = server_items.iter().map(Vec::as_slice).collect();
+        let (client_values, server_values) = (
+            by_hand::slices(&client_items),
+            by_hand::slices(&server_items),
+        );
         let (n_client, n_server) = (client_values.len() as u64, server_values.len() as u64);
         let mut rng = OsSampler::new();
         let session = |rng: &mut OsSampler| Session {
