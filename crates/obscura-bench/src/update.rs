@@ -67,7 +67,7 @@ pub struct UpdateReport {
     pub correct: bool,
 }
 
-/// Sets up the database and makes each version of [`CASES`] from it (see the module's docs).
+/// Sets up the database and makes each version from it (see the module's docs).
 pub fn run(
     records: u64,
     record_bytes: u64,
