@@ -167,6 +167,10 @@ impl<'a> Party<'a> {
 
     /// Takes the peer's next message, of the kind and at most the length [`Party::expects`]
     /// named.
+    ///
+    /// # Panics
+    /// If the party waits for no message ([`Party::expects`] is `None`), or a step before
+    /// failed: both are mistakes of the driver, not of the peer.
     pub fn take(&mut self, payload: Vec<u8>) -> Result<(), PsiError> {
         self.bytes_received += payload.len() as u64;
         self.step = match std::mem::replace(&mut self.step, Step::Failed) {
@@ -204,6 +208,10 @@ impl<'a> Party<'a> {
     /// The outcome, once the party waits for nothing and has nothing left to send. Its byte
     /// counts are of payloads ([`run`](crate::run) reports the transport's, frame headers
     /// included).
+    ///
+    /// # Panics
+    /// If the party still waits for the peer's handshake, or a step failed (mistakes of the
+    /// driver).
     pub fn finish(self) -> Result<Outcome, PsiError> {
         let learns = self.options.role == Role::Client || self.options.both_learn;
         let (peer, matched) = match self.step {
