@@ -512,10 +512,10 @@ impl PlaintextMatrix {
     ///
     /// # Panics
     /// If a position is outside the matrix.
-    pub fn set_many(&mut self, writes: &[(usize, usize, u8)]) {
+    pub fn set_many(&mut self, writes: impl IntoIterator<Item = (usize, usize, u8)>) {
         let panels = self.cols.div_ceil(self.panel_cols).max(1);
         let mut by_panel: Vec<Vec<(usize, u8)>> = vec![Vec::new(); panels];
-        for &(r, c, digit) in writes {
+        for (r, c, digit) in writes {
             by_panel[c / self.panel_cols].push((self.offset(r, c), digit));
         }
         let panel_bytes = self.rows * self.panel_cols;
@@ -744,7 +744,7 @@ mod tests {
                     bytes[r * cols + c] = many.last().unwrap().2;
                 }
             }
-            matrix.set_many(&many);
+            matrix.set_many(many);
             prop_assert_eq!(matrix, PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &bytes));
         }
 

@@ -118,6 +118,19 @@ impl Layer {
         })
     }
 
+    /// This layer for a database whose largest squared row norm is `row_norm`: the same
+    /// parameters, geometry and seed, checked as by [`Layer::new`].
+    pub(crate) fn with_row_norm(&self, row_norm: u64) -> Result<Self, PirError> {
+        Self::new(
+            self.params.set,
+            self.params.matrix,
+            self.format,
+            self.geometry,
+            row_norm,
+            self.seed,
+        )
+    }
+
     /// The LWE parameters.
     pub fn params(&self) -> LweParams {
         self.params
@@ -250,19 +263,9 @@ impl PublicSetup {
         Self::versioned(layer, 0, hint)
     }
 
-    /// The next version of this setup: the same parameters, geometry and seed, with `hint` and
-    /// the database's new largest row norm `row_norm` (refused if the plaintext modulus is not
-    /// correct for it).
-    pub fn next_version(&self, hint: Matrix, row_norm: u64) -> Result<Self, PirError> {
-        let layer = &self.layer;
-        let layer = Layer::new(
-            layer.params.set,
-            layer.params.matrix,
-            layer.format,
-            layer.geometry,
-            row_norm,
-            layer.seed,
-        )?;
+    /// The next version of this setup, with `layer` (this setup's, with the database's new row
+    /// norm: see [`Layer::with_row_norm`]) and `hint`.
+    pub(crate) fn next_version(&self, layer: Layer, hint: Matrix) -> Result<Self, PirError> {
         Self::versioned(layer, self.version + 1, hint)
     }
 

@@ -19,13 +19,14 @@ use obscura_math::hint_delta::{self, EntryDelta};
 use obscura_math::pack;
 use rayon::prelude::*;
 
+use super::layout::RecordLocation;
 use super::server::centered;
-use super::setup::{Layer, RecordFormat};
+use super::setup::RecordFormat;
 use super::Server;
 use crate::PirError;
 
-/// A record's index and the bytes its slot is to hold.
-type Slot = (u64, Vec<u8>);
+/// Where a record lies and the bytes its slot is to hold.
+type Slot = (RecordLocation, Vec<u8>);
 
 /// One entry of the database matrix to rewrite: row, column, old and new digit (centered).
 #[derive(Clone, Copy, Debug)]
@@ -56,17 +57,11 @@ impl Server {
         }
         let row_norm = new_norms.iter().copied().max().unwrap_or(0);
         let setup = self.public_setup();
-        let layer = setup.layer();
         // The new norm, checked before anything changes.
-        Layer::new(
-            layer.params().set,
-            layer.params().matrix,
-            layer.format(),
-            *layer.geometry(),
-            row_norm,
-            layer.seed(),
-        )
-        .map_err(|cause| PirError::NeedsNewSetup(Box::new(cause)))?;
+        let layer = setup
+            .layer()
+            .with_row_norm(row_norm)
+            .map_err(|cause| PirError::NeedsNewSetup(Box::new(cause)))?;
         let deltas: Vec<EntryDelta> = rewrites
             .iter()
             .map(|w| EntryDelta {
@@ -77,11 +72,9 @@ impl Server {
             .collect();
         let mut hint = setup.hint().clone();
         hint_delta::apply(&mut hint, &setup.matrix_a(), &deltas);
-        let next = setup.next_version(hint, row_norm)?;
-        let writes: Vec<(usize, usize, u8)> =
-            rewrites.iter().map(|w| (w.row, w.col, w.new)).collect();
+        let next = setup.next_version(layer, hint)?;
         let (database, norms) = self.database_and_norms_mut();
-        database.set_many(&writes);
+        database.set_many(rewrites.iter().map(|w| (w.row, w.col, w.new)));
         *norms = new_norms;
         self.set_setup(next);
         Ok(())
@@ -104,23 +97,23 @@ impl Server {
             by_column
                 .entry(location.column)
                 .or_default()
-                .push((index, bytes));
+                .push((location, bytes));
         }
         let mut columns: Vec<(u64, Vec<Slot>)> = by_column.into_iter().collect();
         for (_, records) in &mut columns {
-            records.sort_unstable_by_key(|(index, _)| *index);
+            records.sort_unstable_by_key(|(location, _)| location.first_row);
         }
-        let rewrites = columns
+        let rewrites: Vec<Vec<Rewrite>> = columns
             .par_iter()
             .map(|(column, records)| self.column_rewrites(*column, records))
-            .collect::<Result<Vec<_>, PirError>>()?;
+            .collect();
         Ok(rewrites.into_iter().flatten().collect())
     }
 
-    /// The entries of column `column` that writing `records` (each `(index, slot bytes)`, all
-    /// in this column, in increasing order of index) changes: each record in turn over the
-    /// column's current digits, so two neighbours sharing a digit both keep their bits.
-    fn column_rewrites(&self, column: u64, records: &[Slot]) -> Result<Vec<Rewrite>, PirError> {
+    /// The entries of column `column` that writing `records` (all in this column, top to
+    /// bottom) changes: each record in turn over the column's current digits, so two
+    /// neighbours sharing a digit both keep their bits.
+    fn column_rewrites(&self, column: u64, records: &[Slot]) -> Vec<Rewrite> {
         let geometry = self.public_setup().geometry();
         let width = u32::from(geometry.log_p());
         let mask = ((1u16 << width) - 1) as u8;
@@ -129,8 +122,7 @@ impl Server {
         // Each touched row with its old digit and its new raw digit (in `[0, 2^width)`), in
         // increasing row order; a record's first row may be the previous one's last.
         let mut rows: Vec<(usize, u8, u8)> = Vec::new();
-        for (index, bytes) in records {
-            let location = geometry.locate(*index)?;
+        for (location, bytes) in records {
             let first = location.first_row as usize;
             let span = first..first + location.row_count as usize;
             let shared = rows.last().filter(|(row, _, _)| *row == first).copied();
@@ -160,13 +152,12 @@ impl Server {
                 rows.push((r, old, raw));
             }
         }
-        Ok(rows
-            .into_iter()
+        rows.into_iter()
             .filter_map(|(row, old, raw)| {
                 let new = centered(raw, width);
                 (old != new).then_some(Rewrite { row, col, old, new })
             })
-            .collect())
+            .collect()
     }
 }
 
