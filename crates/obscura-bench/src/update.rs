@@ -7,7 +7,7 @@
 
 use anyhow::{ensure, Context, Result};
 use obscura_pir::lwe::{Client, EngineOptions, Server};
-use obscura_pir::{PirClient, PirServer};
+use obscura_pir::{Change, PirClient, PirServer};
 use serde::Serialize;
 
 use crate::measure::{generate, splitmix64, timed};
@@ -99,10 +99,13 @@ pub fn run(
                     .collect()
             })
             .collect();
-        let changes: Vec<(u64, &[u8])> = indices
+        let changes: Vec<Change> = indices
             .iter()
             .zip(&values)
-            .map(|(&index, value)| (index, value.as_slice()))
+            .map(|(&index, value)| Change::Set {
+                index,
+                value: value.clone(),
+            })
             .collect();
         let mut version = server.clone();
         let before = version.database().clone();

@@ -138,20 +138,29 @@ fn parse_hex_key(text: &str) -> Result<KeyBytes, String> {
         .map_err(|e| format!("not hex: {e}"))
 }
 
-/// A key that is not in the database: reported on stderr with its own exit status.
+/// A key that is not in the database or a record that was deleted: reported on stderr with its
+/// own exit status.
 #[derive(Debug)]
-pub struct NotFound(Vec<u8>);
+pub enum NotFound {
+    /// The key.
+    Key(Vec<u8>),
+    /// The record's index.
+    Record(u64),
+}
 
 /// Characters of a key echoed in messages; a longer key is cut.
 const ECHOED_KEY_CHARS: usize = 64;
 
 impl std::fmt::Display for NotFound {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "not found: the key {} is not in the database",
-            echo_key(&self.0)
-        )
+        match self {
+            Self::Key(key) => write!(
+                f,
+                "not found: the key {} is not in the database",
+                echo_key(key)
+            ),
+            Self::Record(index) => write!(f, "not found: record {index} was deleted"),
+        }
     }
 }
 
@@ -199,10 +208,13 @@ pub fn run(args: GetArgs) -> Result<()> {
     let fetched = match (key, args.index) {
         (Some(key), _) => client
             .get_key(key)
-            .map(|value| value.ok_or_else(|| NotFound(key.to_vec()))),
-        (None, index) => client
-            .get(index.context("give --index, --key or --key-hex")?)
-            .map(Ok),
+            .map(|value| value.ok_or_else(|| NotFound::Key(key.to_vec()))),
+        (None, index) => {
+            let index = index.context("give --index, --key or --key-hex")?;
+            client
+                .get(index)
+                .map(|record| record.ok_or(NotFound::Record(index)))
+        }
     };
     let record = match fetched {
         Err(ClientError::Lookup {

@@ -9,6 +9,7 @@ mod merkle;
 mod progress;
 mod psi;
 mod serve;
+mod update;
 mod usage;
 
 use std::process::ExitCode;
@@ -24,12 +25,12 @@ Exit status:
   0  success (for get: the record or the key's value was found)
   1  error (the message starts with \"error:\")
   2  usage error: unknown or invalid arguments, or an OBSCURA_BACKEND this CPU cannot run
-  3  get --key: the key is not in the database";
+  3  get: the key is not in the database, or the record was deleted";
 
 /// Exit status of a usage error.
 const USAGE: u8 = 2;
 
-/// Exit status of `obscura get --key` for a key that is not in the database.
+/// Exit status of `obscura get` for a key that is not in the database or a deleted record.
 const NOT_FOUND: u8 = 3;
 
 /// Private information retrieval and private set intersection: fetch a record, a value or a
@@ -45,6 +46,9 @@ struct Cli {
 enum Command {
     /// Build a PIR database file from raw fixed-size records, CSV or JSON lines.
     Build(build::BuildArgs),
+    /// Apply a file of changes to a database file as its next version (no new setup).
+    #[command(after_help = update::CHANGE_FILE)]
+    Update(update::UpdateArgs),
     /// Fetch a record (by index) or a value (by key) privately, from a file or from a server.
     #[command(after_help = EXIT_STATUS)]
     Get(get::GetArgs),
@@ -65,6 +69,7 @@ impl Command {
     fn name(&self) -> &'static str {
         match self {
             Self::Build(_) => "build",
+            Self::Update(_) => "update",
             Self::Get(_) => "get",
             Self::Serve(_) => "serve",
             Self::Demo(_) => "demo",
@@ -87,7 +92,7 @@ fn main() -> ExitCode {
     }
     if matches!(
         cli.command,
-        Command::Build(_) | Command::Merkle(_) | Command::Demo(_)
+        Command::Build(_) | Command::Update(_) | Command::Merkle(_) | Command::Demo(_)
     ) {
         // An interrupted build leaves no half-written database file behind.
         if let Err(error) = obscura_store::partial::remove_on_signals() {
@@ -96,6 +101,7 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Build(args) => build::run(args),
+        Command::Update(args) => update::run(args),
         Command::Get(args) => get::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Demo(args) => demo::run(args),

@@ -105,10 +105,11 @@ impl Client {
         }
     }
 
-    /// Fetches record `index` of an index (or batch) database.
-    pub fn get(&mut self, index: u64) -> Result<Vec<u8>, ClientError> {
+    /// Fetches record `index` of an index (or batch) database: `None` when it was deleted.
+    pub fn get(&mut self, index: u64) -> Result<Option<Vec<u8>>, ClientError> {
         match self.fetch(Ask::Record(index))?.0 {
-            Outcome::Record(record) => Ok(record),
+            Outcome::Record(record) => Ok(Some(record)),
+            Outcome::Absent => Ok(None),
             other => Err(self.unexpected(other)),
         }
     }

@@ -40,6 +40,8 @@ pub enum Ask {
 pub enum Outcome {
     /// The record.
     Record(Vec<u8>),
+    /// The record was deleted: its index reads as absent.
+    Absent,
     /// The records, in the order asked.
     Records(Vec<Vec<u8>>),
     /// The value; `None` when the key is absent.
@@ -230,6 +232,7 @@ impl Session {
         let found = self.client.decode(pending, answer)?;
         let outcome = match (&exchange.ask, found) {
             (Ask::Record(_), Found::Record(record)) => Outcome::Record(record),
+            (Ask::Record(_), Found::Absent) => Outcome::Absent,
             (Ask::Records(_), Found::Records(records)) => Outcome::Records(records),
             (Ask::Value(_), Found::Value(value)) => Outcome::Value(value),
             (Ask::AuditPath { leaf, .. }, Found::LeafHash(hash)) => {

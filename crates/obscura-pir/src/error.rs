@@ -23,6 +23,9 @@ pub enum PirError {
     /// the source).
     #[error("the change needs a new setup of the database")]
     NeedsNewSetup(#[source] Box<PirError>),
+    /// The record was deleted: its index reads as absent.
+    #[error("the record was deleted")]
+    Absent,
     /// A Merkle tree's height cannot be coloured (why is the source).
     #[error("the tree cannot be coloured for TreePIR")]
     Coloring(#[from] crate::batch::coloring::ColoringError),

@@ -1,5 +1,6 @@
 //! Private information retrieval schemes of Obscura.
 //!
+//! - [`change`]: what a database's next version changes (records, keys);
 //! - [`double`]: DoublePIR, a second LWE layer over the engine's hint, so the hint does not grow
 //!   with the database;
 //! - [`keyword`]: keyword PIR, a binary fuse filter of key-value rows on the LWE engine;
@@ -34,6 +35,7 @@
 #![warn(missing_docs)]
 
 pub mod batch;
+pub mod change;
 pub mod double;
 mod error;
 pub mod framing;
@@ -45,6 +47,7 @@ pub mod scheme;
 pub mod wire;
 pub mod ypir;
 
+pub use change::Change;
 pub use error::{ParseError, PirError};
 
 pub use lookup::{Found, Lookup, Target};

@@ -99,6 +99,8 @@ impl Target<'_> {
 pub enum Found {
     /// The record asked for.
     Record(Vec<u8>),
+    /// The record asked for was deleted: its index reads as absent.
+    Absent,
     /// The records asked for, in order.
     Records(Vec<Vec<u8>>),
     /// The value under the key; `None` when the key is absent.
@@ -157,7 +159,10 @@ macro_rules! index_lookup {
         }
 
         fn found(&self, state: $state, answer: &[u8]) -> Result<$crate::Found, $crate::PirError> {
-            $crate::lookup::decoded_answer(self, state, answer).map($crate::Found::Record)
+            match $crate::lookup::decoded_answer(self, state, answer) {
+                Err($crate::PirError::Absent) => Ok($crate::Found::Absent),
+                found => found.map($crate::Found::Record),
+            }
         }
     };
 }

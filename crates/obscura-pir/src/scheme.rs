@@ -115,6 +115,8 @@ pub struct Summary<'a> {
     pub items: u64,
     /// Bytes per item (the longest value of a keyword database, 32 for a tree's hashes).
     pub item_bytes: u64,
+    /// The database's version: 0 as built, one more for each batch of changes applied.
+    pub version: u64,
     /// The largest LWE engine's layer (parameters and geometry), if the scheme runs on one.
     pub engine: Option<&'a lwe::Layer>,
     /// Queries per request, when a request holds one per sub-database (a tree's height).
@@ -174,6 +176,19 @@ pub trait PirServer: Sized + Send + Sync + 'static {
         setup: SetupOf<Self::Scheme>,
         matrices: Vec<PlaintextMatrix>,
     ) -> Result<Self, PirError>;
+
+    /// Applies `changes` as the database's next version, its setup's digest new; everything is
+    /// checked before anything changes. A scheme whose databases are not changed in place
+    /// refuses with [`PirError::NeedsNewSetup`].
+    fn update(&mut self, changes: &[crate::Change]) -> Result<(), PirError> {
+        let _ = changes;
+        Err(PirError::NeedsNewSetup(Box::new(
+            PirError::InvalidParameters(format!(
+                "{} databases are not changed in place",
+                Self::Scheme::NAME
+            )),
+        )))
+    }
 }
 
 /// A server of records by index (Apple's `IndexPirServer`): built by [`PirServer::build`] from

@@ -512,10 +512,10 @@ impl Client {
     }
 
     /// Fetches record `index` (from 0) of an index database privately: the server learns
-    /// nothing of `index`.
-    fn get<'py>(&self, py: Python<'py>, index: u64) -> PyResult<Bound<'py, PyBytes>> {
+    /// nothing of `index`; `None` when the record was deleted.
+    fn get<'py>(&self, py: Python<'py>, index: u64) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let record = self.with(py, |session| session.get(index).py())?;
-        Ok(PyBytes::new(py, &record))
+        Ok(record.map(|record| PyBytes::new(py, &record)))
     }
 
     /// Fetches the value under `key` (str or bytes) of a keyword database privately; `None`

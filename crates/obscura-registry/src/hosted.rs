@@ -7,7 +7,7 @@ use std::sync::Arc;
 use obscura_math::matrix::PlaintextMatrix;
 use obscura_pir::scheme::QueryOf;
 use obscura_pir::wire::{Digest, Kind};
-use obscura_pir::{Encode, Message, PirError, PirServer, Scheme, SetupMessage};
+use obscura_pir::{Change, Encode, Message, PirError, PirServer, Scheme, SetupMessage};
 
 use crate::listing::{listing, Listing};
 
@@ -23,6 +23,7 @@ trait Hosted: Send + Sync {
     fn matrices(&self) -> Vec<&PlaintextMatrix>;
     fn decode_query(&self, bytes: &[u8]) -> Result<DecodedQuery, PirError>;
     fn answer(&self, queries: Vec<DecodedQuery>) -> Result<Vec<Vec<u8>>, PirError>;
+    fn update(&mut self, changes: &[Change]) -> Result<(), PirError>;
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -69,6 +70,10 @@ impl<S: Scheme> Hosted for Server<S> {
             .collect::<Result<Vec<_>, _>>()?;
         let answers = self.0.answer_batch(&queries)?;
         Ok(answers.iter().map(Encode::to_bytes).collect())
+    }
+
+    fn update(&mut self, changes: &[Change]) -> Result<(), PirError> {
+        self.0.update(changes)
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -120,6 +125,19 @@ impl Database {
     /// encoded, in order.
     pub fn answer(&self, queries: Vec<DecodedQuery>) -> Result<Vec<Vec<u8>>, PirError> {
         self.0.answer(queries)
+    }
+
+    /// Applies `changes` as the database's next version ([`PirServer::update`]): a new
+    /// setup digest, everything checked before anything changes. A database shared with
+    /// others (a clone is answering) is not changed in place: [`PirError::InvalidParameters`].
+    pub fn update(&mut self, changes: &[Change]) -> Result<(), PirError> {
+        Arc::get_mut(&mut self.0)
+            .ok_or_else(|| {
+                PirError::InvalidParameters(
+                    "a database shared with those answering it is not changed in place".into(),
+                )
+            })?
+            .update(changes)
     }
 
     /// The server, if the database is of scheme `S`.

@@ -15,6 +15,8 @@ pub struct Listing {
     pub lookup: Lookup,
     /// Records, keys or leaves.
     pub items: u64,
+    /// Its version: 0 as built, one more for each batch of changes applied.
+    pub version: u64,
     /// Bytes per item.
     pub item_bytes: u64,
     /// The parameters and geometry of the largest LWE engine, if the scheme runs on one.
@@ -49,6 +51,7 @@ pub(crate) fn listing<S: Scheme>(setup: &S::Setup) -> Listing {
         kind: S::NAME,
         lookup: <S::Client as PirClient>::LOOKUP,
         items: summary.items,
+        version: summary.version,
         item_bytes: summary.item_bytes,
         engine: summary.engine.map(|setup| Engine {
             params: setup.params(),

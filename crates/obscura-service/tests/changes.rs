@@ -80,7 +80,7 @@ fn assert_serves(url: &str, data: &[u8]) {
     let mut session = BlockingClient::connect(HttpClient::new(url, None), "db").unwrap();
     for index in 0..64 {
         assert_eq!(
-            session.get(index).unwrap(),
+            session.get(index).unwrap().unwrap(),
             record(data, index),
             "record {index}"
         );
@@ -194,8 +194,8 @@ fn a_renamed_replacement_is_served_after_a_reload() {
     let stale = http.query::<Lwe>("db", client.setup(), &query).unwrap_err();
     assert!(matches!(stale, ClientError::StaleSetup { .. }), "{stale}");
     // A client that holds the old setup fetches the new one and asks again.
-    assert_eq!(session.get(7).unwrap(), record(&new_data, 7));
-    assert_eq!(session.get(8).unwrap(), record(&new_data, 8));
+    assert_eq!(session.get(7).unwrap().unwrap(), record(&new_data, 7));
+    assert_eq!(session.get(8).unwrap().unwrap(), record(&new_data, 8));
 
     // A reload with nothing changed keeps the entry as it is.
     let current = fixture.service.databases().catalog();

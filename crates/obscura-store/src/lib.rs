@@ -4,14 +4,17 @@
 //! from a records file larger than memory, reading it with [`direct::SequentialReader`].
 //! Temporary files are named so no build leaves debris ([`partial`]). [`build`] plans and runs
 //! a build from records, values, key-value pairs or a Merkle tree's leaves within a memory
-//! limit ([`memory`]).
+//! limit ([`memory`]). [`update`] applies a batch of changes (read from a change file by
+//! [`changes`]) as a database's next version, replacing its file atomically.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod build;
+pub mod changes;
 mod checksum;
 pub mod direct;
 pub mod memory;
 pub mod partial;
 pub mod store;
+pub mod update;

@@ -63,13 +63,18 @@ impl Partial {
             .expect("a partial file is held until persisted")
     }
 
-    /// Flushes the file to disk and renames it to `path`.
+    /// Flushes the file to disk, renames it to `path` and flushes the directory, so that once
+    /// this returns the new file survives a crash under its name.
     pub(crate) fn persist(mut self, path: &Path) -> std::io::Result<()> {
         let temp = self.temp.take().expect("a partial file is persisted once");
         forget(temp.path());
         temp.as_file().sync_all()?;
         temp.persist(path).map_err(|e| e.error)?;
-        Ok(())
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        std::fs::File::open(dir)?.sync_all()
     }
 }
 

@@ -293,7 +293,7 @@ pub fn open_versioned(
 }
 
 /// Opens `path` for reading, refusing what is not a regular file with a clear reason.
-fn open_regular(path: &Path) -> Result<File, StoreError> {
+pub(crate) fn open_regular(path: &Path) -> Result<File, StoreError> {
     let io = |source| StoreError::Io {
         path: path.to_path_buf(),
         source,
@@ -318,7 +318,7 @@ fn open_regular(path: &Path) -> Result<File, StoreError> {
 /// are read into page-aligned anonymous memory (checked first against the memory the machine
 /// has) and the checksum is verified on that copy: the bytes served are the bytes verified,
 /// whatever happens to the file afterwards, and answers stream them from huge pages.
-fn load(path: &Path, file: &File, registry: &Registry) -> Result<Database, StoreError> {
+pub(crate) fn load(path: &Path, file: &File, registry: &Registry) -> Result<Database, StoreError> {
     let io = |source| StoreError::Io {
         path: path.to_path_buf(),
         source,

@@ -116,6 +116,7 @@ impl<const CODE: u8> SetupMessage for WholeSetup<CODE> {
         Summary {
             items: self.records,
             item_bytes: self.record_bytes,
+            version: 0,
             engine: None,
             sub_queries: None,
             root: None,

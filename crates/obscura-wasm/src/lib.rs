@@ -310,18 +310,24 @@ impl Exchange {
         }
     }
 
-    /// Whether the lookup found something: `false` for a key that is absent.
+    /// Whether the lookup found something: `false` for a key that is absent or a record that
+    /// was deleted.
     #[wasm_bindgen(getter)]
     pub fn found(&self) -> bool {
-        !matches!(self.outcome(), Some(Outcome::Value(None)) | None)
+        !matches!(
+            self.outcome(),
+            Some(Outcome::Value(None) | Outcome::Absent) | None
+        )
     }
 
-    /// The record or value found, in the `"done"` state; `undefined` for an absent key.
+    /// The record or value found, in the `"done"` state; `undefined` for an absent key or a
+    /// deleted record.
     #[wasm_bindgen(getter)]
     pub fn value(&self) -> Option<Vec<u8>> {
         match self.outcome()? {
             Outcome::Record(record) => Some(record.clone()),
             Outcome::Value(value) => value.clone(),
+            Outcome::Absent => None,
             Outcome::Records(records) => Some(records.concat()),
             Outcome::AuditPath(path) => Some(path.path.concat()),
         }

@@ -380,7 +380,7 @@ where
                 let (seconds, record) = repeated::steps(&mut client, server, index)?;
                 Ok((seconds, record == record_of(index)))
             },
-            lookup: &|client, &index| Ok(client.get(index)? == record_of(index)),
+            lookup: &|client, &index| Ok(client.get(index)?.as_deref() == Some(record_of(index))),
         },
         pools,
     )?;

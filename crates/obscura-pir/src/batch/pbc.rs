@@ -377,6 +377,7 @@ impl SetupMessage for PbcSetup {
         Summary {
             items: self.placement.items,
             item_bytes: self.record_bytes,
+            version: 0,
             engine: self.largest_shard(),
             sub_queries: Some(self.databases.len() as u32),
             root: None,

@@ -301,6 +301,7 @@ impl SetupMessage for TreePirSetup {
         Summary {
             items: self.leaves,
             item_bytes: ENTRY_BYTES,
+            version: 0,
             engine: self.largest_shard(),
             sub_queries: Some(self.height()),
             root: Some(self.root),

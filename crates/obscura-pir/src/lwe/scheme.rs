@@ -166,6 +166,7 @@ impl SetupMessage for PublicSetup {
         Summary {
             items: self.geometry().records(),
             item_bytes: self.geometry().record_bytes(),
+            version: self.version(),
             engine: Some(self.layer()),
             sub_queries: None,
             root: None,

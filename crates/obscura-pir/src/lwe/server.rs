@@ -9,12 +9,12 @@ use super::footprint::Footprint;
 use super::layout::{Geometry, MAX_RECORD_BYTES};
 use super::messages::{Answer, Query};
 use super::scheme::{Lwe, RecordShape, Records};
-use super::setup::{matrix_a, EngineOptions, PublicSetup, RecordFormat};
+use super::setup::{fill_value_slot, matrix_a, EngineOptions, PublicSetup, RecordFormat};
 use crate::params::{
     worst_row_norm, LweParams, MatrixKind, ParamSet, ANSWER_BITS, LOG_FAILURE, MAX_LOG_P,
 };
 use crate::scheme::{IndexServer, Progress};
-use crate::{PirError, PirServer};
+use crate::{Change, PirError, PirServer};
 
 /// The server side of the LWE engine: the encoded database and its public setup.
 #[derive(Clone)]
@@ -112,13 +112,14 @@ impl Server {
         Self::with_database(encoded, format, options, progress)
     }
 
-    /// A database of fixed-size records stored as `log_p`-bit digits, whatever modulus its
-    /// rows would allow (tests of digits shared by neighbouring records).
+    /// A database of slots of `record_bytes` bytes in `format` stored as `log_p`-bit digits,
+    /// whatever modulus its rows would allow (tests of digits shared by neighbouring records).
     #[cfg(test)]
     pub(crate) fn with_log_p(
         data: &[u8],
         record_bytes: u64,
         log_p: u8,
+        format: RecordFormat,
         options: EngineOptions,
     ) -> Result<Self, PirError> {
         let geometry =
@@ -129,7 +130,7 @@ impl Server {
             geometry,
             database,
         };
-        Self::with_database(encoded, RecordFormat::Raw, options, &|_, _| {})
+        Self::with_database(encoded, format, options, &|_, _| {})
     }
 
     /// Computes the hint of an encoded database and assembles the server.
@@ -272,6 +273,10 @@ impl PirServer for Server {
         Server::from_parts(setup, database)
     }
 
+    fn update(&mut self, changes: &[Change]) -> Result<(), PirError> {
+        self.apply_changes(changes)
+    }
+
     fn answer(&self, query: &Query) -> Result<Answer, PirError> {
         query.check(&self.setup)?;
         Ok(Answer {
@@ -312,9 +317,7 @@ pub(crate) fn value_slots<V: AsRef<[u8]>>(values: &[V]) -> Result<(Vec<u8>, u64)
     let slot = value_slot(longest as u64)? as usize;
     let mut data = vec![0u8; values.len() * slot];
     for (value, slot) in values.iter().zip(data.chunks_exact_mut(slot)) {
-        let value = value.as_ref();
-        slot[..4].copy_from_slice(&(value.len() as u32).to_le_bytes());
-        slot[4..4 + value.len()].copy_from_slice(value);
+        fill_value_slot(slot, Some(value.as_ref()));
     }
     Ok((data, slot as u64))
 }

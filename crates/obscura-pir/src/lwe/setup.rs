@@ -39,21 +39,44 @@ impl RecordFormat {
             .find(|f| f.code() == code)
     }
 
-    /// The value stored in a decoded slot.
+    /// The value stored in a decoded slot; [`PirError::Absent`] for a deleted value's slot.
     pub fn value(self, slot: Vec<u8>) -> Result<Vec<u8>, PirError> {
         match self {
             Self::Raw => Ok(slot),
             Self::LengthPrefixed => {
-                let len = slot
+                let prefix = slot
                     .get(..4)
-                    .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize)
-                    .filter(|&len| len <= slot.len() - 4)
+                    .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+                    .ok_or_else(|| PirError::malformed("record", "its slot has no length"))?;
+                if prefix == ABSENT {
+                    return Err(PirError::Absent);
+                }
+                let len = (prefix as usize)
+                    .checked_add(4)
+                    .filter(|&end| end <= slot.len())
                     .ok_or_else(|| {
                         PirError::malformed("record", "its length prefix exceeds its slot")
                     })?;
-                Ok(slot[4..4 + len].to_vec())
+                Ok(slot[4..len].to_vec())
             }
         }
+    }
+}
+
+/// The length prefix of a deleted value's slot: no value is that long (slots are at most
+/// [`super::layout::MAX_RECORD_BYTES`]).
+const ABSENT: u32 = u32::MAX;
+
+/// Writes `value` into a slot of values (its length, its bytes, zeros), or for `None` the mark
+/// of a deleted value; the slot must be at least 4 bytes longer than the value.
+pub(crate) fn fill_value_slot(slot: &mut [u8], value: Option<&[u8]>) {
+    slot.fill(0);
+    match value {
+        Some(value) => {
+            slot[..4].copy_from_slice(&(value.len() as u32).to_le_bytes());
+            slot[4..4 + value.len()].copy_from_slice(value);
+        }
+        None => slot[..4].copy_from_slice(&ABSENT.to_le_bytes()),
     }
 }
 
@@ -118,14 +141,19 @@ impl Layer {
         })
     }
 
-    /// This layer for a database whose largest squared row norm is `row_norm`: the same
-    /// parameters, geometry and seed, checked as by [`Layer::new`].
-    pub(crate) fn with_row_norm(&self, row_norm: u64) -> Result<Self, PirError> {
+    /// This layer for a database of `geometry` (of this layer's matrix shape) whose largest
+    /// squared row norm is `row_norm`: the same parameters and seed, checked as by
+    /// [`Layer::new`].
+    pub(crate) fn with_contents(
+        &self,
+        geometry: Geometry,
+        row_norm: u64,
+    ) -> Result<Self, PirError> {
         Self::new(
             self.params.set,
             self.params.matrix,
             self.format,
-            self.geometry,
+            geometry,
             row_norm,
             self.seed,
         )
@@ -264,7 +292,7 @@ impl PublicSetup {
     }
 
     /// The next version of this setup, with `layer` (this setup's, with the database's new row
-    /// norm: see [`Layer::with_row_norm`]) and `hint`.
+    /// norm: see [`Layer::with_contents`]) and `hint`.
     pub(crate) fn next_version(&self, layer: Layer, hint: Matrix) -> Result<Self, PirError> {
         Self::versioned(layer, self.version + 1, hint)
     }

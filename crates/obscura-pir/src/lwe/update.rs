@@ -13,17 +13,17 @@
 //! modulus is not correct for, a value longer than the slots — is refused with
 //! [`PirError::NeedsNewSetup`] before anything changes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use obscura_math::hint_delta::{self, EntryDelta};
 use obscura_math::pack;
 use rayon::prelude::*;
 
-use super::layout::RecordLocation;
+use super::layout::{Geometry, RecordLocation};
 use super::server::centered;
-use super::setup::RecordFormat;
+use super::setup::{fill_value_slot, RecordFormat};
 use super::Server;
-use crate::PirError;
+use crate::{Change, PirError};
 
 /// Where a record lies and the bytes its slot is to hold.
 type Slot = (RecordLocation, Vec<u8>);
@@ -38,17 +38,23 @@ struct Rewrite {
 }
 
 impl Server {
-    /// Sets record `index` to `value` for each `(index, value)` of `changes`, as the next
-    /// version of the database: its digits rewritten and `ΔD·A` added to the hint, with a new
-    /// setup digest. For a database of fixed-size records a value is the record's bytes (as
-    /// many as the record has); for one of values, any value that fits the slots.
+    /// [`crate::PirServer::update`] of the engine: records set, appended (within
+    /// the matrix's capacity: the slots of its last column left free) or deleted (databases of
+    /// values only: fixed-size records use every bit of their slot and have no absent state),
+    /// their digits rewritten and `ΔD·A` added to the hint, with a new setup digest. For a
+    /// database of fixed-size records a value is the record's bytes (as many as the record
+    /// has); for one of values, any value that fits the slots.
     ///
     /// Everything is checked before anything changes: an index out of range
-    /// ([`PirError::IndexOutOfRange`]), one given twice or a value of the wrong length
-    /// ([`PirError::InvalidParameters`]), a value longer than the slots or rows whose new norm
-    /// the plaintext modulus is not correct for ([`PirError::NeedsNewSetup`]).
-    pub fn update(&mut self, changes: &[(u64, &[u8])]) -> Result<(), PirError> {
-        let rewrites = self.rewrites(changes)?;
+    /// ([`PirError::IndexOutOfRange`]); an index given twice, appends that do not follow the
+    /// last record, a value of the wrong length, a key change or a deletion of a fixed-size
+    /// record ([`PirError::InvalidParameters`]); appends past the capacity, a value longer than
+    /// the slots or rows whose new norm the plaintext modulus is not correct for
+    /// ([`PirError::NeedsNewSetup`]).
+    pub(super) fn apply_changes(&mut self, changes: &[Change]) -> Result<(), PirError> {
+        let setup = self.public_setup();
+        let geometry = grown(setup.geometry(), changes)?;
+        let rewrites = self.rewrites(&geometry, changes)?;
         let square = |digit: u8| (i64::from(digit as i8) * i64::from(digit as i8)) as u64;
         let (_, norms) = self.database_and_norms_mut();
         let mut new_norms = norms.clone();
@@ -60,7 +66,7 @@ impl Server {
         // The new norm, checked before anything changes.
         let layer = setup
             .layer()
-            .with_row_norm(row_norm)
+            .with_contents(geometry, row_norm)
             .map_err(|cause| PirError::NeedsNewSetup(Box::new(cause)))?;
         let deltas: Vec<EntryDelta> = rewrites
             .iter()
@@ -80,13 +86,25 @@ impl Server {
         Ok(())
     }
 
-    /// The entries `changes` rewrite (only those whose digit changes), checked.
-    fn rewrites(&self, changes: &[(u64, &[u8])]) -> Result<Vec<Rewrite>, PirError> {
-        let geometry = *self.public_setup().geometry();
+    /// The entries `changes` rewrite in a database of `geometry` (only those whose digit
+    /// changes), checked.
+    fn rewrites(&self, geometry: &Geometry, changes: &[Change]) -> Result<Vec<Rewrite>, PirError> {
         let format = self.public_setup().format();
         let mut by_column: BTreeMap<u64, Vec<Slot>> = BTreeMap::new();
-        let mut seen = std::collections::HashSet::new();
-        for &(index, value) in changes {
+        let mut seen = HashSet::new();
+        for change in changes {
+            let (index, value) = match change {
+                Change::Set { index, value } | Change::Append { index, value } => {
+                    (*index, Some(value.as_slice()))
+                }
+                Change::Delete { index } => (*index, None),
+                Change::Upsert { .. } | Change::Remove { .. } => {
+                    return Err(PirError::InvalidParameters(
+                        "a database of records by index takes set, append and delete, not keys"
+                            .into(),
+                    ))
+                }
+            };
             let location = geometry.locate(index)?;
             if !seen.insert(index) {
                 return Err(PirError::InvalidParameters(format!(
@@ -161,28 +179,82 @@ impl Server {
     }
 }
 
-/// The bytes a record's slot holds for `value`: the value itself for fixed-size records (exactly
-/// `len` bytes, the record's length), its length and bytes, zero-padded, for values.
-fn slot(format: RecordFormat, index: u64, value: &[u8], len: u64) -> Result<Vec<u8>, PirError> {
-    match format {
-        RecordFormat::Raw if value.len() as u64 == len => Ok(value.to_vec()),
-        RecordFormat::Raw => Err(PirError::InvalidParameters(format!(
+/// The geometry of the database after `changes`' appends: the same matrix holding more
+/// records, the appends being the indexes just past the last record.
+fn grown(geometry: &Geometry, changes: &[Change]) -> Result<Geometry, PirError> {
+    let mut appended: Vec<u64> = changes
+        .iter()
+        .filter_map(|change| match change {
+            Change::Append { index, .. } => Some(*index),
+            _ => None,
+        })
+        .collect();
+    if appended.is_empty() {
+        return Ok(*geometry);
+    }
+    appended.sort_unstable();
+    let records = geometry.records();
+    let total = records + appended.len() as u64;
+    if let Some(index) = (records..)
+        .zip(&appended)
+        .find_map(|(next, &i)| (i != next).then_some(i))
+    {
+        return Err(PirError::InvalidParameters(format!(
+            "an append at index {index}: the database has {records} records, so its appends take the indexes from {records} on, one each"
+        )));
+    }
+    let capacity = geometry.cols() * geometry.per_column();
+    if total > capacity {
+        return Err(PirError::NeedsNewSetup(Box::new(
+            PirError::InvalidParameters(format!(
+                "{total} records are more than the {capacity} its matrix holds"
+            )),
+        )));
+    }
+    let grown = Geometry::new(
+        total,
+        geometry.record_bytes(),
+        total * geometry.record_bytes(),
+        geometry.per_column(),
+        geometry.log_p(),
+    )?;
+    debug_assert_eq!(
+        (grown.rows(), grown.cols()),
+        (geometry.rows(), geometry.cols())
+    );
+    Ok(grown)
+}
+
+/// The bytes a record's slot holds for `value` (`None`: deleted): the value itself for
+/// fixed-size records (exactly `len` bytes, the record's length), its length and bytes,
+/// zero-padded, for values.
+fn slot(
+    format: RecordFormat,
+    index: u64,
+    value: Option<&[u8]>,
+    len: u64,
+) -> Result<Vec<u8>, PirError> {
+    match (format, value) {
+        (RecordFormat::Raw, Some(value)) if value.len() as u64 == len => Ok(value.to_vec()),
+        (RecordFormat::Raw, Some(value)) => Err(PirError::InvalidParameters(format!(
             "record {index} has {len} bytes; {} were given",
             value.len()
         ))),
-        RecordFormat::LengthPrefixed => {
+        (RecordFormat::Raw, None) => Err(PirError::InvalidParameters(format!(
+            "record {index} cannot be deleted: a database of fixed-size records uses every bit of each record and has no absent state (build it from CSV or JSON lines, whose values can be deleted)"
+        ))),
+        (RecordFormat::LengthPrefixed, value) => {
             let room = len.saturating_sub(4);
-            if value.len() as u64 > room {
+            let given = value.map_or(0, <[u8]>::len) as u64;
+            if given > room {
                 return Err(PirError::NeedsNewSetup(Box::new(
                     PirError::InvalidParameters(format!(
-                        "a value of {} bytes does not fit the database's slots of {room} bytes",
-                        value.len()
+                        "a value of {given} bytes does not fit the database's slots of {room} bytes"
                     )),
                 )));
             }
             let mut slot = vec![0u8; len as usize];
-            slot[..4].copy_from_slice(&(value.len() as u32).to_le_bytes());
-            slot[4..4 + value.len()].copy_from_slice(value);
+            fill_value_slot(&mut slot, value);
             Ok(slot)
         }
     }
@@ -212,10 +284,20 @@ mod tests {
     use super::super::{Client, Layout};
     use super::*;
     use crate::params::ParamSet;
-    use crate::PirClient;
-    use crate::PirServer;
+    use crate::{Found, PirClient, PirServer, Target};
     use obscura_math::hint;
     use proptest::prelude::*;
+
+    /// `(index, value)` pairs as changes that set those records.
+    fn sets(changes: &[(u64, Vec<u8>)]) -> Vec<Change> {
+        changes
+            .iter()
+            .map(|(index, value)| Change::Set {
+                index: *index,
+                value: value.clone(),
+            })
+            .collect()
+    }
 
     /// Record `index` of `data` (fixed-size records of `record_bytes`, the last one short).
     fn record(data: &[u8], record_bytes: usize, index: usize) -> &[u8] {
@@ -244,7 +326,7 @@ mod tests {
             let mut data: Vec<u8> = (0..len).map(|_| next() as u8 & 0x3f).collect();
             let layout = [Layout::Square, Layout::OnePerColumn, Layout::PerColumn(3)][layout];
             let options = EngineOptions { params: ParamSet::Ypir1024, layout, matrix: None };
-            let mut server = Server::with_log_p(&data, record_bytes as u64, log_p, options).unwrap();
+            let mut server = Server::with_log_p(&data, record_bytes as u64, log_p, RecordFormat::Raw, options).unwrap();
             prop_assert_eq!(server.public_setup().geometry().log_p(), log_p);
             let mut digests = vec![*server.public_setup().digest()];
             for round in rounds {
@@ -261,8 +343,7 @@ mod tests {
                         .collect();
                     changes.push((index as u64, value));
                 }
-                let borrowed: Vec<(u64, &[u8])> = changes.iter().map(|(i, v)| (*i, v.as_slice())).collect();
-                server.update(&borrowed).unwrap();
+                server.update(&sets(&changes)).unwrap();
                 for (index, value) in &changes {
                     let start = *index as usize * record_bytes;
                     data[start..start + value.len()].copy_from_slice(value);
@@ -290,6 +371,101 @@ mod tests {
         }
     }
 
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+
+        /// Values set, appended and deleted in any order leave the database and hint a build of
+        /// the final slots makes; a deleted value reads as absent, and an append past the
+        /// matrix's capacity needs a new setup.
+        #[test]
+        fn values_set_appended_and_deleted_match_a_build_of_the_final_slots(
+            lengths in proptest::collection::vec(0usize..12, 2..60),
+            per_column in 2u64..7,
+            log_p in 3u8..=8,
+            rounds in proptest::collection::vec(proptest::collection::vec((0u8..3, any::<usize>(), any::<u64>()), 1..10), 1..4),
+        ) {
+            let value = |seed: u64, len: usize| -> Vec<u8> {
+                (0..len as u64).map(|k| (seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(k as u32 * 7) as u8) & 0x7f).collect()
+            };
+            let mut current: Vec<Option<Vec<u8>>> =
+                lengths.iter().enumerate().map(|(i, &len)| Some(value(i as u64, len))).collect();
+            let room = lengths.iter().copied().max().unwrap();
+            let slot_bytes = room + 4;
+            let slots = |values: &[Option<Vec<u8>>]| -> Vec<u8> {
+                let mut data = vec![0u8; values.len() * slot_bytes];
+                for (value, slot) in values.iter().zip(data.chunks_exact_mut(slot_bytes)) {
+                    fill_value_slot(slot, value.as_deref());
+                }
+                data
+            };
+            let options = EngineOptions {
+                params: ParamSet::Ypir1024,
+                layout: Layout::PerColumn(per_column),
+                matrix: None,
+            };
+            let mut server = Server::with_log_p(
+                &slots(&current), slot_bytes as u64, log_p, RecordFormat::LengthPrefixed, options,
+            ).unwrap();
+            let geometry = server.public_setup().geometry();
+            let capacity = geometry.cols() * geometry.per_column();
+            for round in rounds {
+                let mut changes = Vec::new();
+                let mut next = current.clone();
+                for (op, index, seed) in round {
+                    let index = index % current.len();
+                    if changes.iter().any(|c| matches!(c, Change::Set { index: i, .. } | Change::Delete { index: i } if *i == index as u64)) {
+                        continue;
+                    }
+                    match op {
+                        0 => {
+                            let v = value(seed, seed as usize % (room + 1));
+                            next[index] = Some(v.clone());
+                            changes.push(Change::Set { index: index as u64, value: v });
+                        }
+                        1 => {
+                            next[index] = None;
+                            changes.push(Change::Delete { index: index as u64 });
+                        }
+                        _ => {
+                            let v = value(seed, seed as usize % (room + 1));
+                            changes.push(Change::Append { index: next.len() as u64, value: v.clone() });
+                            next.push(Some(v));
+                        }
+                    }
+                }
+                let result = server.update(&changes);
+                if next.len() as u64 > capacity {
+                    prop_assert!(matches!(result, Err(PirError::NeedsNewSetup(_))), "{:?}", result);
+                } else {
+                    result.unwrap();
+                    current = next;
+                }
+            }
+            let setup = server.public_setup();
+            let geometry = setup.geometry();
+            prop_assert_eq!(geometry.records(), current.len() as u64);
+            let expected = encode_database(&slots(&current), geometry);
+            prop_assert!(server.database() == &expected);
+            let hint = hint::hint_product(&expected, &setup.matrix_a(), &|_, _| {});
+            prop_assert_eq!(setup.hint(), &hint);
+            prop_assert_eq!(setup.row_norm(), expected.max_row_norm());
+            let mut client = Client::new(setup.clone());
+            for (index, value) in current.iter().enumerate() {
+                let (query, state) = client.query(index as u64).unwrap();
+                let answer = server.answer(&query).unwrap();
+                match value {
+                    Some(value) => prop_assert_eq!(&client.decode(state, &answer).unwrap(), value),
+                    None => {
+                        prop_assert!(matches!(client.decode(state, &answer), Err(PirError::Absent)));
+                        let (bytes, state) = client.lookup(Target::Index(index as u64)).unwrap();
+                        let answer = crate::Encode::to_bytes(&server.answer(&crate::Message::from_bytes(&bytes, setup).unwrap()).unwrap());
+                        prop_assert_eq!(client.found(state, &answer).unwrap(), Found::Absent);
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn bad_changes_change_nothing() {
         let data: Vec<u8> = (0..100u8).collect();
@@ -298,28 +474,52 @@ mod tests {
         let before = (server.public_setup().clone(), server.database().clone());
         let new = [7u8; 10];
         assert!(matches!(
-            server.update(&[(3, &new), (10, &new)]),
+            server.update(&sets(&[(3, new.to_vec()), (10, new.to_vec())])),
             Err(PirError::IndexOutOfRange {
                 index: 10,
                 records: 10
             })
         ));
         assert!(
-            matches!(server.update(&[(3, &new), (3, &new)]), Err(PirError::InvalidParameters(m)) if m.contains("twice"))
+            matches!(server.update(&sets(&[(3, new.to_vec()), (3, new.to_vec())])), Err(PirError::InvalidParameters(m)) if m.contains("twice"))
         );
         assert!(
-            matches!(server.update(&[(3, &new[..9])]), Err(PirError::InvalidParameters(m)) if m.contains("10 bytes"))
+            matches!(server.update(&sets(&[(3, new[..9].to_vec())])), Err(PirError::InvalidParameters(m)) if m.contains("10 bytes"))
         );
+        assert!(matches!(
+            server.update(&[Change::Delete { index: 3 }]),
+            Err(PirError::InvalidParameters(m)) if m.contains("no absent state")
+        ));
+        assert!(matches!(
+            server.update(&[Change::Append { index: 11, value: new.to_vec() }]),
+            Err(PirError::InvalidParameters(m)) if m.contains("appends take the indexes from 10 on")
+        ));
+        assert!(matches!(
+            server.update(&[Change::Remove { key: b"k".to_vec() }]),
+            Err(PirError::InvalidParameters(m)) if m.contains("not keys")
+        ));
+        let capacity =
+            server.public_setup().geometry().cols() * server.public_setup().geometry().per_column();
+        let appends: Vec<Change> = (10..=capacity)
+            .map(|index| Change::Append {
+                index,
+                value: new.to_vec(),
+            })
+            .collect();
+        assert!(matches!(
+            server.update(&appends),
+            Err(PirError::NeedsNewSetup(cause)) if cause.to_string().contains("more than the")
+        ));
         assert!(server.public_setup() == &before.0 && server.database() == &before.1);
         // A value database refuses a value longer than its slots.
         let values = vec![b"short".to_vec(), b"longest!".to_vec()];
         let mut server = Server::from_values(&values, options, &|_, _| {}).unwrap();
         let long = [1u8; 9];
         assert!(matches!(
-            server.update(&[(0, &long)]),
+            server.update(&sets(&[(0, long.to_vec())])),
             Err(PirError::NeedsNewSetup(_))
         ));
-        server.update(&[(0, b"")]).unwrap();
+        server.update(&sets(&[(0, Vec::new())])).unwrap();
         let mut client = Client::new(server.public_setup().clone());
         let (query, state) = client.query(0).unwrap();
         assert_eq!(
@@ -342,8 +542,8 @@ mod tests {
         let mut server = Server::from_records(&data, 1, options, &|_, _| {}).unwrap();
         assert_eq!(server.public_setup().geometry().log_p(), 8);
         let loud = [0x80u8];
-        let changes: Vec<(u64, &[u8])> = (0..1 << 20).map(|i| (i, &loud[..])).collect();
-        let error = server.update(&changes).unwrap_err();
+        let changes: Vec<(u64, Vec<u8>)> = (0..1 << 20).map(|i| (i, loud.to_vec())).collect();
+        let error = server.update(&sets(&changes)).unwrap_err();
         assert!(matches!(error, PirError::NeedsNewSetup(_)), "{error}");
         assert_eq!(server.public_setup().version(), 0);
         assert!(server.database() == &encode_database(&data, server.public_setup().geometry()));

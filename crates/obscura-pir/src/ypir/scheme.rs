@@ -74,6 +74,7 @@ impl SetupMessage for PublicSetup {
         Summary {
             items: self.shape().records(),
             item_bytes: self.shape().record_bytes(),
+            version: 0,
             engine: None,
             sub_queries: None,
             root: None,

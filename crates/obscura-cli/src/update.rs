@@ -1,0 +1,76 @@
+//! `obscura update`: a batch of changes applied to a database file as its next version.
+
+use std::io::BufReader;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use obscura_pir::{Change, PirError};
+use obscura_registry::Registry;
+use obscura_store::changes::read_changes;
+use obscura_store::update::{update_file, UpdateError};
+
+/// What a change file holds, as `--help` shows it.
+pub const CHANGE_FILE: &str = "\
+Change file: one JSON object per line.
+  {\"op\":\"set\",\"index\":7,\"value\":\"new text\"}      record 7 of an index database
+  {\"op\":\"append\",\"index\":1000,\"value_hex\":\"00ff\"}  the next index past the last record
+  {\"op\":\"delete\",\"index\":3}                          record 3 reads as absent (get exits 3)
+A value is a string's UTF-8 bytes, value_hex's bytes, or other JSON's text. Indexes never
+shift. Two lines changing one index are refused, naming both. A change the setup cannot take
+(a longer value than the slots, an append past the matrix's capacity, a norm past the
+plaintext modulus) is refused: rebuild with `obscura build`. Nothing is written unless every
+change applies; the file is then replaced in one step (a crash leaves the old or the new
+version, whole). `obscura serve` serves the new version after SIGHUP.";
+
+/// Arguments of `obscura update`.
+#[derive(Args)]
+pub struct UpdateArgs {
+    /// The database file, replaced by its next version.
+    #[arg(long)]
+    db: PathBuf,
+    /// The change file (JSON lines; see below).
+    #[arg(long)]
+    changes: PathBuf,
+}
+
+/// Runs `obscura update`.
+pub fn run(args: UpdateArgs) -> Result<()> {
+    let file = std::fs::File::open(&args.changes)
+        .with_context(|| format!("cannot read {}", args.changes.display()))?;
+    let changes =
+        read_changes(BufReader::new(file)).with_context(|| args.changes.display().to_string())?;
+    let updated = match update_file(&args.db, &changes, &Registry::default()) {
+        Err(UpdateError::Change {
+            source: source @ PirError::NeedsNewSetup(_),
+            ..
+        }) => {
+            return Err(anyhow::Error::new(source).context(format!(
+                "{}: not updated; rebuild it with `obscura build` from the changed records",
+                args.db.display()
+            )))
+        }
+        updated => updated?,
+    };
+    let count = |op: fn(&Change) -> bool| changes.iter().filter(|c| op(c)).count();
+    let listing = updated.database.listing();
+    println!(
+        "{}: version {} ({} set, {} appended, {} deleted), {} {}",
+        args.db.display(),
+        listing.version,
+        count(|c| matches!(c, Change::Set { .. } | Change::Upsert { .. })),
+        count(|c| matches!(c, Change::Append { .. })),
+        count(|c| matches!(c, Change::Delete { .. } | Change::Remove { .. })),
+        listing.items,
+        match listing.lookup {
+            obscura_pir::Lookup::Key => "keys",
+            _ => "records",
+        }
+    );
+    println!("setup SHA-256: {}", hex::encode(updated.setup.sha256));
+    println!(
+        "loaded in {:.2} s, changed in {:.2} s, written in {:.2} s (send SIGHUP to `obscura serve` to serve it)",
+        updated.load_seconds, updated.apply_seconds, updated.write_seconds
+    );
+    Ok(())
+}

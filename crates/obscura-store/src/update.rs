@@ -1,0 +1,107 @@
+//! A database file's next version: a batch of [`Change`]s applied to the loaded database and
+//! the file replaced in one step.
+//!
+//! The new version is written in full to a temporary file beside the old one, flushed to disk,
+//! renamed over it and the directory flushed ([`crate::partial`]): a crash or `kill -9` at any
+//! moment leaves either the old file or the new one under the name, each complete and
+//! verified by its checksum on load, never a mix. An update holds an exclusive lock on the file
+//! it read from the moment it opens it until the new one is in place, so two updates of one
+//! file run one after the other, the second reading the first's version. A server reading the
+//! file picks the new version up when told to reload (`obscura serve` on SIGHUP), answering
+//! from the version it holds meanwhile.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use obscura_pir::{Change, PirError};
+use obscura_registry::Registry;
+
+use crate::store::{self, Database, StoreError, WrittenSetup};
+
+/// A version written by [`update_file`].
+pub struct Updated {
+    /// The database as written (its listing names its version).
+    pub database: Database,
+    /// The public setup written.
+    pub setup: WrittenSetup,
+    /// Seconds spent reading and verifying the old version.
+    pub load_seconds: f64,
+    /// Seconds spent applying the changes in memory.
+    pub apply_seconds: f64,
+    /// Seconds spent writing, flushing and renaming the new file.
+    pub write_seconds: f64,
+}
+
+/// Why [`update_file`] wrote no new version (the file is then as it was).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UpdateError {
+    /// The file could not be read, verified or written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The changes do not apply to the database (why is the source).
+    #[error("{}: the changes were not applied", path.display())]
+    Change {
+        /// The database file.
+        path: PathBuf,
+        /// Why.
+        source: PirError,
+    },
+}
+
+/// Applies `changes` to the database file at `path` (of a scheme of `registry`) as its next
+/// version, atomically and durably; everything is checked before anything is written.
+pub fn update_file(
+    path: &Path,
+    changes: &[Change],
+    registry: &Registry,
+) -> Result<Updated, UpdateError> {
+    let started = Instant::now();
+    let file = lock_current(path)?;
+    let mut database = store::load(path, &file, registry)?;
+    let load_seconds = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    database
+        .update(changes)
+        .map_err(|source| UpdateError::Change {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let apply_seconds = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let setup = store::write_database(path, &database)?;
+    let write_seconds = started.elapsed().as_secs_f64();
+    drop(file);
+    Ok(Updated {
+        database,
+        setup,
+        load_seconds,
+        apply_seconds,
+        write_seconds,
+    })
+}
+
+/// The file now at `path`, open and exclusively locked: an update that renamed a new file
+/// over it while this one waited for the lock is followed to the new file.
+fn lock_current(path: &Path) -> Result<File, StoreError> {
+    let io = |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    loop {
+        let file = store::open_regular(path)?;
+        file.lock().map_err(io)?;
+        let held = file.metadata().map_err(io)?;
+        let named = std::fs::metadata(path).map_err(io)?;
+        if same_file(&held, &named) {
+            return Ok(file);
+        }
+    }
+}
+
+/// Whether two metadata are of one file.
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    (a.dev(), a.ino()) == (b.dev(), b.ino())
+}
