@@ -90,7 +90,7 @@ fn exit_statuses_are_distinct() {
         let stdout = text(&run(help).stdout);
         assert!(stdout.contains("Exit status:"), "{stdout}");
         assert!(
-            stdout.contains("3  get --key: the key is not in the database"),
+            stdout.contains("3  get: the key is not in the database, or the record was deleted"),
             "{stdout}"
         );
     }

@@ -17,6 +17,9 @@ pub struct DatabaseInfo {
     pub lookup: String,
     /// Number of records (of keys, for a keyword database; of leaves, for a Merkle tree).
     pub records: u64,
+    /// Its version: 0 as built, one more for each batch of changes applied.
+    #[serde(default)]
+    pub version: u64,
     /// Bytes per record (32, a hash, for a Merkle tree).
     pub record_bytes: u64,
     /// Parameter set, matrix kind, plaintext modulus and layout (of the largest sub-database,

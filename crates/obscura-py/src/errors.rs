@@ -7,7 +7,9 @@ use obscura_pir::PirError;
 use obscura_psi::transport::TransportError;
 use obscura_psi::PsiError;
 use obscura_store::build::BuildError;
+use obscura_store::changes::ChangeFileError;
 use obscura_store::store::StoreError;
+use obscura_store::update::UpdateError;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
@@ -83,6 +85,7 @@ fn pir_class(error: &PirError) -> Class {
     match error {
         PirError::IndexOutOfRange { .. }
         | PirError::InvalidParameters(_)
+        | PirError::NeedsNewSetup(_)
         | PirError::Coloring(_) => Class::InvalidInput,
         PirError::Rng(_) => Class::Obscura,
         _ => Class::Malformed,
@@ -131,6 +134,27 @@ impl<T, E: IntoPyErr> PyResultExt<T> for Result<T, E> {
 impl IntoPyErr for PirError {
     fn into_py_err(self) -> PyErr {
         error(pir_class(&self), full_message(&self))
+    }
+}
+
+impl IntoPyErr for ChangeFileError {
+    fn into_py_err(self) -> PyErr {
+        let class = match self {
+            ChangeFileError::Io(_) => Class::Storage,
+            _ => Class::InvalidInput,
+        };
+        error(class, full_message(&self))
+    }
+}
+
+impl IntoPyErr for UpdateError {
+    fn into_py_err(self) -> PyErr {
+        let class = match &self {
+            UpdateError::Store(error) => store_class(error),
+            UpdateError::Change { source, .. } => pir_class(source),
+            _ => Class::Obscura,
+        };
+        error(class, full_message(&self))
     }
 }
 

@@ -23,6 +23,7 @@ fn _obscura(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(pir::build_index, module)?)?;
     module.add_function(wrap_pyfunction!(pir::build_keyword, module)?)?;
     module.add_function(wrap_pyfunction!(pir::build_merkle, module)?)?;
+    module.add_function(wrap_pyfunction!(pir::update, module)?)?;
     module.add_function(wrap_pyfunction!(psi::run_psi, module)?)?;
     module.add_class::<pir::Client>()?;
     module.add_class::<pir::BuildReport>()?;

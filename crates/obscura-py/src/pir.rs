@@ -14,9 +14,12 @@ use obscura_pir::keyword::fuse::Arity;
 use obscura_pir::lwe::{EngineOptions, Layout};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_registry::builders::{builder, builders};
+use obscura_registry::{Database, Registry};
 use obscura_service::tls;
 use obscura_store::build::{self, BuildOptions, Records};
-use obscura_store::store;
+use obscura_store::changes::read_changes;
+use obscura_store::store::{self, WrittenSetup};
+use obscura_store::update::update_file;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyMapping};
 
@@ -34,6 +37,8 @@ pub struct BuildReport {
     kind: &'static str,
     /// Records, keys or leaves.
     items: u64,
+    /// The database's version: 0 as built, one more for each batch of changes applied.
+    version: u64,
     /// Bytes of the file.
     file_bytes: u64,
     /// Bytes of the public setup clients download (none for YPIR's: it holds no hint).
@@ -48,10 +53,11 @@ pub struct BuildReport {
 impl BuildReport {
     fn __repr__(&self) -> String {
         format!(
-            "BuildReport(path={:?}, kind={:?}, items={}, file_bytes={}, setup_sha256={:?})",
+            "BuildReport(path={:?}, kind={:?}, items={}, version={}, file_bytes={}, setup_sha256={:?})",
             self.path.display().to_string(),
             self.kind,
             self.items,
+            self.version,
             self.file_bytes,
             self.setup_sha256
         )
@@ -136,6 +142,11 @@ fn build_and_write(
     reporter.finish()?;
     let database = database.py()?;
     let written = py.detach(|| store::write_database(&out, &database)).py()?;
+    report(out, &database, written)
+}
+
+/// What was written to `out`: `database`, whose setup is `written`.
+fn report(out: PathBuf, database: &Database, written: WrittenSetup) -> PyResult<BuildReport> {
     let listing = database.listing();
     let root = listing.root.map(hex::encode);
     let file_bytes = std::fs::metadata(&out)
@@ -150,11 +161,24 @@ fn build_and_write(
         path: out,
         kind: listing.kind,
         items: listing.items,
+        version: listing.version,
         file_bytes,
         setup_bytes: written.bytes,
         setup_sha256: hex::encode(written.sha256),
         root,
     })
+}
+
+/// Applies the changes of `changes` (the text of a change file: JSON lines) to the database
+/// file `db` as its next version, replacing the file in one step; nothing is written unless
+/// every change applies.
+#[pyfunction]
+pub fn update(py: Python<'_>, db: PathBuf, changes: &str) -> PyResult<BuildReport> {
+    let changes = read_changes(changes.as_bytes()).py()?;
+    let updated = py
+        .detach(|| update_file(&db, &changes, &Registry::default()))
+        .py()?;
+    report(db, &updated.database, updated.setup)
 }
 
 /// Issues a Python `UserWarning`.

@@ -76,6 +76,35 @@ def test_keyword_lookups_find_values_and_report_absent_keys(tmp_path):
     assert client.get_key("") is None
 
 
+def test_updates_set_append_and_delete_records(tmp_path):
+    db = tmp_path / "values.obs"
+    obscura.build_index([f"value {i:02d}" for i in range(20)], db, layout="7", progress=False)
+    report = obscura.update(
+        db,
+        [
+            {"op": "set", "index": 4, "value": "changed"},
+            {"op": "delete", "index": 5},
+            {"op": "append", "index": 20, "value_hex": "00ff"},
+        ],
+    )
+    assert (report.version, report.items) == (1, 21)
+    client = obscura.Client.open(db)
+    assert client.get(4) == b"changed"
+    assert client.get(5) is None
+    assert client.get(20) == b"\x00\xff"
+    assert client.get(6) == b"value 06"
+    changes = tmp_path / "changes.jsonl"
+    changes.write_text('{"op": "set", "index": 5, "value": "back"}\n')
+    assert obscura.update(db, changes).version == 2
+    assert obscura.Client.open(db).get(5) == b"back"
+    before = db.read_bytes()
+    with pytest.raises(obscura.InvalidInputError, match="lines 1 and 2 both change index 1"):
+        obscura.update(db, [{"op": "set", "index": 1, "value": "a"}, {"op": "delete", "index": 1}])
+    with pytest.raises(obscura.InvalidInputError, match="needs a new setup"):
+        obscura.update(db, [{"op": "set", "index": 1, "value": "longer than any slot"}])
+    assert db.read_bytes() == before
+
+
 def test_keyword_databases_take_pairs_and_dataframes(tmp_path):
     pandas = pytest.importorskip("pandas")
     frame = pandas.DataFrame({"phone": ["+1", "+2", "+3"], "city": ["Oslo", "Lima", "Pune"]})

@@ -39,6 +39,7 @@ impl Entry {
             kind: listing.kind.into(),
             lookup: listing.lookup.name().into(),
             records: listing.items,
+            version: listing.version,
             record_bytes: listing.item_bytes,
             params: listing.engine.as_ref().map(ParamsInfo::from),
             height: listing.sub_queries,

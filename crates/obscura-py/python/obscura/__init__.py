@@ -21,6 +21,7 @@ raises ``KeyboardInterrupt`` when the call returns (a PSI session ends at the la
 ``timeout`` passes without a word from the peer).
 """
 
+import json
 from os import PathLike
 from typing import Any, Callable, Iterable, Mapping, Optional, Tuple, Union
 
@@ -131,6 +132,21 @@ def build_merkle(
         matrix=matrix,
         threads=threads,
     )
+
+
+def update(db: Path, changes: Union[Path, Iterable[Mapping[str, Any]]]) -> BuildReport:
+    """Applies ``changes`` to the database file ``db`` as its next version, without a new
+    setup: the file is replaced in one step, and nothing is written unless every change
+    applies. ``changes`` is a change file (JSON lines, as ``obscura update`` reads) or an
+    iterable of changes such as ``{"op": "set", "index": 7, "value": "new"}``,
+    ``{"op": "append", "index": 1000, "value_hex": "00ff"}`` or ``{"op": "delete", "index": 3}``
+    (a deleted record then reads as ``None``). Servers serve the new version once reloaded."""
+    if isinstance(changes, (str, PathLike)):
+        with open(changes, encoding="utf-8") as file:
+            text = file.read()
+    else:
+        text = "\n".join(json.dumps(change) for change in changes)
+    return _obscura.update(db, text)
 
 
 def psi_server(
@@ -245,4 +261,5 @@ __all__ = [
     "build_merkle",
     "psi_client",
     "psi_server",
+    "update",
 ]

@@ -30,6 +30,7 @@ class BuildReport:
     path: pathlib.Path
     kind: str
     items: int
+    version: int
     file_bytes: int
     setup_bytes: int
     setup_sha256: str
@@ -147,6 +148,7 @@ def build_merkle(
     threads: Optional[int] = None,
     progress: Optional[_ProgressCallback] = None,
 ) -> BuildReport: ...
+def update(db: _Path, changes: str) -> BuildReport: ...
 def run_psi(
     items: Iterable[_Item],
     *,

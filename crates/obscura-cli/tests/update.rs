@@ -1,0 +1,323 @@
+//! `obscura update`: change files applied as a database's next version, read back by
+//! `obscura get` from the file and from a server reloaded on SIGHUP; refused changes leave the
+//! file as it was; `kill -9` at any moment leaves a version that loads and answers correctly.
+
+mod common;
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::assert::Assert;
+use common::Served;
+use obscura_pir::{Found, Target};
+use obscura_registry::Registry;
+use predicates::prelude::*;
+
+fn obscura() -> assert_cmd::Command {
+    assert_cmd::Command::cargo_bin("obscura").unwrap()
+}
+
+fn path(p: &Path) -> &OsStr {
+    p.as_os_str()
+}
+
+/// Writes a CSV file of `rows` phone numbers (`555-0000` ...) and builds a database of them,
+/// seven per matrix column.
+fn build_phones(dir: &Path, rows: usize) -> PathBuf {
+    let csv = dir.join("phones.csv");
+    let mut text = String::from("name,phone\n");
+    for i in 0..rows {
+        text.push_str(&format!("user{i},555-{i:04}\n"));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let db = dir.join("phones.obs");
+    // Seven records per column: the last column has room for appends.
+    obscura()
+        .args(["build", "--column", "phone", "--layout", "7", "--input"])
+        .arg(&csv)
+        .arg("--out")
+        .arg(&db)
+        .assert()
+        .success();
+    db
+}
+
+/// Runs `obscura update` on `db` with the change lines `lines`.
+fn update(db: &Path, lines: &[&str]) -> Assert {
+    let changes = db.with_extension("changes.jsonl");
+    std::fs::write(&changes, lines.join("\n")).unwrap();
+    obscura()
+        .args(["update", "--db"])
+        .arg(db)
+        .arg("--changes")
+        .arg(&changes)
+        .assert()
+}
+
+/// `obscura get --db FILE --index INDEX`.
+fn get(db: &Path, index: u64) -> Assert {
+    obscura()
+        .args(["get", "--db"])
+        .arg(db)
+        .args(["--index", &index.to_string()])
+        .assert()
+}
+
+#[test]
+fn sets_appends_and_deletes_are_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_phones(dir.path(), 200);
+    update(
+        &db,
+        &[
+            r#"{"op":"set","index":7,"value":"999-0007"}"#,
+            r#"{"op":"delete","index":3}"#,
+            r#"{"op":"append","index":200,"value_hex":"3131312d30323030"}"#,
+        ],
+    )
+    .success()
+    .stdout(predicate::str::contains(
+        "version 1 (1 set, 1 appended, 1 deleted), 201 records",
+    ));
+    get(&db, 7).success().stdout("999-0007\n");
+    get(&db, 200).success().stdout("111-0200\n");
+    get(&db, 8).success().stdout("555-0008\n");
+    get(&db, 3)
+        .code(3)
+        .stdout("")
+        .stderr(predicate::str::contains("record 3 was deleted"));
+    get(&db, 201)
+        .code(1)
+        .stderr(predicate::str::contains("out of range"));
+    // A deleted record set again is back; versions count on.
+    update(&db, &[r#"{"op":"set","index":3,"value":"back"}"#])
+        .success()
+        .stdout(predicate::str::contains(
+            "version 2 (1 set, 0 appended, 0 deleted)",
+        ));
+    get(&db, 3).success().stdout("back\n");
+}
+
+#[test]
+fn refused_changes_leave_the_file_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_phones(dir.path(), 100);
+    let before = std::fs::read(&db).unwrap();
+    for (lines, message) in [
+        (
+            &[
+                r#"{"op":"set","index":1,"value":"a"}"#,
+                "",
+                r#"{"op":"delete","index":1}"#,
+            ][..],
+            "lines 1 and 3 both change index 1",
+        ),
+        (
+            &[r#"{"op":"set","index":1,"value":"a"}"#, "{not json"][..],
+            "line 2: not a JSON object",
+        ),
+        (
+            &[r#"{"op":"set","index":1,"value":"a much longer phone number"}"#][..],
+            "rebuild it with `obscura build`",
+        ),
+        (
+            &[r#"{"op":"append","index":150,"value":"a"}"#][..],
+            "appends take the indexes from 100 on",
+        ),
+        (
+            &[r#"{"op":"set","index":100,"value":"a"}"#][..],
+            "out of range",
+        ),
+        (
+            &[r#"{"op":"upsert","key":"k","value":"a"}"#][..],
+            "not keys",
+        ),
+    ] {
+        update(&db, lines)
+            .code(1)
+            .stderr(predicate::str::contains(message));
+        assert!(std::fs::read(&db).unwrap() == before, "{message}");
+    }
+    // Appends past the matrix's capacity need a new setup.
+    let appends: Vec<String> = (100..200)
+        .map(|i| format!(r#"{{"op":"append","index":{i},"value":"x"}}"#))
+        .collect();
+    let appends: Vec<&str> = appends.iter().map(String::as_str).collect();
+    update(&db, &appends).code(1).stderr(
+        predicate::str::contains("more than the").and(predicate::str::contains("obscura build")),
+    );
+    assert!(std::fs::read(&db).unwrap() == before);
+    // Fixed-size records have no absent state.
+    let raw = dir.path().join("raw.bin");
+    std::fs::write(&raw, vec![5u8; 64 * 10]).unwrap();
+    let raw_db = dir.path().join("raw.obs");
+    obscura()
+        .args(["build", "--record-size", "64", "--input"])
+        .arg(&raw)
+        .arg("--out")
+        .arg(&raw_db)
+        .assert()
+        .success();
+    update(&raw_db, &[r#"{"op":"delete","index":2}"#])
+        .code(1)
+        .stderr(predicate::str::contains("no absent state"));
+}
+
+#[test]
+fn a_server_serves_the_new_version_after_sighup_and_stale_clients_catch_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_phones(dir.path(), 300);
+    let mut served = Served::start(&[path(&db)]);
+    served.drain_stderr();
+    let cache = dir.path().join("cache");
+    let remote = |index: u64| {
+        obscura()
+            .args([
+                "get",
+                "--db",
+                "phones",
+                "--server",
+                &served.url,
+                "--cache-dir",
+            ])
+            .arg(&cache)
+            .args(["--index", &index.to_string()])
+            .assert()
+    };
+    // The setup of version 0 is now in the cache.
+    remote(9).success().stdout("555-0009\n");
+    update(
+        &db,
+        &[
+            r#"{"op":"set","index":9,"value":"123-4567"}"#,
+            r#"{"op":"delete","index":10}"#,
+        ],
+    )
+    .success();
+    // Until the reload the server answers from version 0.
+    remote(9).success().stdout("555-0009\n");
+    served.signal("HUP");
+    let started = Instant::now();
+    loop {
+        // The cached setup of version 0 is stale: its query is refused and the client
+        // downloads version 1's setup.
+        let output = remote(9).success().get_output().stdout.clone();
+        if output == b"123-4567\n" {
+            break;
+        }
+        assert_eq!(output, b"555-0009\n");
+        assert!(started.elapsed() < Duration::from_secs(30), "not reloaded");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    remote(10)
+        .code(3)
+        .stderr(predicate::str::contains("record 10 was deleted"));
+    remote(11).success().stdout("555-0011\n");
+}
+
+/// Records of the database the kill test updates: enough that an update spends most of its
+/// time reading, changing and writing the file, not starting.
+const KILLED_RECORDS: u64 = 200_000;
+
+/// The records of version `version` of the database the kill test writes: [`KILLED_RECORDS`] values, of
+/// which version v sets records `v·97 + k·13 (mod KILLED_RECORDS)`, k < 300, to `v{v}:{index}`.
+fn expected(version: u64, index: u64) -> Vec<u8> {
+    let mut value = format!("{index:010}").into_bytes();
+    for v in 1..=version {
+        if changed(v).contains(&index) {
+            value = format!("v{v}:{index:05}").into_bytes();
+        }
+    }
+    value
+}
+
+fn changed(version: u64) -> Vec<u64> {
+    (0..300)
+        .map(|k| (version * 97 + k * 13) % KILLED_RECORDS)
+        .collect()
+}
+
+#[test]
+fn kill_9_during_updates_never_leaves_a_version_that_fails_or_answers_wrongly() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("values.csv");
+    let mut text = String::from("value\n");
+    for i in 0..KILLED_RECORDS {
+        text.push_str(&format!("{i:010}\n"));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let db = dir.path().join("db.obs");
+    obscura()
+        .args(["build", "--column", "value", "--input"])
+        .arg(&csv)
+        .arg("--out")
+        .arg(&db)
+        .assert()
+        .success();
+    let changes_of = |version: u64| -> PathBuf {
+        let file = dir.path().join(format!("v{version}.jsonl"));
+        let lines: Vec<String> = changed(version)
+            .into_iter()
+            .map(|i| format!(r#"{{"op":"set","index":{i},"value":"v{version}:{i:05}"}}"#))
+            .collect();
+        std::fs::write(&file, lines.join("\n")).unwrap();
+        file
+    };
+    let run = |version: u64| {
+        Command::new(assert_cmd::cargo::cargo_bin("obscura"))
+            .args(["update", "--db"])
+            .arg(&db)
+            .arg("--changes")
+            .arg(changes_of(version))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    // How long one update takes here, uninterrupted.
+    let started = Instant::now();
+    assert!(run(1).wait().unwrap().success());
+    let full = started.elapsed();
+    eprintln!("one update: {full:?}");
+    let mut version = 1;
+    let mut killed_before_the_end = 0;
+    for attempt in 0..24u32 {
+        let mut child = run(version + 1);
+        // Spread over the whole run, and a little past its usual end.
+        std::thread::sleep(full.mul_f64(f64::from(attempt) / 20.0));
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        killed_before_the_end += u32::from(!status.success());
+        let database = obscura_store::store::read_database(&db)
+            .unwrap_or_else(|e| panic!("attempt {attempt}: the file does not load: {e:#}"));
+        let now = database.listing().version;
+        assert!(
+            now == version || now == version + 1,
+            "attempt {attempt}: version {now} after {version}"
+        );
+        version = now;
+        let mut client = Registry::default().client(&database.setup_bytes()).unwrap();
+        for index in changed(version)
+            .into_iter()
+            .take(5)
+            .chain([0, KILLED_RECORDS - 1])
+        {
+            let (request, pending) = client.query(Target::Index(index)).unwrap();
+            let answers = database
+                .answer(vec![database.decode_query(&request).unwrap()])
+                .unwrap();
+            assert_eq!(
+                client.decode(pending, &answers[0]).unwrap(),
+                Found::Record(expected(version, index)),
+                "attempt {attempt}, version {version}, record {index}"
+            );
+        }
+    }
+    assert!(killed_before_the_end > 0, "no update was interrupted");
+    // The next update runs after any of those (a killed one's lock is gone with it).
+    assert!(run(version + 1).wait().unwrap().success());
+    let database = obscura_store::store::read_database(&db).unwrap();
+    assert_eq!(database.listing().version, version + 1);
+}
