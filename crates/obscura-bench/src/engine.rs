@@ -79,6 +79,7 @@ impl EngineArgs {
                 params,
                 layout: self.layout.unwrap_or(layout),
                 matrix: self.matrix,
+                value_bytes: None,
             },
             keyword: KeywordOptions {
                 params,

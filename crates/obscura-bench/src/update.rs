@@ -3,12 +3,17 @@
 //! versions made in place ([`obscura_pir::lwe::Server::update`]): 0.1%, 1% and 10% of the
 //! records changed at random, and 1% in one contiguous run. Each version's time is set against
 //! the same run's full setup, and each version is checked: records it changed and records it
-//! kept are retrieved with its new setup and compared with the data.
+//! kept are retrieved with its new setup and compared with the data. Each version is then made
+//! durable as `obscura update` does: its matrix checksummed, and the database file written
+//! beside the others, flushed and renamed into place (in the temporary folder, `TMPDIR`); the
+//! two are timed apart.
 
 use anyhow::{ensure, Context, Result};
 use obscura_pir::lwe::{Client, EngineOptions, Server};
 use obscura_pir::{Change, PirClient, PirServer};
 use serde::Serialize;
+
+use obscura_store::store::{self, Database, MatrixHasher};
 
 use crate::measure::{generate, splitmix64, timed};
 use crate::progress::Progress;
@@ -40,6 +45,13 @@ pub struct UpdateCase {
     pub seconds: f64,
     /// `seconds` over the full setup's.
     pub over_setup: f64,
+    /// Seconds to checksum the new version's matrix (SHA-256 of its 64 MiB chunks).
+    pub checksum_seconds: f64,
+    /// Seconds to write the new version's file: checksum, write, flush, rename, flush of the
+    /// folder (what `obscura update` does after making the version).
+    pub write_seconds: f64,
+    /// `seconds` plus `write_seconds`, over the full setup's: the version durable.
+    pub durable_over_setup: f64,
     /// Whether every record retrieved with the new setup matched the data.
     pub correct: bool,
 }
@@ -87,6 +99,7 @@ pub fn run(
     drop(shown);
     let server = server?;
     let g = *server.public_setup().geometry();
+    let folder = tempfile::tempdir().context("cannot make a folder for the versions' files")?;
     let mut cases = Vec::new();
     for (i, &(name, fraction, run)) in CASES.iter().enumerate() {
         let count = ((records as f64 * fraction).round() as u64).max(1);
@@ -114,12 +127,21 @@ pub fn run(
         let entries = changed_entries(&before, version.database());
         drop(before);
         let correct = check(&version, &data, record_bytes, &indices, &values)?;
+        let (_, checksum_seconds) = timed(|| MatrixHasher::digest(version.database().as_bytes()));
+        let file = folder.path().join("update.obs");
+        let (written, write_seconds) =
+            timed(|| store::write_database(&file, &Database::from(version)));
+        written.with_context(|| format!("writing {}", file.display()))?;
+        std::fs::remove_file(&file).with_context(|| format!("removing {}", file.display()))?;
         cases.push(UpdateCase {
             name: name.into(),
             records: count,
             entries,
             seconds,
             over_setup: seconds / setup_seconds,
+            checksum_seconds,
+            write_seconds,
+            durable_over_setup: (seconds + write_seconds) / setup_seconds,
             correct,
         });
     }
@@ -219,16 +241,19 @@ impl Tables for UpdateReport {
         print_bandwidth(&self.bandwidth_gbs);
         println!("full setup: {}", human(self.setup_seconds));
         println!(
-            "| change | records | entries | new version | / full setup | correct |\n|---|---|---|---|---|---|"
+            "| change | records | entries | new version | / full setup | checksum | file written | durable / full setup | correct |\n|---|---|---|---|---|---|---|---|---|"
         );
         for case in &self.cases {
             println!(
-                "| {} | {} | {} | {} | {:.3} | {} |",
+                "| {} | {} | {} | {} | {:.3} | {} | {} | {:.3} | {} |",
                 case.name,
                 case.records,
                 case.entries,
                 human(case.seconds),
                 case.over_setup,
+                human(case.checksum_seconds),
+                human(case.write_seconds),
+                case.durable_over_setup,
                 if case.correct { "yes" } else { "no" }
             );
         }

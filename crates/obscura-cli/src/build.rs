@@ -56,6 +56,10 @@ pub struct BuildArgs {
     /// of any size, 12 KiB of answer per 3.75 KiB of record).
     #[arg(long, default_value = "index", value_parser = scheme_parser())]
     scheme: &'static dyn Builder,
+    /// CSV and JSON-lines input, `--scheme index`: slots for values of up to this many bytes
+    /// (default: the longest value), so that `obscura update` can set longer ones later.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    value_bytes: Option<u64>,
     /// Raw input only: stream the setup from the input file to the database file, a band of
     /// columns at a time, so memory holds a few bands and the hint whatever the size (chosen
     /// by itself when the input does not fit in memory). Its plaintext modulus is the one
@@ -103,6 +107,7 @@ impl EngineArgs {
             params: self.params,
             layout: self.layout,
             matrix: self.matrix,
+            value_bytes: None,
         }
     }
 
@@ -194,6 +199,13 @@ fn check_usage(args: &BuildArgs, format: InputFormat) -> Result<(), Usage> {
         args.arity.is_none() || args.key_column.is_some(),
         "--arity applies to keyword databases (--key-column)",
     )?;
+    usage::ensure(
+        args.value_bytes.is_none()
+            || (format != InputFormat::Raw
+                && args.key_column.is_none()
+                && args.scheme.name() == "index"),
+        "--value-bytes applies to index databases of CSV or JSON-lines values (--scheme index), the databases that change in place",
+    )?;
     if format == InputFormat::Raw {
         return usage::ensure(
             args.columns.is_empty(),
@@ -223,7 +235,10 @@ pub fn run(args: BuildArgs) -> Result<()> {
     let indexed_only = args.indexed_only();
     let options = BuildOptions {
         scheme: args.scheme,
-        engine: args.engine.options(),
+        engine: EngineOptions {
+            value_bytes: args.value_bytes,
+            ..args.engine.options()
+        },
         arity: args.arity,
     };
     let input = match format {

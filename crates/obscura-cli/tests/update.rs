@@ -166,6 +166,67 @@ fn refused_changes_leave_the_file_as_it_was() {
 }
 
 #[test]
+fn slots_built_with_room_take_longer_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("names.csv");
+    std::fs::write(&csv, "name\nAda\nBob\n").unwrap();
+    let db = dir.path().join("names.obs");
+    obscura()
+        .args([
+            "build",
+            "--column",
+            "name",
+            "--value-bytes",
+            "40",
+            "--input",
+        ])
+        .arg(&csv)
+        .arg("--out")
+        .arg(&db)
+        .assert()
+        .success();
+    update(
+        &db,
+        &[r#"{"op":"set","index":1,"value":"Robert Wadlow, the tallest man"}"#],
+    )
+    .success();
+    get(&db, 1)
+        .success()
+        .stdout("Robert Wadlow, the tallest man\n");
+    get(&db, 0).success().stdout("Ada\n");
+    // Slots smaller than a value, and room asked of a database that does not change in place.
+    obscura()
+        .args(["build", "--column", "name", "--value-bytes", "2", "--input"])
+        .arg(&csv)
+        .arg("--out")
+        .arg(dir.path().join("small.obs"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "cannot hold the longest value, of 3",
+        ));
+    obscura()
+        .args([
+            "build",
+            "--column",
+            "name",
+            "--value-bytes",
+            "8",
+            "--scheme",
+            "double",
+            "--input",
+        ])
+        .arg(&csv)
+        .arg("--out")
+        .arg(dir.path().join("double.obs"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--value-bytes applies to index databases",
+        ));
+}
+
+#[test]
 fn a_server_serves_the_new_version_after_sighup_and_stale_clients_catch_up() {
     let dir = tempfile::tempdir().unwrap();
     let db = build_phones(dir.path(), 300);

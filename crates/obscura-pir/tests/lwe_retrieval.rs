@@ -34,6 +34,7 @@ fn check_shape(
         params: set,
         layout,
         matrix: Some(matrix),
+        value_bytes: None,
     };
     let server = Server::from_records(&data, record_bytes as u64, options, &|_, _| {}).unwrap();
     let mut client = Client::new(server.public_setup().clone());

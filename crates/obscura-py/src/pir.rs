@@ -79,6 +79,7 @@ fn engine_options(layout: &str, params: &str, matrix: Option<&str>) -> PyResult<
             .map(|m| m.parse::<MatrixKind>())
             .transpose()
             .map_err(|e| invalid("matrix", e.to_string()))?,
+        value_bytes: None,
     })
 }
 
@@ -193,13 +194,14 @@ fn warn(py: Python<'_>, message: &str) -> PyResult<()> {
 /// `record_size`; the last may be short) or any iterable of str or bytes (a list, a pandas
 /// Series, a pyarrow array), one variable-length record each.
 #[pyfunction]
-#[pyo3(signature = (records, out, *, record_size=None, scheme="index", layout="square", params="ypir-1024", matrix=None, threads=None, max_memory=None, progress=None))]
+#[pyo3(signature = (records, out, *, record_size=None, value_bytes=None, scheme="index", layout="square", params="ypir-1024", matrix=None, threads=None, max_memory=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn build_index(
     py: Python<'_>,
     records: &Bound<'_, PyAny>,
     out: PathBuf,
     record_size: Option<u64>,
+    value_bytes: Option<u64>,
     scheme: &str,
     layout: &str,
     params: &str,
@@ -217,9 +219,18 @@ pub fn build_index(
     })?;
     let options = BuildOptions {
         scheme,
-        engine: engine_options(layout, params, matrix)?,
+        engine: EngineOptions {
+            value_bytes,
+            ..engine_options(layout, params, matrix)?
+        },
         arity: None,
     };
+    if value_bytes.is_some() && (record_size.is_some() || scheme.name() != "index") {
+        return Err(error(
+            Class::InvalidInput,
+            "value_bytes applies to index databases of values (scheme=\"index\", no record_size), the databases that change in place",
+        ));
+    }
     match record_size {
         Some(record_size) => {
             // A bytes object is read in place (immutable, and alive for the whole call); other

@@ -103,6 +103,11 @@ def test_updates_set_append_and_delete_records(tmp_path):
     with pytest.raises(obscura.InvalidInputError, match="needs a new setup"):
         obscura.update(db, [{"op": "set", "index": 1, "value": "longer than any slot"}])
     assert db.read_bytes() == before
+    # Slots built with room take longer values.
+    roomy = tmp_path / "roomy.obs"
+    obscura.build_index(["a", "b"], roomy, value_bytes=30, progress=False)
+    obscura.update(roomy, [{"op": "set", "index": 1, "value": "longer than any slot"}])
+    assert obscura.Client.open(roomy).get(1) == b"longer than any slot"
 
 
 def test_keyword_databases_take_pairs_and_dataframes(tmp_path):

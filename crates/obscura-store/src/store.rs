@@ -34,8 +34,8 @@ use obscura_pir::scheme::Progress;
 use obscura_pir::wire::{self, Kind, Reader};
 use obscura_pir::PirError;
 
-pub use crate::checksum::checksum_of_payload;
-use crate::checksum::{payload_checksum, MatrixHasher};
+use crate::checksum::payload_checksum;
+pub use crate::checksum::{checksum_of_payload, MatrixHasher};
 use crate::direct::{self, SequentialWriter};
 use crate::memory;
 use crate::partial::Partial;

@@ -55,7 +55,7 @@ impl Server {
         options: EngineOptions,
         progress: Progress<'_>,
     ) -> Result<Self, PirError> {
-        let (data, slot) = value_slots(values)?;
+        let (data, slot) = value_slots(values, None)?;
         Self::build_slots(&data, slot, RecordFormat::LengthPrefixed, options, progress)
     }
 

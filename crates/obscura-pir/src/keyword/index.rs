@@ -62,6 +62,7 @@ impl KeywordIndex for Lwe {
             params: options.params,
             layout: Layout::OnePerColumn,
             matrix: options.matrix,
+            value_bytes: None,
         };
         lwe::Server::with_database(encoded, RecordFormat::Raw, lwe_options, progress)
     }

@@ -144,6 +144,7 @@ mod tests {
             params,
             layout,
             matrix: None,
+            value_bytes: None,
         }
     }
 

@@ -47,7 +47,7 @@ impl Server {
         options: EngineOptions,
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Self, PirError> {
-        let (data, slot) = value_slots(values)?;
+        let (data, slot) = value_slots(values, options.value_bytes)?;
         Self::build_slots(&data, slot, RecordFormat::LengthPrefixed, options, progress)
     }
 
@@ -70,6 +70,7 @@ impl Server {
         longest: u64,
         options: EngineOptions,
     ) -> Result<Footprint, PirError> {
+        let longest = longest.max(options.value_bytes.unwrap_or(0));
         values_footprint(count, longest, |data_bytes, slot| {
             Self::footprint(data_bytes, slot, options)
         })
@@ -306,15 +307,27 @@ impl PirServer for Server {
     }
 }
 
-/// Variable-length values in slots as large as the longest (see [`value_slot`]), laid end to
-/// end, and the slot size.
-pub(crate) fn value_slots<V: AsRef<[u8]>>(values: &[V]) -> Result<(Vec<u8>, u64), PirError> {
+/// Variable-length values in slots as large as the longest, or as `room` bytes of value when
+/// given (see [`value_slot`]), laid end to end, and the slot size.
+pub(crate) fn value_slots<V: AsRef<[u8]>>(
+    values: &[V],
+    room: Option<u64>,
+) -> Result<(Vec<u8>, u64), PirError> {
     let longest = values
         .iter()
-        .map(|v| v.as_ref().len())
+        .map(|v| v.as_ref().len() as u64)
         .max()
         .ok_or_else(|| PirError::InvalidParameters("the database has no records".into()))?;
-    let slot = value_slot(longest as u64)? as usize;
+    let longest = match room {
+        Some(room) if room < longest => {
+            return Err(PirError::InvalidParameters(format!(
+                "slots for values of {room} bytes cannot hold the longest value, of {longest}"
+            )))
+        }
+        Some(room) => room,
+        None => longest,
+    };
+    let slot = value_slot(longest)? as usize;
     let mut data = vec![0u8; values.len() * slot];
     for (value, slot) in values.iter().zip(data.chunks_exact_mut(slot)) {
         fill_value_slot(slot, Some(value.as_ref()));

@@ -89,6 +89,10 @@ pub struct EngineOptions {
     pub layout: Layout,
     /// How the public matrix is expanded; `None` picks [`MatrixKind::default_for`] the set.
     pub matrix: Option<MatrixKind>,
+    /// For a database of values: the longest value its slots hold, at least the longest given
+    /// (`None`: the longest given). Room for longer values lets an update set them without a
+    /// new setup.
+    pub value_bytes: Option<u64>,
 }
 
 /// One LWE layer as a client sees it, without its hint: the parameters, how records sit in

@@ -325,7 +325,7 @@ mod tests {
             let len = records * record_bytes - short.min(record_bytes - 1);
             let mut data: Vec<u8> = (0..len).map(|_| next() as u8 & 0x3f).collect();
             let layout = [Layout::Square, Layout::OnePerColumn, Layout::PerColumn(3)][layout];
-            let options = EngineOptions { params: ParamSet::Ypir1024, layout, matrix: None };
+            let options = EngineOptions { params: ParamSet::Ypir1024, layout, matrix: None, value_bytes: None };
             let mut server = Server::with_log_p(&data, record_bytes as u64, log_p, RecordFormat::Raw, options).unwrap();
             prop_assert_eq!(server.public_setup().geometry().log_p(), log_p);
             let mut digests = vec![*server.public_setup().digest()];
@@ -402,6 +402,7 @@ mod tests {
                 params: ParamSet::Ypir1024,
                 layout: Layout::PerColumn(per_column),
                 matrix: None,
+                value_bytes: None,
             };
             let mut server = Server::with_log_p(
                 &slots(&current), slot_bytes as u64, log_p, RecordFormat::LengthPrefixed, options,

@@ -49,6 +49,7 @@ def build_index(
     out: Path,
     *,
     record_size: Optional[int] = None,
+    value_bytes: Optional[int] = None,
     scheme: str = "index",
     layout: str = "square",
     params: str = "ypir-1024",
@@ -65,7 +66,8 @@ def build_index(
     as ``layout`` says: ``"square"``, ``"one-per-column"`` or a count), ``"double"``
     (DoublePIR), ``"ypir"`` (records up to 72 bytes, no hint) or ``"ypir-sp"``. A build that
     needs more memory than ``max_memory`` bytes (default: what the system has available) is
-    refused before it starts.
+    refused before it starts. ``value_bytes`` gives a database of values slots for values of up
+    to that many bytes (default: the longest), so that :func:`update` can set longer ones.
     """
     return _progress.run(
         _obscura.build_index,
@@ -73,6 +75,7 @@ def build_index(
         records,
         out,
         record_size=record_size,
+        value_bytes=value_bytes,
         scheme=scheme,
         layout=layout,
         params=params,
