@@ -80,6 +80,7 @@ impl EngineArgs {
                 layout: self.layout.unwrap_or(layout),
                 matrix: self.matrix,
                 value_bytes: None,
+                capacity: None,
             },
             keyword: KeywordOptions {
                 params,

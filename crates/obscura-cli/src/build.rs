@@ -60,6 +60,10 @@ pub struct BuildArgs {
     /// (default: the longest value), so that `obscura update` can set longer ones later.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     value_bytes: Option<u64>,
+    /// `--scheme index`: room in the matrix for this many records in all, so that
+    /// `obscura update` can append records up to it (default: the records given).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    capacity: Option<u64>,
     /// Raw input only: stream the setup from the input file to the database file, a band of
     /// columns at a time, so memory holds a few bands and the hint whatever the size (chosen
     /// by itself when the input does not fit in memory). Its plaintext modulus is the one
@@ -108,6 +112,7 @@ impl EngineArgs {
             layout: self.layout,
             matrix: self.matrix,
             value_bytes: None,
+            capacity: None,
         }
     }
 
@@ -200,6 +205,11 @@ fn check_usage(args: &BuildArgs, format: InputFormat) -> Result<(), Usage> {
         "--arity applies to keyword databases (--key-column)",
     )?;
     usage::ensure(
+        args.capacity.is_none()
+            || (args.key_column.is_none() && args.scheme.name() == "index" && !args.stream),
+        "--capacity applies to index databases built in memory (--scheme index, no --stream), the databases that change in place",
+    )?;
+    usage::ensure(
         args.value_bytes.is_none()
             || (format != InputFormat::Raw
                 && args.key_column.is_none()
@@ -237,6 +247,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
         scheme: args.scheme,
         engine: EngineOptions {
             value_bytes: args.value_bytes,
+            capacity: args.capacity,
             ..args.engine.options()
         },
         arity: args.arity,
@@ -263,7 +274,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
             let stream_fits = sizes::fits(streamed.peak_bytes(), args.engine.max_memory);
             match in_memory {
                 _ if args.stream => return build_streamed(&args, &streamed),
-                Err(reason) if stream_fits && !indexed_only => {
+                Err(reason) if stream_fits && !indexed_only && args.capacity.is_none() => {
                     eprintln!(
                         "streaming the build, in about {} of memory: in memory {reason:#}",
                         sizes::human(streamed.peak_bytes())

@@ -166,6 +166,81 @@ fn refused_changes_leave_the_file_as_it_was() {
 }
 
 #[test]
+fn a_capacity_reserved_at_build_takes_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("records.bin");
+    std::fs::write(&raw, (0..640u32).map(|i| i as u8).collect::<Vec<u8>>()).unwrap();
+    let db = dir.path().join("log.obs");
+    obscura()
+        .args([
+            "build",
+            "--record-size",
+            "64",
+            "--capacity",
+            "1000",
+            "--input",
+        ])
+        .arg(&raw)
+        .arg("--out")
+        .arg(&db)
+        .assert()
+        .success();
+    let appends: Vec<String> = (10..1000)
+        .map(|i| {
+            format!(
+                r#"{{"op":"append","index":{i},"value_hex":"{}"}}"#,
+                hex_record(i)
+            )
+        })
+        .collect();
+    let appends: Vec<&str> = appends.iter().map(String::as_str).collect();
+    update(&db, &appends)
+        .success()
+        .stdout(predicate::str::contains(
+            "990 appended, 0 deleted), 1000 records",
+        ));
+    let get_hex = |index: u64| {
+        obscura()
+            .args(["get", "--hex", "--db"])
+            .arg(&db)
+            .args(["--index", &index.to_string()])
+            .assert()
+    };
+    get_hex(999)
+        .success()
+        .stdout(format!("{}\n", hex_record(999)));
+    get_hex(9).success().stdout(format!(
+        "{}\n",
+        hex::encode((576..640u32).map(|i| i as u8).collect::<Vec<u8>>())
+    ));
+    // --capacity is for databases that change in place.
+    obscura()
+        .args([
+            "build",
+            "--record-size",
+            "64",
+            "--capacity",
+            "100",
+            "--scheme",
+            "ypir",
+            "--input",
+        ])
+        .arg(&raw)
+        .arg("--out")
+        .arg(dir.path().join("ypir.obs"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--capacity applies to index databases",
+        ));
+}
+
+/// The 64 bytes of appended record `index`, in hex.
+fn hex_record(index: u64) -> String {
+    hex::encode([index as u8 ^ 0xa5; 64])
+}
+
+#[test]
 fn slots_built_with_room_take_longer_values() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("names.csv");

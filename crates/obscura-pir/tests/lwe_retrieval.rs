@@ -35,6 +35,7 @@ fn check_shape(
         layout,
         matrix: Some(matrix),
         value_bytes: None,
+        capacity: None,
     };
     let server = Server::from_records(&data, record_bytes as u64, options, &|_, _| {}).unwrap();
     let mut client = Client::new(server.public_setup().clone());

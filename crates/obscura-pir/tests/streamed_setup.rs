@@ -92,6 +92,7 @@ fn streamed_setups_retrieve_every_record_and_match_the_in_memory_matrix() {
             layout,
             matrix: Some(matrix),
             value_bytes: None,
+            capacity: None,
         };
         let what = format!("{record_bytes} B x {records}, {layout:?}, {set:?}");
         let (plan, setup, written) = stream(&data, record_bytes as u64, options, band_bytes);

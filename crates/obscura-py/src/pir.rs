@@ -80,6 +80,7 @@ fn engine_options(layout: &str, params: &str, matrix: Option<&str>) -> PyResult<
             .transpose()
             .map_err(|e| invalid("matrix", e.to_string()))?,
         value_bytes: None,
+        capacity: None,
     })
 }
 
@@ -194,7 +195,7 @@ fn warn(py: Python<'_>, message: &str) -> PyResult<()> {
 /// `record_size`; the last may be short) or any iterable of str or bytes (a list, a pandas
 /// Series, a pyarrow array), one variable-length record each.
 #[pyfunction]
-#[pyo3(signature = (records, out, *, record_size=None, value_bytes=None, scheme="index", layout="square", params="ypir-1024", matrix=None, threads=None, max_memory=None, progress=None))]
+#[pyo3(signature = (records, out, *, record_size=None, value_bytes=None, capacity=None, scheme="index", layout="square", params="ypir-1024", matrix=None, threads=None, max_memory=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn build_index(
     py: Python<'_>,
@@ -202,6 +203,7 @@ pub fn build_index(
     out: PathBuf,
     record_size: Option<u64>,
     value_bytes: Option<u64>,
+    capacity: Option<u64>,
     scheme: &str,
     layout: &str,
     params: &str,
@@ -221,6 +223,7 @@ pub fn build_index(
         scheme,
         engine: EngineOptions {
             value_bytes,
+            capacity,
             ..engine_options(layout, params, matrix)?
         },
         arity: None,
@@ -229,6 +232,12 @@ pub fn build_index(
         return Err(error(
             Class::InvalidInput,
             "value_bytes applies to index databases of values (scheme=\"index\", no record_size), the databases that change in place",
+        ));
+    }
+    if capacity.is_some() && scheme.name() != "index" {
+        return Err(error(
+            Class::InvalidInput,
+            "capacity applies to index databases (scheme=\"index\"), the databases that change in place",
         ));
     }
     match record_size {

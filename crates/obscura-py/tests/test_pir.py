@@ -105,9 +105,14 @@ def test_updates_set_append_and_delete_records(tmp_path):
     assert db.read_bytes() == before
     # Slots built with room take longer values.
     roomy = tmp_path / "roomy.obs"
-    obscura.build_index(["a", "b"], roomy, value_bytes=30, progress=False)
-    obscura.update(roomy, [{"op": "set", "index": 1, "value": "longer than any slot"}])
-    assert obscura.Client.open(roomy).get(1) == b"longer than any slot"
+    obscura.build_index(["a", "b"], roomy, value_bytes=30, capacity=50, progress=False)
+    appends = [{"op": "append", "index": i, "value": f"appended {i}"} for i in range(2, 50)]
+    report = obscura.update(
+        roomy, [{"op": "set", "index": 1, "value": "longer than any slot"}] + appends
+    )
+    assert report.items == 50
+    client = obscura.Client.open(roomy)
+    assert client.get(1) == b"longer than any slot" and client.get(49) == b"appended 49"
 
 
 def test_keyword_databases_take_pairs_and_dataframes(tmp_path):

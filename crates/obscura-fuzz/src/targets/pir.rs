@@ -322,8 +322,9 @@ fn lwe_setup(input: &[u8]) -> Verdict {
 }
 
 /// Bytes of the parameter and geometry fields of an LWE setup, after its envelope: four codes,
-/// five `u64`s and the seed.
-const FIELD_BYTES: usize = 4 + 5 * 8 + SEED_BYTES;
+/// six `u64`s (records, capacity, record bytes, data bytes, records per column, row norm) and
+/// the seed.
+const FIELD_BYTES: usize = 4 + 6 * 8 + SEED_BYTES;
 
 /// Most hint entries the fields target builds (a zero hint, 16 MiB).
 const MAX_HINT_ENTRIES: u64 = 1 << 22;
@@ -347,7 +348,9 @@ fn lwe_setup_fields(input: &[u8]) -> Verdict {
     ) else {
         return Ok("unknown code".into());
     };
-    let geometry = match Geometry::new(u64_at(0), u64_at(1), u64_at(2), u64_at(3), fields[3]) {
+    let geometry = Geometry::new(u64_at(0), u64_at(2), u64_at(3), u64_at(4), fields[3])
+        .and_then(|geometry| geometry.with_capacity(u64_at(1)));
+    let geometry = match geometry {
         Ok(geometry) => geometry,
         Err(error) => return one_line(error.to_string()),
     };
@@ -355,8 +358,8 @@ fn lwe_setup_fields(input: &[u8]) -> Verdict {
         return Ok("hint too large for the harness".into());
     }
     let hint = Matrix::zeros(geometry.rows() as usize, set.n());
-    let seed = MatrixSeed(fields[44..].try_into().expect("seed bytes"));
-    let setup = PublicSetup::new(set, matrix, format, geometry, u64_at(4), seed, hint);
+    let seed = MatrixSeed(fields[52..].try_into().expect("seed bytes"));
+    let setup = PublicSetup::new(set, matrix, format, geometry, u64_at(5), seed, hint);
     if let Ok(setup) = &setup {
         let bytes = setup.to_bytes();
         let decoded = PublicSetup::from_bytes(&bytes)

@@ -63,6 +63,7 @@ impl KeywordIndex for Lwe {
             layout: Layout::OnePerColumn,
             matrix: options.matrix,
             value_bytes: None,
+            capacity: None,
         };
         lwe::Server::with_database(encoded, RecordFormat::Raw, lwe_options, progress)
     }

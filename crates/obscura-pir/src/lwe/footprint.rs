@@ -145,6 +145,7 @@ mod tests {
             layout,
             matrix: None,
             value_bytes: None,
+            capacity: None,
         }
     }
 

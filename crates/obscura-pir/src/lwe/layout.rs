@@ -68,6 +68,7 @@ impl Layout {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Geometry {
     records: u64,
+    capacity: u64,
     record_bytes: u64,
     data_bytes: u64,
     per_column: u64,
@@ -139,12 +140,36 @@ impl Geometry {
         }
         Ok(Self {
             records,
+            capacity: records,
             record_bytes,
             data_bytes,
             per_column,
             log_p,
             rows,
             cols,
+        })
+    }
+
+    /// This geometry with room for `capacity` records (at least its own): as many columns as
+    /// `capacity` records fill, the columns past the records' holding zeros until records are
+    /// appended.
+    pub fn with_capacity(self, capacity: u64) -> Result<Self, PirError> {
+        if capacity < self.records {
+            return Err(PirError::InvalidParameters(format!(
+                "a capacity of {capacity} records is less than the {} there are",
+                self.records
+            )));
+        }
+        let cols = capacity.div_ceil(self.per_column);
+        if cols > MAX_COLS {
+            return Err(PirError::InvalidParameters(format!(
+                "a capacity of {capacity} records makes {cols} columns, more than the {MAX_COLS} supported"
+            )));
+        }
+        Ok(Self {
+            capacity,
+            cols,
+            ..self
         })
     }
 
@@ -156,14 +181,29 @@ impl Geometry {
         layout: Layout,
         log_p: u8,
     ) -> Result<Self, PirError> {
+        Self::with_log_p_and_capacity(data_bytes, record_bytes, layout, log_p, None)
+    }
+
+    /// [`Geometry::with_log_p`] with room for `capacity` records when given; the layout's
+    /// records per column are chosen for the capacity.
+    pub fn with_log_p_and_capacity(
+        data_bytes: u64,
+        record_bytes: u64,
+        layout: Layout,
+        log_p: u8,
+        capacity: Option<u64>,
+    ) -> Result<Self, PirError> {
         if record_bytes == 0 {
             return Err(PirError::InvalidParameters(
                 "record size must be at least 1 byte".into(),
             ));
         }
         let records = data_bytes.div_ceil(record_bytes);
-        let per_column = layout.records_per_column(records, record_bytes, log_p);
-        Self::new(records, record_bytes, data_bytes, per_column, log_p)
+        let capacity = capacity.unwrap_or(records);
+        let per_column = layout
+            .records_per_column(capacity, record_bytes, log_p)
+            .min(records.max(1));
+        Self::new(records, record_bytes, data_bytes, per_column, log_p)?.with_capacity(capacity)
     }
 
     /// Plans the geometry for `data_bytes` bytes of records of `record_bytes` bytes with the
@@ -189,8 +229,21 @@ impl Geometry {
         set: ParamSet,
         log_failure: impl Fn(&Geometry) -> u32,
     ) -> Result<Self, PirError> {
+        Self::plan_with_capacity(data_bytes, record_bytes, layout, set, None, log_failure)
+    }
+
+    /// [`Geometry::plan_at`] with room for `capacity` records when given.
+    pub fn plan_with_capacity(
+        data_bytes: u64,
+        record_bytes: u64,
+        layout: Layout,
+        set: ParamSet,
+        capacity: Option<u64>,
+        log_failure: impl Fn(&Geometry) -> u32,
+    ) -> Result<Self, PirError> {
         for log_p in (1..=MAX_LOG_P).rev() {
-            let geometry = Self::with_log_p(data_bytes, record_bytes, layout, log_p)?;
+            let geometry =
+                Self::with_log_p_and_capacity(data_bytes, record_bytes, layout, log_p, capacity)?;
             if set.max_log_p_at(geometry.cols(), log_failure(&geometry)) >= Some(log_p) {
                 return Ok(geometry);
             }
@@ -204,6 +257,12 @@ impl Geometry {
     /// Number of records.
     pub fn records(&self) -> u64 {
         self.records
+    }
+
+    /// Records the matrix was set up to hold (at least [`Geometry::records`]): appends up to
+    /// the slots of its columns need no new setup.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
     }
 
     /// Bytes per record (the last record may be shorter, see [`Geometry::data_bytes`]).
@@ -264,9 +323,9 @@ impl Geometry {
 
     /// Bits of data in column `column` and the offset of its first bit in the data.
     pub(crate) fn column_bits(&self, column: u64) -> (u64, u64) {
-        let first = column * self.per_column * self.record_bytes * 8;
-        let last =
-            ((column + 1) * self.per_column * self.record_bytes * 8).min(self.data_bytes * 8);
+        let data_bits = self.data_bytes * 8;
+        let first = (column * self.per_column * self.record_bytes * 8).min(data_bits);
+        let last = ((column + 1) * self.per_column * self.record_bytes * 8).min(data_bits);
         (first, last)
     }
 }

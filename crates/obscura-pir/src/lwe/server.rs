@@ -58,7 +58,14 @@ impl Server {
         record_bytes: u64,
         options: EngineOptions,
     ) -> Result<Footprint, PirError> {
-        let planned = Geometry::plan(data_bytes, record_bytes, options.layout, options.params)?;
+        let planned = Geometry::plan_with_capacity(
+            data_bytes,
+            record_bytes,
+            options.layout,
+            options.params,
+            options.capacity,
+            |_| LOG_FAILURE,
+        )?;
         Ok(Footprint::engine(&planned, options.params))
     }
 
@@ -105,9 +112,23 @@ impl Server {
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Self, PirError> {
         let (data_bytes, layout, set) = (data.len() as u64, options.layout, options.params);
-        let planned = Geometry::plan_at(data_bytes, record_bytes, layout, set, log_failure)?;
+        let capacity = options.capacity;
+        let planned = Geometry::plan_with_capacity(
+            data_bytes,
+            record_bytes,
+            layout,
+            set,
+            capacity,
+            log_failure,
+        )?;
         let encoded = encode_with_largest_p(set, planned, MAX_LOG_P, log_failure, |log_p| {
-            let geometry = Geometry::with_log_p(data_bytes, record_bytes, layout, log_p)?;
+            let geometry = Geometry::with_log_p_and_capacity(
+                data_bytes,
+                record_bytes,
+                layout,
+                log_p,
+                capacity,
+            )?;
             Ok((geometry, encode_database(data, &geometry)))
         })?;
         Self::with_database(encoded, format, options, progress)

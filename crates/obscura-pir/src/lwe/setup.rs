@@ -93,6 +93,10 @@ pub struct EngineOptions {
     /// (`None`: the longest given). Room for longer values lets an update set them without a
     /// new setup.
     pub value_bytes: Option<u64>,
+    /// Records the matrix has room for, at least those given (`None`: those given); the
+    /// layout's records per column are chosen for the capacity. Room lets an update append
+    /// records without a new setup.
+    pub capacity: Option<u64>,
 }
 
 /// One LWE layer as a client sees it, without its hint: the parameters, how records sit in
@@ -121,9 +125,10 @@ pub fn describe(geometry: &Geometry, params: LweParams) -> String {
 }
 
 impl Layer {
-    /// Bytes of an encoded layer: four codes (set, matrix kind, record format, log p), five
-    /// `u64` (records, record bytes, data bytes, records per column, row norm) and the seed.
-    pub(crate) const ENCODED_BYTES: usize = 4 + 5 * 8 + SEED_BYTES;
+    /// Bytes of an encoded layer: four codes (set, matrix kind, record format, log p), six
+    /// `u64` (records, capacity, record bytes, data bytes, records per column, row norm) and
+    /// the seed.
+    pub(crate) const ENCODED_BYTES: usize = 4 + 6 * 8 + SEED_BYTES;
 
     /// Assembles a layer; checks that the parameters are correct for the geometry and the row
     /// norm.
@@ -202,6 +207,7 @@ impl Layer {
         out.push(g.log_p());
         for value in [
             g.records(),
+            g.capacity(),
             g.record_bytes(),
             g.data_bytes(),
             g.per_column(),
@@ -224,7 +230,8 @@ impl Layer {
         let format = RecordFormat::from_code(code)
             .ok_or_else(|| reader.error(format!("unknown record format {code}")))?;
         let log_p = reader.u8()?;
-        let (records, record_bytes, data_bytes, per_column, row_norm) = (
+        let (records, capacity, record_bytes, data_bytes, per_column, row_norm) = (
+            reader.u64()?,
             reader.u64()?,
             reader.u64()?,
             reader.u64()?,
@@ -232,6 +239,7 @@ impl Layer {
             reader.u64()?,
         );
         let geometry = Geometry::new(records, record_bytes, data_bytes, per_column, log_p)
+            .and_then(|g| g.with_capacity(capacity))
             .map_err(|e| reader.inconsistent(e))?;
         let seed = MatrixSeed(reader.take(SEED_BYTES)?.try_into().expect("seed length"));
         Self::new(set, matrix, format, geometry, row_norm, seed).map_err(|e| reader.inconsistent(e))
@@ -248,6 +256,7 @@ impl Layer {
         ]);
         for value in [
             g.records(),
+            g.capacity(),
             g.record_bytes(),
             g.data_bytes(),
             g.per_column(),

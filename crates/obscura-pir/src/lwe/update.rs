@@ -39,7 +39,8 @@ struct Rewrite {
 
 impl Server {
     /// [`crate::PirServer::update`] of the engine: records set, appended (within
-    /// the matrix's capacity: the slots of its last column left free) or deleted (databases of
+    /// the matrix's slots: those its columns have past the records, which a build reserves
+    /// with [`EngineOptions::capacity`](super::EngineOptions::capacity)) or deleted (databases of
     /// values only: fixed-size records use every bit of their slot and have no absent state),
     /// their digits rewritten and `ΔD·A` added to the hint, with a new setup digest. For a
     /// database of fixed-size records a value is the record's bytes (as many as the record
@@ -217,7 +218,8 @@ fn grown(geometry: &Geometry, changes: &[Change]) -> Result<Geometry, PirError> 
         total * geometry.record_bytes(),
         geometry.per_column(),
         geometry.log_p(),
-    )?;
+    )?
+    .with_capacity(geometry.capacity().max(total))?;
     debug_assert_eq!(
         (grown.rows(), grown.cols()),
         (geometry.rows(), geometry.cols())
@@ -325,7 +327,7 @@ mod tests {
             let len = records * record_bytes - short.min(record_bytes - 1);
             let mut data: Vec<u8> = (0..len).map(|_| next() as u8 & 0x3f).collect();
             let layout = [Layout::Square, Layout::OnePerColumn, Layout::PerColumn(3)][layout];
-            let options = EngineOptions { params: ParamSet::Ypir1024, layout, matrix: None, value_bytes: None };
+            let options = EngineOptions { params: ParamSet::Ypir1024, layout, matrix: None, value_bytes: None, capacity: None };
             let mut server = Server::with_log_p(&data, record_bytes as u64, log_p, RecordFormat::Raw, options).unwrap();
             prop_assert_eq!(server.public_setup().geometry().log_p(), log_p);
             let mut digests = vec![*server.public_setup().digest()];
@@ -403,6 +405,7 @@ mod tests {
                 layout: Layout::PerColumn(per_column),
                 matrix: None,
                 value_bytes: None,
+                capacity: None,
             };
             let mut server = Server::with_log_p(
                 &slots(&current), slot_bytes as u64, log_p, RecordFormat::LengthPrefixed, options,
@@ -465,6 +468,82 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn appends_fill_the_capacity_a_build_reserved() {
+        let record_bytes = 24usize;
+        let mut data: Vec<u8> = (0..100 * record_bytes)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        data.truncate(data.len() - 5); // a short last record
+        for layout in [Layout::Square, Layout::OnePerColumn, Layout::PerColumn(6)] {
+            let options = EngineOptions {
+                layout,
+                capacity: Some(160),
+                ..EngineOptions::default()
+            };
+            let mut server =
+                Server::from_records(&data, record_bytes as u64, options, &|_, _| {}).unwrap();
+            let geometry = *server.public_setup().geometry();
+            assert_eq!((geometry.records(), geometry.capacity()), (100, 160));
+            assert!(geometry.cols() * geometry.per_column() >= 160);
+            let mut records = data.clone();
+            records.resize(100 * record_bytes, 0);
+            for batch in [100..130u64, 130..160] {
+                let changes: Vec<Change> = batch
+                    .map(|index| Change::Append {
+                        index,
+                        value: vec![index as u8 ^ 0x5a; record_bytes],
+                    })
+                    .collect();
+                server.update(&changes).unwrap();
+                for change in &changes {
+                    if let Change::Append { value, .. } = change {
+                        records.extend_from_slice(value);
+                    }
+                }
+            }
+            let setup = server.public_setup();
+            let geometry = setup.geometry();
+            assert_eq!(
+                (geometry.records(), geometry.capacity(), geometry.cols()),
+                (160, 160, server_cols(geometry))
+            );
+            let expected = encode_database(&records, geometry);
+            assert!(server.database() == &expected);
+            assert_eq!(
+                setup.hint(),
+                &hint::hint_product(&expected, &setup.matrix_a(), &|_, _| {})
+            );
+            let mut client = Client::new(setup.clone());
+            for index in [0, 99, 100, 159] {
+                let (query, state) = client.query(index).unwrap();
+                let answer = server.answer(&query).unwrap();
+                assert_eq!(
+                    client.decode(state, &answer).unwrap(),
+                    record(&records, record_bytes, index as usize),
+                    "{layout:?} {index}"
+                );
+            }
+            // Past the matrix's last slot: a new setup.
+            let past = geometry.cols() * geometry.per_column();
+            let appends: Vec<Change> = (160..=past)
+                .map(|index| Change::Append {
+                    index,
+                    value: vec![1; record_bytes],
+                })
+                .collect();
+            assert!(matches!(
+                server.update(&appends),
+                Err(PirError::NeedsNewSetup(_))
+            ));
+        }
+    }
+
+    /// The columns a geometry of its capacity has.
+    fn server_cols(geometry: &Geometry) -> u64 {
+        geometry.capacity().div_ceil(geometry.per_column())
     }
 
     #[test]

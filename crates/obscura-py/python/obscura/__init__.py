@@ -50,6 +50,7 @@ def build_index(
     *,
     record_size: Optional[int] = None,
     value_bytes: Optional[int] = None,
+    capacity: Optional[int] = None,
     scheme: str = "index",
     layout: str = "square",
     params: str = "ypir-1024",
@@ -67,7 +68,8 @@ def build_index(
     (DoublePIR), ``"ypir"`` (records up to 72 bytes, no hint) or ``"ypir-sp"``. A build that
     needs more memory than ``max_memory`` bytes (default: what the system has available) is
     refused before it starts. ``value_bytes`` gives a database of values slots for values of up
-    to that many bytes (default: the longest), so that :func:`update` can set longer ones.
+    to that many bytes (default: the longest), and ``capacity`` room for that many records in
+    all (default: those given), so that :func:`update` can set longer values and append.
     """
     return _progress.run(
         _obscura.build_index,
@@ -76,6 +78,7 @@ def build_index(
         out,
         record_size=record_size,
         value_bytes=value_bytes,
+        capacity=capacity,
         scheme=scheme,
         layout=layout,
         params=params,

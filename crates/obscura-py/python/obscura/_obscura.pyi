@@ -122,6 +122,7 @@ def build_index(
     *,
     record_size: Optional[int] = None,
     value_bytes: Optional[int] = None,
+    capacity: Optional[int] = None,
     scheme: str = "index",
     layout: str = "square",
     params: str = "ypir-1024",
