@@ -10,6 +10,8 @@ use obscura_registry::Registry;
 use obscura_store::changes::read_changes;
 use obscura_store::update::{update_file, UpdateError};
 
+use crate::progress;
+
 /// What a change file holds, as `--help` shows it.
 pub const CHANGE_FILE: &str = "\
 Change file: one JSON object per line.
@@ -40,7 +42,10 @@ pub fn run(args: UpdateArgs) -> Result<()> {
         .with_context(|| format!("cannot read {}", args.changes.display()))?;
     let changes =
         read_changes(BufReader::new(file)).with_context(|| args.changes.display().to_string())?;
-    let updated = match update_file(&args.db, &changes, &Registry::default()) {
+    let updated = progress::with_bar("updating", |progress| {
+        update_file(&args.db, &changes, &Registry::default(), progress)
+    });
+    let updated = match updated {
         Err(UpdateError::Change {
             source: source @ PirError::NeedsNewSetup(_),
             ..

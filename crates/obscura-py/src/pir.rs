@@ -175,11 +175,22 @@ fn report(out: PathBuf, database: &Database, written: WrittenSetup) -> PyResult<
 /// file `db` as its next version, replacing the file in one step; nothing is written unless
 /// every change applies.
 #[pyfunction]
-pub fn update(py: Python<'_>, db: PathBuf, changes: &str) -> PyResult<BuildReport> {
+#[pyo3(signature = (db, changes, *, progress=None))]
+pub fn update(
+    py: Python<'_>,
+    db: PathBuf,
+    changes: &str,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<BuildReport> {
     let changes = read_changes(changes.as_bytes()).py()?;
-    let updated = py
-        .detach(|| update_file(&db, &changes, &Registry::default()))
-        .py()?;
+    let reporter = Reporter::new(progress);
+    let updated = py.detach(|| {
+        update_file(&db, &changes, &Registry::default(), &|done, total| {
+            reporter.report("updating", done, total)
+        })
+    });
+    reporter.finish()?;
+    let updated = updated.py()?;
     report(db, &updated.database, updated.setup)
 }
 

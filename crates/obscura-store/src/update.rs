@@ -14,10 +14,14 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use obscura_pir::scheme::Progress;
 use obscura_pir::{Change, PirError};
 use obscura_registry::Registry;
 
 use crate::store::{self, Database, StoreError, WrittenSetup};
+
+/// The steps [`update_file`] reports: reading the old version, changing it, writing the new.
+const STEPS: u64 = 3;
 
 /// A version written by [`update_file`].
 pub struct Updated {
@@ -52,15 +56,19 @@ pub enum UpdateError {
 
 /// Applies `changes` to the database file at `path` (of a scheme of `registry`) as its next
 /// version, atomically and durably; everything is checked before anything is written.
+/// `progress(done, 3)` follows its three steps: reading, changing, writing.
 pub fn update_file(
     path: &Path,
     changes: &[Change],
     registry: &Registry,
+    progress: Progress<'_>,
 ) -> Result<Updated, UpdateError> {
+    progress(0, STEPS);
     let started = Instant::now();
     let file = lock_current(path)?;
     let mut database = store::load(path, &file, registry)?;
     let load_seconds = started.elapsed().as_secs_f64();
+    progress(1, STEPS);
     let started = Instant::now();
     database
         .update(changes)
@@ -69,10 +77,12 @@ pub fn update_file(
             source,
         })?;
     let apply_seconds = started.elapsed().as_secs_f64();
+    progress(2, STEPS);
     let started = Instant::now();
     let setup = store::write_database(path, &database)?;
     let write_seconds = started.elapsed().as_secs_f64();
     drop(file);
+    progress(STEPS, STEPS);
     Ok(Updated {
         database,
         setup,

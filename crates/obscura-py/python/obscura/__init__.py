@@ -140,7 +140,12 @@ def build_merkle(
     )
 
 
-def update(db: Path, changes: Union[Path, Iterable[Mapping[str, Any]]]) -> BuildReport:
+def update(
+    db: Path,
+    changes: Union[Path, Iterable[Mapping[str, Any]]],
+    *,
+    progress: _progress.Progress = None,
+) -> BuildReport:
     """Applies ``changes`` to the database file ``db`` as its next version, without a new
     setup: the file is replaced in one step, and nothing is written unless every change
     applies. ``changes`` is a change file (JSON lines, as ``obscura update`` reads) or an
@@ -152,7 +157,7 @@ def update(db: Path, changes: Union[Path, Iterable[Mapping[str, Any]]]) -> Build
             text = file.read()
     else:
         text = "\n".join(json.dumps(change) for change in changes)
-    return _obscura.update(db, text)
+    return _progress.run(_obscura.update, progress, db, text)
 
 
 def psi_server(

@@ -151,7 +151,9 @@ def build_merkle(
     threads: Optional[int] = None,
     progress: Optional[_ProgressCallback] = None,
 ) -> BuildReport: ...
-def update(db: _Path, changes: str) -> BuildReport: ...
+def update(
+    db: _Path, changes: str, *, progress: Optional[_ProgressCallback] = None
+) -> BuildReport: ...
 def run_psi(
     items: Iterable[_Item],
     *,
