@@ -21,7 +21,8 @@ Change file: one JSON object per line.
 A value is a string's UTF-8 bytes, value_hex's bytes, or other JSON's text. Indexes never
 shift. Two lines changing one index are refused, naming both. A change the setup cannot take
 (a longer value than the slots, an append past the matrix's capacity, a norm past the
-plaintext modulus) is refused: rebuild with `obscura build`. Nothing is written unless every
+plaintext modulus) is refused: rebuild with `obscura build`, whose --capacity and --value-bytes
+leave room for appends and longer values. Nothing is written unless every
 change applies; the file is then replaced in one step (a crash leaves the old or the new
 version, whole). `obscura serve` serves the new version after SIGHUP.";
 

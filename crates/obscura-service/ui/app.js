@@ -151,8 +151,10 @@ async function fetchValue() {
       title = `Audit path of leaf ${index}, verified against the root`;
       value = [`leaf hash ${hex(proof.leafHash)}`, ...proof.path.map((h, level) => `level ${level + 1}  ${hex(h)}`), `root      ${hex(proof.root)}`].join("\n");
     } else {
-      title = `Record ${index}`;
-      value = shown(await database.get(index));
+      const record = await database.get(index);
+      title = record ? `Record ${index}` : `Record ${index} was deleted`;
+      value = record ? shown(record) : "absent: the record was deleted";
+      state = record ? "found" : "absent";
     }
   }
   const total = performance.now() - started;

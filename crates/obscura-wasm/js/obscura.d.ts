@@ -77,8 +77,8 @@ export class Database {
   readonly lastLookup: LookupCost | undefined;
   /** Whether the public setup came from the cache (revalidated with the service). */
   readonly fromCache: boolean;
-  /** Fetches record `index` of an index database privately. */
-  get(index: number): Promise<Uint8Array>;
+  /** Fetches record `index` of an index database privately; undefined when it was deleted. */
+  get(index: number): Promise<Uint8Array | undefined>;
   /** Fetches the value under `key` of a keyword database privately; undefined when absent. */
   getKey(key: string | Uint8Array): Promise<Uint8Array | undefined>;
   /** Fetches the audit path of leaf `leaf` of a Merkle tree privately, verified against its

@@ -132,7 +132,8 @@ export class Database {
     return this.#lastLookup && { ...this.#lastLookup };
   }
 
-  /** Fetches record `index` (from 0) of an index database privately. */
+  /** Fetches record `index` (from 0) of an index database privately; `undefined` when the
+   * record was deleted. */
   async get(index) {
     return (await this.#lookup((client) => client.get(index))).value;
   }

@@ -2,6 +2,7 @@
 // WebAssembly module makes every query and decodes every answer, fetch carries them.
 // Run by scripts/test: OBSCURA_CLI and OBSCURA_WASM_PKG name the CLI and the built package.
 
+import { execFileSync } from "node:child_process";
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -30,7 +31,10 @@ before(async () => {
   // The trivial scheme that scripts/test registers in the CLI and this package by one line.
   build("--input", join(folder, "records.bin"), "--record-size", "64", "--scheme", "whole", "--out", join(folder, "whole.obs"));
   buildLog(cli, folder);
-  const files = ["phones", "records", "ypir", "double", "whole", "log"].map((name) => join(folder, `${name}.obs`));
+  const values = Array.from({ length: 300 }, (_, i) => `value ${i}`);
+  writeFileSync(join(folder, "values.csv"), ["value", ...values].join("\n") + "\n");
+  build("--input", join(folder, "values.csv"), "--column", "value", "--out", join(folder, "values.obs"));
+  const files = ["phones", "records", "ypir", "double", "whole", "log", "values"].map((name) => join(folder, `${name}.obs`));
   ({ process: server, url } = await serve(cli, ...files, "--cors-origin", "*"));
 });
 
@@ -110,6 +114,26 @@ test("a database replaced while connected is fetched again, once", async () => {
     await new Promise((wait) => setTimeout(wait, 50));
   }
   assert.deepEqual(Buffer.from(await database.get(5)), replaced.subarray(5 * 64, 6 * 64));
+});
+
+test("a database updated while connected serves its changes, a deleted record undefined", async () => {
+  const database = await Database.connect(url, "values", { wasm });
+  const text = (bytes) => new TextDecoder().decode(bytes);
+  assert.equal(text(await database.get(3)), "value 3");
+  const changes = join(folder, "changes.jsonl");
+  writeFileSync(changes, '{"op":"set","index":3,"value":"value 3, changed"}\n{"op":"delete","index":4}\n');
+  execFileSync(cli, ["update", "--db", join(folder, "values.obs"), "--changes", changes]);
+  const before = await setupHash("values");
+  server.kill("SIGHUP");
+  for (let waited = 0; (await setupHash("values")) === before; waited += 50) {
+    assert.ok(waited < 30_000, "the service did not reload the file");
+    await new Promise((wait) => setTimeout(wait, 50));
+  }
+  // The setup held is version 0's: the first query is refused and the new setup fetched.
+  assert.equal(text(await database.get(3)), "value 3, changed");
+  assert.equal(await database.get(4), undefined);
+  assert.equal(text(await database.get(5)), "value 5");
+  assert.equal((await (await fetch(`${url}/v1/databases`)).json()).find((e) => e.name === "values").version, 1);
 });
 
 async function setupHash(name) {
