@@ -34,14 +34,20 @@ fn build_phones(dir: &Path, rows: usize) -> PathBuf {
     std::fs::write(&csv, text).unwrap();
     let db = dir.join("phones.obs");
     // Seven records per column: the last column has room for appends.
-    obscura()
-        .args(["build", "--column", "phone", "--layout", "7", "--input"])
-        .arg(&csv)
-        .arg("--out")
-        .arg(&db)
-        .assert()
-        .success();
+    build(&["--column", "phone", "--layout", "7"], &csv, &db).success();
     db
+}
+
+/// Runs `obscura build ARGS --input INPUT --out OUT`.
+fn build(args: &[&str], input: &Path, out: &Path) -> Assert {
+    obscura()
+        .arg("build")
+        .args(args)
+        .arg("--input")
+        .arg(input)
+        .arg("--out")
+        .arg(out)
+        .assert()
 }
 
 /// Runs `obscura update` on `db` with the change lines `lines`.
@@ -153,13 +159,7 @@ fn refused_changes_leave_the_file_as_it_was() {
     let raw = dir.path().join("raw.bin");
     std::fs::write(&raw, vec![5u8; 64 * 10]).unwrap();
     let raw_db = dir.path().join("raw.obs");
-    obscura()
-        .args(["build", "--record-size", "64", "--input"])
-        .arg(&raw)
-        .arg("--out")
-        .arg(&raw_db)
-        .assert()
-        .success();
+    build(&["--record-size", "64"], &raw, &raw_db).success();
     update(&raw_db, &[r#"{"op":"delete","index":2}"#])
         .code(1)
         .stderr(predicate::str::contains("no absent state"));
@@ -171,20 +171,7 @@ fn a_capacity_reserved_at_build_takes_appends() {
     let raw = dir.path().join("records.bin");
     std::fs::write(&raw, (0..640u32).map(|i| i as u8).collect::<Vec<u8>>()).unwrap();
     let db = dir.path().join("log.obs");
-    obscura()
-        .args([
-            "build",
-            "--record-size",
-            "64",
-            "--capacity",
-            "1000",
-            "--input",
-        ])
-        .arg(&raw)
-        .arg("--out")
-        .arg(&db)
-        .assert()
-        .success();
+    build(&["--record-size", "64", "--capacity", "1000"], &raw, &db).success();
     let appends: Vec<String> = (10..1000)
         .map(|i| {
             format!(
@@ -214,25 +201,22 @@ fn a_capacity_reserved_at_build_takes_appends() {
         hex::encode((576..640u32).map(|i| i as u8).collect::<Vec<u8>>())
     ));
     // --capacity is for databases that change in place.
-    obscura()
-        .args([
-            "build",
+    build(
+        &[
             "--record-size",
             "64",
             "--capacity",
             "100",
             "--scheme",
             "ypir",
-            "--input",
-        ])
-        .arg(&raw)
-        .arg("--out")
-        .arg(dir.path().join("ypir.obs"))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "--capacity applies to index databases",
-        ));
+        ],
+        &raw,
+        &dir.path().join("ypir.obs"),
+    )
+    .code(2)
+    .stderr(predicate::str::contains(
+        "--capacity applies to index databases",
+    ));
 }
 
 /// The 64 bytes of appended record `index`, in hex.
@@ -246,20 +230,7 @@ fn slots_built_with_room_take_longer_values() {
     let csv = dir.path().join("names.csv");
     std::fs::write(&csv, "name\nAda\nBob\n").unwrap();
     let db = dir.path().join("names.obs");
-    obscura()
-        .args([
-            "build",
-            "--column",
-            "name",
-            "--value-bytes",
-            "40",
-            "--input",
-        ])
-        .arg(&csv)
-        .arg("--out")
-        .arg(&db)
-        .assert()
-        .success();
+    build(&["--column", "name", "--value-bytes", "40"], &csv, &db).success();
     update(
         &db,
         &[r#"{"op":"set","index":1,"value":"Robert Wadlow, the tallest man"}"#],
@@ -270,35 +241,31 @@ fn slots_built_with_room_take_longer_values() {
         .stdout("Robert Wadlow, the tallest man\n");
     get(&db, 0).success().stdout("Ada\n");
     // Slots smaller than a value, and room asked of a database that does not change in place.
-    obscura()
-        .args(["build", "--column", "name", "--value-bytes", "2", "--input"])
-        .arg(&csv)
-        .arg("--out")
-        .arg(dir.path().join("small.obs"))
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains(
-            "cannot hold the longest value, of 3",
-        ));
-    obscura()
-        .args([
-            "build",
+    build(
+        &["--column", "name", "--value-bytes", "2"],
+        &csv,
+        &dir.path().join("small.obs"),
+    )
+    .code(1)
+    .stderr(predicate::str::contains(
+        "cannot hold the longest value, of 3",
+    ));
+    build(
+        &[
             "--column",
             "name",
             "--value-bytes",
             "8",
             "--scheme",
             "double",
-            "--input",
-        ])
-        .arg(&csv)
-        .arg("--out")
-        .arg(dir.path().join("double.obs"))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "--value-bytes applies to index databases",
-        ));
+        ],
+        &csv,
+        &dir.path().join("double.obs"),
+    )
+    .code(2)
+    .stderr(predicate::str::contains(
+        "--value-bytes applies to index databases",
+    ));
 }
 
 #[test]
@@ -385,13 +352,7 @@ fn kill_9_during_updates_never_leaves_a_version_that_fails_or_answers_wrongly() 
     }
     std::fs::write(&csv, text).unwrap();
     let db = dir.path().join("db.obs");
-    obscura()
-        .args(["build", "--column", "value", "--input"])
-        .arg(&csv)
-        .arg("--out")
-        .arg(&db)
-        .assert()
-        .success();
+    build(&["--column", "value"], &csv, &db).success();
     let changes_of = |version: u64| -> PathBuf {
         let file = dir.path().join(format!("v{version}.jsonl"));
         let lines: Vec<String> = changed(version)

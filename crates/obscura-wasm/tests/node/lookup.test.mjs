@@ -33,7 +33,7 @@ before(async () => {
   buildLog(cli, folder);
   const values = Array.from({ length: 300 }, (_, i) => `value ${i}`);
   writeFileSync(join(folder, "values.csv"), ["value", ...values].join("\n") + "\n");
-  build("--input", join(folder, "values.csv"), "--column", "value", "--out", join(folder, "values.obs"));
+  build("--input", join(folder, "values.csv"), "--column", "value", "--value-bytes", "32", "--out", join(folder, "values.obs"));
   const files = ["phones", "records", "ypir", "double", "whole", "log", "values"].map((name) => join(folder, `${name}.obs`));
   ({ process: server, url } = await serve(cli, ...files, "--cors-origin", "*"));
 });
