@@ -1,7 +1,8 @@
 //! The `update` preset: an index database of `simple-1g`'s shape (near-square layout, 2^20
-//! records of 1 KiB unless `--records` / `--record-bytes` say otherwise) set up once, then new
-//! versions made in place ([`obscura_pir::lwe::Server::update`]): 0.1%, 1% and 10% of the
-//! records changed at random, and 1% in one contiguous run. Each version's time is set against
+//! records of 1 KiB unless `--records` / `--record-bytes` say otherwise) set up once with room
+//! for 1% more records, then new versions made in place ([`obscura_pir::lwe::Server::update`]):
+//! 0.1%, 1% and 10% of the records changed at random, 1% in one contiguous run, and 1% appended
+//! into the room. Each version's time is set against
 //! the same run's full setup, and each version is checked: records it changed and records it
 //! kept are retrieved with its new setup and compared with the data. Each version is then made
 //! durable as `obscura update` does: its matrix checksummed, and the database file written
@@ -20,13 +21,28 @@ use crate::progress::Progress;
 use crate::report::{human, print_bandwidth, print_correct, Pair, Tables};
 use obscura_math::threads::Pools;
 
-/// The changes measured: a name, the fraction of records, and whether they are one run.
-const CASES: [(&str, f64, bool); 4] = [
-    ("0.1% at random", 0.001, false),
-    ("1% at random", 0.01, false),
-    ("10% at random", 0.1, false),
-    ("1% in one run", 0.01, true),
+/// Which records a case changes.
+#[derive(Clone, Copy)]
+enum Picked {
+    /// Records at random.
+    Random,
+    /// One run of records from a random start.
+    Run,
+    /// New records appended past the last, into the room the build reserved.
+    Appended,
+}
+
+/// The changes measured: a name, the fraction of records, and which records.
+const CASES: [(&str, f64, Picked); 5] = [
+    ("0.1% at random", 0.001, Picked::Random),
+    ("1% at random", 0.01, Picked::Random),
+    ("10% at random", 0.1, Picked::Random),
+    ("1% in one run", 0.01, Picked::Run),
+    ("1% appended", 0.01, Picked::Appended),
 ];
+
+/// Room the build reserves past the records, as a fraction of them: the appended case's.
+const ROOM: f64 = 0.01;
 
 /// Records retrieved from each version to check it: changed ones and kept ones.
 const CHECKED: usize = 3;
@@ -90,6 +106,11 @@ pub fn run(
 ) -> Result<UpdateReport> {
     ensure!(records >= 1000, "update needs at least 1000 records");
     let data = generate(records, record_bytes)?;
+    let room = (records as f64 * ROOM).round() as u64;
+    let options = EngineOptions {
+        capacity: Some(records + room),
+        ..options
+    };
     let shown = progress.start(&["full setup"]);
     let (server, setup_seconds) = timed(|| {
         pools
@@ -101,9 +122,13 @@ pub fn run(
     let g = *server.public_setup().geometry();
     let folder = tempfile::tempdir().context("cannot make a folder for the versions' files")?;
     let mut cases = Vec::new();
-    for (i, &(name, fraction, run)) in CASES.iter().enumerate() {
-        let count = ((records as f64 * fraction).round() as u64).max(1);
-        let indices = chosen(records, count, run, i as u64);
+    for (i, &(name, fraction, picked)) in CASES.iter().enumerate() {
+        let count = ((records as f64 * fraction).round() as u64).clamp(1, records);
+        let indices = match picked {
+            Picked::Appended => (records..records + count.min(room)).collect(),
+            Picked::Random => chosen(records, count, false, i as u64),
+            Picked::Run => chosen(records, count, true, i as u64),
+        };
         let values: Vec<Vec<u8>> = indices
             .iter()
             .map(|&index| {
@@ -115,9 +140,15 @@ pub fn run(
         let changes: Vec<Change> = indices
             .iter()
             .zip(&values)
-            .map(|(&index, value)| Change::Set {
-                index,
-                value: value.clone(),
+            .map(|(&index, value)| match picked {
+                Picked::Appended => Change::Append {
+                    index,
+                    value: value.clone(),
+                },
+                _ => Change::Set {
+                    index,
+                    value: value.clone(),
+                },
             })
             .collect();
         let mut version = server.clone();
@@ -135,7 +166,7 @@ pub fn run(
         std::fs::remove_file(&file).with_context(|| format!("removing {}", file.display()))?;
         cases.push(UpdateCase {
             name: name.into(),
-            records: count,
+            records: indices.len() as u64,
             entries,
             seconds,
             over_setup: seconds / setup_seconds,
