@@ -206,14 +206,14 @@ fn check_usage(args: &BuildArgs, format: InputFormat) -> Result<(), Usage> {
     )?;
     usage::ensure(
         args.capacity.is_none()
-            || (args.key_column.is_none() && args.scheme.name() == "index" && !args.stream),
+            || (args.key_column.is_none() && args.scheme.changes_in_place() && !args.stream),
         "--capacity applies to index databases built in memory (--scheme index, no --stream), the databases that change in place",
     )?;
     usage::ensure(
         args.value_bytes.is_none()
             || (format != InputFormat::Raw
                 && args.key_column.is_none()
-                && args.scheme.name() == "index"),
+                && args.scheme.changes_in_place()),
         "--value-bytes applies to index databases of CSV or JSON-lines values (--scheme index), the databases that change in place",
     )?;
     if format == InputFormat::Raw {

@@ -239,13 +239,13 @@ pub fn build_index(
         },
         arity: None,
     };
-    if value_bytes.is_some() && (record_size.is_some() || scheme.name() != "index") {
+    if value_bytes.is_some() && (record_size.is_some() || !scheme.changes_in_place()) {
         return Err(error(
             Class::InvalidInput,
             "value_bytes applies to index databases of values (scheme=\"index\", no record_size), the databases that change in place",
         ));
     }
-    if capacity.is_some() && scheme.name() != "index" {
+    if capacity.is_some() && !scheme.changes_in_place() {
         return Err(error(
             Class::InvalidInput,
             "capacity applies to index databases (scheme=\"index\"), the databases that change in place",

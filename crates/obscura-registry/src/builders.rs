@@ -24,6 +24,11 @@ pub trait Builder: Send + Sync {
     /// Whether the build takes the LWE engine's layout (else the scheme fixes its own).
     fn takes_layout(&self) -> bool;
 
+    /// Whether its databases change in place ([`obscura_pir::PirServer::update`]), so that
+    /// room for appends and longer values (`EngineOptions::capacity`, `value_bytes`) means
+    /// something.
+    fn changes_in_place(&self) -> bool;
+
     /// What a build of records of `shape` will hold and produce, before anything is allocated.
     fn footprint(&self, shape: RecordShape, setup: EngineOptions) -> Result<Footprint, PirError>;
 
@@ -49,6 +54,7 @@ struct With<T: IndexServer> {
     name: &'static str,
     options: fn(EngineOptions) -> T::Options,
     takes_layout: bool,
+    changes_in_place: bool,
 }
 
 impl<T: IndexServer> Builder for With<T> {
@@ -62,6 +68,10 @@ impl<T: IndexServer> Builder for With<T> {
 
     fn takes_layout(&self) -> bool {
         self.takes_layout
+    }
+
+    fn changes_in_place(&self) -> bool {
+        self.changes_in_place
     }
 
     fn footprint(&self, shape: RecordShape, setup: EngineOptions) -> Result<Footprint, PirError> {
@@ -93,6 +103,7 @@ static INDEX: With<lwe::Server> = With {
     name: "index",
     options: engine,
     takes_layout: true,
+    changes_in_place: true,
 };
 
 /// DoublePIR: a second LWE layer over the engine's hint.
@@ -100,6 +111,7 @@ static DOUBLE: With<double::Server> = With {
     name: "double",
     options: engine,
     takes_layout: true,
+    changes_in_place: false,
 };
 
 /// YPIR: DoublePIR with its second layer packed into ring ciphertexts; no hint.
@@ -109,6 +121,7 @@ static YPIR: With<ypir::Server> = With {
         variant: Some(ypir::Variant::Ypir),
     },
     takes_layout: false,
+    changes_in_place: false,
 };
 
 /// YPIR+SP: SimplePIR over a ring, its answer packed; no hint.
@@ -118,6 +131,7 @@ static YPIR_SP: With<ypir::Server> = With {
         variant: Some(ypir::Variant::YpirSp),
     },
     takes_layout: false,
+    changes_in_place: false,
 };
 
 /// The trivial scheme of the tests.
@@ -126,6 +140,7 @@ static TEST: With<obscura_test_scheme::WholeServer<{ obscura_test_scheme::CODE }
     name: "whole",
     options: |_| (),
     takes_layout: false,
+    changes_in_place: false,
 };
 
 /// Every builder of this build, in the order users see them; the first is the default.
