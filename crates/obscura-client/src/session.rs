@@ -199,7 +199,8 @@ impl Session {
     }
 
     /// The first request of `exchange`, made from this session's setup (the one a
-    /// [`Step::Refresh`] asks for), its earlier state cleared.
+    /// [`Step::Refresh`] asks for), with the exchange's pending answer state and leaf hash
+    /// cleared.
     pub fn restart(&mut self, exchange: &mut Exchange) -> Result<Request, ClientError> {
         exchange.pending = None;
         exchange.leaf_hash = None;

@@ -21,8 +21,9 @@ use crate::{Change, PirError, PirServer};
 pub struct Server {
     setup: PublicSetup,
     database: PlaintextMatrix,
-    /// The squared norm of each database row, once an update needed them (kept up to date by
-    /// later updates, so that they read the database once).
+    /// The squared norm of each database row, once known: read when the server is assembled
+    /// from stored parts (which checks them) or at its first update, and kept up to date by
+    /// updates, so that the database is read for them once.
     row_norms: Option<Vec<u64>>,
 }
 
@@ -184,11 +185,11 @@ impl Server {
     /// A server from a stored setup and database; checks that they fit together, the database's
     /// row norms included (one pass over it).
     pub fn from_parts(setup: PublicSetup, database: PlaintextMatrix) -> Result<Self, PirError> {
-        let database = Self::check_parts(&setup, database)?;
+        let row_norms = Self::row_norms_within(&setup, &database)?;
         Ok(Self {
             setup,
             database,
-            row_norms: None,
+            row_norms: Some(row_norms),
         })
     }
 
@@ -197,6 +198,16 @@ impl Server {
         setup: &PublicSetup,
         database: PlaintextMatrix,
     ) -> Result<PlaintextMatrix, PirError> {
+        Self::row_norms_within(setup, &database)?;
+        Ok(database)
+    }
+
+    /// The squared norm of each row of `database`, once its shape is checked to be `setup`'s
+    /// and its norms to be within the setup's.
+    fn row_norms_within(
+        setup: &PublicSetup,
+        database: &PlaintextMatrix,
+    ) -> Result<Vec<u64>, PirError> {
         let g = setup.geometry();
         if database.rows() as u64 != g.rows() || database.cols() as u64 != g.cols() {
             return Err(PirError::InvalidParameters(format!(
@@ -207,14 +218,16 @@ impl Server {
                 g.cols()
             )));
         }
-        let norm = database.max_row_norm();
+        let mut norms = vec![0u64; database.rows()];
+        database.add_row_norms(&mut norms);
+        let norm = norms.iter().copied().max().unwrap_or(0);
         if norm > setup.row_norm() {
             return Err(PirError::InvalidParameters(format!(
                 "a database row has squared norm {norm}, above the setup's {}",
                 setup.row_norm()
             )));
         }
-        Ok(database)
+        Ok(norms)
     }
 
     /// The public setup to hand to clients.
