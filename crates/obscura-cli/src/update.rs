@@ -8,6 +8,7 @@ use clap::Args;
 use obscura_pir::{Change, PirError};
 use obscura_registry::Registry;
 use obscura_store::changes::read_changes;
+use obscura_store::patches;
 use obscura_store::update::{update_file, UpdateError};
 
 use crate::progress;
@@ -35,6 +36,10 @@ pub struct UpdateArgs {
     /// The change file (JSON lines; see below).
     #[arg(long)]
     changes: PathBuf,
+    /// Keep patches for clients of this many versions back (in FILE.patches; 0: none), so
+    /// they catch up without downloading the whole setup.
+    #[arg(long, value_name = "VERSIONS", default_value_t = patches::DEFAULT_KEEP)]
+    keep_patches: usize,
 }
 
 /// Runs `obscura update`.
@@ -44,7 +49,13 @@ pub fn run(args: UpdateArgs) -> Result<()> {
     let changes =
         read_changes(BufReader::new(file)).with_context(|| args.changes.display().to_string())?;
     let updated = progress::with_bar("updating", |progress| {
-        update_file(&args.db, &changes, &Registry::default(), progress)
+        update_file(
+            &args.db,
+            &changes,
+            &Registry::default(),
+            args.keep_patches,
+            progress,
+        )
     });
     let updated = match updated {
         Err(UpdateError::Change {
@@ -74,6 +85,13 @@ pub fn run(args: UpdateArgs) -> Result<()> {
         }
     );
     println!("setup SHA-256: {}", hex::encode(updated.setup.sha256));
+    if let Some(bytes) = updated.patch_bytes {
+        println!(
+            "patch for clients of version {}: {bytes} bytes (the setup: {})",
+            listing.version - 1,
+            updated.setup.bytes
+        );
+    }
     println!(
         "loaded in {:.2} s, changed in {:.2} s, written in {:.2} s (send SIGHUP to `obscura serve` to serve it)",
         updated.load_seconds, updated.apply_seconds, updated.write_seconds

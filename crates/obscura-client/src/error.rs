@@ -69,6 +69,16 @@ pub enum ClientError {
         /// Why that is the limit.
         what: &'static str,
     },
+    /// The patches a server sent do not make a valid next setup of the cached one (the client
+    /// then downloads the whole setup).
+    #[error("{url}: the patches do not apply to the cached setup")]
+    BadPatch {
+        /// The URL requested.
+        url: String,
+        /// Why.
+        #[source]
+        source: LoadError,
+    },
     /// The setup's bytes do not have the SHA-256 they must have: they were corrupted on the way,
     /// or are not the setup expected. Nothing was cached.
     #[error(

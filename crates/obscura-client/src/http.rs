@@ -26,7 +26,7 @@ use crate::error::ClientError;
 use crate::session::Request;
 use crate::setup::{
     etag_of, refusal, sha256_of_etag, Accepted, Cached, SetupPolicy, Sha256,
-    DEFAULT_MAX_QUERY_BYTES, DEFAULT_MAX_SETUP_BYTES, MAX_ERROR_BYTES,
+    DEFAULT_MAX_QUERY_BYTES, DEFAULT_MAX_SETUP_BYTES, MAX_ERROR_BYTES, PATCH_IM,
 };
 
 /// The largest database list read.
@@ -249,10 +249,10 @@ impl HttpClient {
     /// SHA-256 must equal the server's ETag and the pinned [`ClientOptions::setup_sha256`]
     /// when given. A cached copy is offered with `If-None-Match` when its bytes still have the
     /// SHA-256 recorded beside them (a damaged entry is deleted) and used when the server
-    /// confirms it is current; otherwise the setup is downloaded, and cached only once
-    /// verified.
+    /// confirms it is current; else the server is asked for the patches from it to the current
+    /// setup (`A-IM`), applied when it sends them, or the setup is downloaded. A new setup is
+    /// cached only once verified; when patches do not apply, the whole setup is downloaded.
     pub fn fetch_setup(&self, name: &str) -> Result<Accepted, ClientError> {
-        let url = self.setup_url(name);
         let policy = self.policy();
         let cache = self
             .options
@@ -264,9 +264,33 @@ impl HttpClient {
                 .as_ref()
                 .and_then(|entry| entry.load(policy.max_setup_bytes)),
         );
+        let offered = cached.is_some();
+        let accepted = match self.request_setup(name, &policy, cached) {
+            Err(ClientError::BadPatch { .. } | ClientError::SetupSha256 { .. }) if offered => {
+                self.request_setup(name, &policy, None)
+            }
+            accepted => accepted,
+        }?;
+        if let (Some(entry), false) = (cache, accepted.from_cache) {
+            // A cache that cannot be written only costs a download next time.
+            let _ = entry.store(&accepted.sha256, &accepted.bytes);
+        }
+        Ok(accepted)
+    }
+
+    /// Requests the setup of database `name`, offering `cached` for revalidation or patching.
+    fn request_setup(
+        &self,
+        name: &str,
+        policy: &SetupPolicy,
+        cached: Option<Cached>,
+    ) -> Result<Accepted, ClientError> {
+        let url = self.setup_url(name);
         let mut request = self.get(&url);
         if let Some(cached) = &cached {
-            request = request.header("If-None-Match", etag_of(&cached.sha256));
+            request = request
+                .header("If-None-Match", etag_of(&cached.sha256))
+                .header("A-IM", PATCH_IM);
         }
         let reply = self.receive(
             &url,
@@ -274,18 +298,13 @@ impl HttpClient {
             policy.max_setup_bytes,
             "the most this client accepts for a setup",
         )?;
-        let accepted = policy.accept(
+        policy.accept(
             &url,
             reply.status,
             reply.etag.as_deref(),
             reply.body,
             cached,
-        )?;
-        if let (Some(entry), false) = (cache, accepted.from_cache) {
-            // A cache that cannot be written only costs a download next time.
-            let _ = entry.store(&accepted.sha256, &accepted.bytes);
-        }
-        Ok(accepted)
+        )
     }
 
     /// Sends `request`, a session's request for database `name`, and reads its answer (no

@@ -4,6 +4,8 @@
 //! server (`409`: the database was replaced, fetch its setup again). The native HTTP adapter
 //! and the browser client both go through it.
 
+use obscura_registry::Registry;
+
 use crate::error::ClientError;
 
 /// A SHA-256 hash.
@@ -57,17 +59,24 @@ pub struct Cached {
     pub bytes: Vec<u8>,
 }
 
-/// A setup accepted: its bytes, their SHA-256, and whether they came from the cache.
+/// A setup accepted: its bytes, their SHA-256, and how they came.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Accepted {
     /// The encoded setup.
     pub bytes: Vec<u8>,
     /// Its SHA-256.
     pub sha256: Sha256,
-    /// Whether the cached copy was confirmed (`304`); else the bytes were downloaded, and a
-    /// cache should keep them.
+    /// Whether the cached copy was confirmed (`304`); else the bytes are new (downloaded or
+    /// patched), and a cache should keep them.
     pub from_cache: bool,
+    /// Bytes of the patches that made the setup of the cached one (`226`), if it came so.
+    pub patch_bytes: Option<u64>,
 }
+
+/// The instance manipulation (RFC 3229) a client names in `A-IM` to ask for the patches from
+/// the setup it offers with `If-None-Match` to the current one; a server that keeps them
+/// answers `226 IM Used` with them ([`obscura_registry::Registry::patch_setup`] reads them).
+pub const PATCH_IM: &str = "obscura-patch";
 
 impl SetupPolicy {
     /// The cached setup worth offering the server for revalidation: only one with the pinned
@@ -77,7 +86,9 @@ impl SetupPolicy {
     }
 
     /// The setup a server's successful reply (`status` and `etag`, `body` the bytes read) to
-    /// a request for `url` gives, `cached` being the copy offered with `If-None-Match`.
+    /// a request for `url` gives, `cached` being the copy offered with `If-None-Match`: the
+    /// body (`200`), the cached copy (`304`) or the cached copy patched by the body (`226`),
+    /// verified against the pin or the ETag.
     pub fn accept(
         &self,
         url: &str,
@@ -92,6 +103,7 @@ impl SetupPolicy {
                     bytes,
                     sha256,
                     from_cache: true,
+                    patch_bytes: None,
                 }),
                 None => Err(ClientError::Unexpected {
                     url: url.to_string(),
@@ -99,12 +111,31 @@ impl SetupPolicy {
                 }),
             };
         }
-        let sha256 = obscura_registry::setup_sha256(&body);
+        let (bytes, patch_bytes) = match (status, cached) {
+            (226, Some(cached)) => {
+                let patched = Registry::default()
+                    .patch_setup(&cached.bytes, &body)
+                    .map_err(|source| ClientError::BadPatch {
+                        url: url.to_string(),
+                        source,
+                    })?;
+                (patched, Some(body.len() as u64))
+            }
+            (226, None) => {
+                return Err(ClientError::Unexpected {
+                    url: url.to_string(),
+                    message: "226 IM Used, but no cached setup was offered".into(),
+                })
+            }
+            _ => (body, None),
+        };
+        let sha256 = obscura_registry::setup_sha256(&bytes);
         self.verify(url, &sha256, etag)?;
         Ok(Accepted {
-            bytes: body,
+            bytes,
             sha256,
             from_cache: false,
+            patch_bytes,
         })
     }
 

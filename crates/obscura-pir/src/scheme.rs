@@ -106,6 +106,16 @@ pub trait SetupMessage:
     fn note(&self) -> Option<String> {
         None
     }
+
+    /// The next version of this setup, made from a patch its server's
+    /// [`PirServer::update`] returned, checked to make the setup the patch names. A scheme
+    /// that makes no patches refuses every patch.
+    fn patched(self, patch: &[u8]) -> Result<Self, PirError> {
+        let _ = patch;
+        Err(PirError::InvalidParameters(
+            "setups of this scheme take no patches".into(),
+        ))
+    }
 }
 
 /// What a public setup says about its database, for listings.
@@ -178,9 +188,11 @@ pub trait PirServer: Sized + Send + Sync + 'static {
     ) -> Result<Self, PirError>;
 
     /// Applies `changes` as the database's next version, its setup's digest new; everything is
-    /// checked before anything changes. A scheme whose databases are not changed in place
-    /// refuses with [`PirError::NeedsNewSetup`].
-    fn update(&mut self, changes: &[crate::Change]) -> Result<(), PirError> {
+    /// checked before anything changes. Returns the patch that turns the previous version's
+    /// setup into the new one ([`SetupMessage::patched`]), if the scheme makes patches. A
+    /// scheme whose databases are not changed in place refuses with
+    /// [`PirError::NeedsNewSetup`].
+    fn update(&mut self, changes: &[crate::Change]) -> Result<Option<Vec<u8>>, PirError> {
         let _ = changes;
         Err(PirError::NeedsNewSetup(Box::new(
             PirError::InvalidParameters(format!(

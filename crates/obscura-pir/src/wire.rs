@@ -100,6 +100,11 @@ impl Kind {
     pub const YPIR_ANSWER: Self = Self(14);
     /// A stored database file.
     pub const DATABASE_FILE: Self = Self(16);
+    /// A patch of an LWE engine's public setup: the next version's layer and the entries of
+    /// the database that changed, from which a client makes the next setup itself.
+    pub const LWE_SETUP_PATCH: Self = Self(17);
+    /// The patches a database file keeps beside it for clients of its earlier versions.
+    pub const KEPT_PATCHES: Self = Self(18);
 
     /// The first code left for schemes defined outside this crate.
     pub const FIRST_EXTERNAL: u8 = 0xE0;
@@ -137,6 +142,8 @@ impl Kind {
             Self::YPIR_QUERY => "YPIR query",
             Self::YPIR_ANSWER => "YPIR answer",
             Self::DATABASE_FILE => "database file",
+            Self::LWE_SETUP_PATCH => "setup patch",
+            Self::KEPT_PATCHES => "file of kept patches",
             _ => "message",
         }
     }
@@ -212,6 +219,15 @@ pub fn write_packed(out: &mut Vec<u8>, values: impl IntoIterator<Item = u64>, wi
     if held > 0 {
         out.push(buffer as u8);
     }
+}
+
+/// Appends `value` as an unsigned LEB128 varint (seven bits a byte, low bits first).
+pub fn write_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push(value as u8 | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
 }
 
 /// Checks that an in-memory message of `kind` names the setup with `setup_digest` and that its
@@ -437,6 +453,26 @@ impl<'a> Reader<'a> {
         Ok(values)
     }
 
+    /// The next unsigned LEB128 varint ([`write_varint`]), in its shortest encoding.
+    pub fn varint(&mut self) -> Result<u64, PirError> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = self.u8()?;
+            let bits = u64::from(byte & 0x7f);
+            if shift == 63 && bits > 1 {
+                return Err(self.error("a varint overflows 64 bits"));
+            }
+            value |= bits << shift;
+            if byte & 0x80 == 0 {
+                if byte == 0 && shift > 0 {
+                    return Err(self.error("a varint is not in its shortest encoding"));
+                }
+                return Ok(value);
+            }
+        }
+        Err(self.error("a varint overflows 64 bits"))
+    }
+
     /// The bytes not read yet.
     pub fn rest(&self) -> &'a [u8] {
         self.bytes
@@ -455,6 +491,42 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// A reader over `bytes`, with no envelope.
+    fn reader(bytes: &[u8]) -> Reader<'_> {
+        Reader {
+            bytes,
+            what: "test",
+        }
+    }
+
+    proptest! {
+        /// Every value reads back; overlong encodings and overflows are refused.
+        #[test]
+        fn varints_round_trip(value in any::<u64>(), shift in 0u32..64) {
+            for value in [value, value >> shift] {
+                let mut out = Vec::new();
+                write_varint(&mut out, value);
+                let mut read = reader(&out);
+                prop_assert_eq!(read.varint().unwrap(), value);
+                prop_assert!(read.finish().is_ok());
+                let mut longer = out.clone();
+                *longer.last_mut().unwrap() |= 0x80;
+                longer.push(0);
+                prop_assert!(reader(&longer).varint().is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn varints_past_64_bits_are_refused() {
+        let mut too_long = vec![0xff; 9];
+        too_long.push(0x02);
+        assert!(reader(&too_long).varint().is_err());
+        assert!(reader(&[0x80; 11]).varint().is_err());
+        assert!(reader(&[0x80]).varint().is_err());
+    }
 
     #[test]
     fn packed_values_round_trip_and_padding_is_checked() {

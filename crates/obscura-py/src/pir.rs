@@ -18,6 +18,7 @@ use obscura_registry::{Database, Registry};
 use obscura_service::tls;
 use obscura_store::build::{self, BuildOptions, Records};
 use obscura_store::changes::read_changes;
+use obscura_store::patches;
 use obscura_store::store::{self, WrittenSetup};
 use obscura_store::update::update_file;
 use pyo3::prelude::*;
@@ -173,19 +174,22 @@ fn report(out: PathBuf, database: &Database, written: WrittenSetup) -> PyResult<
 
 /// Applies the changes of `changes` (the text of a change file: JSON lines) to the database
 /// file `db` as its next version, replacing the file in one step; nothing is written unless
-/// every change applies.
+/// every change applies. Patches for clients of the last `keep_patches` versions are kept
+/// beside it.
 #[pyfunction]
-#[pyo3(signature = (db, changes, *, progress=None))]
+#[pyo3(signature = (db, changes, *, keep_patches=None, progress=None))]
 pub fn update(
     py: Python<'_>,
     db: PathBuf,
     changes: &str,
+    keep_patches: Option<usize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<BuildReport> {
     let changes = read_changes(changes.as_bytes()).py()?;
     let reporter = Reporter::new(progress);
     let updated = py.detach(|| {
-        update_file(&db, &changes, &Registry::default(), &|done, total| {
+        let keep = keep_patches.unwrap_or(patches::DEFAULT_KEEP);
+        update_file(&db, &changes, &Registry::default(), keep, &|done, total| {
             reporter.report("updating", done, total)
         })
     });

@@ -23,7 +23,7 @@ trait Hosted: Send + Sync {
     fn matrices(&self) -> Vec<&PlaintextMatrix>;
     fn decode_query(&self, bytes: &[u8]) -> Result<DecodedQuery, PirError>;
     fn answer(&self, queries: Vec<DecodedQuery>) -> Result<Vec<Vec<u8>>, PirError>;
-    fn update(&mut self, changes: &[Change]) -> Result<(), PirError>;
+    fn update(&mut self, changes: &[Change]) -> Result<Option<Vec<u8>>, PirError>;
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -72,7 +72,7 @@ impl<S: Scheme> Hosted for Server<S> {
         Ok(answers.iter().map(Encode::to_bytes).collect())
     }
 
-    fn update(&mut self, changes: &[Change]) -> Result<(), PirError> {
+    fn update(&mut self, changes: &[Change]) -> Result<Option<Vec<u8>>, PirError> {
         self.0.update(changes)
     }
 
@@ -130,7 +130,9 @@ impl Database {
     /// Applies `changes` as the database's next version ([`PirServer::update`]): a new
     /// setup digest, everything checked before anything changes. A database shared with
     /// others (a clone is answering) is not changed in place: [`PirError::InvalidParameters`].
-    pub fn update(&mut self, changes: &[Change]) -> Result<(), PirError> {
+    /// Returns the patch from the previous version's setup to the new one, if the scheme makes
+    /// patches ([`Registry::patch_setup`](crate::Registry::patch_setup) applies it).
+    pub fn update(&mut self, changes: &[Change]) -> Result<Option<Vec<u8>>, PirError> {
         Arc::get_mut(&mut self.0)
             .ok_or_else(|| {
                 PirError::InvalidParameters(

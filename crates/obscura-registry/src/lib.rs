@@ -41,6 +41,7 @@ use obscura_math::matrix::PlaintextMatrix;
 use obscura_pir::batch::pbc::Pbc;
 use obscura_pir::batch::treepir::TreePir;
 use obscura_pir::double::Double;
+use obscura_pir::framing;
 use obscura_pir::keyword::Keyword;
 use obscura_pir::lwe::Lwe;
 use obscura_pir::scheme::SetupOf;
@@ -110,6 +111,10 @@ pub trait Entry: Send + Sync {
     /// The client of the database with the encoded public setup `setup` (its lengths and
     /// digest checked).
     fn client(&self, setup: &[u8]) -> Result<Client, PirError>;
+
+    /// The encoded setup that `patch` makes of the encoded setup `setup`
+    /// ([`SetupMessage::patched`]).
+    fn patch_setup(&self, setup: &[u8], patch: &[u8]) -> Result<Vec<u8>, PirError>;
 }
 
 /// Why a stored database could not be loaded.
@@ -153,6 +158,11 @@ impl<S: Scheme> Entry for Of<S> {
 
     fn client(&self, setup: &[u8]) -> Result<Client, PirError> {
         Ok(Client::new::<S>(SetupOf::<S>::from_bytes(setup)?))
+    }
+
+    fn patch_setup(&self, setup: &[u8], patch: &[u8]) -> Result<Vec<u8>, PirError> {
+        let setup = SetupOf::<S>::from_bytes(setup)?.patched(patch)?;
+        Ok(SetupMessage::to_bytes(&setup))
     }
 }
 
@@ -211,6 +221,21 @@ impl Registry {
     /// picks the scheme).
     pub fn client(&self, setup: &[u8]) -> Result<Client, LoadError> {
         Ok(self.entry_of(setup)?.client(setup)?)
+    }
+
+    /// The encoded setup that the patch chain `chain` makes of the encoded setup `setup` (the
+    /// envelope's kind picks the scheme). A chain is one or more patches, oldest first, each
+    /// the next version's, framed ([`obscura_pir::framing`]); each is checked to name the
+    /// setup it applies to and to make the setup it names.
+    pub fn patch_setup(&self, setup: &[u8], chain: &[u8]) -> Result<Vec<u8>, LoadError> {
+        let entry = self.entry_of(setup)?;
+        let patches = framing::decode(chain, usize::MAX)
+            .map_err(|reason| PirError::malformed("patch chain", reason))?;
+        let mut setup = setup.to_vec();
+        for patch in patches {
+            setup = entry.patch_setup(&setup, patch)?;
+        }
+        Ok(setup)
     }
 }
 

@@ -8,6 +8,7 @@ use obscura_client::api::{DatabaseInfo, ParamsInfo};
 use obscura_client::setup::etag_of;
 use obscura_pir::Lookup;
 use obscura_registry::{setup_sha256, Registry};
+use obscura_store::patches::Patches;
 use obscura_store::store::{self, Database, FileVersion, StoreError};
 
 /// One served database.
@@ -18,8 +19,13 @@ pub struct Entry {
     pub database: Database,
     /// The encoded public setup, served as is.
     pub setup_bytes: Arc<[u8]>,
-    /// The entity tag of the setup: its SHA-256 (`obscura_registry::setup_sha256`) in hex, quoted.
+    /// The SHA-256 of the setup (`obscura_registry::setup_sha256`).
+    pub sha256: [u8; 32],
+    /// The entity tag of the setup: its SHA-256 in hex, quoted.
     pub etag: String,
+    /// The patches kept for clients of earlier versions (none for a database given in memory;
+    /// a file of them that cannot be read is served as none: clients download the setup).
+    pub patches: Patches,
     /// The lookup it serves (which route its queries are posted to).
     pub lookup: Lookup,
     /// What `GET /v1/databases` says about it.
@@ -53,11 +59,35 @@ impl Entry {
             name,
             database,
             setup_bytes,
+            sha256,
             etag: etag_of(&sha256),
+            patches: Patches::default(),
             lookup: listing.lookup,
             info,
             file: None,
         }
+    }
+
+    /// The entry of `database`, loaded from the file at `path` as of `file`, with the patches
+    /// kept beside it.
+    fn from_file(name: String, database: Database, path: &Path, file: FileVersion) -> Self {
+        Self {
+            file: Some(file),
+            patches: Patches::read(path).unwrap_or_default(),
+            ..Entry::new(name, database)
+        }
+    }
+
+    /// The patches that take the setup with SHA-256 `from` to this one, framed as one body
+    /// ([`obscura_registry::Registry::patch_setup`] reads it), when there are and they are
+    /// smaller than the setup.
+    pub fn patch_chain(&self, from: &[u8; 32]) -> Option<Vec<u8>> {
+        let chain = self.patches.chain(from, &self.sha256)?;
+        let bytes: usize = chain.iter().map(|patch| 4 + patch.len()).sum();
+        (bytes < self.setup_bytes.len()).then(|| {
+            let chain: Vec<Vec<u8>> = chain.into_iter().map(<[u8]>::to_vec).collect();
+            obscura_pir::framing::encode(&chain)
+        })
     }
 }
 
@@ -102,10 +132,7 @@ impl Catalog {
             let path = path.as_ref();
             let name = name_of(path)?;
             let (database, file) = store::open_versioned(path, &catalog.registry)?;
-            catalog.insert_entry(Entry {
-                file: Some(file),
-                ..Entry::new(name, database)
-            })?;
+            catalog.insert_entry(Entry::from_file(name, database, path, file))?;
         }
         Ok(catalog)
     }
@@ -131,10 +158,9 @@ impl Catalog {
             let entry = match keep {
                 Some(entry) => entry.clone(),
                 None => match store::open_versioned(path, &self.registry) {
-                    Ok((database, file)) => Arc::new(Entry {
-                        file: Some(file),
-                        ..Entry::new(name.clone(), database)
-                    }),
+                    Ok((database, file)) => {
+                        Arc::new(Entry::from_file(name.clone(), database, path, file))
+                    }
                     Err(error) => {
                         failures.push(error.into());
                         match current {

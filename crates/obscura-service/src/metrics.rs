@@ -37,6 +37,7 @@ pub struct Metrics {
     bytes_out: AtomicU64,
     batches: AtomicU64,
     batched_queries: AtomicU64,
+    patched_setups: AtomicU64,
 }
 
 impl Metrics {
@@ -68,6 +69,11 @@ impl Metrics {
         self.batches.fetch_add(1, Ordering::Relaxed);
         self.batched_queries
             .fetch_add(queries as u64, Ordering::Relaxed);
+    }
+
+    /// Counts one setup request answered with patches (`226`).
+    pub fn add_patched_setup(&self) {
+        self.patched_setups.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The Prometheus text exposition.
@@ -134,6 +140,11 @@ impl Metrics {
                 "obscura_batched_queries_total",
                 "Queries answered in those passes.",
                 &self.batched_queries,
+            ),
+            (
+                "obscura_patched_setups_total",
+                "Setup requests answered with patches from the client's version (226).",
+                &self.patched_setups,
             ),
         ] {
             let _ = writeln!(

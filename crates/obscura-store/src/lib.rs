@@ -5,7 +5,8 @@
 //! Temporary files are named so no build leaves debris ([`partial`]). [`build`] plans and runs
 //! a build from records, values, key-value pairs or a Merkle tree's leaves within a memory
 //! limit ([`memory`]). [`update`] applies a batch of changes (read from a change file by
-//! [`changes`]) as a database's next version, replacing its file atomically.
+//! [`changes`]) as a database's next version, replacing its file atomically, and keeps the
+//! patches that bring clients of earlier versions up to date ([`patches`]).
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -16,5 +17,6 @@ mod checksum;
 pub mod direct;
 pub mod memory;
 pub mod partial;
+pub mod patches;
 pub mod store;
 pub mod update;

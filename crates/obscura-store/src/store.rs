@@ -135,11 +135,19 @@ pub fn file_len(setup_bytes: u64, matrix_bytes: u64) -> u64 {
 
 /// Writes a database and its public setup to `path`, atomically, and says what setup it wrote.
 pub fn write_database(path: &Path, database: &Database) -> Result<WrittenSetup, StoreError> {
+    write_with_setup(path, database, &database.setup_bytes())
+}
+
+/// [`write_database`] with the database's public setup already encoded (`setup`).
+pub(crate) fn write_with_setup(
+    path: &Path,
+    database: &Database,
+    setup: &[u8],
+) -> Result<WrittenSetup, StoreError> {
     let io = |source| StoreError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let setup = database.setup_bytes();
     let matrices: Vec<&[u8]> = database
         .matrices()
         .into_iter()
@@ -150,14 +158,14 @@ pub fn write_database(path: &Path, database: &Database) -> Result<WrittenSetup, 
     for matrix in &matrices {
         hasher.update(matrix);
     }
-    let preamble = preamble(&database.digest(), &setup, matrix_bytes, &hasher.finish());
+    let preamble = preamble(&database.digest(), setup, matrix_bytes, &hasher.finish());
     let temp = temporary_beside(path)?;
     {
         let mut out = BufWriter::with_capacity(1 << 20, temp.file());
         out.write_all(&preamble).map_err(io)?;
         out.write_all(&(setup.len() as u64).to_le_bytes())
             .map_err(io)?;
-        out.write_all(&setup).map_err(io)?;
+        out.write_all(setup).map_err(io)?;
         for matrix in &matrices {
             out.write_all(matrix).map_err(io)?;
         }
@@ -166,7 +174,7 @@ pub fn write_database(path: &Path, database: &Database) -> Result<WrittenSetup, 
     persist(path, temp)?;
     Ok(WrittenSetup {
         bytes: setup.len() as u64,
-        sha256: setup_sha256(&setup),
+        sha256: setup_sha256(setup),
     })
 }
 

@@ -8,7 +8,8 @@
 //! it read from the moment it opens it until the new one is in place, so two updates of one
 //! file run one after the other, the second reading the first's version. A server reading the
 //! file picks the new version up when told to reload (`obscura serve` on SIGHUP), answering
-//! from the version it holds meanwhile.
+//! from the version it holds meanwhile. The patch of the new version is kept beside the file
+//! ([`crate::patches`]), written before the file is renamed into place.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -16,8 +17,9 @@ use std::time::Instant;
 
 use obscura_pir::scheme::Progress;
 use obscura_pir::{Change, PirError};
-use obscura_registry::Registry;
+use obscura_registry::{setup_sha256, Registry};
 
+use crate::patches::{Patch, Patches};
 use crate::store::{self, Database, StoreError, WrittenSetup};
 
 /// The steps [`update_file`] reports: reading the old version, changing it, writing the new.
@@ -29,6 +31,9 @@ pub struct Updated {
     pub database: Database,
     /// The public setup written.
     pub setup: WrittenSetup,
+    /// Bytes of the patch kept for clients of the previous version (none when the scheme
+    /// makes no patches or none are kept).
+    pub patch_bytes: Option<u64>,
     /// Seconds spent reading and verifying the old version.
     pub load_seconds: f64,
     /// Seconds spent applying the changes in memory.
@@ -56,21 +61,25 @@ pub enum UpdateError {
 
 /// Applies `changes` to the database file at `path` (of a scheme of `registry`) as its next
 /// version, atomically and durably; everything is checked before anything is written.
+/// The patch from the old version's setup to the new one is kept beside the file with the
+/// newest `keep_patches` of those before it ([`Patches`]; none with 0).
 /// `progress(done, 3)` follows its three steps: reading, changing, writing.
 pub fn update_file(
     path: &Path,
     changes: &[Change],
     registry: &Registry,
+    keep_patches: usize,
     progress: Progress<'_>,
 ) -> Result<Updated, UpdateError> {
     progress(0, STEPS);
     let started = Instant::now();
     let file = lock_current(path)?;
     let mut database = store::load(path, &file, registry)?;
+    let old_sha256 = setup_sha256(&database.setup_bytes());
     let load_seconds = started.elapsed().as_secs_f64();
     progress(1, STEPS);
     let started = Instant::now();
-    database
+    let patch = database
         .update(changes)
         .map_err(|source| UpdateError::Change {
             path: path.to_path_buf(),
@@ -79,13 +88,34 @@ pub fn update_file(
     let apply_seconds = started.elapsed().as_secs_f64();
     progress(2, STEPS);
     let started = Instant::now();
-    let setup = store::write_database(path, &database)?;
+    let setup = database.setup_bytes();
+    // A file of patches that cannot be read is replaced: it only saves clients downloads.
+    let mut patches = Patches::read(path).unwrap_or_default();
+    let patch_bytes = match patch {
+        Some(bytes) if keep_patches > 0 => {
+            let len = bytes.len() as u64;
+            let patch = Patch {
+                from: old_sha256,
+                to: setup_sha256(&setup),
+                bytes,
+            };
+            patches.push(patch, keep_patches, setup.len() as u64);
+            Some(len)
+        }
+        _ => {
+            patches = Patches::default();
+            None
+        }
+    };
+    patches.write(path)?;
+    let setup = store::write_with_setup(path, &database, &setup)?;
     let write_seconds = started.elapsed().as_secs_f64();
     drop(file);
     progress(STEPS, STEPS);
     Ok(Updated {
         database,
         setup,
+        patch_bytes,
         load_seconds,
         apply_seconds,
         write_seconds,

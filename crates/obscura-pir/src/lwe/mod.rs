@@ -19,6 +19,7 @@ mod client;
 mod footprint;
 mod layout;
 mod messages;
+mod patch;
 mod scheme;
 mod server;
 mod setup;

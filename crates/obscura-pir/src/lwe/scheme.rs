@@ -139,6 +139,10 @@ impl SetupMessage for PublicSetup {
         PublicSetup::digest(self)
     }
 
+    fn patched(self, patch: &[u8]) -> Result<Self, PirError> {
+        PublicSetup::patched(self, patch)
+    }
+
     fn query_bytes(&self) -> u64 {
         Query::encoded_len(self)
     }

@@ -308,8 +308,8 @@ impl PirServer for Server {
         Server::from_parts(setup, database)
     }
 
-    fn update(&mut self, changes: &[Change]) -> Result<(), PirError> {
-        self.apply_changes(changes)
+    fn update(&mut self, changes: &[Change]) -> Result<Option<Vec<u8>>, PirError> {
+        self.apply_changes(changes).map(Some)
     }
 
     fn answer(&self, query: &Query) -> Result<Answer, PirError> {

@@ -311,7 +311,7 @@ impl PublicSetup {
     }
 
     /// Version `version` of a setup of `layer` with `hint`, checked to have the layer's shape.
-    fn versioned(layer: Layer, version: u64, hint: Matrix) -> Result<Self, PirError> {
+    pub(super) fn versioned(layer: Layer, version: u64, hint: Matrix) -> Result<Self, PirError> {
         if hint.rows() as u64 != layer.geometry.rows() || hint.cols() != layer.params.n() {
             return Err(PirError::InvalidParameters(format!(
                 "a {} x {} hint does not fit a {} x {} setup",
@@ -374,6 +374,16 @@ impl PublicSetup {
     /// The hint `H = D·A`.
     pub fn hint(&self) -> &Matrix {
         &self.hint
+    }
+
+    /// The SHA-256 of the hint's entries (little-endian, row by row), as the server computed it.
+    pub fn hint_sha256(&self) -> &[u8; 32] {
+        &self.hint_sha256
+    }
+
+    /// The hint, taken out of the setup.
+    pub(super) fn into_hint(self) -> Matrix {
+        self.hint
     }
 
     /// The largest squared norm of a database row, digits read as signed.

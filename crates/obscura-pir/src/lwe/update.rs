@@ -20,6 +20,7 @@ use obscura_math::pack;
 use rayon::prelude::*;
 
 use super::layout::{Geometry, RecordLocation};
+use super::patch;
 use super::server::centered;
 use super::setup::{fill_value_slot, RecordFormat};
 use super::Server;
@@ -52,7 +53,10 @@ impl Server {
     /// record ([`PirError::InvalidParameters`]); appends past the capacity, a value longer than
     /// the slots or rows whose new norm the plaintext modulus is not correct for
     /// ([`PirError::NeedsNewSetup`]).
-    pub(super) fn apply_changes(&mut self, changes: &[Change]) -> Result<(), PirError> {
+    ///
+    /// Returns the [patch](super::patch) that turns the previous version's setup into the new
+    /// one.
+    pub(super) fn apply_changes(&mut self, changes: &[Change]) -> Result<Vec<u8>, PirError> {
         let setup = self.public_setup();
         let geometry = grown(setup.geometry(), changes)?;
         let rewrites = self.rewrites(&geometry, changes)?;
@@ -80,15 +84,16 @@ impl Server {
         let mut hint = setup.hint().clone();
         hint_delta::apply(&mut hint, &setup.matrix_a(), &deltas);
         let next = setup.next_version(layer, hint)?;
+        let patch = patch::encode(setup, &next, &deltas);
         let (database, norms) = self.database_and_norms_mut();
         database.set_many(rewrites.iter().map(|w| (w.row, w.col, w.new)));
         *norms = new_norms;
         self.set_setup(next);
-        Ok(())
+        Ok(patch)
     }
 
     /// The entries `changes` rewrite in a database of `geometry` (only those whose digit
-    /// changes), checked.
+    /// changes), checked; in column order, each column's top to bottom.
     fn rewrites(&self, geometry: &Geometry, changes: &[Change]) -> Result<Vec<Rewrite>, PirError> {
         let format = self.public_setup().format();
         let mut by_column: BTreeMap<u64, Vec<Slot>> = BTreeMap::new();
@@ -345,7 +350,9 @@ mod tests {
                         .collect();
                     changes.push((index as u64, value));
                 }
-                server.update(&sets(&changes)).unwrap();
+                let before = server.public_setup().clone();
+                let patch = server.update(&sets(&changes)).unwrap().unwrap();
+                prop_assert_eq!(&before.patched(&patch).unwrap(), server.public_setup());
                 for (index, value) in &changes {
                     let start = *index as usize * record_bytes;
                     data[start..start + value.len()].copy_from_slice(value);
@@ -437,11 +444,13 @@ mod tests {
                         }
                     }
                 }
+                let before = server.public_setup().clone();
                 let result = server.update(&changes);
                 if next.len() as u64 > capacity {
                     prop_assert!(matches!(result, Err(PirError::NeedsNewSetup(_))), "{:?}", result);
                 } else {
-                    result.unwrap();
+                    let patch = result.unwrap().unwrap();
+                    prop_assert_eq!(&before.patched(&patch).unwrap(), server.public_setup());
                     current = next;
                 }
             }

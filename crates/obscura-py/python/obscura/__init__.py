@@ -144,6 +144,7 @@ def update(
     db: Path,
     changes: Union[Path, Iterable[Mapping[str, Any]]],
     *,
+    keep_patches: Optional[int] = None,
     progress: _progress.Progress = None,
 ) -> BuildReport:
     """Applies ``changes`` to the database file ``db`` as its next version, without a new
@@ -151,13 +152,15 @@ def update(
     applies. ``changes`` is a change file (JSON lines, as ``obscura update`` reads) or an
     iterable of changes such as ``{"op": "set", "index": 7, "value": "new"}``,
     ``{"op": "append", "index": 1000, "value_hex": "00ff"}`` or ``{"op": "delete", "index": 3}``
-    (a deleted record then reads as ``None``). Servers serve the new version once reloaded."""
+    (a deleted record then reads as ``None``). Servers serve the new version once reloaded;
+    clients holding one of the last ``keep_patches`` versions (16 unless given; 0 for none)
+    catch up by a patch kept beside the file instead of downloading the whole setup."""
     if isinstance(changes, (str, PathLike)):
         with open(changes, encoding="utf-8") as file:
             text = file.read()
     else:
         text = "\n".join(json.dumps(change) for change in changes)
-    return _progress.run(_obscura.update, progress, db, text)
+    return _progress.run(_obscura.update, progress, db, text, keep_patches=keep_patches)
 
 
 def psi_server(

@@ -152,7 +152,11 @@ def build_merkle(
     progress: Optional[_ProgressCallback] = None,
 ) -> BuildReport: ...
 def update(
-    db: _Path, changes: str, *, progress: Optional[_ProgressCallback] = None
+    db: _Path,
+    changes: str,
+    *,
+    keep_patches: Optional[int] = None,
+    progress: Optional[_ProgressCallback] = None,
 ) -> BuildReport: ...
 def run_psi(
     items: Iterable[_Item],

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use axum::http::{header, HeaderValue, Method};
+use axum::http::{header, HeaderName, HeaderValue, Method};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 /// How long a browser may cache a preflight answer.
@@ -79,6 +79,7 @@ impl CorsOrigins {
                     header::AUTHORIZATION,
                     header::CONTENT_TYPE,
                     header::IF_NONE_MATCH,
+                    HeaderName::from_static("a-im"),
                 ])
                 .expose_headers([header::ETAG])
                 .max_age(PREFLIGHT_MAX_AGE),

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -14,8 +14,10 @@ use tokio::sync::oneshot;
 
 use super::batcher::Job;
 use super::{AppState, Served};
+use crate::catalog::Entry;
 use crate::connections::Tracker;
 use crate::metrics::ENDPOINTS;
+use obscura_client::setup::{etag_of, sha256_of_etag, PATCH_IM};
 use obscura_pir::framing;
 use obscura_registry::DecodedQuery;
 
@@ -214,6 +216,21 @@ pub(super) async fn setup(
     if unchanged {
         return Ok((StatusCode::NOT_MODIFIED, cache).into_response());
     }
+    if let Some((base, chain)) = patch_for(entry, &headers) {
+        state.metrics.add_patched_setup();
+        return Ok((
+            StatusCode::IM_USED,
+            [
+                (header::ETAG, entry.etag.clone()),
+                (header::CACHE_CONTROL, "no-store".to_string()),
+                (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+                (HeaderName::from_static("im"), PATCH_IM.to_string()),
+                (HeaderName::from_static("delta-base"), etag_of(&base)),
+            ],
+            chain,
+        )
+            .into_response());
+    }
     let body = Bytes::from_owner(SetupBytes(entry.setup_bytes.clone()));
     Ok((
         cache,
@@ -221,6 +238,29 @@ pub(super) async fn setup(
         body,
     )
         .into_response())
+}
+
+/// The setup a request names as held (its one `If-None-Match` ETag) and the patch chain from
+/// it to `entry`'s setup, when the request asks for patches (`A-IM: obscura-patch`) and the
+/// chain is kept and smaller than the setup.
+fn patch_for(entry: &Entry, headers: &HeaderMap) -> Option<([u8; 32], Vec<u8>)> {
+    let asks = headers.get_all("a-im").iter().any(|value| {
+        value.to_str().is_ok_and(|text| {
+            text.split(',').any(|im| {
+                im.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .eq_ignore_ascii_case(PATCH_IM)
+            })
+        })
+    });
+    if !asks {
+        return None;
+    }
+    let held = headers.get(header::IF_NONE_MATCH)?.to_str().ok()?;
+    let base = sha256_of_etag(held)?;
+    Some((base, entry.patch_chain(&base)?))
 }
 
 /// Shares the encoded setup with the response body without copying it.

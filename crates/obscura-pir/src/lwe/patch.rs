@@ -1,0 +1,277 @@
+//! Patches: how a client holding one version of a setup makes the next one itself.
+//!
+//! A new version ([`super::update`]) changes the layer (records, row norm), the version and
+//! the hint, by `ΔH = ΔD·A`. A patch carries the first two and `ΔD`: the database entries that
+//! changed, each by its `δ` (new digit minus old, both read as signed, so `|δ| < p`). The
+//! client adds `δ·A[c]` to row `r` of its hint for each ([`obscura_math::hint_delta`]), checks
+//! the result against the hint's SHA-256 and the new setup's digest, both in the patch, and
+//! holds the setup a download would have given it. A record's digits lie down one column, so
+//! the entries come as runs down a column: a changed record of `b` bytes costs about
+//! `b·(log p + 1) / log p` bytes and a few bytes of position, whatever the layout.
+//!
+//! ```text
+//! envelope (magic, version, kind = LWE setup patch, digest of the setup it makes)  40 bytes
+//! digest of the setup it applies to                                                32 bytes
+//! the new setup's layer (Layer::ENCODED_BYTES), version (u64 LE), hint SHA-256 (32 bytes)
+//! runs: their count (varint), then each run:
+//!   its column minus the previous run's (varint; the first run's column itself)
+//!   its first row (varint), its entries (varint, at least 1)
+//!   the entries' δ, top to bottom, (log p + 1)-bit two's complement packed LSB first,
+//!   the last byte padded with zero bits
+//! ```
+//!
+//! Runs are in column order, a column's runs top to bottom without overlapping. Entries a few
+//! rows apart in one column share a run (the rows between with `δ = 0`), which costs less than
+//! a run's position.
+
+use obscura_math::hint_delta::{self, EntryDelta};
+
+use super::setup::{Layer, PublicSetup};
+use crate::wire::{self, Kind, Reader};
+use crate::PirError;
+
+/// Unchanged entries between two changed ones of a column that are sent as zeros rather than
+/// starting a new run (a run's position takes about this many entries' bits).
+const MAX_GAP: usize = 8;
+
+/// The patch that turns `base` into `next`, whose databases differ by `deltas`: sorted by
+/// column, then row, each entry once, every `δ` nonzero and within `(-p, p)`.
+pub(super) fn encode(base: &PublicSetup, next: &PublicSetup, deltas: &[EntryDelta]) -> Vec<u8> {
+    let width = delta_width(next.layer());
+    let mut out = Vec::new();
+    wire::write_header(&mut out, Kind::LWE_SETUP_PATCH, next.digest());
+    out.extend_from_slice(base.digest());
+    next.layer().write(&mut out);
+    out.extend_from_slice(&next.version().to_le_bytes());
+    out.extend_from_slice(next.hint_sha256());
+    let runs = runs(deltas);
+    wire::write_varint(&mut out, runs.len() as u64);
+    let mut column = 0;
+    for run in runs {
+        let first = &run[0];
+        wire::write_varint(&mut out, (first.col - column) as u64);
+        column = first.col;
+        let rows = run[run.len() - 1].row - first.row + 1;
+        wire::write_varint(&mut out, first.row as u64);
+        wire::write_varint(&mut out, rows as u64);
+        let mut at = first.row;
+        let values = run.iter().flat_map(|d| {
+            let zeros = d.row - at;
+            at = d.row + 1;
+            std::iter::repeat_n(0, zeros).chain([two_complement(d.delta, width)])
+        });
+        wire::write_packed(&mut out, values, width);
+    }
+    out
+}
+
+/// `deltas` (sorted by column, then row) cut into runs: entries of one column at most
+/// [`MAX_GAP`] unchanged rows apart share a run.
+fn runs(deltas: &[EntryDelta]) -> Vec<&[EntryDelta]> {
+    let mut runs = Vec::new();
+    let mut start = 0;
+    for i in 1..=deltas.len() {
+        let split = deltas.get(i).is_none_or(|d| {
+            let previous = &deltas[i - 1];
+            d.col != previous.col || d.row > previous.row + 1 + MAX_GAP
+        });
+        if split {
+            runs.push(&deltas[start..i]);
+            start = i;
+        }
+    }
+    runs
+}
+
+/// Bits of one `δ` in a patch of `layer`: `log p` and a sign.
+fn delta_width(layer: &Layer) -> u32 {
+    u32::from(layer.geometry().log_p()) + 1
+}
+
+/// `delta` as a `width`-bit two's complement field.
+fn two_complement(delta: i32, width: u32) -> u64 {
+    u64::from(delta as u32) & ((1 << width) - 1)
+}
+
+impl PublicSetup {
+    /// The setup `patch` makes of this one: its next version, as the server that made the
+    /// patch holds it. The patch must name this setup, keep its parameters, seed and matrix
+    /// shape, and make a hint with the SHA-256 and a setup with the digest it names; anything
+    /// else is refused ([`PirError::SetupMismatch`] for a patch of another setup,
+    /// [`PirError::Malformed`] otherwise).
+    pub fn patched(self, patch: &[u8]) -> Result<PublicSetup, PirError> {
+        let what = Kind::LWE_SETUP_PATCH.describe();
+        let (mut reader, digest) = Reader::open(patch, Kind::LWE_SETUP_PATCH)?;
+        if reader.take(32)? != self.digest() {
+            return Err(PirError::SetupMismatch { what });
+        }
+        let layer = Layer::read(&mut reader)?;
+        let version = reader.u64()?;
+        let hint_sha256: [u8; 32] = reader.take(32)?.try_into().expect("32 bytes");
+        let (old, new) = (self.layer(), &layer);
+        let same_matrix = old.params().set == new.params().set
+            && old.params().matrix == new.params().matrix
+            && old.format() == new.format()
+            && old.seed() == new.seed()
+            && old.geometry().rows() == new.geometry().rows()
+            && old.geometry().cols() == new.geometry().cols()
+            && old.geometry().log_p() == new.geometry().log_p();
+        if !same_matrix {
+            return Err(reader.error("the patch changes the parameters, seed or matrix shape"));
+        }
+        if Some(version) != self.version().checked_add(1) {
+            return Err(reader.error(format!(
+                "the patch makes version {version} of a setup at version {}",
+                self.version()
+            )));
+        }
+        let deltas = read_runs(&mut reader, &layer)?;
+        reader.finish()?;
+        let mut hint = self.into_hint();
+        hint_delta::apply(&mut hint, &layer.matrix_a(), &deltas);
+        let next = PublicSetup::versioned(layer, version, hint)?;
+        if *next.hint_sha256() != hint_sha256 || *next.digest() != digest {
+            return Err(PirError::malformed(
+                what,
+                "the patched setup is not the one the patch names",
+            ));
+        }
+        Ok(next)
+    }
+}
+
+/// The entry changes of a patch's runs, checked to lie inside the matrix of `layer`, in column
+/// order without overlaps, each `δ` within `(-p, p)`.
+fn read_runs(reader: &mut Reader<'_>, layer: &Layer) -> Result<Vec<EntryDelta>, PirError> {
+    let (rows, cols) = (layer.geometry().rows(), layer.geometry().cols());
+    let width = delta_width(layer);
+    let p = 1i64 << layer.geometry().log_p();
+    let count = reader.varint()?;
+    // A run takes at least four bytes: three varints and one byte of δ.
+    if count > reader.rest().len() as u64 / 4 {
+        return Err(reader.error(format!("{count} runs do not fit the patch")));
+    }
+    let mut deltas = Vec::new();
+    let (mut column, mut end) = (0u64, 0u64);
+    for k in 0..count {
+        let step = reader.varint()?;
+        column = column
+            .checked_add(step)
+            .filter(|&c| c < cols)
+            .ok_or_else(|| reader.error("a run lies past the matrix's columns"))?;
+        let (first, len) = (reader.varint()?, reader.varint()?);
+        let last = first
+            .checked_add(len)
+            .filter(|&last| len > 0 && last <= rows);
+        let last = last.ok_or_else(|| reader.error("a run is empty or lies past the rows"))?;
+        if k > 0 && step == 0 && first < end {
+            return Err(reader.error("runs of a column overlap or are out of order"));
+        }
+        end = last;
+        let values = reader.packed(len as usize, width)?;
+        for (row, value) in (first..).zip(values) {
+            let delta = value as i64 - (((value >> (width - 1)) & 1) << width) as i64;
+            if delta <= -p {
+                return Err(reader.error(format!("a change of {delta} exceeds the digits")));
+            }
+            if delta != 0 {
+                deltas.push(EntryDelta {
+                    row: row as usize,
+                    col: column as usize,
+                    delta: delta as i32,
+                });
+            }
+        }
+    }
+    Ok(deltas)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::setup::EngineOptions;
+    use super::super::{Layout, Server};
+    use super::*;
+    use crate::{Change, PirServer};
+
+    /// A server of 64 records of 32 bytes in the near-square layout, and the patch of setting
+    /// records 5 and 40, with the setups before and after.
+    fn patched_server() -> (PublicSetup, Vec<u8>, PublicSetup) {
+        let data: Vec<u8> = (0..64 * 32).map(|i| (i * 7 % 251) as u8).collect();
+        let options = EngineOptions {
+            layout: Layout::Square,
+            ..EngineOptions::default()
+        };
+        let mut server = Server::from_records(&data, 32, options, &|_, _| {}).unwrap();
+        let before = server.public_setup().clone();
+        let changes = [5u64, 40].map(|index| Change::Set {
+            index,
+            value: vec![index as u8 ^ 0xa5; 32],
+        });
+        let patch = server.update(&changes).unwrap().unwrap();
+        (before, patch, server.public_setup().clone())
+    }
+
+    #[test]
+    fn a_patch_makes_the_next_setup_and_costs_about_the_changed_digits() {
+        let (before, patch, after) = patched_server();
+        assert_eq!(before.clone().patched(&patch).unwrap(), after);
+        // Two records of 32 bytes, each (8 + 1) / 8 of its bytes as δ with p = 2^8 or a little
+        // more with a smaller p, and the envelope, digests and layer.
+        let log_p = u64::from(after.geometry().log_p());
+        let digits = 2 * (32 * 8u64).div_ceil(log_p) + 2;
+        let fixed = (wire::HEADER_BYTES + 32 + Layer::ENCODED_BYTES + 8 + 32) as u64;
+        let bound = fixed + (digits * (log_p + 1)).div_ceil(8) + 2 * 8;
+        assert!(patch.len() as u64 <= bound, "{} > {bound}", patch.len());
+    }
+
+    #[test]
+    fn a_patch_of_another_setup_or_version_is_refused() {
+        let (before, patch, after) = patched_server();
+        assert!(matches!(
+            after.clone().patched(&patch),
+            Err(PirError::SetupMismatch { .. })
+        ));
+        let data = vec![1u8; 64 * 32];
+        let other = Server::from_records(&data, 32, EngineOptions::default(), &|_, _| {});
+        let other = other.unwrap().public_setup().clone();
+        assert!(matches!(
+            other.patched(&patch),
+            Err(PirError::SetupMismatch { .. })
+        ));
+        assert!(before.patched(&patch[..patch.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn every_corrupted_byte_is_refused_without_a_panic() {
+        let (before, patch, after) = patched_server();
+        for at in 0..patch.len() {
+            for flip in [0x01u8, 0x80] {
+                let mut bad = patch.clone();
+                bad[at] ^= flip;
+                let result = before.clone().patched(&bad);
+                assert!(
+                    result.is_err(),
+                    "byte {at} flipped by {flip:#x}: {:?}",
+                    result.map(|s| s == after)
+                );
+            }
+        }
+        for len in 0..patch.len() {
+            assert!(before.clone().patched(&patch[..len]).is_err());
+        }
+    }
+
+    #[test]
+    fn entries_a_few_rows_apart_share_a_run() {
+        let delta = |row, col| EntryDelta { row, col, delta: 1 };
+        let deltas = [
+            delta(0, 0),
+            delta(1, 0),
+            delta(1 + MAX_GAP + 1, 0),
+            delta(1 + MAX_GAP + 1 + MAX_GAP + 2, 0),
+            delta(0, 1),
+        ];
+        let lens: Vec<usize> = runs(&deltas).iter().map(|r| r.len()).collect();
+        assert_eq!(lens, [3, 1, 1]);
+    }
+}
