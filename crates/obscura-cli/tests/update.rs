@@ -298,7 +298,9 @@ fn a_server_serves_the_new_version_after_sighup_and_stale_clients_catch_up() {
             r#"{"op":"delete","index":10}"#,
         ],
     )
-    .success();
+    .success()
+    .stdout(predicate::str::contains("patch for clients of version 0:"));
+    assert!(dir.path().join("phones.obs.patches").exists());
     // Until the reload the server answers from version 0.
     remote(9).success().stdout("555-0009\n");
     served.signal("HUP");
@@ -318,6 +320,26 @@ fn a_server_serves_the_new_version_after_sighup_and_stale_clients_catch_up() {
         .code(3)
         .stderr(predicate::str::contains("record 10 was deleted"));
     remote(11).success().stdout("555-0011\n");
+    // The client caught up by the patch from version 0, not by downloading the setup.
+    let metrics = http_get(&served.url, "/metrics");
+    assert!(
+        metrics.contains("obscura_patched_setups_total 1\n"),
+        "{metrics}"
+    );
+}
+
+/// The body of `GET path` from the server at `url` (`http://HOST:PORT`).
+fn http_get(url: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let address = url.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    reply
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
+        .unwrap_or(reply)
 }
 
 /// Records of the database the kill test updates: enough that an update spends most of its

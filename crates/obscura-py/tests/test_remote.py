@@ -1,5 +1,10 @@
 """Fetching from `obscura serve` in another process, and files shared with the CLI both ways."""
 
+import json
+import signal
+import time
+import urllib.request
+
 import pytest
 
 import obscura
@@ -19,6 +24,32 @@ def test_lookups_through_a_server_with_a_cached_and_pinned_setup(tmp_path, serve
     assert again.get(3) == b"record 3"
     phones = obscura.Client.connect(server.url, "phones", cache_dir=False)
     assert phones.get_key("+15550013") == b"Ada" and phones.get_key("+1") is None
+
+
+def test_a_cached_setup_of_an_earlier_version_is_patched(tmp_path, serve):
+    db = tmp_path / "db.obs"
+    obscura.build_index([f"record {i}" for i in range(100)], db, value_bytes=20, progress=False)
+    server = serve(db)
+    cache = tmp_path / "cache"
+    assert obscura.Client.connect(server.url, "db", cache_dir=cache).get(7) == b"record 7"
+    report = obscura.update(db, [{"op": "set", "index": 7, "value": "record 7, changed"}])
+    assert (tmp_path / "db.obs.patches").exists()
+    server.process.send_signal(signal.SIGHUP)
+
+    def get(path):
+        with urllib.request.urlopen(server.url + path, timeout=10) as reply:
+            return reply.read().decode()
+
+    deadline = time.monotonic() + 30
+    while json.loads(get("/v1/databases"))[0]["setup_sha256"] != report.setup_sha256:
+        assert time.monotonic() < deadline, "the server did not reload the file"
+        time.sleep(0.05)
+    client = obscura.Client.connect(server.url, "db", cache_dir=cache)
+    assert client.get(7) == b"record 7, changed" and client.get(8) == b"record 8"
+    assert "obscura_patched_setups_total 1\n" in get("/metrics")
+    # Without kept patches, none are written (and those kept before are removed).
+    obscura.update(db, [{"op": "set", "index": 8, "value": "changed too"}], keep_patches=0)
+    assert not (tmp_path / "db.obs.patches").exists()
 
 
 def test_a_setup_with_another_hash_is_refused(tmp_path, serve):

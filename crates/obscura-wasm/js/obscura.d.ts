@@ -77,6 +77,8 @@ export class Database {
   readonly lastLookup: LookupCost | undefined;
   /** Whether the public setup came from the cache (revalidated with the service). */
   readonly fromCache: boolean;
+  /** Bytes of the patches that brought the cached setup up to date, when they did. */
+  readonly patchBytes: number | undefined;
   /** Fetches record `index` of an index database privately; undefined when it was deleted. */
   get(index: number): Promise<Uint8Array | undefined>;
   /** Fetches the value under `key` of a keyword database privately; undefined when absent. */

@@ -78,6 +78,7 @@ export class Database {
   #options;
   #client;
   #lastLookup;
+  #patchBytes;
 
   constructor(url, name, options) {
     this.#url = url.replace(/\/+$/, "");
@@ -89,7 +90,9 @@ export class Database {
   /**
    * Connects to database `name` of the service at `url`: downloads its public setup and checks
    * it against its SHA-256 (`options.sha256` when pinned, else the reply's ETag). In a browser
-   * the setup is kept in IndexedDB and revalidated with its hash (a 304 costs no download);
+   * the setup is kept in IndexedDB and revalidated with its hash (a 304 costs no download; a
+   * copy of an earlier version is brought up to date by the service's patches when it keeps
+   * them);
    * `cache: false` turns that off. Other options: `token` (a bearer token), `maxSetupBytes`,
    * `onProgress(received, total)` (called as the setup arrives; `total` is undefined when the
    * service does not say), `wasm` (see `load`).
@@ -124,6 +127,13 @@ export class Database {
   /** Whether the public setup came from the cache (revalidated with the service). */
   get fromCache() {
     return this.#client.fromCache;
+  }
+
+  /** Bytes of the patches that brought the cached setup up to date, when they did (the
+   * service keeps patches of recent versions); undefined when the setup was cached or
+   * downloaded whole. */
+  get patchBytes() {
+    return this.#patchBytes;
   }
 
   /** What the last `get`, `getKey` or `auditPath` cost: `{ requests, queryBytes, answerBytes,
@@ -166,14 +176,26 @@ export class Database {
     return headers;
   }
 
-  /** Fetches the public setup (offering the cached copy, when there is one, for revalidation)
-   * and hands the reply to the client, which checks it; keeps a new setup in the cache. */
+  /** Fetches the public setup (offering the cached copy, when there is one, for revalidation
+   * or for the patches from it to the current setup) and hands the reply to the client, which
+   * checks it; keeps a new setup in the cache. Patches that do not apply cost a download. */
   async #fetchSetup() {
     const url = `${this.#url}/v1/databases/${encodeURIComponent(this.#name)}/setup`;
     const cache = this.#options.cache === false ? null : await openCache();
     const cached = cache ? await withStore(cache, "readonly", (store) => store.get(url)) : undefined;
     const revalidation = cached && this.#client.revalidation(cached.sha256);
-    const headers = this.#headers(revalidation ? { "If-None-Match": revalidation } : {});
+    try {
+      await this.#requestSetup(url, cache, revalidation ? cached : undefined, revalidation);
+    } catch (error) {
+      if (!revalidation || error.status !== undefined) throw error;
+      await this.#requestSetup(url, cache, undefined, undefined);
+    }
+  }
+
+  /** One request for the setup at `url`, offering `cached` (with ETag `revalidation`). */
+  async #requestSetup(url, cache, cached, revalidation) {
+    const offer = revalidation ? { "If-None-Match": revalidation, "A-IM": this.#client.patchIm } : {};
+    const headers = this.#headers(offer);
     // With a cache of its own, the client asks the service itself (the browser's HTTP cache
     // would turn a 304 into a 200 with the bytes it kept).
     const reply = await fetch(url, cache ? { headers, cache: "no-store" } : { headers });
@@ -183,11 +205,13 @@ export class Database {
     else body = new TextEncoder().encode(await reply.text());
     let fresh;
     try {
-      fresh = this.#client.acceptSetup(url, reply.status, reply.headers.get("ETag") ?? undefined, body, revalidation ? cached.bytes : undefined);
+      fresh = this.#client.acceptSetup(url, reply.status, reply.headers.get("ETag") ?? undefined, body, cached?.bytes);
     } catch (error) {
       throw new ObscuraError(error.message, reply.ok ? undefined : reply.status);
     }
-    if (fresh && cache) await withStore(cache, "readwrite", (store) => store.put({ sha256: this.#client.setupSha256, bytes: body }, url));
+    this.#patchBytes = reply.status === 226 ? body.length : undefined;
+    const setup = this.#client.takePatchedSetup() ?? body;
+    if (fresh && cache) await withStore(cache, "readwrite", (store) => store.put({ sha256: this.#client.setupSha256, bytes: setup }, url));
   }
 
   /** The body of the setup's `reply`, read as it arrives (reporting progress), within the

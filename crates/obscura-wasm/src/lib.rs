@@ -41,6 +41,7 @@ pub struct Client {
     name: String,
     policy: SetupPolicy,
     session: Option<Session>,
+    patched: Option<Vec<u8>>,
 }
 
 #[wasm_bindgen]
@@ -66,6 +67,7 @@ impl Client {
                 ..SetupPolicy::default()
             },
             session: None,
+            patched: None,
         })
     }
 
@@ -88,10 +90,20 @@ impl Client {
             .map(|cached| setup::etag_of(&cached.sha256))
     }
 
+    /// The `A-IM` to send beside a revalidation: the client applies the patches from the
+    /// cached setup to the current one when the service keeps them (it answers `226`).
+    #[wasm_bindgen(getter, js_name = patchIm)]
+    pub fn patch_im(&self) -> String {
+        setup::PATCH_IM.to_string()
+    }
+
     /// Takes the service's reply to the setup request of `url`: its `status`, `etag` and
-    /// `body` (the setup; empty for a 304; the reason for an error), and the cached copy
-    /// offered with `revalidation`, if any. Refuses what the policy refuses; returns whether
-    /// the body is a new setup that a cache should keep.
+    /// `body` (the setup; empty for a 304; the patches from the cached setup for a 226; the
+    /// reason for an error), and the cached copy offered with `revalidation`, if any. Refuses
+    /// what the policy refuses (a 226 whose patches do not make the setup the ETag names
+    /// included: fetch the setup again without offering the cached copy); returns whether
+    /// the setup is new, so that a cache should keep it: the body, or for a 226 the patched
+    /// setup ([`Client::take_patched_setup`]).
     #[wasm_bindgen(js_name = acceptSetup)]
     pub fn accept_setup(
         &mut self,
@@ -128,7 +140,15 @@ impl Client {
         )
         .map_err(js)?;
         self.session = Some(session);
+        self.patched = accepted.patch_bytes.map(|_| accepted.bytes);
         Ok(!accepted.from_cache)
+    }
+
+    /// The setup the last accepted reply's patches made (a 226), taken out of the client for
+    /// the cache; `undefined` when the reply was no patch.
+    #[wasm_bindgen(js_name = takePatchedSetup)]
+    pub fn take_patched_setup(&mut self) -> Option<Vec<u8>> {
+        self.patched.take()
     }
 
     fn session(&self) -> Result<&Session, JsError> {

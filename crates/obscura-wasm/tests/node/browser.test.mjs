@@ -6,7 +6,8 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
-import { mkdtempSync, readFileSync, existsSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, extname, resolve } from "node:path";
 import { buildDatabases, records, serve } from "./fixtures.mjs";
@@ -49,15 +50,21 @@ after(() => {
   driver?.stop();
 });
 
-/** What the page at `url` writes into its result element, once it has written it. */
+/** What the page at `url` writes into its result element, once it has written it, in the
+ * browser session `browser`. */
+async function resultIn(browser, url) {
+  await browser.open(url);
+  const text = await browser.waitFor(
+    "const text = document.getElementById('result').textContent; return text === 'running' ? null : text",
+  );
+  return JSON.parse(text);
+}
+
+/** What the page at `url` writes, in a browser session of its own. */
 async function pageResult(url) {
   const browser = await driver.session();
   try {
-    await browser.open(url);
-    const text = await browser.waitFor(
-      "const text = document.getElementById('result').textContent; return text === 'running' ? null : text",
-    );
-    return JSON.parse(text);
+    return await resultIn(browser, url);
   } finally {
     await browser.close();
   }
@@ -77,3 +84,41 @@ test("a page of an origin the service does not allow is refused by the browser",
   const result = await pageResult(`${siteUrl.replace("127.0.0.1", "localhost")}/lookup.html?${query}`);
   assert.match(result.error, /fetch/i);
 });
+
+test("a setup cached in IndexedDB is brought up to date by the service's patches", async () => {
+  const browser = await driver.session();
+  try {
+    const query = new URLSearchParams({ server: serviceUrl, pkg: `${siteUrl}/pkg`, record: "200" });
+    const page = `${siteUrl}/lookup.html?${query}`;
+    const first = await resultIn(browser, page);
+    assert.equal(first.error, undefined, first.error);
+    assert.deepEqual(first.record, Array.from(records.subarray(200 * 64, 201 * 64)));
+    assert.equal(first.patchBytes, null);
+    const changed = Buffer.alloc(64, 0x5a);
+    const changes = join(folder, "changes.jsonl");
+    writeFileSync(changes, `{"op":"set","index":200,"value_hex":"${changed.toString("hex")}"}\n`);
+    execFileSync(cli, ["update", "--db", join(folder, "records.obs"), "--changes", changes]);
+    const before = await setupHash();
+    service.kill("SIGHUP");
+    for (let waited = 0; (await setupHash()) === before; waited += 50) {
+      assert.ok(waited < 30_000, "the service did not reload the file");
+      await new Promise((wait) => setTimeout(wait, 50));
+    }
+    const patched = await resultIn(browser, page);
+    assert.equal(patched.error, undefined, patched.error);
+    assert.deepEqual(patched.record, Array.from(changed));
+    assert.ok(patched.patchBytes > 0 && patched.patchBytes < patched.setupBytes / 10, `${patched.patchBytes} bytes`);
+    // The patched setup was kept: the next connection revalidates it.
+    const again = await resultIn(browser, page);
+    assert.equal(again.fromCache, true);
+    assert.deepEqual(again.record, Array.from(changed));
+  } finally {
+    await browser.close();
+  }
+});
+
+/** The setup SHA-256 the service lists for `records`. */
+async function setupHash() {
+  const list = await (await fetch(`${serviceUrl}/v1/databases`)).json();
+  return list.find((entry) => entry.name === "records").setup_sha256;
+}
