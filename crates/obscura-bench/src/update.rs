@@ -7,11 +7,15 @@
 //! kept are retrieved with its new setup and compared with the data. Each version is then made
 //! durable as `obscura update` does: its matrix checksummed, and the database file written
 //! beside the others, flushed and renamed into place (in the temporary folder, `TMPDIR`); the
-//! two are timed apart.
+//! two are timed apart. Each version's patch is measured as a client holding the setup as set
+//! up receives it (one patch, framed as the service sends it) and applies it: its size against
+//! the changed records' bytes and indexes, and the time from the old setup's bytes to the new
+//! one's bytes and SHA-256, checked against the server's.
 
 use anyhow::{ensure, Context, Result};
 use obscura_pir::lwe::{Client, EngineOptions, Server};
-use obscura_pir::{Change, PirClient, PirServer};
+use obscura_pir::{framing, Change, PirClient, PirServer};
+use obscura_registry::{setup_sha256, Registry};
 use serde::Serialize;
 
 use obscura_store::store::{self, Database, MatrixHasher};
@@ -68,6 +72,14 @@ pub struct UpdateCase {
     pub write_seconds: f64,
     /// `seconds` plus `write_seconds`, over the full setup's: the version durable.
     pub durable_over_setup: f64,
+    /// Bytes of the patch a client of the previous version downloads (framed as the service
+    /// sends it).
+    pub patch_bytes: u64,
+    /// `patch_bytes` over the changed records' bytes and their indexes (8 bytes each).
+    pub patch_over_changed: f64,
+    /// Seconds for a client to apply the patch: the old setup's bytes decoded, `ΔD·A` added
+    /// to its hint, the new setup checked, encoded and hashed (its ETag).
+    pub client_seconds: f64,
     /// Whether every record retrieved with the new setup matched the data.
     pub correct: bool,
 }
@@ -89,6 +101,8 @@ pub struct UpdateReport {
     pub bandwidth_gbs: Pair,
     /// Seconds of the full setup (encoding and hint) the versions are set against.
     pub setup_seconds: f64,
+    /// Bytes of the encoded public setup (what a client without a patch downloads).
+    pub setup_bytes: u64,
     /// The versions, each made from the database as set up.
     pub cases: Vec<UpdateCase>,
     /// Whether every version's retrievals were correct.
@@ -120,6 +134,7 @@ pub fn run(
     drop(shown);
     let server = server?;
     let g = *server.public_setup().geometry();
+    let old_setup = server.public_setup().to_bytes();
     let folder = tempfile::tempdir().context("cannot make a folder for the versions' files")?;
     let mut cases = Vec::new();
     for (i, &(name, fraction, picked)) in CASES.iter().enumerate() {
@@ -154,10 +169,23 @@ pub fn run(
         let mut version = server.clone();
         let before = version.database().clone();
         let (updated, seconds) = timed(|| pools.all.install(|| version.update(&changes)));
-        updated?;
+        let patch = updated?.context("the engine makes patches")?;
         let entries = changed_entries(&before, version.database());
         drop(before);
-        let correct = check(&version, &data, record_bytes, &indices, &values)?;
+        let mut correct = check(&version, &data, record_bytes, &indices, &values)?;
+        let chain = framing::encode(&[patch]);
+        let (patched, client_seconds) = timed(|| {
+            pools.all.install(|| {
+                let patched = Registry::default().patch_setup(&old_setup, &chain)?;
+                let sha256 = setup_sha256(&patched);
+                anyhow::Ok((patched, sha256))
+            })
+        });
+        let (patched, sha256) = patched?;
+        let new_setup = version.public_setup().to_bytes();
+        correct &= patched == new_setup && sha256 == setup_sha256(&new_setup);
+        drop(new_setup);
+        let changed_bytes = indices.len() as u64 * (record_bytes + 8);
         let (_, checksum_seconds) = timed(|| MatrixHasher::digest(version.database().as_bytes()));
         let file = folder.path().join("update.obs");
         let (written, write_seconds) =
@@ -173,6 +201,9 @@ pub fn run(
             checksum_seconds,
             write_seconds,
             durable_over_setup: (seconds + write_seconds) / setup_seconds,
+            patch_bytes: chain.len() as u64,
+            patch_over_changed: chain.len() as f64 / changed_bytes as f64,
+            client_seconds,
             correct,
         });
     }
@@ -184,6 +215,7 @@ pub fn run(
         matrix: [g.rows(), g.cols()],
         bandwidth_gbs,
         setup_seconds,
+        setup_bytes: old_setup.len() as u64,
         correct: cases.iter().all(|case| case.correct),
         cases,
     })
@@ -270,13 +302,17 @@ impl Tables for UpdateReport {
             self.records, self.record_bytes, self.matrix[0], self.matrix[1], self.threads
         );
         print_bandwidth(&self.bandwidth_gbs);
-        println!("full setup: {}", human(self.setup_seconds));
         println!(
-            "| change | records | entries | new version | / full setup | checksum | file written | durable / full setup | correct |\n|---|---|---|---|---|---|---|---|---|"
+            "full setup: {}; public setup: {} bytes",
+            human(self.setup_seconds),
+            self.setup_bytes
+        );
+        println!(
+            "| change | records | entries | new version | / full setup | checksum | file written | durable / full setup | patch bytes | / changed | client applies | correct |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
         );
         for case in &self.cases {
             println!(
-                "| {} | {} | {} | {} | {:.3} | {} | {} | {:.3} | {} |",
+                "| {} | {} | {} | {} | {:.3} | {} | {} | {:.3} | {} | {:.3} | {} | {} |",
                 case.name,
                 case.records,
                 case.entries,
@@ -285,13 +321,16 @@ impl Tables for UpdateReport {
                 human(case.checksum_seconds),
                 human(case.write_seconds),
                 case.durable_over_setup,
+                case.patch_bytes,
+                case.patch_over_changed,
+                human(case.client_seconds),
                 if case.correct { "yes" } else { "no" }
             );
         }
         println!();
         print_correct(
             self.correct,
-            "yes (changed and kept records retrieved from every version)",
+            "yes (changed and kept records retrieved from every version; every patch made its setup)",
             "NO",
         );
     }

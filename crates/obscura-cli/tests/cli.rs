@@ -304,6 +304,12 @@ fn update_preset_reports_each_version() {
         );
         let ratio = case["over_setup"].as_f64().unwrap();
         assert!((ratio - case["seconds"].as_f64().unwrap() / setup).abs() < 1e-9);
+        // The patch: each changed record's digits with a sign bit each (at most twice its
+        // bytes), a run's position, and the envelope; less than the setup.
+        let patch = case["patch_bytes"].as_u64().unwrap();
+        assert!(patch <= changed * (2 * 64 + 24) + 300, "{case}");
+        assert!(patch < report["setup_bytes"].as_u64().unwrap(), "{case}");
+        assert!(case["client_seconds"].as_f64().unwrap() > 0.0);
     }
 }
 
