@@ -6,7 +6,8 @@
 //! is cheaper this way than a new product. The rows of a negacyclic `A` are not expanded: row
 //! `b·n + j` is the window `W_b[n-1-j .. 2n-1-j]` of `W_b = (a_b reversed, -a_b reversed)`, one
 //! `2n`-word table per block; a uniform `A`'s changed rows are expanded once each. Work is
-//! split by rows of `H`, so each row is read and written once whatever the number of changes.
+//! split by bands of rows of `H`, and each row takes all its changes a strip of entries at a
+//! time, so each row is read and written once whatever the number of changes.
 
 use std::collections::HashMap;
 
@@ -100,7 +101,8 @@ impl Rows {
 /// the rayon pool.
 ///
 /// # Panics
-/// If a change lies outside `H`'s rows or `A`'s rows, or `H` does not have `A`'s width.
+/// If a change lies outside `H`'s rows or `A`'s rows, `A` has 2^32 rows or more, or `H` does
+/// not have `A`'s width.
 pub fn apply(hint: &mut Matrix, a: &PublicMatrix, deltas: &[EntryDelta]) {
     let n = a.cols();
     assert_eq!(hint.cols(), n, "H has A's width");
@@ -110,28 +112,50 @@ pub fn apply(hint: &mut Matrix, a: &PublicMatrix, deltas: &[EntryDelta]) {
             .all(|d| d.row < hint.rows() && d.col < a.rows()),
         "a change outside the matrices"
     );
+    assert!(
+        u32::try_from(a.rows()).is_ok(),
+        "A has fewer than 2^32 rows"
+    );
     let rows = Rows::new(a, deltas);
     let backend = Backend::selected();
-    // The changes grouped by row (a counting sort): row `r`'s are `by_row[starts[r]..starts[r + 1]]`.
-    let mut starts = vec![0usize; hint.rows() + 1];
+    // The changes grouped by band of rows, then by row within each band (two counting sorts,
+    // each writing to few places at a time): band `k`'s are `by_band[starts[k]..starts[k + 1]]`,
+    // each as (row within the band, column, δ), the column below 2^32 as asserted above.
+    let bands = hint.rows().div_ceil(BAND);
+    let mut starts = vec![0usize; bands + 1];
     for d in deltas {
-        starts[d.row + 1] += 1;
+        starts[d.row / BAND + 1] += 1;
     }
-    for r in 0..hint.rows() {
-        starts[r + 1] += starts[r];
+    for k in 0..bands {
+        starts[k + 1] += starts[k];
     }
     let mut next = starts.clone();
-    let mut by_row = vec![(0usize, 0i32); deltas.len()];
+    let mut by_band = vec![(0u32, 0u32, 0i32); deltas.len()];
     for d in deltas {
-        by_row[next[d.row]] = (d.col, d.delta);
-        next[d.row] += 1;
+        let k = d.row / BAND;
+        by_band[next[k]] = ((d.row % BAND) as u32, d.col as u32, d.delta);
+        next[k] += 1;
     }
     hint.as_mut_slice()
-        .par_chunks_mut(n)
+        .par_chunks_mut(BAND * n)
         .enumerate()
-        .for_each(|(r, h)| {
-            for &(col, delta) in &by_row[starts[r]..starts[r + 1]] {
-                add_scaled(backend, h, rows.row(col), delta as u32);
+        .for_each(|(k, band)| {
+            let changes = &by_band[starts[k]..starts[k + 1]];
+            let mut row_starts = [0usize; BAND + 1];
+            for &(row, _, _) in changes {
+                row_starts[row as usize + 1] += 1;
+            }
+            for r in 0..BAND {
+                row_starts[r + 1] += row_starts[r];
+            }
+            let mut next = row_starts;
+            let mut terms: Vec<(&[u32], u32)> = vec![(&[], 0); changes.len()];
+            for &(row, col, delta) in changes {
+                terms[next[row as usize]] = (rows.row(col as usize), delta as u32);
+                next[row as usize] += 1;
+            }
+            for (r, h) in band.chunks_mut(n).enumerate() {
+                add_scaled(backend, h, &terms[row_starts[r]..row_starts[r + 1]]);
             }
         });
 }
@@ -145,11 +169,35 @@ fn distinct(values: impl Iterator<Item = usize>, bound: usize) -> Vec<usize> {
     (0..bound).filter(|&v| seen[v]).collect()
 }
 
-/// `h += factor · a` over Z_{2^32}.
-fn add_scaled(backend: Backend, h: &mut [u32], a: &[u32], factor: u32) {
-    vectorized!(backend, fn(h: &mut [u32] = h, a: &[u32] = a, factor: u32 = factor) {
-        for (h, &a) in h.iter_mut().zip(a) {
-            *h = h.wrapping_add(a.wrapping_mul(factor));
+/// Rows of `H` whose changes are grouped and added together, by one task.
+const BAND: usize = 64;
+
+/// Entries of `h` summed in registers at a time by [`add_scaled`]: 16 AVX-512 registers.
+const STRIP: usize = 256;
+
+/// `h += Σ factor · a` over Z_{2^32} for the `(a, factor)` of `terms` (each `a` as long as `h`):
+/// a strip of [`STRIP`] entries of `h` at a time takes every term, so `h` is read and written
+/// once instead of once per term.
+fn add_scaled(backend: Backend, h: &mut [u32], terms: &[(&[u32], u32)]) {
+    vectorized!(backend, fn(h: &mut [u32] = h, terms: &[(&[u32], u32)] = terms) {
+        for (k, strip) in h.chunks_mut(STRIP).enumerate() {
+            let start = k * STRIP;
+            if let Ok(strip) = <&mut [u32; STRIP]>::try_from(&mut *strip) {
+                let mut sum = *strip;
+                for &(a, factor) in terms {
+                    let a: &[u32; STRIP] = a[start..start + STRIP].try_into().expect("a strip");
+                    for (s, &a) in sum.iter_mut().zip(a) {
+                        *s = s.wrapping_add(a.wrapping_mul(factor));
+                    }
+                }
+                *strip = sum;
+            } else {
+                for &(a, factor) in terms {
+                    for (s, &a) in strip.iter_mut().zip(&a[start..]) {
+                        *s = s.wrapping_add(a.wrapping_mul(factor));
+                    }
+                }
+            }
         }
     })
 }
@@ -178,12 +226,19 @@ mod tests {
         #[test]
         fn deltas_add_their_rows_of_a(
             negacyclic in any::<bool>(),
+            wide in any::<bool>(),
             rows in 1usize..20,
             blocks in 1usize..4,
             changes in proptest::collection::vec((any::<usize>(), any::<usize>(), -255i32..=255), 0..60),
             seed in any::<[u8; 16]>(),
         ) {
-            let n = 64;
+            // Narrower than a strip, and (a uniform A's rows need not be a power of two long)
+            // whole strips and a partial one.
+            let n = match (wide, negacyclic) {
+                (false, _) => 64,
+                (true, true) => 512,
+                (true, false) => STRIP + 64,
+            };
             let cols = blocks * n - 3;
             let a = match negacyclic {
                 true => PublicMatrix::Negacyclic(NegacyclicMatrix::new(MatrixSeed(seed), 7, cols, n).unwrap()),
