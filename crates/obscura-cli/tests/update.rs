@@ -219,6 +219,44 @@ fn a_capacity_reserved_at_build_takes_appends() {
     ));
 }
 
+#[test]
+fn a_doublepir_database_takes_changes_and_clients_download_its_new_setup() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("bytes.bin");
+    std::fs::write(
+        &raw,
+        (0..3000u32).map(|i| (i * 7) as u8).collect::<Vec<u8>>(),
+    )
+    .unwrap();
+    let db = dir.path().join("small.obs");
+    build(&["--record-size", "3", "--scheme", "double"], &raw, &db).success();
+    update(
+        &db,
+        &[
+            r#"{"op":"set","index":5,"value_hex":"abcdef"}"#,
+            r#"{"op":"set","index":999,"value_hex":"010203"}"#,
+        ],
+    )
+    .success()
+    .stdout(predicate::str::contains("version 1 (2 set"))
+    // The second layer's hint is made again: clients download the new setup.
+    .stdout(predicate::str::contains("patch for clients").not());
+    let get_hex = |index: u64| {
+        obscura()
+            .args(["get", "--hex", "--db"])
+            .arg(&db)
+            .args(["--index", &index.to_string()])
+            .assert()
+    };
+    get_hex(5).success().stdout("abcdef\n");
+    get_hex(999).success().stdout("010203\n");
+    get_hex(6).success().stdout(format!(
+        "{}\n",
+        hex::encode((18..21u32).map(|i| (i * 7) as u8).collect::<Vec<u8>>())
+    ));
+    assert!(!dir.path().join("small.obs.patches").exists());
+}
+
 /// The 64 bytes of appended record `index`, in hex.
 fn hex_record(index: u64) -> String {
     hex::encode([index as u8 ^ 0xa5; 64])

@@ -24,9 +24,9 @@ pub trait Builder: Send + Sync {
     /// Whether the build takes the LWE engine's layout (else the scheme fixes its own).
     fn takes_layout(&self) -> bool;
 
-    /// Whether its databases change in place ([`obscura_pir::PirServer::update`]), so that
-    /// room for appends and longer values (`EngineOptions::capacity`, `value_bytes`) means
-    /// something.
+    /// Whether its builds reserve room for appends and longer values
+    /// (`EngineOptions::capacity`, `value_bytes`) that its updates
+    /// ([`obscura_pir::PirServer::update`]) fill.
     fn changes_in_place(&self) -> bool;
 
     /// What a build of records of `shape` will hold and produce, before anything is allocated.

@@ -231,11 +231,11 @@ impl Registry {
         let entry = self.entry_of(setup)?;
         let patches = framing::decode(chain, usize::MAX)
             .map_err(|reason| PirError::malformed("patch chain", reason))?;
-        let mut setup = setup.to_vec();
+        let mut setup = std::borrow::Cow::Borrowed(setup);
         for patch in patches {
-            setup = entry.patch_setup(&setup, patch)?;
+            setup = entry.patch_setup(&setup, patch)?.into();
         }
-        Ok(setup)
+        Ok(setup.into_owned())
     }
 }
 

@@ -3,10 +3,11 @@
 //! have given it; clients that do not ask, and clients of versions no longer kept, get the
 //! whole setup.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use obscura_client::blocking::Client as BlockingClient;
 use obscura_client::http::{ClientOptions, HttpClient};
+use obscura_client::setup::{etag_of, PATCH_IM};
 use obscura_client::{Ask, Outcome};
 use obscura_pir::lwe::{EngineOptions, Layout, Server};
 use obscura_pir::Change;
@@ -52,6 +53,22 @@ fn reload(service: &BackgroundService, path: &Path) {
     databases.replace(catalog);
 }
 
+/// The status of a setup request offering the setup with SHA-256 `held`, asking for patches
+/// or not.
+fn setup_status(url: &str, held: &[u8; 32], patches: bool) -> u16 {
+    let agent: Agent = Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut request = agent
+        .get(format!("{url}/v1/databases/db/setup"))
+        .header("If-None-Match", etag_of(held));
+    if patches {
+        request = request.header("A-IM", PATCH_IM);
+    }
+    request.call().unwrap().status().as_u16()
+}
+
 fn client(url: &str, cache: &Path) -> HttpClient {
     let options = ClientOptions {
         cache_dir: Some(cache.to_path_buf()),
@@ -73,13 +90,13 @@ fn assert_reads(http: HttpClient, version: u64) {
     }
 }
 
-#[test]
-fn clients_of_kept_versions_catch_up_by_patch() {
+/// A service of version 0's records in `layout`, from `db.obs` in a new folder.
+fn serve(layout: Layout) -> (tempfile::TempDir, PathBuf, BackgroundService) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db.obs");
     let data: Vec<u8> = (0..RECORDS).flat_map(|i| record(0, i)).collect();
     let options = EngineOptions {
-        layout: Layout::Square,
+        layout,
         ..EngineOptions::default()
     };
     let server = Server::from_records(&data, RECORD_BYTES, options, &|_, _| {}).unwrap();
@@ -90,6 +107,12 @@ fn clients_of_kept_versions_catch_up_by_patch() {
         "127.0.0.1:0".parse().unwrap(),
     )
     .unwrap();
+    (dir, path, service)
+}
+
+#[test]
+fn clients_of_kept_versions_catch_up_by_patch() {
+    let (dir, path, service) = serve(Layout::Square);
     let url = service.url();
     let (cache, old_cache) = (dir.path().join("cache"), dir.path().join("cache-v0"));
     let first = client(&url, &cache).fetch_setup("db").unwrap();
@@ -134,20 +157,7 @@ fn clients_of_kept_versions_catch_up_by_patch() {
     assert_reads(client(&url, &old_cache), 3);
 
     // A request that does not ask for patches gets the whole setup, whatever it holds.
-    let agent: Agent = Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let response = agent
-        .get(format!("{url}/v1/databases/db/setup"))
-        .header(
-            "If-None-Match",
-            obscura_client::setup::etag_of(&first.sha256),
-        )
-        .call()
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    assert!(response.headers().get("im").is_none());
+    assert_eq!(setup_status(&url, &first.sha256, false), 200);
 
     // Keeping one patch: a client two versions back downloads the whole setup.
     copy(&cache, &dir.path().join("cache-v1"));
@@ -163,20 +173,10 @@ fn clients_of_kept_versions_catch_up_by_patch() {
 
 #[test]
 fn a_patch_that_does_not_apply_costs_a_download() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("db.obs");
-    let data: Vec<u8> = (0..RECORDS).flat_map(|i| record(0, i)).collect();
-    let server = Server::from_records(&data, RECORD_BYTES, EngineOptions::default(), &|_, _| {});
-    store::write_database(&path, &Database::from(server.unwrap())).unwrap();
-    let service = BackgroundService::start(
-        Catalog::open(&[&path]).unwrap(),
-        ServiceConfig::default(),
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .unwrap();
+    let (dir, path, service) = serve(Layout::OnePerColumn);
     let url = service.url();
     let cache = dir.path().join("cache");
-    client(&url, &cache).fetch_setup("db").unwrap();
+    let held = client(&url, &cache).fetch_setup("db").unwrap();
     update(&path, 1, 16);
     // The kept patch is damaged after its checksum was made (a server bug or a bad disk the
     // checksum did not see): the client refuses what it makes and downloads the setup.
@@ -190,6 +190,7 @@ fn a_patch_that_does_not_apply_costs_a_download() {
     }
     patches.write(&path).unwrap();
     reload(&service, &path);
+    assert_eq!(setup_status(&url, &held.sha256, true), 226);
     let fetched = client(&url, &cache).fetch_setup("db").unwrap();
     assert_eq!(fetched.patch_bytes, None);
     assert_reads(client(&url, &cache), 1);

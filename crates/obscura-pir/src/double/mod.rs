@@ -36,6 +36,7 @@ mod messages;
 mod scheme;
 mod server;
 mod setup;
+mod update;
 
 pub use client::{Client, QueryState};
 pub use messages::{Answer, Query};

@@ -78,7 +78,7 @@ impl SetupMessage for PublicSetup {
         Summary {
             items: self.first().geometry().records(),
             item_bytes: self.first().geometry().record_bytes(),
-            version: 0,
+            version: self.second().version(),
             engine: Some(self.first()),
             sub_queries: None,
             root: None,

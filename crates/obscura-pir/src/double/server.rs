@@ -16,7 +16,8 @@ use crate::lwe::{
     Footprint, Geometry, Layout, RecordFormat, RecordShape, Records,
 };
 use crate::scheme::{IndexServer, Progress};
-use crate::{PirError, PirServer};
+use crate::wire;
+use crate::{Change, PirError, PirServer};
 
 /// The server side of DoublePIR: the database, the second layer (the digits of the first
 /// layer's hint, with their setup) and the second layer's public matrix, prepared for the
@@ -181,7 +182,7 @@ impl Server {
         Ok(Self::assemble(setup, database, hint_digits))
     }
 
-    fn assemble(
+    pub(super) fn assemble(
         setup: PublicSetup,
         database: PlaintextMatrix,
         hint_digits: PlaintextMatrix,
@@ -205,6 +206,16 @@ impl Server {
     /// The public setup to hand to clients.
     pub fn public_setup(&self) -> &PublicSetup {
         &self.setup
+    }
+
+    /// The first layer's matrix: the records' digits.
+    pub(super) fn database(&self) -> &PlaintextMatrix {
+        &self.database
+    }
+
+    /// The second layer's matrix: the digits of the first layer's hint.
+    pub(super) fn hint_digits(&self) -> &PlaintextMatrix {
+        &self.hint_digits
     }
 
     /// Answers queries already checked against the setup: one pass over the database for their
@@ -274,17 +285,9 @@ impl Server {
 const TRANSPOSED_ROWS: usize = 1024;
 
 /// Words (rows of the first layer's hint, or a first-layer answer) as a second-layer database
-/// of `geometry`: their little-endian bytes cut into its digits. On a little-endian machine
-/// those bytes are the words' memory, read in place (the hint is 128 MiB at 1 GiB).
-fn word_digits(words: &[u32], geometry: &Geometry) -> PlaintextMatrix {
-    #[cfg(target_endian = "little")]
-    let bytes: &[u8] = bytemuck::cast_slice(words);
-    #[cfg(not(target_endian = "little"))]
-    let bytes: &[u8] = &words
-        .iter()
-        .flat_map(|w| w.to_le_bytes())
-        .collect::<Vec<u8>>();
-    encode_database(bytes, geometry)
+/// of `geometry`: their little-endian bytes ([`wire::le_bytes`]) cut into its digits.
+pub(super) fn word_digits(words: &[u32], geometry: &Geometry) -> PlaintextMatrix {
+    encode_database(&wire::le_bytes(words), geometry)
 }
 
 impl IndexServer for Server {
@@ -336,6 +339,11 @@ impl PirServer for Server {
 
     fn matrices(&self) -> Vec<&PlaintextMatrix> {
         vec![&self.database, &self.hint_digits]
+    }
+
+    fn update(&mut self, changes: &[Change]) -> Result<Option<Vec<u8>>, PirError> {
+        self.apply_changes(changes)?;
+        Ok(None)
     }
 
     fn from_parts(setup: PublicSetup, matrices: Vec<PlaintextMatrix>) -> Result<Self, PirError> {

@@ -318,3 +318,96 @@ proptest! {
         prop_assert_eq!(max_rows_per_record(&g), widest);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(8))]
+
+    /// After any sequence of updates both layers are those of a build of the final records with
+    /// the same seeds (the first layer's digits, the second layer's digits of its hint, the
+    /// clients' hint), every version's digest is new, and records decode to their final values.
+    #[test]
+    fn updates_leave_what_a_build_of_the_final_records_makes(
+        records in 2usize..400,
+        record_bytes in 1usize..5,
+        rounds in proptest::collection::vec(proptest::collection::vec((any::<usize>(), any::<u8>()), 1..9), 1..3),
+        seed in any::<u64>(),
+    ) {
+        let mut data = bytes(records * record_bytes, seed);
+        let mut server = server(&data, record_bytes as u64, EngineOptions::default());
+        let mut digests = vec![*server.public_setup().digest()];
+        for round in &rounds {
+            let mut changes: Vec<crate::Change> = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            for &(pick, byte) in round {
+                let index = pick % records;
+                if seen.insert(index) {
+                    changes.push(crate::Change::Set { index: index as u64, value: vec![byte; record_bytes] });
+                    data[index * record_bytes..][..record_bytes].fill(byte);
+                }
+            }
+            prop_assert_eq!(server.update(&changes).unwrap(), None);
+            digests.push(*server.public_setup().digest());
+        }
+        let setup = server.public_setup();
+        let first = setup.first();
+        let expected = encode_database(&data, first.geometry());
+        prop_assert!(server.database() == &expected);
+        prop_assert_eq!(first.row_norm(), expected.max_row_norm());
+        let first_hint = obscura_math::hint::hint_product(&expected, &first.matrix_a(), &|_, _| {});
+        let second = setup.second();
+        let digits = super::server::word_digits(first_hint.as_slice(), second.geometry());
+        prop_assert!(server.hint_digits() == &digits);
+        let second_hint = obscura_math::hint::hint_product(&digits, &second.matrix_a(), &|_, _| {});
+        prop_assert_eq!(second.hint(), &second_hint);
+        prop_assert_eq!(second.version(), rounds.len() as u64);
+        let distinct: std::collections::HashSet<_> = digests.iter().collect();
+        prop_assert_eq!(distinct.len(), digests.len());
+        let mut client = Client::new(setup.clone());
+        for index in [0, records / 2, records - 1] {
+            check_record(&server, &mut client, &data, record_bytes as u64, index as u64);
+        }
+    }
+}
+
+#[test]
+fn an_update_that_does_not_apply_changes_nothing() {
+    let data = bytes(3000, 3);
+    let mut server = server(&data, 3, EngineOptions::default());
+    let before = (server.public_setup().clone(), server.database().clone());
+    let changes = [crate::Change::Set {
+        index: 1000,
+        value: vec![1; 3],
+    }];
+    assert!(matches!(
+        server.update(&changes),
+        Err(PirError::IndexOutOfRange { .. })
+    ));
+    let changes = [crate::Change::Set {
+        index: 3,
+        value: vec![1; 2],
+    }];
+    assert!(matches!(
+        server.update(&changes),
+        Err(PirError::InvalidParameters(_))
+    ));
+    assert!(server.public_setup() == &before.0 && server.database() == &before.1);
+}
+
+#[test]
+fn decoding_a_database_gives_back_its_bytes() {
+    for (len, record_bytes, layout, log_p) in [
+        (1000u64, 1u64, Layout::Square, 8u8),
+        (999, 7, Layout::Square, 5),
+        (640, 64, Layout::PerColumn(3), 3),
+        (4096, 4096, Layout::OnePerColumn, 6),
+    ] {
+        let data = bytes(len as usize, len);
+        let geometry = Geometry::with_log_p(len, record_bytes, layout, log_p).unwrap();
+        let matrix = encode_database(&data, &geometry);
+        assert_eq!(
+            crate::lwe::decode_database(&matrix, &geometry),
+            data,
+            "{len} {record_bytes} {log_p}"
+        );
+    }
+}

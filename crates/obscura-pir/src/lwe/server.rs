@@ -4,6 +4,7 @@ use obscura_math::expand::MatrixSeed;
 use obscura_math::matrix::PlaintextMatrix;
 use obscura_math::memory::LargeBuffer;
 use obscura_math::{hint, kernels, pack};
+use rayon::prelude::*;
 
 use super::footprint::Footprint;
 use super::layout::{Geometry, MAX_RECORD_BYTES};
@@ -177,6 +178,30 @@ impl Server {
         let setup = PublicSetup::new(set, kind, format, geometry, row_norm, seed, hint)?;
         Ok(Self {
             setup,
+            database,
+            row_norms: None,
+        })
+    }
+
+    /// The next version of the server of `setup`, holding `encoded` (a database of the same
+    /// matrix shape) instead: the same parameters, format and seed, the hint computed anew.
+    pub(crate) fn next_with_database(
+        setup: &PublicSetup,
+        encoded: Encoded,
+        progress: &(dyn Fn(u64, u64) + Sync),
+    ) -> Result<Self, PirError> {
+        let Encoded {
+            geometry,
+            database,
+            row_norm,
+        } = encoded;
+        let layer = setup
+            .layer()
+            .with_contents(geometry, row_norm)
+            .map_err(|cause| PirError::NeedsNewSetup(Box::new(cause)))?;
+        let hint = hint::hint_product(&database, &layer.matrix_a(), progress);
+        Ok(Self {
+            setup: setup.next_version(layer, hint)?,
             database,
             row_norms: None,
         })
@@ -401,6 +426,22 @@ pub(crate) struct Encoded {
     row_norm: u64,
 }
 
+impl Encoded {
+    /// `database`, of `geometry`, with its largest row norm measured.
+    pub(crate) fn measured(geometry: Geometry, database: PlaintextMatrix) -> Self {
+        Self {
+            row_norm: database.max_row_norm(),
+            geometry,
+            database,
+        }
+    }
+
+    /// The largest squared norm of a row.
+    pub(crate) fn row_norm(&self) -> u64 {
+        self.row_norm
+    }
+}
+
 /// Encodes a database with the largest plaintext modulus its own rows allow (see
 /// [`crate::params`]) at failure probability `2^-log_failure(geometry)` per entry:
 /// `encode(log_p)` encodes it as `log_p`-bit digits, tried from `largest` bits (at most 8) down
@@ -412,11 +453,8 @@ pub(crate) fn encode_with_largest_p(
     log_failure: impl Fn(&Geometry) -> u32,
     encode: impl Fn(u8) -> Result<(Geometry, PlaintextMatrix), PirError>,
 ) -> Result<Encoded, PirError> {
-    let measured = |(geometry, database): (Geometry, PlaintextMatrix)| Encoded {
-        row_norm: database.max_row_norm(),
-        geometry,
-        database,
-    };
+    let measured =
+        |(geometry, database): (Geometry, PlaintextMatrix)| Encoded::measured(geometry, database);
     for log_p in (planned.log_p() + 1..=largest.min(MAX_LOG_P)).rev() {
         // A larger modulus whose geometry is not possible is skipped.
         let Ok(encoded) = encode(log_p).map(measured) else {
@@ -466,6 +504,44 @@ pub(super) fn encode_database_reusing(
             }
         }
     })
+}
+
+/// The bytes `encode_database(data, geometry)` encoded: its inverse, the `geometry.data_bytes()`
+/// bytes read back from the digits of each column, a band of columns at a time.
+pub(crate) fn decode_database(database: &PlaintextMatrix, geometry: &Geometry) -> Vec<u8> {
+    const BAND: usize = 64;
+    let rows = geometry.rows() as usize;
+    let cols = geometry.cols() as usize;
+    let width = u32::from(geometry.log_p());
+    let mask = ((1u16 << width) - 1) as u8;
+    let bands: Vec<Vec<u8>> = (0..cols.div_ceil(BAND))
+        .into_par_iter()
+        .map(|band| {
+            let first = band * BAND;
+            let width_cols = BAND.min(cols - first);
+            let mut block = vec![0u8; rows * width_cols];
+            database.copy_block(0..rows, first..first + width_cols, &mut block);
+            let (start, _) = geometry.column_bits(first as u64);
+            let (_, end) = geometry.column_bits((first + width_cols - 1) as u64);
+            let mut out = vec![0u8; ((end - start) / 8) as usize];
+            let mut digits = vec![0u8; rows];
+            for c in 0..width_cols {
+                let (from, to) = geometry.column_bits((first + c) as u64);
+                for (r, digit) in digits.iter_mut().enumerate() {
+                    *digit = block[r * width_cols + c] & mask;
+                }
+                let at = ((from - start) / 8) as usize;
+                pack::unpack_into(
+                    &digits,
+                    width,
+                    0,
+                    &mut out[at..][..((to - from) / 8) as usize],
+                );
+            }
+            out
+        })
+        .collect();
+    bands.concat()
 }
 
 /// A digit in `[0, 2^width)` stored centered, as the two's-complement `i8` in

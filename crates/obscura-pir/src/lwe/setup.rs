@@ -416,9 +416,7 @@ impl PublicSetup {
         self.layer.write(&mut out);
         out.extend_from_slice(&self.version.to_le_bytes());
         out.extend_from_slice(&self.hint_sha256);
-        for value in self.hint.as_slice() {
-            out.extend_from_slice(&value.to_le_bytes());
-        }
+        out.extend_from_slice(&wire::le_bytes(self.hint.as_slice()));
         debug_assert_eq!(out.len(), len, "encoded_len");
         out
     }
@@ -456,14 +454,7 @@ impl PublicSetup {
 
 /// SHA-256 of a hint's entries, little-endian, row by row.
 fn hint_sha256(hint: &Matrix) -> [u8; 32] {
-    let mut hash = Sha256::new();
-    let mut buffer = Vec::with_capacity(4 << 12);
-    for words in hint.as_slice().chunks(1 << 12) {
-        buffer.clear();
-        buffer.extend(words.iter().flat_map(|word| word.to_le_bytes()));
-        hash.update(&buffer);
-    }
-    hash.finalize().into()
+    Sha256::digest(wire::le_bytes(hint.as_slice())).into()
 }
 
 /// The public matrix `A` of a setup.
