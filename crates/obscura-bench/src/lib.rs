@@ -98,6 +98,10 @@ pub enum Preset {
     /// new versions made in place: 0.1%, 1% and 10% of the records changed at random and 1% in
     /// one run, each set against the full setup and checked by retrievals.
     Update,
+    /// 2^30 records x 1 byte (`double-1g`'s DoublePIR database), set up once, then new
+    /// versions made in place: 0.1% and 1% of the records changed at random.
+    #[value(name = "update-double")]
+    UpdateDouble,
 }
 
 impl Preset {
@@ -120,6 +124,7 @@ impl Preset {
             Self::Ypir1g => "ypir-1g",
             Self::YpirSp => "ypir-sp",
             Self::Update => "update",
+            Self::UpdateDouble => "update-double",
         }
     }
 
@@ -136,6 +141,7 @@ impl Preset {
                 | Self::Double1g
                 | Self::YpirSmall
                 | Self::Update
+                | Self::UpdateDouble
         )
     }
 
@@ -144,7 +150,7 @@ impl Preset {
         match self {
             Self::Service => 1 << 16,
             Self::StreamedBuild => 1 << 24,
-            Self::Double1g | Self::Ypir1g => 1 << 30,
+            Self::Double1g | Self::Ypir1g | Self::UpdateDouble => 1 << 30,
             Self::YpirSp => 1 << 15,
             _ => 1 << 20,
         }
@@ -154,7 +160,7 @@ impl Preset {
     fn default_record_bytes(self) -> u64 {
         match self {
             Self::PsiEcdh | Self::PsiKkrt | Self::PsiRr22 | Self::PsiRr22Malicious => 16,
-            Self::Double1g | Self::Ypir1g => 1,
+            Self::Double1g | Self::Ypir1g | Self::UpdateDouble => 1,
             Self::YpirSmall => 3,
             Self::YpirSp => 32 << 10,
             _ => 1024,
@@ -310,8 +316,13 @@ pub fn run(args: BenchArgs, progress: &dyn Progress) -> Result<()> {
             )?;
             return output(&[report], args.json);
         }
-        Preset::Update => {
+        Preset::Update | Preset::UpdateDouble => {
+            let scheme = match args.preset {
+                Preset::UpdateDouble => update::UpdatedScheme::Double,
+                _ => update::UpdatedScheme::Index,
+            };
             let report = update::run(
+                scheme,
                 records,
                 record_bytes,
                 engine.lwe,

@@ -2,7 +2,9 @@
 //! records of 1 KiB unless `--records` / `--record-bytes` say otherwise) set up once with room
 //! for 1% more records, then new versions made in place ([`obscura_pir::lwe::Server::update`]):
 //! 0.1%, 1% and 10% of the records changed at random, 1% in one contiguous run, and 1% appended
-//! into the room. Each version's time is set against
+//! into the room. `update-double` does the same for a DoublePIR database of `double-1g`'s shape
+//! (2^30 records of 1 byte), with the cases of changed records at 0.1% and 1% (its builds
+//! reserve no room). Each version's time is set against
 //! the same run's full setup, and each version is checked: records it changed and records it
 //! kept are retrieved with its new setup and compared with the data. Each version is then made
 //! durable as `obscura update` does: its matrix checksummed, and the database file written
@@ -13,8 +15,12 @@
 //! one's bytes and SHA-256, checked against the server's.
 
 use anyhow::{ensure, Context, Result};
-use obscura_pir::lwe::{Client, EngineOptions, Server};
-use obscura_pir::{framing, Change, PirClient, PirServer};
+use obscura_pir::double;
+use obscura_pir::lwe::{EngineOptions, Records, Server};
+use obscura_pir::scheme::{QueryOf, Scheme};
+use obscura_pir::{
+    framing, Change, Encode, Found, Message, PirClient, PirServer, SetupMessage, Target,
+};
 use obscura_registry::{setup_sha256, Registry};
 use serde::Serialize;
 
@@ -72,16 +78,25 @@ pub struct UpdateCase {
     pub write_seconds: f64,
     /// `seconds` plus `write_seconds`, over the full setup's: the version durable.
     pub durable_over_setup: f64,
-    /// Bytes of the patch a client of the previous version downloads (framed as the service
-    /// sends it).
-    pub patch_bytes: u64,
-    /// `patch_bytes` over the changed records' bytes and their indexes (8 bytes each).
-    pub patch_over_changed: f64,
+    /// The patch a client of the previous version applies, for a scheme that makes patches.
+    #[serde(flatten)]
+    pub patch: Option<Patched>,
+    /// Whether every record retrieved with the new setup matched the data.
+    pub correct: bool,
+}
+
+/// A version's patch, as a client of the previous version receives and applies it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Patched {
+    /// Bytes of the patch (framed as the service sends it).
+    #[serde(rename = "patch_bytes")]
+    pub bytes: u64,
+    /// `bytes` over the changed records' bytes and their indexes (8 bytes each).
+    #[serde(rename = "patch_over_changed")]
+    pub over_changed: f64,
     /// Seconds for a client to apply the patch: the old setup's bytes decoded, `ΔD·A` added
     /// to its hint, the new setup checked, encoded and hashed (its ETag).
     pub client_seconds: f64,
-    /// Whether every record retrieved with the new setup matched the data.
-    pub correct: bool,
 }
 
 /// The JSON object `obscura bench update --json` prints.
@@ -109,8 +124,18 @@ pub struct UpdateReport {
     pub correct: bool,
 }
 
+/// The schemes whose versions the preset makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UpdatedScheme {
+    /// The LWE engine (`update`): every case, the appended one into room the build reserves.
+    Index,
+    /// DoublePIR (`update-double`): the cases of changed records (its builds reserve no room).
+    Double,
+}
+
 /// Sets up the database and makes each version from it (see the module's docs).
 pub fn run(
+    scheme: UpdatedScheme,
     records: u64,
     record_bytes: u64,
     options: EngineOptions,
@@ -118,107 +143,168 @@ pub fn run(
     progress: &dyn Progress,
     bandwidth_gbs: Pair,
 ) -> Result<UpdateReport> {
-    ensure!(records >= 1000, "update needs at least 1000 records");
-    let data = generate(records, record_bytes)?;
-    let room = (records as f64 * ROOM).round() as u64;
-    let options = EngineOptions {
-        capacity: Some(records + room),
-        ..options
-    };
-    let shown = progress.start(&["full setup"]);
-    let (server, setup_seconds) = timed(|| {
-        pools
-            .all
-            .install(|| Server::from_records(&data, record_bytes, options, &*shown))
-    });
-    drop(shown);
-    let server = server?;
-    let g = *server.public_setup().geometry();
-    let old_setup = server.public_setup().to_bytes();
-    let folder = tempfile::tempdir().context("cannot make a folder for the versions' files")?;
-    let mut cases = Vec::new();
-    for (i, &(name, fraction, picked)) in CASES.iter().enumerate() {
-        let count = ((records as f64 * fraction).round() as u64).clamp(1, records);
-        let indices = match picked {
-            Picked::Appended => (records..records + count.min(room)).collect(),
-            Picked::Random => chosen(records, count, false, i as u64),
-            Picked::Run => chosen(records, count, true, i as u64),
-        };
-        let values: Vec<Vec<u8>> = indices
-            .iter()
-            .map(|&index| {
-                (0..record_bytes)
-                    .map(|k| splitmix64(index ^ (k << 32) ^ (i as u64) << 60) as u8)
-                    .collect()
-            })
-            .collect();
-        let changes: Vec<Change> = indices
-            .iter()
-            .zip(&values)
-            .map(|(&index, value)| match picked {
-                Picked::Appended => Change::Append {
-                    index,
-                    value: value.clone(),
-                },
-                _ => Change::Set {
-                    index,
-                    value: value.clone(),
-                },
-            })
-            .collect();
-        let mut version = server.clone();
-        let before = version.database().clone();
-        let (updated, seconds) = timed(|| pools.all.install(|| version.update(&changes)));
-        let patch = updated?.context("the engine makes patches")?;
-        let entries = changed_entries(&before, version.database());
-        drop(before);
-        let mut correct = check(&version, &data, record_bytes, &indices, &values)?;
-        let chain = framing::encode(&[patch]);
-        let (patched, client_seconds) = timed(|| {
-            pools.all.install(|| {
-                let patched = Registry::default().patch_setup(&old_setup, &chain)?;
-                let sha256 = setup_sha256(&patched);
-                anyhow::Ok((patched, sha256))
-            })
-        });
-        let (patched, sha256) = patched?;
-        let new_setup = version.public_setup().to_bytes();
-        correct &= patched == new_setup && sha256 == setup_sha256(&new_setup);
-        drop(new_setup);
-        let changed_bytes = indices.len() as u64 * (record_bytes + 8);
-        let (_, checksum_seconds) = timed(|| MatrixHasher::digest(version.database().as_bytes()));
-        let file = folder.path().join("update.obs");
-        let (written, write_seconds) =
-            timed(|| store::write_database(&file, &Database::from(version)));
-        written.with_context(|| format!("writing {}", file.display()))?;
-        std::fs::remove_file(&file).with_context(|| format!("removing {}", file.display()))?;
-        cases.push(UpdateCase {
-            name: name.into(),
-            records: indices.len() as u64,
-            entries,
-            seconds,
-            over_setup: seconds / setup_seconds,
-            checksum_seconds,
-            write_seconds,
-            durable_over_setup: (seconds + write_seconds) / setup_seconds,
-            patch_bytes: chain.len() as u64,
-            patch_over_changed: chain.len() as f64 / changed_bytes as f64,
-            client_seconds,
-            correct,
-        });
-    }
-    Ok(UpdateReport {
-        preset: "update".into(),
-        threads: pools.all.current_num_threads(),
+    let run = Run {
         records,
         record_bytes,
-        matrix: [g.rows(), g.cols()],
+        pools,
+        progress,
+    };
+    let report = match scheme {
+        UpdatedScheme::Index => {
+            let room = (records as f64 * ROOM).round() as u64;
+            let options = EngineOptions {
+                capacity: Some(records + room),
+                ..options
+            };
+            run.versions::<Server>("update", options, room, &CASES)?
+        }
+        UpdatedScheme::Double => {
+            run.versions::<double::Server>("update-double", options, 0, &CASES[..2])?
+        }
+    };
+    Ok(UpdateReport {
         bandwidth_gbs,
-        setup_seconds,
-        setup_bytes: old_setup.len() as u64,
-        correct: cases.iter().all(|case| case.correct),
-        cases,
+        ..report
     })
+}
+
+/// What every case of a run shares.
+struct Run<'a> {
+    records: u64,
+    record_bytes: u64,
+    pools: &'a Pools,
+    progress: &'a dyn Progress,
+}
+
+impl Run<'_> {
+    /// Sets a database of scheme `T` up (with room for `room` more records) and makes the
+    /// version of each of `cases` from it.
+    fn versions<T>(
+        &self,
+        preset: &str,
+        options: EngineOptions,
+        room: u64,
+        cases: &[(&str, f64, Picked)],
+    ) -> Result<UpdateReport>
+    where
+        T: for<'b> PirServer<Data<'b> = Records<'b>, Options = EngineOptions> + Clone,
+    {
+        let (records, record_bytes, pools) = (self.records, self.record_bytes, self.pools);
+        ensure!(records >= 1000, "update needs at least 1000 records");
+        let data = generate(records, record_bytes)?;
+        let shown = self.progress.start(&["full setup"]);
+        let build = || {
+            let records = Records::Raw {
+                bytes: &data,
+                record_bytes,
+            };
+            T::build(records, options, &*shown)
+        };
+        let (server, setup_seconds) = timed(|| pools.all.install(build));
+        drop(shown);
+        let server = server?;
+        let matrix = {
+            let first = server.matrices()[0];
+            [first.rows() as u64, first.cols() as u64]
+        };
+        let old_setup = SetupMessage::to_bytes(server.public_setup());
+        let folder = tempfile::tempdir().context("cannot make a folder for the versions' files")?;
+        let mut measured = Vec::new();
+        for (i, &(name, fraction, picked)) in cases.iter().enumerate() {
+            let count = ((records as f64 * fraction).round() as u64).clamp(1, records);
+            let indices = match picked {
+                Picked::Appended => (records..records + count.min(room)).collect(),
+                Picked::Random => chosen(records, count, false, i as u64),
+                Picked::Run => chosen(records, count, true, i as u64),
+            };
+            let values: Vec<Vec<u8>> = indices
+                .iter()
+                .map(|&index| {
+                    (0..record_bytes)
+                        .map(|k| splitmix64(index ^ (k << 32) ^ (i as u64) << 60) as u8)
+                        .collect()
+                })
+                .collect();
+            let changes: Vec<Change> = indices
+                .iter()
+                .zip(&values)
+                .map(|(&index, value)| match picked {
+                    Picked::Appended => Change::Append {
+                        index,
+                        value: value.clone(),
+                    },
+                    _ => Change::Set {
+                        index,
+                        value: value.clone(),
+                    },
+                })
+                .collect();
+            let mut version = server.clone();
+            let (updated, seconds) = timed(|| pools.all.install(|| version.update(&changes)));
+            let patch = updated?;
+            let entries = changed_entries(server.matrices()[0], version.matrices()[0]);
+            let mut correct = check(&version, &data, record_bytes, &indices, &values)?;
+            let new_setup = SetupMessage::to_bytes(version.public_setup());
+            let patched = match patch {
+                Some(patch) => {
+                    let chain = framing::encode(&[patch]);
+                    let (patched, client_seconds) = timed(|| {
+                        pools.all.install(|| {
+                            let patched = Registry::default().patch_setup(&old_setup, &chain)?;
+                            let sha256 = setup_sha256(&patched);
+                            anyhow::Ok((patched, sha256))
+                        })
+                    });
+                    let (patched, sha256) = patched?;
+                    correct &= patched == new_setup && sha256 == setup_sha256(&new_setup);
+                    let changed_bytes = indices.len() as u64 * (record_bytes + 8);
+                    Some(Patched {
+                        bytes: chain.len() as u64,
+                        over_changed: chain.len() as f64 / changed_bytes as f64,
+                        client_seconds,
+                    })
+                }
+                None => None,
+            };
+            drop(new_setup);
+            let (_, checksum_seconds) = timed(|| {
+                let mut hasher = MatrixHasher::default();
+                for matrix in version.matrices() {
+                    hasher.update(matrix.as_bytes());
+                }
+                hasher.finish()
+            });
+            let file = folder.path().join("update.obs");
+            let (written, write_seconds) =
+                timed(|| store::write_database(&file, &Database::new(version)));
+            written.with_context(|| format!("writing {}", file.display()))?;
+            std::fs::remove_file(&file).with_context(|| format!("removing {}", file.display()))?;
+            measured.push(UpdateCase {
+                name: name.into(),
+                records: indices.len() as u64,
+                entries,
+                seconds,
+                over_setup: seconds / setup_seconds,
+                checksum_seconds,
+                write_seconds,
+                durable_over_setup: (seconds + write_seconds) / setup_seconds,
+                patch: patched,
+                correct,
+            });
+        }
+        Ok(UpdateReport {
+            preset: preset.into(),
+            threads: pools.all.current_num_threads(),
+            records,
+            record_bytes,
+            matrix,
+            bandwidth_gbs: Pair::default(),
+            setup_seconds,
+            setup_bytes: old_setup.len() as u64,
+            correct: measured.iter().all(|case| case.correct),
+            cases: measured,
+        })
+    }
 }
 
 /// `count` distinct record indices below `records`: pseudo-random ones, or one run from a
@@ -251,14 +337,14 @@ fn changed_entries(
 
 /// Retrieves a few changed records and a few kept ones with `version`'s setup; whether each is
 /// its new value or its value in `data`.
-fn check(
-    version: &Server,
+fn check<T: PirServer>(
+    version: &T,
     data: &[u8],
     record_bytes: u64,
     indices: &[u64],
     values: &[Vec<u8>],
 ) -> Result<bool> {
-    let mut client = Client::new(version.public_setup().clone());
+    let mut client = <T::Scheme as Scheme>::Client::new(version.public_setup().clone());
     let mut correct = true;
     let changed = indices
         .iter()
@@ -280,13 +366,19 @@ fn check(
     Ok(correct)
 }
 
-/// Record `index` of `server` through `client`.
-fn retrieve(server: &Server, client: &mut Client, index: u64) -> Result<Vec<u8>> {
-    let (query, state) = client.query(index)?;
-    let answer = server.answer(&query)?;
-    client
-        .decode(state, &answer)
-        .with_context(|| format!("decoding record {index}"))
+/// Record `index` of `server` through `client`, as a front end looks it up.
+fn retrieve<T: PirServer>(
+    server: &T,
+    client: &mut <T::Scheme as Scheme>::Client,
+    index: u64,
+) -> Result<Vec<u8>> {
+    let (request, pending) = client.lookup(Target::Index(index))?;
+    let query = QueryOf::<T::Scheme>::from_bytes(&request, server.public_setup())?;
+    let answer = server.answer(&query)?.to_bytes();
+    match client.found(pending, &answer)? {
+        Found::Record(record) => Ok(record),
+        other => anyhow::bail!("record {index} came back as {other:?}"),
+    }
 }
 
 impl Tables for UpdateReport {
@@ -298,8 +390,13 @@ impl Tables for UpdateReport {
 
     fn print_tables(&self) {
         println!(
-            "update: {} records x {} bytes, {} x {} matrix, {} threads",
-            self.records, self.record_bytes, self.matrix[0], self.matrix[1], self.threads
+            "{}: {} records x {} bytes, {} x {} matrix, {} threads",
+            self.preset,
+            self.records,
+            self.record_bytes,
+            self.matrix[0],
+            self.matrix[1],
+            self.threads
         );
         print_bandwidth(&self.bandwidth_gbs);
         println!(
@@ -311,8 +408,16 @@ impl Tables for UpdateReport {
             "| change | records | entries | new version | / full setup | checksum | file written | durable / full setup | patch bytes | / changed | client applies | correct |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
         );
         for case in &self.cases {
+            let (patch, over, client) = match &case.patch {
+                Some(p) => (
+                    p.bytes.to_string(),
+                    format!("{:.3}", p.over_changed),
+                    human(p.client_seconds),
+                ),
+                None => ("none (new setup)".into(), "-".into(), "-".into()),
+            };
             println!(
-                "| {} | {} | {} | {} | {:.3} | {} | {} | {:.3} | {} | {:.3} | {} | {} |",
+                "| {} | {} | {} | {} | {:.3} | {} | {} | {:.3} | {patch} | {over} | {client} | {} |",
                 case.name,
                 case.records,
                 case.entries,
@@ -321,9 +426,6 @@ impl Tables for UpdateReport {
                 human(case.checksum_seconds),
                 human(case.write_seconds),
                 case.durable_over_setup,
-                case.patch_bytes,
-                case.patch_over_changed,
-                human(case.client_seconds),
                 if case.correct { "yes" } else { "no" }
             );
         }

@@ -313,6 +313,26 @@ fn update_preset_reports_each_version() {
     }
 }
 
+/// The `update-double` preset at a small size: DoublePIR versions made in place, checked by
+/// retrievals, with no patch (clients download the new setup).
+#[test]
+fn update_double_preset_reports_each_version() {
+    let report = bench_json(&["update-double", "--records", "20000"]);
+    assert_eq!(report["preset"], "update-double");
+    assert_eq!(report["correct"], true);
+    let cases = report["cases"].as_array().unwrap();
+    let records: Vec<u64> = cases
+        .iter()
+        .map(|c| c["records"].as_u64().unwrap())
+        .collect();
+    assert_eq!(records, [20, 200]);
+    for case in cases {
+        assert_eq!(case["correct"], true);
+        assert!(case["entries"].as_u64().unwrap() >= case["records"].as_u64().unwrap() / 2);
+        assert!(case.get("patch_bytes").is_none(), "{case}");
+    }
+}
+
 /// The DoublePIR and YPIR presets at small sizes: `double-1g` reports what each answer streams
 /// besides the database, `ypir-small` one run per scheme, `ypir-1g` and `ypir-sp` their
 /// messages and phases, every record checked.

@@ -76,7 +76,8 @@ pub fn protocol(preset: Preset) -> Option<Protocol> {
         | Preset::YpirSmall
         | Preset::Ypir1g
         | Preset::YpirSp
-        | Preset::Update => None,
+        | Preset::Update
+        | Preset::UpdateDouble => None,
     }
 }
 

@@ -34,6 +34,17 @@ pub struct Server {
     a2: PreparedProduct,
 }
 
+impl Clone for Server {
+    /// A copy of the server, its prepared product and transposed copy made again.
+    fn clone(&self) -> Self {
+        Self::assemble(
+            self.setup.clone(),
+            self.database.clone(),
+            self.hint_digits.clone(),
+        )
+    }
+}
+
 impl Server {
     /// Builds a database of records of `record_bytes` bytes laid end to end in `data` (the last
     /// one may be short): the first layer as the LWE engine sets it up with `options` (a square
