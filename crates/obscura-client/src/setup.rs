@@ -4,6 +4,7 @@
 //! server (`409`: the database was replaced, fetch its setup again). The native HTTP adapter
 //! and the browser client both go through it.
 
+use obscura_pir::PirError;
 use obscura_registry::Registry;
 
 use crate::error::ClientError;
@@ -112,6 +113,20 @@ impl SetupPolicy {
             };
         }
         let (bytes, patch_bytes) = match (status, cached) {
+            (226, Some(cached)) if body.len() >= cached.bytes.len() => {
+                return Err(ClientError::BadPatch {
+                    url: url.to_string(),
+                    source: PirError::malformed(
+                        "patch chain",
+                        format!(
+                            "{} bytes of patches for a setup of {} (a server sends the setup instead)",
+                            body.len(),
+                            cached.bytes.len()
+                        ),
+                    )
+                    .into(),
+                })
+            }
             (226, Some(cached)) => {
                 let patched = Registry::default()
                     .patch_setup(&cached.bytes, &body)
@@ -298,6 +313,29 @@ mod tests {
         let kept = open.accept("u", 304, None, Vec::new(), offered).unwrap();
         assert_eq!((kept.bytes, kept.from_cache), (cached.bytes, true));
         assert!(open.accept("u", 304, None, Vec::new(), None).is_err());
+    }
+
+    #[test]
+    fn patches_need_a_cached_copy_and_must_be_smaller_than_it() {
+        let open = SetupPolicy::default();
+        let cached = Cached {
+            sha256: [3; 32],
+            bytes: vec![7; 100],
+        };
+        let etag = etag_of(&[5; 32]);
+        assert!(matches!(
+            open.accept("u", 226, Some(&etag), vec![0; 10], None),
+            Err(ClientError::Unexpected { .. })
+        ));
+        assert!(matches!(
+            open.accept("u", 226, Some(&etag), vec![0; 100], Some(cached.clone())),
+            Err(ClientError::BadPatch { .. })
+        ));
+        // Bytes that are no patch of the cached copy are refused as one.
+        assert!(matches!(
+            open.accept("u", 226, Some(&etag), vec![0; 10], Some(cached)),
+            Err(ClientError::BadPatch { .. })
+        ));
     }
 
     #[test]

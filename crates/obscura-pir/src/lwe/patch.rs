@@ -125,10 +125,12 @@ impl PublicSetup {
                 self.version()
             )));
         }
-        let deltas = read_runs(&mut reader, &layer)?;
-        reader.finish()?;
         let mut hint = self.into_hint();
-        hint_delta::apply(&mut hint, &layer.matrix_a(), &deltas);
+        let a = layer.matrix_a();
+        read_runs(&mut reader, &layer, &mut |deltas| {
+            hint_delta::apply(&mut hint, &a, deltas)
+        })?;
+        reader.finish()?;
         let next = PublicSetup::versioned(layer, version, hint)?;
         if *next.hint_sha256() != hint_sha256 || *next.digest() != digest {
             return Err(PirError::malformed(
@@ -140,9 +142,19 @@ impl PublicSetup {
     }
 }
 
-/// The entry changes of a patch's runs, checked to lie inside the matrix of `layer`, in column
-/// order without overlaps, each `δ` within `(-p, p)`.
-fn read_runs(reader: &mut Reader<'_>, layer: &Layer) -> Result<Vec<EntryDelta>, PirError> {
+/// Entry changes held at a time while a patch is read (24 bytes each): a patch of any size
+/// is applied in batches of this many.
+const BATCH: usize = 1 << 22;
+
+/// Hands the entry changes of a patch's runs to `apply`, a batch at a time, each checked to
+/// lie inside the matrix of `layer`, in column order without overlaps, its `δ` within
+/// `(-p, p)`. The batches before a malformed run have been handed over when the error is
+/// returned.
+fn read_runs(
+    reader: &mut Reader<'_>,
+    layer: &Layer,
+    apply: &mut dyn FnMut(&[EntryDelta]),
+) -> Result<(), PirError> {
     let (rows, cols) = (layer.geometry().rows(), layer.geometry().cols());
     let width = delta_width(layer);
     let p = 1i64 << layer.geometry().log_p();
@@ -182,8 +194,13 @@ fn read_runs(reader: &mut Reader<'_>, layer: &Layer) -> Result<Vec<EntryDelta>, 
                 });
             }
         }
+        if deltas.len() >= BATCH {
+            apply(&deltas);
+            deltas.clear();
+        }
     }
-    Ok(deltas)
+    apply(&deltas);
+    Ok(())
 }
 
 #[cfg(test)]

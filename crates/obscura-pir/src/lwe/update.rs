@@ -13,7 +13,7 @@
 //! modulus is not correct for, a value longer than the slots — is refused with
 //! [`PirError::NeedsNewSetup`] before anything changes.
 
-use std::collections::{BTreeMap, HashSet};
+use std::borrow::Cow;
 
 use obscura_math::hint_delta::{self, EntryDelta};
 use obscura_math::pack;
@@ -27,7 +27,7 @@ use super::Server;
 use crate::{Change, PirError};
 
 /// Where a record lies and the bytes its slot is to hold.
-type Slot = (RecordLocation, Vec<u8>);
+type Slot<'a> = (RecordLocation, Cow<'a, [u8]>);
 
 /// One entry of the database matrix to rewrite: row, column, old and new digit (centered).
 #[derive(Clone, Copy, Debug)]
@@ -96,8 +96,7 @@ impl Server {
     /// changes), checked; in column order, each column's top to bottom.
     fn rewrites(&self, geometry: &Geometry, changes: &[Change]) -> Result<Vec<Rewrite>, PirError> {
         let format = self.public_setup().format();
-        let mut by_column: BTreeMap<u64, Vec<Slot>> = BTreeMap::new();
-        let mut seen = HashSet::new();
+        let mut slots: Vec<(u64, Slot<'_>)> = Vec::with_capacity(changes.len());
         for change in changes {
             let (index, value) = match change {
                 Change::Set { index, value } | Change::Append { index, value } => {
@@ -112,60 +111,61 @@ impl Server {
                 }
             };
             let location = geometry.locate(index)?;
-            if !seen.insert(index) {
-                return Err(PirError::InvalidParameters(format!(
-                    "record {index} is changed twice"
-                )));
-            }
             let bytes = slot(format, index, value, location.len)?;
-            by_column
-                .entry(location.column)
-                .or_default()
-                .push((location, bytes));
+            slots.push((index, (location, bytes)));
         }
-        let mut columns: Vec<(u64, Vec<Slot>)> = by_column.into_iter().collect();
-        for (_, records) in &mut columns {
-            records.sort_unstable_by_key(|(location, _)| location.first_row);
+        // Records lie in their columns in index order, so index order is column order, each
+        // column's records top to bottom.
+        slots.sort_unstable_by_key(|(index, _)| *index);
+        if let Some(pair) = slots.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+            return Err(PirError::InvalidParameters(format!(
+                "record {} is changed twice",
+                pair[0].0
+            )));
         }
+        let columns: Vec<&[(u64, Slot<'_>)]> = slots
+            .chunk_by(|a, b| a.1 .0.column == b.1 .0.column)
+            .collect();
         let rewrites: Vec<Vec<Rewrite>> = columns
             .par_iter()
-            .map(|(column, records)| self.column_rewrites(*column, records))
+            .map(|records| self.column_rewrites(records))
             .collect();
         Ok(rewrites.into_iter().flatten().collect())
     }
 
-    /// The entries of column `column` that writing `records` (all in this column, top to
-    /// bottom) changes: each record in turn over the column's current digits, so two
-    /// neighbours sharing a digit both keep their bits.
-    fn column_rewrites(&self, column: u64, records: &[Slot]) -> Vec<Rewrite> {
+    /// The entries of the one column of `records` (top to bottom) that writing them changes:
+    /// each record in turn over the column's current digits, so two neighbours sharing a digit
+    /// both keep their bits.
+    fn column_rewrites(&self, records: &[(u64, Slot<'_>)]) -> Vec<Rewrite> {
         let geometry = self.public_setup().geometry();
         let width = u32::from(geometry.log_p());
         let mask = ((1u16 << width) - 1) as u8;
         let database = self.database();
-        let col = column as usize;
+        let col = records[0].1 .0.column as usize;
         // Each touched row with its old digit and its new raw digit (in `[0, 2^width)`), in
         // increasing row order; a record's first row may be the previous one's last.
         let mut rows: Vec<(usize, u8, u8)> = Vec::new();
-        for (location, bytes) in records {
+        let (mut olds, mut digits, mut stream) = (Vec::new(), Vec::new(), Vec::new());
+        for (_, (location, bytes)) in records {
             let first = location.first_row as usize;
             let span = first..first + location.row_count as usize;
             let shared = rows.last().filter(|(row, _, _)| *row == first).copied();
             // Each row's old digit, read once, and its raw digit as the earlier records left it.
-            let olds: Vec<(u8, u8)> = span
-                .clone()
-                .map(|r| match shared {
-                    Some((row, old, raw)) if row == r => (old, raw),
-                    _ => {
-                        let old = database.get(r, col);
-                        (old, old & mask)
-                    }
-                })
-                .collect();
-            let mut digits: Vec<u8> = olds.iter().map(|&(_, raw)| raw).collect();
+            olds.clear();
+            olds.extend(span.clone().map(|r| match shared {
+                Some((row, old, raw)) if row == r => (old, raw),
+                _ => {
+                    let old = database.get(r, col);
+                    (old, old & mask)
+                }
+            }));
+            digits.clear();
+            digits.extend(olds.iter().map(|&(_, raw)| raw));
             let total = digits.len() as u64 * u64::from(width);
             // Enough zero digits after the rows for whole bytes of the stream.
             digits.extend([0; 8]);
-            let mut stream = vec![0u8; total.div_ceil(8) as usize];
+            stream.clear();
+            stream.resize(total.div_ceil(8) as usize, 0);
             pack::unpack_into(&digits, width, 0, &mut stream);
             write_bits(&mut stream, location.skip_bits, bytes);
             if shared.is_some() {
@@ -240,9 +240,9 @@ fn slot(
     index: u64,
     value: Option<&[u8]>,
     len: u64,
-) -> Result<Vec<u8>, PirError> {
+) -> Result<Cow<'_, [u8]>, PirError> {
     match (format, value) {
-        (RecordFormat::Raw, Some(value)) if value.len() as u64 == len => Ok(value.to_vec()),
+        (RecordFormat::Raw, Some(value)) if value.len() as u64 == len => Ok(Cow::Borrowed(value)),
         (RecordFormat::Raw, Some(value)) => Err(PirError::InvalidParameters(format!(
             "record {index} has {len} bytes; {} were given",
             value.len()
@@ -262,7 +262,7 @@ fn slot(
             }
             let mut slot = vec![0u8; len as usize];
             fill_value_slot(&mut slot, value);
-            Ok(slot)
+            Ok(Cow::Owned(slot))
         }
     }
 }
