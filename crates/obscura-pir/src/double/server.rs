@@ -220,8 +220,21 @@ impl Server {
     }
 
     /// The first layer's matrix: the records' digits.
+    #[cfg(test)]
     pub(super) fn database(&self) -> &PlaintextMatrix {
         &self.database
+    }
+
+    /// The first layer's matrix, taken out of the server until [`Server::restore_database`]
+    /// puts it back (the server answers nothing meanwhile).
+    pub(super) fn take_database(&mut self) -> PlaintextMatrix {
+        let empty = PlaintextMatrix::from_vec(0, 0, Vec::new()).expect("an empty matrix");
+        std::mem::replace(&mut self.database, empty)
+    }
+
+    /// Puts back the matrix [`Server::take_database`] took.
+    pub(super) fn restore_database(&mut self, database: PlaintextMatrix) {
+        self.database = database;
     }
 
     /// The second layer's matrix: the digits of the first layer's hint.

@@ -13,13 +13,14 @@
 use super::server::{word_digits, Server};
 use super::setup::{first_log_failure, second_log_failure, PublicSetup};
 use crate::lwe::{self, decode_database, Encoded};
-use crate::{Change, PirError, PirServer};
+use crate::{Change, PirError};
 use obscura_math::matrix::Matrix;
 
 impl Server {
     /// [`crate::PirServer::update`] of DoublePIR: everything is checked (the first layer as
     /// the LWE engine checks a change, both layers' moduli against DoublePIR's failure bounds)
-    /// before the server changes.
+    /// before the server changes. The database moves into the first layer's engine and back,
+    /// never copied (a fresh gigabyte can take seconds to map).
     pub(super) fn apply_changes(&mut self, changes: &[Change]) -> Result<(), PirError> {
         let setup = self.public_setup();
         let first_geometry = setup.first().geometry();
@@ -33,12 +34,40 @@ impl Server {
             PirError::malformed("DoublePIR setup", "the second layer holds another hint")
         })?;
         let first_setup = lwe::PublicSetup::with_layer(setup.first().clone(), hint)?;
-        let mut first = lwe::Server::from_parts(first_setup, self.database().clone())?;
-        PirServer::update(&mut first, changes)?;
-        let (first_setup, database) = first.into_parts();
-        let set = first_setup.params().set;
-        let g = first_setup.geometry();
-        if !set.correct_at(g.log_p(), first_setup.row_norm(), first_log_failure(g)) {
+        let database = self.take_database();
+        let mut first = match lwe::Server::trusted_parts(first_setup, database) {
+            Ok(first) => first,
+            Err((error, database)) => {
+                self.restore_database(database);
+                return Err(error);
+            }
+        };
+        let next = first
+            .prepare(changes)
+            .and_then(|prepared| Ok((self.second_layer(prepared.setup())?, prepared)));
+        match next {
+            Ok(((setup, hint_digits), prepared)) => {
+                first.commit(prepared);
+                let (_, database) = first.into_parts();
+                *self = Self::assemble(setup, database, hint_digits);
+                Ok(())
+            }
+            Err(error) => {
+                self.restore_database(first.into_parts().1);
+                Err(error)
+            }
+        }
+    }
+
+    /// DoublePIR's setup and second-layer matrix over `first`, the first layer's next version:
+    /// the second layer made again from its hint, both checked against their failure bounds.
+    fn second_layer(
+        &self,
+        first: &lwe::PublicSetup,
+    ) -> Result<(PublicSetup, obscura_math::matrix::PlaintextMatrix), PirError> {
+        let set = first.params().set;
+        let g = first.geometry();
+        if !set.correct_at(g.log_p(), first.row_norm(), first_log_failure(g)) {
             return Err(PirError::NeedsNewSetup(Box::new(
                 PirError::InvalidParameters(format!(
                     "p = 2^{} is not correct for the changed first layer's rows at 2^-{} per digit",
@@ -47,11 +76,12 @@ impl Server {
                 )),
             )));
         }
+        let setup = self.public_setup();
         let second = setup.second();
         let second_geometry = *second.geometry();
         let encoded = Encoded::measured(
             second_geometry,
-            word_digits(first_setup.hint().as_slice(), &second_geometry),
+            word_digits(first.hint().as_slice(), &second_geometry),
         );
         let failure = second_log_failure(setup.rows_per_query(), &second_geometry);
         if !set.correct_at(second_geometry.log_p(), encoded.row_norm(), failure) {
@@ -64,8 +94,9 @@ impl Server {
         }
         let second = lwe::Server::next_with_database(second, encoded, &|_, _| {})?;
         let (second_setup, hint_digits) = second.into_parts();
-        let setup = PublicSetup::new(first_setup.layer().clone(), second_setup)?;
-        *self = Self::assemble(setup, database, hint_digits);
-        Ok(())
+        Ok((
+            PublicSetup::new(first.layer().clone(), second_setup)?,
+            hint_digits,
+        ))
     }
 }

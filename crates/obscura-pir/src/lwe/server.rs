@@ -207,6 +207,30 @@ impl Server {
         })
     }
 
+    /// A server of `setup` and `database`, taken to fit together (their shapes are checked);
+    /// the rows' norms are read at the first update.
+    pub(crate) fn trusted_parts(
+        setup: PublicSetup,
+        database: PlaintextMatrix,
+    ) -> Result<Self, (PirError, PlaintextMatrix)> {
+        let g = setup.geometry();
+        if database.rows() as u64 != g.rows() || database.cols() as u64 != g.cols() {
+            let error = PirError::InvalidParameters(format!(
+                "a {} x {} database does not fit a {} x {} setup",
+                database.rows(),
+                database.cols(),
+                g.rows(),
+                g.cols()
+            ));
+            return Err((error, database));
+        }
+        Ok(Self {
+            setup,
+            database,
+            row_norms: None,
+        })
+    }
+
     /// A server from a stored setup and database; checks that they fit together, the database's
     /// row norms included (one pass over it).
     pub fn from_parts(setup: PublicSetup, database: PlaintextMatrix) -> Result<Self, PirError> {

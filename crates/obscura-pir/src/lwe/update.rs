@@ -23,7 +23,7 @@ use super::layout::{Geometry, RecordLocation};
 use super::patch;
 use super::server::centered;
 use super::setup::{fill_value_slot, RecordFormat};
-use super::Server;
+use super::{PublicSetup, Server};
 use crate::{Change, PirError};
 
 /// Where a record lies and the bytes its slot is to hold.
@@ -36,6 +36,21 @@ struct Rewrite {
     col: usize,
     old: u8,
     new: u8,
+}
+
+/// A server's next version, computed and checked, not yet made ([`Server::prepare`]).
+pub(crate) struct Prepared {
+    next: PublicSetup,
+    rewrites: Vec<Rewrite>,
+    norms: Vec<u64>,
+    patch: Vec<u8>,
+}
+
+impl Prepared {
+    /// The next version's setup.
+    pub(crate) fn setup(&self) -> &PublicSetup {
+        &self.next
+    }
 }
 
 impl Server {
@@ -57,6 +72,13 @@ impl Server {
     /// Returns the [patch](super::patch) that turns the previous version's setup into the new
     /// one.
     pub(super) fn apply_changes(&mut self, changes: &[Change]) -> Result<Vec<u8>, PirError> {
+        let prepared = self.prepare(changes)?;
+        Ok(self.commit(prepared))
+    }
+
+    /// Everything [`Server::apply_changes`] checks and computes, with nothing changed yet: the
+    /// next version's setup (its hint), the digits to write and the patch.
+    pub(crate) fn prepare(&mut self, changes: &[Change]) -> Result<Prepared, PirError> {
         let setup = self.public_setup();
         let geometry = grown(setup.geometry(), changes)?;
         let rewrites = self.rewrites(&geometry, changes)?;
@@ -85,11 +107,22 @@ impl Server {
         hint_delta::apply(&mut hint, &setup.matrix_a(), &deltas);
         let next = setup.next_version(layer, hint)?;
         let patch = patch::encode(setup, &next, &deltas);
+        Ok(Prepared {
+            next,
+            rewrites,
+            norms: new_norms,
+            patch,
+        })
+    }
+
+    /// Makes `prepared` (from [`Server::prepare`] of this server) the server's next version;
+    /// returns its patch.
+    pub(crate) fn commit(&mut self, prepared: Prepared) -> Vec<u8> {
         let (database, norms) = self.database_and_norms_mut();
-        database.set_many(rewrites.iter().map(|w| (w.row, w.col, w.new)));
-        *norms = new_norms;
-        self.set_setup(next);
-        Ok(patch)
+        database.set_many(prepared.rewrites.iter().map(|w| (w.row, w.col, w.new)));
+        *norms = prepared.norms;
+        self.set_setup(prepared.next);
+        prepared.patch
     }
 
     /// The entries `changes` rewrite in a database of `geometry` (only those whose digit
