@@ -354,11 +354,11 @@ fn check<T: PirServer>(
         correct &= retrieve(version, &mut client, index)? == *value;
     }
     let records = (data.len() as u64).div_ceil(record_bytes);
-    let kept = (0..records).filter(|index| indices.binary_search(index).is_err());
-    for index in kept
-        .step_by((records as usize / CHECKED).max(1))
-        .take(CHECKED)
-    {
+    // Records spread over the database, each the first one from there that was not changed.
+    let kept = (0..CHECKED as u64).filter_map(|k| {
+        (k * records / CHECKED as u64..records).find(|index| indices.binary_search(index).is_err())
+    });
+    for index in kept {
         let start = (index * record_bytes) as usize;
         let end = (start + record_bytes as usize).min(data.len());
         correct &= retrieve(version, &mut client, index)? == data[start..end];
