@@ -71,6 +71,15 @@ fn get(db: &Path, index: u64) -> Assert {
         .assert()
 }
 
+/// `obscura get --hex --db FILE --index INDEX`.
+fn get_hex(db: &Path, index: u64) -> Assert {
+    obscura()
+        .args(["get", "--hex", "--db"])
+        .arg(db)
+        .args(["--index", &index.to_string()])
+        .assert()
+}
+
 #[test]
 fn sets_appends_and_deletes_are_read_back() {
     let dir = tempfile::tempdir().unwrap();
@@ -186,17 +195,10 @@ fn a_capacity_reserved_at_build_takes_appends() {
         .stdout(predicate::str::contains(
             "990 appended, 0 deleted), 1000 records",
         ));
-    let get_hex = |index: u64| {
-        obscura()
-            .args(["get", "--hex", "--db"])
-            .arg(&db)
-            .args(["--index", &index.to_string()])
-            .assert()
-    };
-    get_hex(999)
+    get_hex(&db, 999)
         .success()
         .stdout(format!("{}\n", hex_record(999)));
-    get_hex(9).success().stdout(format!(
+    get_hex(&db, 9).success().stdout(format!(
         "{}\n",
         hex::encode((576..640u32).map(|i| i as u8).collect::<Vec<u8>>())
     ));
@@ -241,16 +243,9 @@ fn a_doublepir_database_takes_changes_and_clients_download_its_new_setup() {
     .stdout(predicate::str::contains("version 1 (2 set"))
     // The second layer's hint is made again: clients download the new setup.
     .stdout(predicate::str::contains("patch for clients").not());
-    let get_hex = |index: u64| {
-        obscura()
-            .args(["get", "--hex", "--db"])
-            .arg(&db)
-            .args(["--index", &index.to_string()])
-            .assert()
-    };
-    get_hex(5).success().stdout("abcdef\n");
-    get_hex(999).success().stdout("010203\n");
-    get_hex(6).success().stdout(format!(
+    get_hex(&db, 5).success().stdout("abcdef\n");
+    get_hex(&db, 999).success().stdout("010203\n");
+    get_hex(&db, 6).success().stdout(format!(
         "{}\n",
         hex::encode((18..21u32).map(|i| (i * 7) as u8).collect::<Vec<u8>>())
     ));
