@@ -1,5 +1,5 @@
 //! RFC 6962 Merkle trees (SHA-256, `0x00` leaf and `0x01` node prefixes), their audit paths and
-//! the RFC 9162 path verification.
+//! consistency proofs, and their RFC 9162 verification.
 //!
 //! A tree of `n` leaves is stored as its embedding in the perfect tree of height
 //! `h = ⌈log2 n⌉`: node (level `ℓ` from the bottom, position `i`) covers leaves
