@@ -3,11 +3,12 @@
 //! and so do the one-query-per-sub-database requests of TreePIR and PBC.
 
 /// Joins messages into one body.
-pub fn encode(messages: &[Vec<u8>]) -> Vec<u8> {
-    let total: usize = messages.iter().map(|m| 4 + m.len()).sum();
+pub fn encode<M: AsRef<[u8]>>(messages: &[M]) -> Vec<u8> {
+    let total: usize = messages.iter().map(|m| 4 + m.as_ref().len()).sum();
     let mut out = Vec::with_capacity(4 + total);
     out.extend_from_slice(&(messages.len() as u32).to_le_bytes());
     for message in messages {
+        let message = message.as_ref();
         out.extend_from_slice(&(message.len() as u32).to_le_bytes());
         out.extend_from_slice(message);
     }
@@ -95,8 +96,11 @@ mod tests {
         let mut longer = body.clone();
         longer.push(0);
         assert!(decode(&longer, 3).is_err());
-        assert!(decode(&encode(&[]), 3).is_err());
-        assert_eq!(decode_exact(&encode(&[]), 0).unwrap(), Vec::<&[u8]>::new());
+        assert!(decode(&encode::<Vec<u8>>(&[]), 3).is_err());
+        assert_eq!(
+            decode_exact(&encode::<Vec<u8>>(&[]), 0).unwrap(),
+            Vec::<&[u8]>::new()
+        );
         assert_eq!(decode_exact(&body, 3).unwrap(), decoded);
         assert!(decode_exact(&body, 2).is_err());
         // A count that the body cannot hold is refused before anything is allocated.

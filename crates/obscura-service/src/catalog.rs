@@ -84,10 +84,7 @@ impl Entry {
     pub fn patch_chain(&self, from: &[u8; 32]) -> Option<Vec<u8>> {
         let chain = self.patches.chain(from, &self.sha256)?;
         let bytes: usize = chain.iter().map(|patch| 4 + patch.len()).sum();
-        (bytes < self.setup_bytes.len()).then(|| {
-            let chain: Vec<Vec<u8>> = chain.into_iter().map(<[u8]>::to_vec).collect();
-            obscura_pir::framing::encode(&chain)
-        })
+        (bytes < self.setup_bytes.len()).then(|| obscura_pir::framing::encode(&chain))
     }
 }
 

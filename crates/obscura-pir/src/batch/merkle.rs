@@ -271,7 +271,6 @@ pub fn verify_consistency(
     second_root: &Hash,
     proof: &[Hash],
 ) -> Result<(), ConsistencyError> {
-    let sizes = (first, second);
     if first == 0 || first > second {
         return Err(ConsistencyError::Sizes { first, second });
     }
@@ -317,7 +316,6 @@ pub fn verify_consistency(
         return Err(length);
     }
     if (&fr, &sr) != (first_root, second_root) {
-        let (first, second) = sizes;
         return Err(ConsistencyError::Mismatch { first, second });
     }
     Ok(())

@@ -172,16 +172,7 @@ impl Server {
         database: PlaintextMatrix,
         hint_digits: PlaintextMatrix,
     ) -> Result<Self, PirError> {
-        let g = setup.first().geometry();
-        if database.rows() as u64 != g.rows() || database.cols() as u64 != g.cols() {
-            return Err(PirError::InvalidParameters(format!(
-                "a {} x {} database does not fit a {} x {} setup",
-                database.rows(),
-                database.cols(),
-                g.rows(),
-                g.cols()
-            )));
-        }
+        lwe::check_shape(&database, setup.first().geometry())?;
         let norm = database.max_row_norm();
         if norm > setup.first().row_norm() {
             return Err(PirError::InvalidParameters(format!(

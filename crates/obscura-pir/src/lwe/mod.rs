@@ -35,8 +35,8 @@ pub use scheme::{Lwe, RecordShape, Records};
 pub(crate) use server::centered;
 pub use server::Server;
 pub(crate) use server::{
-    decode_database, encode_database, encode_with_largest_p, switch_modulus, value_slots,
-    values_footprint, Encoded,
+    check_shape, decode_database, encode_database, encode_with_largest_p, switch_modulus,
+    value_slots, values_footprint, Encoded,
 };
 pub use setup::{describe, EngineOptions, Layer, PublicSetup, RecordFormat};
 pub use stream::{StreamError, StreamedBuild};

@@ -213,15 +213,7 @@ impl Server {
         setup: PublicSetup,
         database: PlaintextMatrix,
     ) -> Result<Self, (PirError, PlaintextMatrix)> {
-        let g = setup.geometry();
-        if database.rows() as u64 != g.rows() || database.cols() as u64 != g.cols() {
-            let error = PirError::InvalidParameters(format!(
-                "a {} x {} database does not fit a {} x {} setup",
-                database.rows(),
-                database.cols(),
-                g.rows(),
-                g.cols()
-            ));
+        if let Err(error) = check_shape(&database, setup.geometry()) {
             return Err((error, database));
         }
         Ok(Self {
@@ -257,16 +249,7 @@ impl Server {
         setup: &PublicSetup,
         database: &PlaintextMatrix,
     ) -> Result<Vec<u64>, PirError> {
-        let g = setup.geometry();
-        if database.rows() as u64 != g.rows() || database.cols() as u64 != g.cols() {
-            return Err(PirError::InvalidParameters(format!(
-                "a {} x {} database does not fit a {} x {} setup",
-                database.rows(),
-                database.cols(),
-                g.rows(),
-                g.cols()
-            )));
-        }
+        check_shape(database, setup.geometry())?;
         let mut norms = vec![0u64; database.rows()];
         database.add_row_norms(&mut norms);
         let norm = norms.iter().copied().max().unwrap_or(0);
@@ -441,6 +424,20 @@ fn value_slot(longest: u64) -> Result<u64, PirError> {
         )));
     }
     Ok(slot)
+}
+
+/// Refuses `database` unless it has the matrix shape of `geometry`.
+pub(crate) fn check_shape(database: &PlaintextMatrix, geometry: &Geometry) -> Result<(), PirError> {
+    if database.rows() as u64 != geometry.rows() || database.cols() as u64 != geometry.cols() {
+        return Err(PirError::InvalidParameters(format!(
+            "a {} x {} database does not fit a {} x {} setup",
+            database.rows(),
+            database.cols(),
+            geometry.rows(),
+            geometry.cols()
+        )));
+    }
+    Ok(())
 }
 
 /// An encoded database: its geometry, its matrix and the largest squared norm of a row.
