@@ -97,50 +97,23 @@ impl MerkleTree {
         }
     }
 
-    /// The value of node (`level`, `index`), or `None` where the position is empty.
+    /// The value of node (`level`, `index`), or `None` where the position is empty. Above the
+    /// top of the tree (in a taller embedding), node (`level`, 0) is the root.
     pub fn node(&self, level: u32, index: u64) -> Option<&Hash> {
-        self.levels
-            .get(level as usize)?
-            .get(usize::try_from(index).ok()?)
+        match self.levels.get(level as usize) {
+            Some(nodes) => nodes.get(usize::try_from(index).ok()?),
+            None if index == 0 => self.levels.last()?.first(),
+            None => None,
+        }
     }
 
     /// The RFC 6962 consistency proof that the tree of this tree's first `m` leaves is a
-    /// prefix of this tree (RFC 9162 §2.1.4.1, `PROOF(m, D[n])`): empty for `m = n`; `None`
-    /// when `m` is 0 or more than the leaves. Every subtree hash the proof names is a node of
-    /// the embedding, so nothing is hashed.
+    /// prefix of this tree (see [`consistency_proof`]); `None` when `m` is 0 or more than the
+    /// leaves.
     pub fn consistency_proof(&self, m: u64) -> Option<Vec<Hash>> {
-        let n = self.len();
-        if m == 0 || m > n {
-            return None;
-        }
-        let mut proof = Vec::new();
-        if m < n {
-            self.subproof(m, 0, n, self.height(), true, &mut proof);
-        }
-        Some(proof)
-    }
-
-    /// `SUBPROOF(m, D[start:end], b)` appended to `proof`, the range being the one node
-    /// (`level`, `start >> level`) covers within the tree.
-    fn subproof(&self, m: u64, start: u64, end: u64, level: u32, b: bool, proof: &mut Vec<Hash>) {
-        let node = |level: u32, first: u64| *self.node(level, first >> level).expect("a node");
-        if m == end - start {
-            if !b {
-                proof.push(node(level, start));
-            }
-            return;
-        }
-        // The largest power of two below the range's length: the left part's width, and the
-        // level of the nodes of both parts (the right one is cut off at the tree's end).
-        let k = 1u64 << (u64::BITS - 1 - (end - start - 1).leading_zeros());
-        let below = k.trailing_zeros();
-        if m <= k {
-            self.subproof(m, start, start + k, below, b, proof);
-            proof.push(node(below, start + k));
-        } else {
-            self.subproof(m - k, start + k, end, below, false, proof);
-            proof.push(node(below, start));
-        }
+        consistency_proof(m, self.len(), |level, index| {
+            *self.node(level, index).expect("a node")
+        })
     }
 
     /// The RFC 6962 audit path of leaf `m` (bottom-up, leaf's sibling first); `None` when `m`
@@ -155,6 +128,90 @@ impl MerkleTree {
                 .collect(),
         )
     }
+}
+
+/// The RFC 6962 consistency proof that the tree of the first `m` leaves of a tree of `n`
+/// leaves is its prefix (RFC 9162 §2.1.4.1, `PROOF(m, D[n])`), from the nodes of the latter's
+/// embedding (`node(level, index)`, asked only for non-empty positions): empty for `m = n`;
+/// `None` when `m` is 0 or more than `n`. Every subtree hash the proof names is a node of the
+/// embedding, so nothing is hashed.
+pub fn consistency_proof(
+    m: u64,
+    n: u64,
+    node: impl Fn(u32, u64) -> Hash,
+) -> Option<Vec<Hash>> {
+    if m == 0 || m > n {
+        return None;
+    }
+    let mut proof = Vec::new();
+    if m < n {
+        subproof(m, 0, n, height_for(n), true, &node, &mut proof);
+    }
+    Some(proof)
+}
+
+/// `SUBPROOF(m, D[start:end], b)` appended to `proof`, the range being the one node
+/// (`level`, `start >> level`) covers within the tree.
+fn subproof(
+    m: u64,
+    start: u64,
+    end: u64,
+    level: u32,
+    b: bool,
+    node: &impl Fn(u32, u64) -> Hash,
+    proof: &mut Vec<Hash>,
+) {
+    if m == end - start {
+        if !b {
+            proof.push(node(level, start >> level));
+        }
+        return;
+    }
+    // The largest power of two below the range's length: the left part's width, and the
+    // level of the nodes of both parts (the right one is cut off at the tree's end).
+    let k = 1u64 << (u64::BITS - 1 - (end - start - 1).leading_zeros());
+    let below = k.trailing_zeros();
+    if m <= k {
+        subproof(m, start, start + k, below, b, node, proof);
+        proof.push(node(below, (start + k) >> below));
+    } else {
+        subproof(m - k, start + k, end, below, false, node, proof);
+        proof.push(node(below, start >> below));
+    }
+}
+
+/// The nodes a tree of `n` leaves changes when `hashes` (at least one) are appended as leaves
+/// `n, n + 1, …`, in its embedding of height `height` (which must hold them all): for each
+/// level `ℓ` from 0 (the new leaves) to `height` (the new root), the first position whose range
+/// takes new leaves, and the new values from there to the one over the last leaf. Reads with
+/// `old(level, index)` only nodes whose range is all old leaves, at most one per level.
+pub fn appended_nodes(
+    n: u64,
+    hashes: &[Hash],
+    height: u32,
+    old: impl Fn(u32, u64) -> Hash,
+) -> Vec<(u64, Vec<Hash>)> {
+    let last = n + hashes.len() as u64 - 1;
+    let mut levels = vec![(n, hashes.to_vec())];
+    for level in 1..=height {
+        let (below_first, below) = levels.last().expect("a level below");
+        let below_value = |index: u64| match index.checked_sub(*below_first) {
+            Some(offset) => below.get(offset as usize).copied(),
+            None => Some(old(level - 1, index)),
+        };
+        let first = n >> level;
+        let values = (first..=last >> level)
+            .map(|i| {
+                let left = below_value(2 * i).expect("a left child that takes leaves");
+                match below_value(2 * i + 1) {
+                    Some(right) => node_hash(&left, &right),
+                    None => left,
+                }
+            })
+            .collect();
+        levels.push((first, values));
+    }
+    levels
 }
 
 /// Why an audit path does not prove a leaf.
@@ -328,6 +385,44 @@ mod tests {
     /// Leaves `leaf 0`, `leaf 1`, ...
     fn leaves(n: u64) -> Vec<Vec<u8>> {
         (0..n).map(|i| format!("leaf {i}").into_bytes()).collect()
+    }
+
+    /// Appending any number of leaves to a tree of any size (up to 40 leaves in all) changes
+    /// exactly the nodes `appended_nodes` lists, to the values a tree of all the leaves has, in
+    /// embeddings of its own height and taller.
+    #[test]
+    fn appended_nodes_are_those_of_the_grown_tree() {
+        let all = leaves(40);
+        for total in 2..=40u64 {
+            let grown = MerkleTree::from_leaves(&all[..total as usize]);
+            for n in 1..total {
+                let old = MerkleTree::from_leaves(&all[..n as usize]);
+                let hashes: Vec<Hash> = all[n as usize..total as usize]
+                    .iter()
+                    .map(|leaf| leaf_hash(leaf))
+                    .collect();
+                for height in grown.height()..grown.height() + 2 {
+                    let levels = appended_nodes(n, &hashes, height, |level, index| {
+                        let range_end = (index + 1) << level;
+                        assert!(range_end <= n, "read a node that takes new leaves");
+                        *old.node(level, index).unwrap()
+                    });
+                    assert_eq!(levels.len() as u32, height + 1);
+                    for (level, (first, values)) in (0u32..).zip(&levels) {
+                        assert_eq!(*first, n >> level);
+                        assert_eq!(values.len() as u64, ((total - 1) >> level) - first + 1);
+                        for (index, value) in (*first..).zip(values) {
+                            assert_eq!(Some(value), grown.node(level, index), "{n} + {level} {index}");
+                        }
+                        // Every other non-empty node is unchanged.
+                        for index in 0..*first {
+                            assert_eq!(old.node(level, index), grown.node(level, index));
+                        }
+                    }
+                    assert_eq!(levels[height as usize].1, [grown.root()]);
+                }
+            }
+        }
     }
 
     /// Every consistency proof between sizes 1..=70 is the one ct-merkle (an independent RFC 6962

@@ -312,7 +312,7 @@ impl PbcServer {
                 bucket
             })
             .collect();
-        let shards = ShardServers::from_records(&contents, record_bytes, options, progress)?;
+        let shards = ShardServers::from_records(&contents, record_bytes, &|_| options, progress)?;
         let setup = PbcSetup::new(placement, record_bytes, shards.public_setups());
         Ok(Self { setup, shards })
     }
@@ -589,7 +589,7 @@ impl PbcServer {
         }
         let entries: Vec<u8> = (2..2u64 << h)
             .into_par_iter()
-            .flat_map_iter(|v| swapped::entry(tree, v))
+            .flat_map_iter(|v| swapped::entry(tree, h, v))
             .collect();
         Self::from_records(&entries, ENTRY_BYTES, h as usize, seed, options, &|_, _| {})
     }

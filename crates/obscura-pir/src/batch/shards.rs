@@ -116,18 +116,20 @@ pub(crate) struct ShardServers {
 }
 
 impl ShardServers {
-    /// Builds one database of `record_bytes`-byte records per entry of `contents` (in parallel);
-    /// `progress(done, total)` counts finished databases.
+    /// Builds one database of `record_bytes`-byte records per entry of `contents` (in parallel),
+    /// with `options(records)` for a database of that many records; `progress(done, total)`
+    /// counts finished databases.
     pub(crate) fn from_records(
         contents: &[Vec<u8>],
         record_bytes: u64,
-        options: EngineOptions,
+        options: &(dyn Fn(u64) -> EngineOptions + Sync),
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Self, PirError> {
         let (done, total) = (AtomicU64::new(0), contents.len() as u64);
         let servers = contents
             .par_iter()
             .map(|records| {
+                let options = options(records.len() as u64 / record_bytes);
                 let server = Server::from_records(records, record_bytes, options, &|_, _| {})?;
                 progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
                 Ok(server)
@@ -144,6 +146,11 @@ impl ShardServers {
     /// The databases, in shard order.
     pub(crate) fn servers(&self) -> &[Server] {
         &self.servers
+    }
+
+    /// The databases, in shard order, to update.
+    pub(crate) fn servers_mut(&mut self) -> &mut [Server] {
+        &mut self.servers
     }
 
     /// Their public setups, in shard order.

@@ -8,15 +8,22 @@ use super::merkle::{self, Hash, MerkleTree};
 /// The value of an empty position of the embedding (never part of a proof).
 pub const EMPTY: Hash = [0u8; 32];
 
-/// The entry of node `v` (`2 ≤ v < 2^(h+1)`, `h` the tree's height): the value of `v`'s
-/// sibling in the embedding of `tree`, or [`EMPTY`].
-pub fn entry(tree: &MerkleTree, v: u64) -> Hash {
-    let sibling = v ^ 1;
-    let depth = u64::BITS - 1 - sibling.leading_zeros();
-    let index = sibling - (1 << depth);
-    tree.node(tree.height() - depth, index)
-        .copied()
-        .unwrap_or(EMPTY)
+/// The entry of node `v` (`2 ≤ v < 2^(h+1)`) of the perfect tree of height `h` (at least the
+/// tree's): the value of `v`'s sibling in the embedding of `tree`, or [`EMPTY`].
+pub fn entry(tree: &MerkleTree, h: u32, v: u64) -> Hash {
+    let (level, index) = node_position(h, v ^ 1);
+    tree.node(level, index).copied().unwrap_or(EMPTY)
+}
+
+/// The level (from the leaves) and position of node `v` of the perfect tree of height `h`.
+pub fn node_position(h: u32, v: u64) -> (u32, u64) {
+    let depth = u64::BITS - 1 - v.leading_zeros();
+    (h - depth, v - (1 << depth))
+}
+
+/// Node `index` of level `level` of the perfect tree of height `h`, numbered as in a heap.
+pub fn node_at(h: u32, level: u32, index: u64) -> u64 {
+    (1u64 << (h - level)) + index
 }
 
 /// The nodes `k_1 … k_h` on the path of leaf `m` (depth 1 to the leaf itself).
@@ -65,7 +72,7 @@ mod tests {
                     Some((carrier, level)) => {
                         assert!(carrier < n, "n = {n}, m = {m}");
                         let node = path_nodes(h, carrier)[(h - 1 - level) as usize];
-                        assert_eq!(entry(&tree, node), expected, "n = {n}, m = {m}");
+                        assert_eq!(entry(&tree, h, node), expected, "n = {n}, m = {m}");
                     }
                 }
             }

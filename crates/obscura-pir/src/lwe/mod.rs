@@ -21,7 +21,7 @@ mod layout;
 mod messages;
 mod patch;
 mod scheme;
-mod server;
+pub(crate) mod server;
 mod setup;
 mod stream;
 mod update;

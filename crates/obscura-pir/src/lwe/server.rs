@@ -123,7 +123,14 @@ impl Server {
             capacity,
             log_failure,
         )?;
-        let encoded = encode_with_largest_p(set, planned, MAX_LOG_P, log_failure, |log_p| {
+        // A database built with room to change (for appends or longer values) keeps the
+        // modulus correct for any contents; one without takes the largest its rows allow.
+        let largest = if capacity.is_some() || options.value_bytes.is_some() {
+            planned.log_p()
+        } else {
+            MAX_LOG_P
+        };
+        let encoded = encode_with_largest_p(set, planned, largest, log_failure, |log_p| {
             let geometry = Geometry::with_log_p_and_capacity(
                 data_bytes,
                 record_bytes,
@@ -270,6 +277,22 @@ impl Server {
     /// The encoded database matrix.
     pub fn database(&self) -> &PlaintextMatrix {
         &self.database
+    }
+
+    /// The bytes of record `index` read back from its digits (what its slot holds: for a
+    /// database of values, the length prefix and padding too).
+    pub(crate) fn record(&self, index: u64) -> Result<Vec<u8>, PirError> {
+        let geometry = self.setup.geometry();
+        let location = geometry.locate(index)?;
+        let width = u32::from(geometry.log_p());
+        let mask = ((1u16 << width) - 1) as u8;
+        let first = location.first_row as usize;
+        let digits: Vec<u8> = (first..first + location.row_count as usize)
+            .map(|row| self.database.get(row, location.column as usize) & mask)
+            .collect();
+        let mut bytes = vec![0u8; location.len as usize];
+        pack::unpack_into(&digits, width, location.skip_bits, &mut bytes);
+        Ok(bytes)
     }
 
     /// The encoded database matrix, to rewrite in place, and the squared norm of each of its

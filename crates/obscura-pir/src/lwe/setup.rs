@@ -90,12 +90,13 @@ pub struct EngineOptions {
     /// How the public matrix is expanded; `None` picks [`MatrixKind::default_for`] the set.
     pub matrix: Option<MatrixKind>,
     /// For a database of values: the longest value its slots hold, at least the longest given
-    /// (`None`: the longest given). Room for longer values lets an update set them without a
-    /// new setup.
+    /// (`None`: the longest given), the plaintext modulus then chosen for any contents. Room
+    /// for longer values lets an update set them without a new setup.
     pub value_bytes: Option<u64>,
     /// Records the matrix has room for, at least those given (`None`: those given); the
-    /// layout's records per column are chosen for the capacity. Room lets an update append
-    /// records without a new setup.
+    /// layout's records per column are chosen for the capacity, and the plaintext modulus for
+    /// any contents (not only the rows given). Room lets an update append records without a
+    /// new setup. A Merkle tree ([`crate::batch::treepir`]) counts it in leaves.
     pub capacity: Option<u64>,
 }
 

@@ -10,6 +10,8 @@
 //! second request of the same shape ([`TreePirClient::query_leaf_hash`]); verifying the path
 //! with it then proves it is that leaf's hash under the root.
 
+mod append;
+
 use rayon::prelude::*;
 use sha2::{Digest as _, Sha256};
 
@@ -42,30 +44,53 @@ impl Scheme for TreePir {
 /// Bytes of a sub-database entry: one SHA-256 hash.
 const ENTRY_BYTES: u64 = 32;
 
-/// Bytes of an encoded TreePIR setup before its sub-databases' setups: a header, the leaf count
-/// and the root (each sub-database's setup then comes with its length, a `u64`).
-const SETUP_FIELD_BYTES: u64 = (wire::HEADER_BYTES + 8 + 32) as u64;
+/// The height of the perfect tree a build embeds `leaves` leaves in: the one that holds
+/// `capacity` leaves when that is more.
+fn height_with_room(leaves: u64, capacity: Option<u64>) -> u32 {
+    merkle::height_for(leaves.max(capacity.unwrap_or(0)))
+}
 
-/// What a client needs: the tree's size and root, and one LWE setup per colour class.
+/// The options of a sub-database of `records` entries: those of the tree, with the plaintext
+/// modulus chosen for any entries (a capacity of its own size), as appends change them.
+fn shard_options(options: EngineOptions, records: u64) -> EngineOptions {
+    EngineOptions {
+        capacity: Some(records),
+        value_bytes: None,
+        ..options
+    }
+}
+
+/// Bytes of an encoded TreePIR setup before its sub-databases' setups: a header, the leaf count,
+/// the height, the version and the root (each sub-database's setup then comes with its length,
+/// a `u64`).
+const SETUP_FIELD_BYTES: u64 = (wire::HEADER_BYTES + 8 + 1 + 8 + 32) as u64;
+
+/// What a client needs: the tree's size, height and root, and one LWE setup per colour class.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TreePirSetup {
     leaves: u64,
+    height: u32,
+    version: u64,
     root: Hash,
     databases: Vec<PublicSetup>,
     digest: Digest,
 }
 
 impl TreePirSetup {
-    fn new(leaves: u64, root: Hash, databases: Vec<PublicSetup>) -> Self {
+    fn new(leaves: u64, height: u32, version: u64, root: Hash, databases: Vec<PublicSetup>) -> Self {
         let mut hash = Sha256::new();
-        hash.update(b"obscura/treepir/setup/v1");
+        hash.update(b"obscura/treepir/setup/v2");
         hash.update(leaves.to_le_bytes());
+        hash.update(height.to_le_bytes());
+        hash.update(version.to_le_bytes());
         hash.update(root);
         for database in &databases {
             hash.update(database.digest());
         }
         Self {
             leaves,
+            height,
+            version,
             root,
             databases,
             digest: hash.finalize().into(),
@@ -82,9 +107,20 @@ impl TreePirSetup {
         &self.root
     }
 
-    /// The height of the perfect tree the proofs come from (the number of sub-databases).
+    /// The height of the perfect tree the proofs come from (the number of sub-databases): at
+    /// least the tree's own, more where the build left room for appends.
     pub fn height(&self) -> u32 {
-        merkle::height_for(self.leaves)
+        self.height
+    }
+
+    /// The leaves the tree can grow to without a new setup: `2^height`.
+    pub fn capacity(&self) -> u64 {
+        1 << self.height
+    }
+
+    /// The tree's version: 0 as built, one more for each batch of leaves appended.
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     /// The public setup of each sub-database, in colour order.
@@ -92,8 +128,8 @@ impl TreePirSetup {
         &self.databases
     }
 
-    /// The digest that names this setup: SHA-256 over the leaf count, the root and the digests
-    /// of the sub-databases' setups.
+    /// The digest that names this setup: SHA-256 over the leaf count, the height, the version,
+    /// the root and the digests of the sub-databases' setups.
     pub fn digest(&self) -> &Digest {
         &self.digest
     }
@@ -101,33 +137,43 @@ impl TreePirSetup {
     /// The encoded setup:
     ///
     /// ```text
-    /// envelope (kind = TreePIR setup, digest) | leaves: u64 LE | root: 32 bytes
+    /// envelope (kind = TreePIR setup, digest) | leaves: u64 LE | height: u8
+    /// version: u64 LE | root: 32 bytes
     /// h times, in colour order: length: u64 LE | the sub-database's encoded LWE public setup
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
         wire::write_header(&mut out, Kind::TREEPIR_SETUP, &self.digest);
         out.extend_from_slice(&self.leaves.to_le_bytes());
+        out.push(self.height as u8);
+        out.extend_from_slice(&self.version.to_le_bytes());
         out.extend_from_slice(&self.root);
         shards::write_setups(&mut out, &self.databases);
         out
     }
 
-    /// Decodes and checks a setup: there must be one sub-database per level of the tree, each
+    /// Decodes and checks a setup: the height must hold the leaves; there must be one
+    /// sub-database per level of the tree, each
     /// holding its colour class (32-byte entries, as many as the balanced colouring gives that
     /// colour), and the digest must match. Lengths are checked before anything is allocated.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, PirError> {
         let (mut reader, digest) = Reader::open(bytes, Kind::TREEPIR_SETUP)?;
         let leaves = reader.u64()?;
+        let h = u32::from(reader.u8()?);
+        let version = reader.u64()?;
         let root: Hash = reader.take(32)?.try_into().expect("32 bytes");
         if leaves == 0 {
             return Err(reader.error("a tree has at least one leaf"));
         }
-        let h = merkle::height_for(leaves);
         if h > coloring::MAX_HEIGHT {
             return Err(reader.error(format!(
-                "{leaves} leaves need a tree of height {h}, above the supported {}",
+                "a tree of height {h} is above the supported {}",
                 coloring::MAX_HEIGHT
+            )));
+        }
+        if merkle::height_for(leaves) > h {
+            return Err(reader.error(format!(
+                "{leaves} leaves do not fit a tree of height {h}"
             )));
         }
         let sizes = match h {
@@ -146,7 +192,7 @@ impl TreePirSetup {
             Ok(())
         })?;
         reader.finish()?;
-        let setup = Self::new(leaves, root, databases);
+        let setup = Self::new(leaves, h, version, root, databases);
         if setup.digest != digest {
             return Err(PirError::malformed(
                 Kind::TREEPIR_SETUP.describe(),
@@ -164,14 +210,17 @@ pub struct TreePirServer {
 }
 
 impl TreePirServer {
-    /// Splits `tree` into its colour classes and builds one database of 32-byte entries per
-    /// class. `progress(done, total)` counts finished sub-databases.
+    /// Splits `tree`, embedded in the perfect tree that holds `options.capacity` leaves (at
+    /// least its own), into its colour classes and builds one database of 32-byte entries per
+    /// class, each with a plaintext modulus correct for any entries (appends fill the empty
+    /// ones). `progress(done, total)` counts finished sub-databases.
     pub fn from_tree(
         tree: &MerkleTree,
         options: EngineOptions,
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Self, PirError> {
-        let classes = match tree.height() {
+        let h = height_with_room(tree.len(), options.capacity);
+        let classes = match h {
             0 => Vec::new(),
             h => Coloring::balanced(h)?.classes(),
         };
@@ -180,12 +229,17 @@ impl TreePirServer {
             .map(|class| {
                 class
                     .iter()
-                    .flat_map(|&v| swapped::entry(tree, v))
+                    .flat_map(|&v| swapped::entry(tree, h, v))
                     .collect()
             })
             .collect();
-        let shards = ShardServers::from_records(&contents, ENTRY_BYTES, options, progress)?;
-        let setup = TreePirSetup::new(tree.len(), tree.root(), shards.public_setups());
+        let shards = ShardServers::from_records(
+            &contents,
+            ENTRY_BYTES,
+            &|records| shard_options(options, records),
+            progress,
+        )?;
+        let setup = TreePirSetup::new(tree.len(), h, 0, tree.root(), shards.public_setups());
         Ok(Self { setup, shards })
     }
 
@@ -193,7 +247,8 @@ impl TreePirServer {
     /// tree's nodes, the colour classes' contents and every sub-database, set up side by side
     /// (see [`Footprint`]). The leaves' own bytes are not counted.
     pub fn footprint(leaves: u64, options: EngineOptions) -> Result<Footprint, PirError> {
-        let sizes = match merkle::height_for(leaves) {
+        let h = height_with_room(leaves, options.capacity);
+        let sizes = match h {
             0 => Vec::new(),
             h if h > coloring::MAX_COLORED_HEIGHT => {
                 return Err(PirError::InvalidParameters(format!(
@@ -205,14 +260,20 @@ impl TreePirServer {
         };
         let engines = sizes
             .iter()
-            .map(|&size| Server::footprint(size * ENTRY_BYTES, ENTRY_BYTES, options))
+            .map(|&size| {
+                Server::footprint(
+                    size * ENTRY_BYTES,
+                    ENTRY_BYTES,
+                    shard_options(options, size),
+                )
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let largest_setup = engines.iter().map(|e| e.setup_bytes()).max().unwrap_or(0);
         let setups: u64 = engines.iter().map(|e| e.setup_bytes()).sum();
         // The tree keeps every node (fewer than two per leaf); the classes hold one entry per
         // node below the root; the server's setup keeps a copy of each sub-database's setup.
         let nodes = 2 * leaves * ENTRY_BYTES;
-        let contents = coloring::nodes(merkle::height_for(leaves)) * ENTRY_BYTES;
+        let contents = coloring::nodes(h) * ENTRY_BYTES;
         let setup_bytes = SETUP_FIELD_BYTES + engines.len() as u64 * 8 + setups;
         Ok(Footprint::side_by_side(engines)
             .holding(nodes + contents + setups)
@@ -301,7 +362,7 @@ impl SetupMessage for TreePirSetup {
         Summary {
             items: self.leaves,
             item_bytes: ENTRY_BYTES,
-            version: 0,
+            version: self.version,
             engine: self.largest_shard(),
             sub_queries: Some(self.height()),
             root: Some(self.root),
@@ -338,6 +399,11 @@ impl PirServer for TreePirServer {
 
     fn matrices(&self) -> Vec<&PlaintextMatrix> {
         self.shards.matrices()
+    }
+
+    fn update(&mut self, changes: &[crate::Change]) -> Result<Option<Vec<u8>>, PirError> {
+        self.append(changes)?;
+        Ok(None)
     }
 
     fn from_parts(setup: TreePirSetup, matrices: Vec<PlaintextMatrix>) -> Result<Self, PirError> {
