@@ -616,7 +616,7 @@ mod tests {
         let (mut reader, _) = Reader::open(&out, Kind::LWE_QUERY).unwrap();
         assert!(reader.words_raw::<u32>(6).is_err());
         let mut bad = out.clone();
-        bad[4] = 9;
+        bad[4] = VERSION as u8 + 1;
         assert!(Reader::open(&bad, Kind::LWE_QUERY).is_err());
         bad[0] = b'X';
         assert!(Reader::open(&bad, Kind::LWE_QUERY).is_err());

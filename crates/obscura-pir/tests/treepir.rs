@@ -5,7 +5,7 @@
 use obscura_pir::batch::merkle::{leaf_hash, verify_audit_path, Hash, MerkleTree};
 use obscura_pir::batch::pbc::{PbcClient, PbcServer};
 use obscura_pir::batch::swapped;
-use obscura_pir::batch::treepir::{TreePirClient, TreePirServer};
+use obscura_pir::batch::treepir::{TreePirClient, TreePirServer, TreePirSetup};
 use obscura_pir::lwe::{EngineOptions, Layout};
 use obscura_pir::PirError;
 
@@ -92,7 +92,7 @@ fn batch_code_baseline_retrieves_the_same_proofs() {
         let tree = MerkleTree::from_leaves(&data);
         let h = tree.height();
         let entries: Vec<u8> = (2..2u64 << h)
-            .flat_map(|v| swapped::entry(&tree, v))
+            .flat_map(|v| swapped::entry(&tree, h, v))
             .collect();
         let server = PbcServer::from_records(
             &entries,
@@ -171,7 +171,6 @@ fn leaf_hashes_are_fetched_privately_and_then_verified() {
 /// truncated or altered encodings are refused without panicking.
 #[test]
 fn setup_encoding_round_trips_and_refuses_damage() {
-    use obscura_pir::batch::treepir::TreePirSetup;
     use obscura_pir::lwe::Server;
     let data = leaves(11);
     let tree = MerkleTree::from_leaves(&data);
@@ -218,8 +217,9 @@ fn setup_encoding_round_trips_and_refuses_damage() {
     let mut longer = bytes.clone();
     longer.push(0);
     assert!(TreePirSetup::from_bytes(&longer).is_err());
-    // The leaf count, the root, a length, and the magic and record count of a sub-database.
-    for position in [40, 48, 80, 88, 135] {
+    // The leaf count, the height, the version, the root, a length, and the magic and record
+    // count of a sub-database.
+    for position in [40, 48, 49, 57, 89, 97, 144] {
         let mut altered = bytes.clone();
         altered[position] ^= 1;
         assert!(TreePirSetup::from_bytes(&altered).is_err(), "{position}");
@@ -229,24 +229,41 @@ fn setup_encoding_round_trips_and_refuses_damage() {
     assert!(TreePirSetup::from_bytes(&huge).is_err());
 }
 
-/// A setup that claims a tree of no leaves is refused even with a matching digest.
-#[test]
-fn a_setup_of_no_leaves_is_refused() {
+/// The bytes of a setup of no sub-databases with a matching digest.
+fn bare_setup(leaves: u64, height: u8) -> Vec<u8> {
     use sha2::{Digest as _, Sha256};
     let root = [9u8; 32];
     let mut hash = Sha256::new();
-    hash.update(b"obscura/treepir/setup/v1");
+    hash.update(b"obscura/treepir/setup/v2");
+    hash.update(leaves.to_le_bytes());
+    hash.update(u32::from(height).to_le_bytes());
     hash.update(0u64.to_le_bytes());
     hash.update(root);
     let digest: [u8; 32] = hash.finalize().into();
     let mut bytes = Vec::new();
     obscura_pir::wire::write_header(&mut bytes, obscura_pir::wire::Kind::TREEPIR_SETUP, &digest);
+    bytes.extend_from_slice(&leaves.to_le_bytes());
+    bytes.push(height);
     bytes.extend_from_slice(&0u64.to_le_bytes());
     bytes.extend_from_slice(&root);
-    let refused = obscura_pir::batch::treepir::TreePirSetup::from_bytes(&bytes);
-    assert!(
-        matches!(&refused, Err(PirError::Malformed { reason, .. }) if reason.contains("at least one leaf")),
-        "{:?}",
-        refused.err()
-    );
+    bytes
+}
+
+/// A setup that claims a tree of no leaves, or more leaves than its height holds, is refused
+/// even with a matching digest; one leaf at height 0 is a tree.
+#[test]
+fn a_setup_of_no_leaves_or_too_many_is_refused() {
+    for (leaves, height, reason) in [
+        (0, 0, "at least one leaf"),
+        (3, 1, "3 leaves do not fit a tree of height 1"),
+    ] {
+        let refused = TreePirSetup::from_bytes(&bare_setup(leaves, height));
+        assert!(
+            matches!(&refused, Err(PirError::Malformed { reason: r, .. }) if r.contains(reason)),
+            "{:?}",
+            refused.err()
+        );
+    }
+    let one = TreePirSetup::from_bytes(&bare_setup(1, 0)).unwrap();
+    assert_eq!((one.leaves(), one.height(), one.capacity()), (1, 0, 1));
 }
