@@ -1,13 +1,12 @@
 //! `obscura update`: a batch of changes applied to a database file as its next version.
 
-use std::io::BufReader;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use obscura_pir::{Change, PirError};
 use obscura_registry::Registry;
-use obscura_store::changes::read_changes;
+use obscura_store::changes::read_for;
 use obscura_store::patches;
 use obscura_store::update::{update_file, UpdateError};
 
@@ -20,10 +19,11 @@ Change file: one JSON object per line.
   {\"op\":\"append\",\"index\":1000,\"value_hex\":\"00ff\"}  the next index past the last record
   {\"op\":\"delete\",\"index\":3}                          record 3 reads as absent (get exits 3)
 A value is a string's UTF-8 bytes, value_hex's bytes, or other JSON's text. Indexes never
-shift. Two lines changing one index are refused, naming both. A change the setup cannot take
-(a longer value than the slots, an append past the matrix's capacity, a norm past the
-plaintext modulus) is refused: rebuild with `obscura build`, whose --capacity and --value-bytes
-leave room for appends and longer values. Nothing is written unless every
+shift. Two lines changing one index are refused, naming both. A Merkle tree's change file is
+its new leaves, one per line (as `obscura merkle build` reads them), appended in order.
+A change the setup cannot take (a longer value than the slots, an append past the capacity,
+a norm past the plaintext modulus) is refused: rebuild with `obscura build` or `obscura
+merkle build`, whose --capacity (and --value-bytes) leave room. Nothing is written unless every
 change applies; the file is then replaced in one step (a crash leaves the old or the new
 version, whole). `obscura serve` serves the new version after SIGHUP.";
 
@@ -44,14 +44,12 @@ pub struct UpdateArgs {
 
 /// Runs `obscura update`.
 pub fn run(args: UpdateArgs) -> Result<()> {
-    let file = std::fs::File::open(&args.changes)
+    let data = std::fs::read(&args.changes)
         .with_context(|| format!("cannot read {}", args.changes.display()))?;
-    let changes =
-        read_changes(BufReader::new(file)).with_context(|| args.changes.display().to_string())?;
     let updated = progress::with_bar("updating", |progress| {
         update_file(
             &args.db,
-            &changes,
+            |listing| read_for(listing.lookup, listing.items, &data),
             &Registry::default(),
             args.keep_patches,
             progress,
@@ -63,12 +61,16 @@ pub fn run(args: UpdateArgs) -> Result<()> {
             ..
         }) => {
             return Err(anyhow::Error::new(source).context(format!(
-                "{}: not updated; rebuild it with `obscura build` from the changed records",
+                "{}: not updated; rebuild it (`obscura build`, or `obscura merkle build` for a tree) from the changed data",
                 args.db.display()
             )))
         }
+        Err(UpdateError::ChangeFile { source, .. }) => {
+            return Err(anyhow::Error::new(source).context(args.changes.display().to_string()))
+        }
         updated => updated?,
     };
+    let changes = &updated.changes;
     let count = |op: fn(&Change) -> bool| changes.iter().filter(|c| op(c)).count();
     let listing = updated.database.listing();
     println!(
@@ -81,9 +83,13 @@ pub fn run(args: UpdateArgs) -> Result<()> {
         listing.items,
         match listing.lookup {
             obscura_pir::Lookup::Key => "keys",
+            obscura_pir::Lookup::AuditPath => "leaves",
             _ => "records",
         }
     );
+    if let Some(root) = listing.root {
+        println!("root: {}", hex::encode(root));
+    }
     println!("setup SHA-256: {}", hex::encode(updated.setup.sha256));
     if let Some(bytes) = updated.patch_bytes {
         println!(

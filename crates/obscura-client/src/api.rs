@@ -1,5 +1,6 @@
 //! The JSON of the service's HTTP API that clients read: the database list
-//! (`GET /v1/databases`).
+//! (`GET /v1/databases`) and a Merkle tree's consistency proofs
+//! (`GET /v1/databases/{name}/consistency?first=M`).
 
 use obscura_registry::Engine;
 use serde::{Deserialize, Serialize};
@@ -43,6 +44,21 @@ pub struct DatabaseInfo {
     /// The SHA-256 of the public setup's bytes, exactly as `/setup` serves them, in hex; also
     /// the setup's ETag. Clients verify the setup against it.
     pub setup_sha256: String,
+}
+
+/// The JSON of a consistency proof: that the tree of the first `first` leaves is a prefix of the
+/// tree served, of `second` leaves and head `root` (RFC 6962 `PROOF(first, D[second])`, RFC
+/// 9162 §2.1.4). Hashes in hex.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ConsistencyInfo {
+    /// The earlier tree's size.
+    pub first: u64,
+    /// The served tree's size.
+    pub second: u64,
+    /// The served tree's head.
+    pub root: String,
+    /// The proof's hashes, in order.
+    pub proof: Vec<String>,
 }
 
 /// Parameters as listed.

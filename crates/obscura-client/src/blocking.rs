@@ -1,12 +1,27 @@
 //! A blocking client of one database: a [`Session`] driven over a database file read in this
 //! process (feature `file`) or over HTTP to `obscura serve` (feature `http`).
 
-use obscura_pir::batch::merkle::Hash;
+use obscura_pir::batch::merkle::{self, Hash};
+use obscura_pir::{Lookup, PirError};
 use obscura_registry::Registry;
 
 use crate::error::ClientError;
 use crate::session::{Ask, AuditPath, Outcome, Request, Session, Step};
 use crate::setup::SetupPolicy;
+
+/// A verified consistency proof: the tree of `first` leaves with the head the caller gave is a
+/// prefix of the tree of `second` leaves with head `root`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Consistency {
+    /// The earlier tree's size.
+    pub first: u64,
+    /// The served tree's size.
+    pub second: u64,
+    /// The served tree's head.
+    pub root: Hash,
+    /// The proof's hashes (RFC 6962 `PROOF(first, D[second])`).
+    pub proof: Vec<Hash>,
+}
 
 /// Where requests are answered.
 enum Source {
@@ -142,6 +157,122 @@ impl Client {
     }
 
     /// The error for an outcome of another kind than the lookup asked for.
+    /// Proves that the tree of `first` leaves with head `first_root` (one seen before) is a
+    /// prefix of the Merkle tree served: the log only grew. The proof goes to the tree this
+    /// client's setup holds; a server whose tree has grown since is asked again after its new
+    /// setup is fetched, once.
+    pub fn consistency(
+        &mut self,
+        first: u64,
+        first_root: &Hash,
+    ) -> Result<Consistency, ClientError> {
+        let database = self.session.database().to_string();
+        let listing = self.session.listing();
+        let (Lookup::AuditPath, Some(_)) = (listing.lookup, listing.root) else {
+            return Err(ClientError::Lookup {
+                database,
+                error: PirError::InvalidParameters(format!(
+                    "a consistency proof is of a Merkle tree; this database serves {} lookups",
+                    listing.lookup
+                )),
+            });
+        };
+        let mut proved = self.consistency_proof(first)?;
+        if self.differs(&proved) {
+            self.refresh()?;
+            proved = self.consistency_proof(first)?;
+        }
+        if self.differs(&proved) {
+            return Err(ClientError::Unexpected {
+                url: database,
+                message: format!(
+                    "the proof goes to a tree of {} leaves, not the one of the setup just fetched",
+                    proved.second
+                ),
+            });
+        }
+        merkle::verify_consistency(
+            first,
+            proved.second,
+            first_root,
+            &proved.root,
+            &proved.proof,
+        )
+        .map_err(|source| ClientError::Inconsistent {
+            database,
+            first,
+            second: proved.second,
+            source,
+        })?;
+        Ok(proved)
+    }
+
+    /// Whether `proved` goes to another tree than the one of the session's setup.
+    fn differs(&self, proved: &Consistency) -> bool {
+        let listing = self.session.listing();
+        (proved.second, Some(proved.root)) != (listing.items, listing.root)
+    }
+
+    /// The source's consistency proof from the tree of `first` leaves, not verified yet.
+    fn consistency_proof(&self, first: u64) -> Result<Consistency, ClientError> {
+        match &self.source {
+            #[cfg(feature = "file")]
+            Source::File(database) => {
+                let refused = |reason: String| ClientError::Lookup {
+                    database: self.session.database().to_string(),
+                    error: PirError::InvalidParameters(reason),
+                };
+                let tree = database
+                    .server::<obscura_pir::batch::treepir::TreePir>()
+                    .ok_or_else(|| refused("the tree is not a TreePIR database".into()))?;
+                let setup = tree.public_setup();
+                let proof = tree.consistency_proof(first).ok_or_else(|| {
+                    refused(format!(
+                        "no consistency proof goes from {first} leaves to the tree's {}",
+                        setup.leaves()
+                    ))
+                })?;
+                Ok(Consistency {
+                    first,
+                    second: setup.leaves(),
+                    root: *setup.root(),
+                    proof,
+                })
+            }
+            #[cfg(feature = "http")]
+            Source::Http(http) => {
+                let name = self.session.database();
+                let info = http.consistency(name, first)?;
+                let bad = |message: String| ClientError::Unexpected {
+                    url: name.to_string(),
+                    message,
+                };
+                let hash = |text: &str| -> Result<Hash, ClientError> {
+                    let mut hash = [0u8; 32];
+                    hex::decode_to_slice(text, &mut hash)
+                        .map_err(|_| bad(format!("{text:?} is not a SHA-256 hash in hex")))?;
+                    Ok(hash)
+                };
+                if info.first != first {
+                    return Err(bad(format!(
+                        "a proof from {} leaves where {first} were asked for",
+                        info.first
+                    )));
+                }
+                Ok(Consistency {
+                    first,
+                    second: info.second,
+                    root: hash(&info.root)?,
+                    proof: info
+                        .proof
+                        .iter()
+                        .map(|h| hash(h))
+                        .collect::<Result<_, _>>()?,
+                })
+            }
+        }
+    }
+
     fn unexpected(&self, outcome: Outcome) -> ClientError {
         ClientError::Unexpected {
             url: self.session.database().to_string(),

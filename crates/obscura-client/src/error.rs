@@ -118,6 +118,22 @@ pub enum ClientError {
         /// The root expected.
         expected: Hash,
     },
+    /// A consistency proof does not prove that the tree the caller saw is a prefix of the tree
+    /// served: the log was rewritten, or the proof is corrupt.
+    #[error(
+        "{database}: the tree of {first} leaves is not proved a prefix of the tree of {second}"
+    )]
+    Inconsistent {
+        /// The database.
+        database: String,
+        /// The earlier tree's size.
+        first: u64,
+        /// The served tree's size.
+        second: u64,
+        /// Why the proof failed.
+        #[source]
+        source: obscura_pir::batch::merkle::ConsistencyError,
+    },
     /// A Merkle leaf past the tree's last one was asked for.
     #[error("leaf {leaf} is out of range: the tree has {leaves} leaves")]
     LeafOutOfRange {

@@ -13,7 +13,7 @@ use obscura_registry::setup_sha256;
 use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
 use ureq::Agent;
 
-use crate::api::DatabaseInfo;
+use crate::api::{ConsistencyInfo, DatabaseInfo};
 
 /// The bytes a database name keeps in a URL path segment (RFC 3986's unreserved characters);
 /// every other byte is percent-encoded.
@@ -31,6 +31,10 @@ use crate::setup::{
 
 /// The largest database list read.
 const MAX_LIST_BYTES: u64 = 16 << 20;
+
+/// The most bytes a consistency proof's JSON may take: 124 hashes in hex, the most a tree of
+/// the largest height has, are under 9 KB.
+const MAX_CONSISTENCY_BYTES: u64 = 64 << 10;
 
 /// How a client fetches, verifies and caches setups. Built once, handed to
 /// [`HttpClient::with_options`].
@@ -216,6 +220,23 @@ impl HttpClient {
             "the most a database list may take",
         )?;
         serde_json::from_slice(&reply.body).map_err(|source| ClientError::BadList { url, source })
+    }
+
+    /// The consistency proof from the first `first` leaves of Merkle tree `name` to the tree
+    /// the server holds now, as the server sends it (unverified; see
+    /// [`crate::blocking::Client::consistency`]).
+    pub fn consistency(&self, name: &str, first: u64) -> Result<ConsistencyInfo, ClientError> {
+        let url = format!("{}?first={first}", self.database_url(name, "consistency"));
+        let reply = self.receive(
+            &url,
+            self.get(&url).call(),
+            MAX_CONSISTENCY_BYTES,
+            "the most a consistency proof may take",
+        )?;
+        serde_json::from_slice(&reply.body).map_err(|source| ClientError::Unexpected {
+            url,
+            message: format!("not a consistency proof: {source}"),
+        })
     }
 
     /// What this client accepts of setups and queries.

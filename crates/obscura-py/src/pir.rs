@@ -14,10 +14,10 @@ use obscura_pir::keyword::fuse::Arity;
 use obscura_pir::lwe::{EngineOptions, Layout};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_registry::builders::{builder, builders};
-use obscura_registry::{Database, Registry};
+use obscura_registry::{Database, Listing, Registry};
 use obscura_service::tls;
 use obscura_store::build::{self, BuildOptions, Records};
-use obscura_store::changes::read_changes;
+use obscura_store::changes::read_for;
 use obscura_store::patches;
 use obscura_store::store::{self, WrittenSetup};
 use obscura_store::update::update_file;
@@ -172,10 +172,10 @@ fn report(out: PathBuf, database: &Database, written: WrittenSetup) -> PyResult<
     })
 }
 
-/// Applies the changes of `changes` (the text of a change file: JSON lines) to the database
-/// file `db` as its next version, replacing the file in one step; nothing is written unless
-/// every change applies. Patches for clients of the last `keep_patches` versions are kept
-/// beside it.
+/// Applies the changes of `changes` (the text of a change file: JSON lines, or a Merkle tree's
+/// new leaves, one per line) to the database file `db` as its next version, replacing the file
+/// in one step; nothing is written unless every change applies. Patches for clients of the last
+/// `keep_patches` versions are kept beside it.
 #[pyfunction]
 #[pyo3(signature = (db, changes, *, keep_patches=None, progress=None))]
 pub fn update(
@@ -185,11 +185,11 @@ pub fn update(
     keep_patches: Option<usize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<BuildReport> {
-    let changes = read_changes(changes.as_bytes()).py()?;
     let reporter = Reporter::new(progress);
     let updated = py.detach(|| {
         let keep = keep_patches.unwrap_or(patches::DEFAULT_KEEP);
-        update_file(&db, &changes, &Registry::default(), keep, &|done, total| {
+        let changes = |listing: &Listing| read_for(listing.lookup, listing.items, changes);
+        update_file(&db, changes, &Registry::default(), keep, &|done, total| {
             reporter.report("updating", done, total)
         })
     });

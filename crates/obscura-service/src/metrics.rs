@@ -5,12 +5,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The endpoints, as metric labels.
-pub const ENDPOINTS: [&str; 7] = [
+pub const ENDPOINTS: [&str; 8] = [
     "databases",
     "setup",
     "query",
     "batch",
     "audit-path",
+    "consistency",
     "healthz",
     "metrics",
 ];

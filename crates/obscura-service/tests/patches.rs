@@ -43,7 +43,14 @@ fn update(path: &Path, version: u64, keep: usize) {
             value: record(version, index),
         })
         .collect();
-    update_file(path, &changes, &Registry::default(), keep, &|_, _| {}).unwrap();
+    update_file(
+        path,
+        |_| Ok(changes),
+        &Registry::default(),
+        keep,
+        &|_, _| {},
+    )
+    .unwrap();
 }
 
 fn reload(service: &BackgroundService, path: &Path) {

@@ -12,11 +12,15 @@
 //! any other JSON value its text (as `obscura build` reads a JSON-lines field). Blank lines are
 //! skipped; unknown fields, a missing or doubled field and two lines changing one index or key
 //! are refused, naming the lines.
+//!
+//! A Merkle tree changes only by growing: its change file holds the new leaves, one per line,
+//! as `obscura merkle build` reads its leaves ([`read_for`] reads a change file as the
+//! database's kind asks).
 
 use std::collections::HashMap;
 use std::io::BufRead;
 
-use obscura_pir::Change;
+use obscura_pir::{Change, Lookup};
 use serde_json::{Map, Value};
 
 /// Why a change file was refused.
@@ -44,6 +48,35 @@ pub enum ChangeFileError {
         /// The record or key (`index 7`, `key "alice"`).
         what: String,
     },
+}
+
+/// Reads the change file `data` of a database that `lookup` serves, holding `items` items: a
+/// Merkle tree's new leaves, one per line ([`leaf_lines`]), appended from index `items` on;
+/// JSON lines of changes ([`read_changes`]) for any other database.
+pub fn read_for(lookup: Lookup, items: u64, data: &[u8]) -> Result<Vec<Change>, ChangeFileError> {
+    match lookup {
+        Lookup::AuditPath => Ok((items..)
+            .zip(leaf_lines(data))
+            .map(|(index, leaf)| Change::Append {
+                index,
+                value: leaf.to_vec(),
+            })
+            .collect()),
+        _ => read_changes(data),
+    }
+}
+
+/// The leaves of a file of one leaf per line: each line's bytes without its ending (`\n` or
+/// `\r\n`); an ending at the very end does not start another line.
+pub fn leaf_lines(data: &[u8]) -> Vec<&[u8]> {
+    if data.is_empty() {
+        return Vec::new();
+    }
+    data.strip_suffix(b"\n")
+        .unwrap_or(data)
+        .split(|&b| b == b'\n')
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+        .collect()
 }
 
 /// Reads the changes of `lines`, checked line by line and against each other.
@@ -191,6 +224,47 @@ mod tests {
 
     fn read(text: &str) -> Result<Vec<Change>, ChangeFileError> {
         read_changes(text.as_bytes())
+    }
+
+    #[test]
+    fn lines_drop_their_endings_only() {
+        let cases: [(&[u8], Vec<&[u8]>); 6] = [
+            (b"", vec![]),
+            (b"\n", vec![b""]),
+            (b"a", vec![b"a"]),
+            (b"a\nb\n", vec![b"a", b"b"]),
+            (b"a\r\n\nb", vec![b"a", b"", b"b"]),
+            (b" x \r\n\r\n", vec![b" x ", b""]),
+        ];
+        for (data, expected) in cases {
+            assert_eq!(leaf_lines(data), expected, "{data:?}");
+        }
+    }
+
+    /// A tree's change file is its new leaves, appended after the last; any other database's
+    /// is JSON lines.
+    #[test]
+    fn a_change_file_is_read_as_the_database_asks() {
+        let data = b"{\"op\":\"delete\",\"index\":3}\nz\n";
+        let appended = read_for(Lookup::AuditPath, 10, data).unwrap();
+        assert_eq!(
+            appended,
+            [
+                Change::Append {
+                    index: 10,
+                    value: data[..28].to_vec()
+                },
+                Change::Append {
+                    index: 11,
+                    value: b"z".to_vec()
+                },
+            ]
+        );
+        assert!(read_for(Lookup::Index, 10, data).is_err());
+        assert_eq!(
+            read_for(Lookup::Index, 10, &data[..29]).unwrap(),
+            [Change::Delete { index: 3 }]
+        );
     }
 
     #[test]

@@ -17,8 +17,9 @@ use std::time::Instant;
 
 use obscura_pir::scheme::Progress;
 use obscura_pir::{Change, PirError};
-use obscura_registry::{setup_sha256, Registry};
+use obscura_registry::{setup_sha256, Listing, Registry};
 
+use crate::changes::ChangeFileError;
 use crate::patches::{Patch, Patches};
 use crate::store::{self, Database, StoreError, WrittenSetup};
 
@@ -31,6 +32,8 @@ pub struct Updated {
     pub database: Database,
     /// The public setup written.
     pub setup: WrittenSetup,
+    /// The changes applied.
+    pub changes: Vec<Change>,
     /// Bytes of the patch kept for clients of the previous version (none when the scheme
     /// makes no patches or none are kept).
     pub patch_bytes: Option<u64>,
@@ -49,6 +52,14 @@ pub enum UpdateError {
     /// The file could not be read, verified or written.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The changes could not be read for this database.
+    #[error("{}: the changes were not read", path.display())]
+    ChangeFile {
+        /// The database file.
+        path: PathBuf,
+        /// Why.
+        source: ChangeFileError,
+    },
     /// The changes do not apply to the database (why is the source).
     #[error("{}: the changes were not applied", path.display())]
     Change {
@@ -59,14 +70,16 @@ pub enum UpdateError {
     },
 }
 
-/// Applies `changes` to the database file at `path` (of a scheme of `registry`) as its next
-/// version, atomically and durably; everything is checked before anything is written.
+/// Applies the changes `changes` gives for the database's listing (a change file is read as the
+/// database's kind asks, see [`crate::changes::read_for`]) to the database file at `path` (of a
+/// scheme of `registry`) as its next version, atomically and durably; everything is checked
+/// before anything is written.
 /// The patch from the old version's setup to the new one is kept beside the file with the
 /// newest `keep_patches` of those before it ([`Patches`]; none with 0).
 /// `progress(done, 3)` follows its three steps: reading, changing, writing.
 pub fn update_file(
     path: &Path,
-    changes: &[Change],
+    changes: impl FnOnce(&Listing) -> Result<Vec<Change>, ChangeFileError>,
     registry: &Registry,
     keep_patches: usize,
     progress: Progress<'_>,
@@ -79,8 +92,12 @@ pub fn update_file(
     let load_seconds = started.elapsed().as_secs_f64();
     progress(1, STEPS);
     let started = Instant::now();
+    let changes = changes(&database.listing()).map_err(|source| UpdateError::ChangeFile {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let patch = database
-        .update(changes)
+        .update(&changes)
         .map_err(|source| UpdateError::Change {
             path: path.to_path_buf(),
             source,
@@ -115,6 +132,7 @@ pub fn update_file(
     Ok(Updated {
         database,
         setup,
+        changes,
         patch_bytes,
         load_seconds,
         apply_seconds,

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use anyhow::{ensure, Context, Result};
 use clap::Args;
+use obscura_pir::lwe::EngineOptions;
 use obscura_store::build::{BuildOptions, Records};
+use obscura_store::changes::leaf_lines;
 
 use crate::build::{self, EngineArgs};
 
@@ -19,6 +21,11 @@ pub struct BuildArgs {
     /// Cut the file into binary leaves of this many bytes (its size must be a multiple of it).
     #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     leaf_bytes: Option<usize>,
+    /// Room for this many leaves in all, so that `obscura update` can append leaves up to it
+    /// (rounded up to a power of two: the tree's height; default: the leaves given, likewise).
+    /// Growing past it is a rebuild.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    capacity: Option<u64>,
     /// Database file to write.
     #[arg(long)]
     out: PathBuf,
@@ -39,50 +46,20 @@ pub fn run(args: BuildArgs) -> Result<()> {
             );
             data.chunks_exact(size).collect()
         }
-        None => lines(&data),
+        None => leaf_lines(&data),
     };
     ensure!(!leaves.is_empty(), "{path} is empty: there are no leaves");
     let records = Records::Leaves(&leaves);
     let shape = records.shape();
     let options = BuildOptions {
-        engine: args.engine.options(),
+        engine: EngineOptions {
+            capacity: args.capacity,
+            ..args.engine.options()
+        },
         ..BuildOptions::default()
     };
     // The file's bytes, and a slice of them per leaf.
     let input_bytes = (data.len() + leaves.len() * std::mem::size_of::<&[u8]>()) as u64;
     args.engine.check_build(&options, &shape, input_bytes)?;
     build::build_and_write(&args.engine, &args.out, records, &options)
-}
-
-/// The lines of `data` without their endings (`\n` or `\r\n`); an ending at the very end does
-/// not start another line.
-fn lines(data: &[u8]) -> Vec<&[u8]> {
-    if data.is_empty() {
-        return Vec::new();
-    }
-    data.strip_suffix(b"\n")
-        .unwrap_or(data)
-        .split(|&b| b == b'\n')
-        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::lines;
-
-    #[test]
-    fn lines_drop_their_endings_only() {
-        let cases: [(&[u8], Vec<&[u8]>); 6] = [
-            (b"", vec![]),
-            (b"\n", vec![b""]),
-            (b"a", vec![b"a"]),
-            (b"a\nb\n", vec![b"a", b"b"]),
-            (b"a\r\n\nb", vec![b"a", b"", b"b"]),
-            (b" x \r\n\r\n", vec![b" x ", b""]),
-        ];
-        for (data, expected) in cases {
-            assert_eq!(lines(data), expected, "{data:?}");
-        }
-    }
 }

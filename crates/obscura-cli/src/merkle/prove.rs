@@ -1,7 +1,9 @@
-//! `obscura merkle prove`: a leaf's audit path, fetched privately and verified against the root.
+//! `obscura merkle prove`: a leaf's audit path, fetched privately and verified against the root;
+//! or the consistency proof that an earlier version of the tree is a prefix of the one served.
 
 use anyhow::{bail, Result};
 use clap::Args;
+use obscura_client::blocking::Client;
 use obscura_client::ClientError;
 use obscura_pir::batch::merkle::{self, Hash};
 use obscura_pir::PirError;
@@ -17,8 +19,15 @@ pub struct ProveArgs {
     #[command(flatten)]
     remote: ServerArgs,
     /// Index of the leaf (from 0).
-    #[arg(long)]
-    leaf: u64,
+    #[arg(long, required_unless_present = "since")]
+    leaf: Option<u64>,
+    /// Prove instead that the tree's earlier version of this many leaves, with head
+    /// --since-root, is a prefix of the tree served (RFC 6962 consistency: the log only grew).
+    #[arg(long, requires = "since_root", conflicts_with_all = ["leaf", "leaf_data", "leaf_hash"])]
+    since: Option<u64>,
+    /// The head of the earlier version, in hex (with --since).
+    #[arg(long, value_parser = parse_sha256, requires = "since")]
+    since_root: Option<Hash>,
     /// The leaf's data (its line in the leaves file); its hash is `SHA-256(0x00 ‖ data)`.
     /// Without this or --leaf-hash, the leaf hash is fetched privately too, in a second request.
     #[arg(long, conflicts_with = "leaf_hash")]
@@ -34,12 +43,16 @@ pub struct ProveArgs {
 /// Runs `obscura merkle prove`.
 pub fn run(args: ProveArgs) -> Result<()> {
     let mut client = args.remote.open(&args.db)?;
+    if let (Some(first), Some(first_root)) = (args.since, args.since_root) {
+        return consistency(&mut client, &args, first, &first_root);
+    }
+    let leaf = args.leaf.expect("clap requires --leaf without --since");
     let leaf_hash = args
         .leaf_data
         .as_ref()
         .map(|data| merkle::leaf_hash(data.as_bytes()))
         .or(args.leaf_hash);
-    let proof = match client.audit_path(args.leaf, leaf_hash, args.root) {
+    let proof = match client.audit_path(leaf, leaf_hash, args.root) {
         Err(ClientError::Lookup {
             error: PirError::WrongLookup { serves, .. },
             ..
@@ -54,7 +67,7 @@ pub fn run(args: ProveArgs) -> Result<()> {
         Err(error @ ClientError::Pir(PirError::InvalidProof(_))) => {
             return Err(anyhow::Error::new(error).context(format!(
                 "leaf {} with hash {} under root {}",
-                args.leaf,
+                leaf,
                 leaf_hash.map_or("(fetched)".into(), hex::encode),
                 client
                     .session()
@@ -86,5 +99,44 @@ pub fn run(args: ProveArgs) -> Result<()> {
         ""
     };
     println!("root {} (verified{pinned})", hex::encode(proof.root));
+    Ok(())
+}
+
+/// Proves and prints that the tree of `first` leaves with head `first_root` is a prefix of the
+/// tree served (and that the tree served has the root `--root`, when given).
+fn consistency(client: &mut Client, args: &ProveArgs, first: u64, first_root: &Hash) -> Result<()> {
+    let proved = match client.consistency(first, first_root) {
+        Err(error @ ClientError::Inconsistent { .. }) => {
+            return Err(anyhow::Error::new(error).context(format!(
+                "{}: the tree served does not extend the one of {first} leaves with root {}",
+                args.db,
+                hex::encode(first_root)
+            )))
+        }
+        proved => proved?,
+    };
+    if let Some(expected) = args.root.filter(|root| *root != proved.root) {
+        bail!(ClientError::RootMismatch {
+            root: proved.root,
+            expected
+        });
+    }
+    println!(
+        "tree of {} leaves, root {} (given)",
+        proved.first,
+        hex::encode(first_root)
+    );
+    println!(
+        "consistency proof to the tree served ({} hashes):",
+        proved.proof.len()
+    );
+    for hash in &proved.proof {
+        println!("{}", hex::encode(hash));
+    }
+    println!(
+        "tree of {} leaves, root {} (verified: it extends the first)",
+        proved.second,
+        hex::encode(proved.root)
+    );
     Ok(())
 }

@@ -135,11 +135,7 @@ impl MerkleTree {
 /// embedding (`node(level, index)`, asked only for non-empty positions): empty for `m = n`;
 /// `None` when `m` is 0 or more than `n`. Every subtree hash the proof names is a node of the
 /// embedding, so nothing is hashed.
-pub fn consistency_proof(
-    m: u64,
-    n: u64,
-    node: impl Fn(u32, u64) -> Hash,
-) -> Option<Vec<Hash>> {
+pub fn consistency_proof(m: u64, n: u64, node: impl Fn(u32, u64) -> Hash) -> Option<Vec<Hash>> {
     if m == 0 || m > n {
         return None;
     }
@@ -412,7 +408,11 @@ mod tests {
                         assert_eq!(*first, n >> level);
                         assert_eq!(values.len() as u64, ((total - 1) >> level) - first + 1);
                         for (index, value) in (*first..).zip(values) {
-                            assert_eq!(Some(value), grown.node(level, index), "{n} + {level} {index}");
+                            assert_eq!(
+                                Some(value),
+                                grown.node(level, index),
+                                "{n} + {level} {index}"
+                            );
                         }
                         // Every other non-empty node is unchanged.
                         for index in 0..*first {

@@ -253,6 +253,7 @@ pub fn router_with_databases(catalog: Catalog, config: ServiceConfig) -> (Router
         .route("/v1/databases/{name}/query", post(routes::query))
         .route("/v1/databases/{name}/batch", post(routes::batch))
         .route("/v1/databases/{name}/audit-path", post(routes::audit_path))
+        .route("/v1/databases/{name}/consistency", get(routes::consistency))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(routes::render_metrics))
         .merge(config.ui.map(Ui::routes).unwrap_or_default())

@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, Request, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -17,7 +18,9 @@ use super::{AppState, Served};
 use crate::catalog::Entry;
 use crate::connections::Tracker;
 use crate::metrics::ENDPOINTS;
+use obscura_client::api::ConsistencyInfo;
 use obscura_client::setup::{etag_of, sha256_of_etag, PATCH_IM};
+use obscura_pir::batch::treepir::TreePir;
 use obscura_pir::framing;
 use obscura_registry::DecodedQuery;
 
@@ -400,6 +403,49 @@ pub(super) async fn audit_path(
     let served = lookup(&state, &name, request.headers())?;
     check_route(&served, &name, "audit-path")?;
     answer_one(&state, &served, &name, request).await
+}
+
+/// The query of a consistency request: the size of the earlier tree.
+#[derive(serde::Deserialize)]
+pub(super) struct ConsistencyQuery {
+    first: u64,
+}
+
+/// A Merkle tree's RFC 6962 consistency proof from its first `first` leaves to the tree served
+/// (public: it reveals nothing a client asks for privately).
+pub(super) async fn consistency(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    query: Result<Query<ConsistencyQuery>, QueryRejection>,
+    headers: HeaderMap,
+) -> Result<Json<ConsistencyInfo>, Failure> {
+    let served = lookup(&state, &name, &headers)?;
+    let Query(ConsistencyQuery { first }) = query.map_err(|rejection| {
+        Failure::bad_request(format!(
+            "name the earlier tree's size: ?first=LEAVES ({})",
+            rejection.body_text()
+        ))
+    })?;
+    let tree = served.entry.database.server::<TreePir>().ok_or_else(|| {
+        Failure::bad_request(format!(
+            "{name:?} is not a Merkle tree: it serves {} lookups",
+            served.entry.lookup
+        ))
+    })?;
+    let setup = tree.public_setup();
+    let proof = tree.consistency_proof(first).ok_or_else(|| {
+        Failure::bad_request(format!(
+            "no consistency proof goes from {first} leaves to the tree's {}: first must be 1 to {}",
+            setup.leaves(),
+            setup.leaves()
+        ))
+    })?;
+    Ok(Json(ConsistencyInfo {
+        first,
+        second: setup.leaves(),
+        root: hex::encode(setup.root()),
+        proof: proof.iter().map(hex::encode).collect(),
+    }))
 }
 
 fn octets(body: Vec<u8>) -> Response {

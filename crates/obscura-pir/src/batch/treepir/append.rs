@@ -251,14 +251,28 @@ mod tests {
         let error = server.update(&appends(3, &all[3..5])).unwrap_err();
         assert!(matches!(error, PirError::NeedsNewSetup(_)), "{error}");
         let error = server.update(&appends(4, &all[3..4])).unwrap_err();
-        assert!(error.to_string().contains("leaf 4 is appended where leaf 3 is next"), "{error}");
+        assert!(
+            error
+                .to_string()
+                .contains("leaf 4 is appended where leaf 3 is next"),
+            "{error}"
+        );
         let error = server
-            .update(&[Change::Set { index: 0, value: vec![1] }])
+            .update(&[Change::Set {
+                index: 0,
+                value: vec![1],
+            }])
             .unwrap_err();
-        assert!(error.to_string().contains("only by appending leaves"), "{error}");
+        assert!(
+            error.to_string().contains("only by appending leaves"),
+            "{error}"
+        );
         assert!(server.update(&[]).is_err());
         assert_eq!(server.public_setup(), &before);
         server.update(&appends(3, &all[3..4])).unwrap();
-        assert_eq!(server.public_setup().root(), &MerkleTree::from_leaves(&all[..4]).root());
+        assert_eq!(
+            server.public_setup().root(),
+            &MerkleTree::from_leaves(&all[..4]).root()
+        );
     }
 }

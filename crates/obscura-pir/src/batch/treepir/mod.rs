@@ -77,7 +77,13 @@ pub struct TreePirSetup {
 }
 
 impl TreePirSetup {
-    fn new(leaves: u64, height: u32, version: u64, root: Hash, databases: Vec<PublicSetup>) -> Self {
+    fn new(
+        leaves: u64,
+        height: u32,
+        version: u64,
+        root: Hash,
+        databases: Vec<PublicSetup>,
+    ) -> Self {
         let mut hash = Sha256::new();
         hash.update(b"obscura/treepir/setup/v2");
         hash.update(leaves.to_le_bytes());
@@ -172,9 +178,7 @@ impl TreePirSetup {
             )));
         }
         if merkle::height_for(leaves) > h {
-            return Err(reader.error(format!(
-                "{leaves} leaves do not fit a tree of height {h}"
-            )));
+            return Err(reader.error(format!("{leaves} leaves do not fit a tree of height {h}")));
         }
         let sizes = match h {
             0 => Vec::new(),
