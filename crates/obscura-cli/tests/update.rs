@@ -473,3 +473,129 @@ fn kill_9_during_updates_never_leaves_a_version_that_fails_or_answers_wrongly() 
     let database = obscura_store::store::read_database(&db).unwrap();
     assert_eq!(database.listing().version, version + 1);
 }
+
+/// The root `obscura merkle build` or `obscura update` printed (`root HEX` or `root: HEX`).
+fn printed_root(assert: Assert) -> String {
+    let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    let at = stdout.find("root").expect("a root printed");
+    stdout[at..]
+        .split(|c: char| !c.is_ascii_hexdigit())
+        .find(|word| word.len() == 64)
+        .expect("a root of 64 hex digits")
+        .to_string()
+}
+
+/// Runs `obscura merkle prove ARGS` against `db`.
+fn prove(db: &str, args: &[&str]) -> Assert {
+    obscura()
+        .args(["merkle", "prove", "--db", db])
+        .args(args)
+        .assert()
+}
+
+#[test]
+fn a_merkle_tree_grows_by_appended_leaves_and_proves_it_only_grew() {
+    let dir = tempfile::tempdir().unwrap();
+    let leaves = |range: std::ops::Range<u32>| -> String {
+        range.map(|i| format!("cert-{i}\n")).collect::<String>()
+    };
+    let (first, more) = (
+        dir.path().join("first.txt"),
+        dir.path().join("tree.changes"),
+    );
+    std::fs::write(&first, leaves(0..100)).unwrap();
+    std::fs::write(&more, leaves(100..130)).unwrap();
+    let all = dir.path().join("all.txt");
+    std::fs::write(&all, leaves(0..130)).unwrap();
+    let db = dir.path().join("tree.obs");
+    let merkle_build = |input: &Path, out: &Path, args: &[&str]| {
+        obscura()
+            .args(["merkle", "build", "--leaves"])
+            .arg(input)
+            .arg("--out")
+            .arg(out)
+            .args(args)
+            .assert()
+            .success()
+    };
+    let old_root = printed_root(merkle_build(&first, &db, &["--capacity", "200"]));
+    let new_root = printed_root(
+        obscura()
+            .args(["update", "--db"])
+            .arg(&db)
+            .arg("--changes")
+            .arg(&more)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(
+                "30 appended, 0 deleted), 130 leaves",
+            )),
+    );
+    // The same root as a tree built of all the leaves at once.
+    let rebuilt = dir.path().join("all.obs");
+    assert_eq!(printed_root(merkle_build(&all, &rebuilt, &[])), new_root);
+    let db_name = db.to_str().unwrap();
+    prove(db_name, &["--leaf", "120", "--leaf-data", "cert-120"])
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "root {new_root} (verified)"
+        )));
+    prove(db_name, &["--since", "100", "--since-root", &old_root])
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "tree of 130 leaves, root {new_root} (verified: it extends the first)"
+        )));
+    // Another earlier head, or a size past the tree, is refused.
+    prove(db_name, &["--since", "100", "--since-root", &new_root])
+        .failure()
+        .stderr(predicate::str::contains(
+            "does not extend the one of 100 leaves",
+        ));
+    prove(db_name, &["--since", "131", "--since-root", &old_root])
+        .failure()
+        .stderr(predicate::str::contains(
+            "no consistency proof goes from 131 leaves",
+        ));
+    // Served: a client that fetched the setup of 130 leaves proves the tree grown since.
+    let mut served = Served::start(&[path(&db)]);
+    served.drain_stderr();
+    let remote = |args: &[&str]| {
+        obscura()
+            .args(["merkle", "prove", "--db", "tree", "--server", &served.url])
+            .args(args)
+            .assert()
+    };
+    remote(&["--since", "100", "--since-root", &old_root])
+        .success()
+        .stdout(predicate::str::contains("tree of 130 leaves"));
+    std::fs::write(&more, leaves(130..300)).unwrap();
+    obscura()
+        .args(["update", "--db"])
+        .arg(&db)
+        .arg("--changes")
+        .arg(&more)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "300 leaves do not fit the tree's height 8, which holds 256",
+        ));
+    std::fs::write(&more, leaves(130..140)).unwrap();
+    obscura()
+        .args(["update", "--db"])
+        .arg(&db)
+        .arg("--changes")
+        .arg(&more)
+        .assert()
+        .success();
+    served.signal("HUP");
+    let started = Instant::now();
+    while !http_get(&served.url, "/v1/databases").contains("\"records\":140") {
+        assert!(started.elapsed() < Duration::from_secs(30), "not reloaded");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    remote(&["--since", "130", "--since-root", &new_root])
+        .success()
+        .stdout(predicate::str::contains("tree of 140 leaves"));
+    let proof = http_get(&served.url, "/v1/databases/tree/consistency?first=100");
+    assert!(proof.contains("\"first\":100,\"second\":140"), "{proof}");
+}

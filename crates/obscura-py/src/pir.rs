@@ -188,7 +188,8 @@ pub fn update(
     let reporter = Reporter::new(progress);
     let updated = py.detach(|| {
         let keep = keep_patches.unwrap_or(patches::DEFAULT_KEEP);
-        let changes = |listing: &Listing| read_for(listing.lookup, listing.items, changes);
+        let changes =
+            |listing: &Listing| read_for(listing.lookup, listing.items, changes.as_bytes());
         update_file(&db, changes, &Registry::default(), keep, &|done, total| {
             reporter.report("updating", done, total)
         })

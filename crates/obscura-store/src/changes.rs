@@ -252,7 +252,7 @@ mod tests {
             [
                 Change::Append {
                     index: 10,
-                    value: data[..28].to_vec()
+                    value: data[..25].to_vec()
                 },
                 Change::Append {
                     index: 11,
@@ -262,7 +262,7 @@ mod tests {
         );
         assert!(read_for(Lookup::Index, 10, data).is_err());
         assert_eq!(
-            read_for(Lookup::Index, 10, &data[..29]).unwrap(),
+            read_for(Lookup::Index, 10, &data[..26]).unwrap(),
             [Change::Delete { index: 3 }]
         );
     }

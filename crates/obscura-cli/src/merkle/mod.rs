@@ -17,14 +17,15 @@ pub struct MerkleArgs {
 enum MerkleCommand {
     /// Build a TreePIR database file from the leaves of an RFC 6962 Merkle tree.
     Build(build::BuildArgs),
-    /// Fetch a leaf's audit path privately and verify it against the root.
-    Prove(prove::ProveArgs),
+    /// Fetch a leaf's audit path privately and verify it against the root, or prove that an
+    /// earlier version of the tree is a prefix of the one served.
+    Prove(Box<prove::ProveArgs>),
 }
 
 /// Runs `obscura merkle`.
 pub fn run(args: MerkleArgs) -> Result<()> {
     match args.command {
         MerkleCommand::Build(args) => build::run(args),
-        MerkleCommand::Prove(args) => prove::run(args),
+        MerkleCommand::Prove(args) => prove::run(*args),
     }
 }
