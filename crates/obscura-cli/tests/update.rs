@@ -508,6 +508,14 @@ fn a_merkle_tree_grows_by_appended_leaves_and_proves_it_only_grew() {
     let all = dir.path().join("all.txt");
     std::fs::write(&all, leaves(0..130)).unwrap();
     let db = dir.path().join("tree.obs");
+    let update_tree = || {
+        obscura()
+            .args(["update", "--db"])
+            .arg(&db)
+            .arg("--changes")
+            .arg(&more)
+            .assert()
+    };
     let merkle_build = |input: &Path, out: &Path, args: &[&str]| {
         obscura()
             .args(["merkle", "build", "--leaves"])
@@ -519,18 +527,9 @@ fn a_merkle_tree_grows_by_appended_leaves_and_proves_it_only_grew() {
             .success()
     };
     let old_root = printed_root(merkle_build(&first, &db, &["--capacity", "200"]));
-    let new_root = printed_root(
-        obscura()
-            .args(["update", "--db"])
-            .arg(&db)
-            .arg("--changes")
-            .arg(&more)
-            .assert()
-            .success()
-            .stdout(predicate::str::contains(
-                "30 appended, 0 deleted), 130 leaves",
-            )),
-    );
+    let new_root = printed_root(update_tree().success().stdout(predicate::str::contains(
+        "30 appended, 0 deleted), 130 leaves",
+    )));
     // The same root as a tree built of all the leaves at once.
     let rebuilt = dir.path().join("all.obs");
     assert_eq!(printed_root(merkle_build(&all, &rebuilt, &[])), new_root);
@@ -569,24 +568,11 @@ fn a_merkle_tree_grows_by_appended_leaves_and_proves_it_only_grew() {
         .success()
         .stdout(predicate::str::contains("tree of 130 leaves"));
     std::fs::write(&more, leaves(130..300)).unwrap();
-    obscura()
-        .args(["update", "--db"])
-        .arg(&db)
-        .arg("--changes")
-        .arg(&more)
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains(
-            "300 leaves do not fit the tree's height 8, which holds 256",
-        ));
+    update_tree().failure().stderr(predicate::str::contains(
+        "300 leaves do not fit the tree's height 8, which holds 256",
+    ));
     std::fs::write(&more, leaves(130..140)).unwrap();
-    obscura()
-        .args(["update", "--db"])
-        .arg(&db)
-        .arg("--changes")
-        .arg(&more)
-        .assert()
-        .success();
+    update_tree().success();
     served.signal("HUP");
     let started = Instant::now();
     while !http_get(&served.url, "/v1/databases").contains("\"records\":140") {
