@@ -22,6 +22,7 @@ pub mod small;
 pub mod streamed;
 pub mod treepir;
 pub mod update;
+pub mod update_merkle;
 pub mod ypir;
 
 use anyhow::Result;
@@ -102,6 +103,10 @@ pub enum Preset {
     /// versions made in place: 0.1% and 1% of the records changed at random.
     #[value(name = "update-double")]
     UpdateDouble,
+    /// A Merkle tree of 2^20 leaves (`--records`) built for TreePIR with room for 2^16 more,
+    /// which are then appended as one version, set against the full build and checked.
+    #[value(name = "update-merkle")]
+    UpdateMerkle,
 }
 
 impl Preset {
@@ -125,6 +130,7 @@ impl Preset {
             Self::YpirSp => "ypir-sp",
             Self::Update => "update",
             Self::UpdateDouble => "update-double",
+            Self::UpdateMerkle => "update-merkle",
         }
     }
 
@@ -142,6 +148,7 @@ impl Preset {
                 | Self::YpirSmall
                 | Self::Update
                 | Self::UpdateDouble
+                | Self::UpdateMerkle
         )
     }
 
@@ -330,6 +337,11 @@ pub fn run(args: BenchArgs, progress: &dyn Progress) -> Result<()> {
                 progress,
                 report.bandwidth_gbs,
             )?;
+            return output(&[report], args.json);
+        }
+        Preset::UpdateMerkle => {
+            let report =
+                update_merkle::run(records, engine.lwe, &pools, progress, report.bandwidth_gbs)?;
             return output(&[report], args.json);
         }
         Preset::Service => {

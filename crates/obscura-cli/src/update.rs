@@ -61,7 +61,7 @@ pub fn run(args: UpdateArgs) -> Result<()> {
             ..
         }) => {
             return Err(anyhow::Error::new(source).context(format!(
-                "{}: not updated; rebuild it (`obscura build`, or `obscura merkle build` for a tree) from the changed data",
+                "{}: not updated; rebuild it with `obscura build` (`obscura merkle build` for a tree) from the changed data",
                 args.db.display()
             )))
         }

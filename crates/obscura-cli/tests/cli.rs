@@ -333,6 +333,28 @@ fn update_double_preset_reports_each_version() {
     }
 }
 
+/// The `update-merkle` preset at a small size: leaves appended to a tree built with room, the
+/// new version checked (root, audit paths, consistency proof).
+#[test]
+fn update_merkle_preset_reports_the_append() {
+    let report = bench_json(&["update-merkle", "--records", "1024"]);
+    assert_eq!(report["preset"], "update-merkle");
+    assert_eq!(report["correct"], true);
+    assert_eq!(
+        (report["leaves"].as_u64(), report["appended"].as_u64()),
+        (Some(1024), Some(64))
+    );
+    assert_eq!(report["height"], 11);
+    for field in [
+        "build_seconds",
+        "append_seconds",
+        "over_build",
+        "write_seconds",
+    ] {
+        assert!(report[field].as_f64().unwrap() > 0.0, "{field}");
+    }
+}
+
 /// The DoublePIR and YPIR presets at small sizes: `double-1g` reports what each answer streams
 /// besides the database, `ypir-small` one run per scheme, `ypir-1g` and `ypir-sp` their
 /// messages and phases, every record checked.

@@ -1,27 +1,13 @@
 //! A blocking client of one database: a [`Session`] driven over a database file read in this
 //! process (feature `file`) or over HTTP to `obscura serve` (feature `http`).
 
-use obscura_pir::batch::merkle::{self, Hash};
-use obscura_pir::{Lookup, PirError};
+use obscura_pir::batch::merkle::Hash;
+use obscura_pir::PirError;
 use obscura_registry::Registry;
 
 use crate::error::ClientError;
-use crate::session::{Ask, AuditPath, Outcome, Request, Session, Step};
+use crate::session::{Ask, AuditPath, Consistency, Outcome, Request, Session, Step};
 use crate::setup::SetupPolicy;
-
-/// A verified consistency proof: the tree of `first` leaves with the head the caller gave is a
-/// prefix of the tree of `second` leaves with head `root`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Consistency {
-    /// The earlier tree's size.
-    pub first: u64,
-    /// The served tree's size.
-    pub second: u64,
-    /// The served tree's head.
-    pub root: Hash,
-    /// The proof's hashes (RFC 6962 `PROOF(first, D[second])`).
-    pub proof: Vec<Hash>,
-}
 
 /// Where requests are answered.
 enum Source {
@@ -156,7 +142,6 @@ impl Client {
         }
     }
 
-    /// The error for an outcome of another kind than the lookup asked for.
     /// Proves that the tree of `first` leaves with head `first_root` (one seen before) is a
     /// prefix of the Merkle tree served: the log only grew. The proof goes to the tree this
     /// client's setup holds; a server whose tree has grown since is asked again after its new
@@ -166,51 +151,21 @@ impl Client {
         first: u64,
         first_root: &Hash,
     ) -> Result<Consistency, ClientError> {
-        let database = self.session.database().to_string();
-        let listing = self.session.listing();
-        let (Lookup::AuditPath, Some(_)) = (listing.lookup, listing.root) else {
-            return Err(ClientError::Lookup {
-                database,
-                error: PirError::InvalidParameters(format!(
-                    "a consistency proof is of a Merkle tree; this database serves {} lookups",
-                    listing.lookup
-                )),
-            });
-        };
         let mut proved = self.consistency_proof(first)?;
-        if self.differs(&proved) {
+        if !self.session.check_consistency(&proved, first_root)? {
             self.refresh()?;
             proved = self.consistency_proof(first)?;
+            if !self.session.check_consistency(&proved, first_root)? {
+                return Err(ClientError::Unexpected {
+                    url: self.session.database().to_string(),
+                    message: format!(
+                        "the proof goes to a tree of {} leaves, not the one of the setup just fetched",
+                        proved.second
+                    ),
+                });
+            }
         }
-        if self.differs(&proved) {
-            return Err(ClientError::Unexpected {
-                url: database,
-                message: format!(
-                    "the proof goes to a tree of {} leaves, not the one of the setup just fetched",
-                    proved.second
-                ),
-            });
-        }
-        merkle::verify_consistency(
-            first,
-            proved.second,
-            first_root,
-            &proved.root,
-            &proved.proof,
-        )
-        .map_err(|source| ClientError::Inconsistent {
-            database,
-            first,
-            second: proved.second,
-            source,
-        })?;
         Ok(proved)
-    }
-
-    /// Whether `proved` goes to another tree than the one of the session's setup.
-    fn differs(&self, proved: &Consistency) -> bool {
-        let listing = self.session.listing();
-        (proved.second, Some(proved.root)) != (listing.items, listing.root)
     }
 
     /// The source's consistency proof from the tree of `first` leaves, not verified yet.
@@ -273,6 +228,7 @@ impl Client {
         }
     }
 
+    /// The error for an outcome of another kind than the lookup asked for.
     fn unexpected(&self, outcome: Outcome) -> ClientError {
         ClientError::Unexpected {
             url: self.session.database().to_string(),

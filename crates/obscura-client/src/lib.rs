@@ -25,4 +25,4 @@ pub mod session;
 pub mod setup;
 
 pub use error::ClientError;
-pub use session::{Ask, AuditPath, Exchange, Outcome, Request, Session, Step};
+pub use session::{Ask, AuditPath, Consistency, Exchange, Outcome, Request, Session, Step};

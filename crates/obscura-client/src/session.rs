@@ -6,7 +6,7 @@
 //! database: `409`, once per lookup), or the [`Outcome`]. Every front end (the CLI, Python,
 //! the browser) drives the same exchanges, so a lookup takes the same route from each.
 
-use obscura_pir::batch::merkle::Hash;
+use obscura_pir::batch::merkle::{self, Hash};
 use obscura_pir::{Found, Lookup, PirError, Target};
 use obscura_registry::{Client, Listing, Pending, Registry};
 
@@ -48,6 +48,20 @@ pub enum Outcome {
     Value(Option<Vec<u8>>),
     /// The verified audit path.
     AuditPath(AuditPath),
+}
+
+/// A verified consistency proof: the tree of `first` leaves with the head the caller gave is a
+/// prefix of the tree of `second` leaves with head `root`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Consistency {
+    /// The earlier tree's size.
+    pub first: u64,
+    /// The served tree's size.
+    pub second: u64,
+    /// The served tree's head.
+    pub root: Hash,
+    /// The proof's hashes (RFC 6962 `PROOF(first, D[second])`).
+    pub proof: Vec<Hash>,
 }
 
 /// A leaf's audit path, fetched privately and verified against the tree's root.
@@ -158,6 +172,45 @@ impl Session {
     /// The database: its file, or its name on the server.
     pub fn database(&self) -> &str {
         &self.database
+    }
+
+    /// Checks `proved`, a consistency proof sent for this session's Merkle tree, that the tree
+    /// of its `first` leaves with head `first_root` is a prefix of the tree served: `Ok(false)`
+    /// when it goes to another tree than this setup's (the served one has grown since: fetch
+    /// the setup again and ask again); an error when the database is not a tree or the proof
+    /// fails (RFC 9162 §2.1.4.2).
+    pub fn check_consistency(
+        &self,
+        proved: &Consistency,
+        first_root: &Hash,
+    ) -> Result<bool, ClientError> {
+        let listing = self.listing();
+        if listing.lookup != Lookup::AuditPath || listing.root.is_none() {
+            return Err(ClientError::Lookup {
+                database: self.database.clone(),
+                error: PirError::InvalidParameters(format!(
+                    "a consistency proof is of a Merkle tree; this database serves {} lookups",
+                    listing.lookup
+                )),
+            });
+        }
+        if (proved.second, Some(proved.root)) != (listing.items, listing.root) {
+            return Ok(false);
+        }
+        merkle::verify_consistency(
+            proved.first,
+            proved.second,
+            first_root,
+            &proved.root,
+            &proved.proof,
+        )
+        .map_err(|source| ClientError::Inconsistent {
+            database: self.database.clone(),
+            first: proved.first,
+            second: proved.second,
+            source,
+        })?;
+        Ok(true)
     }
 
     /// The lookup the database serves.

@@ -106,7 +106,7 @@ fn client_class(error: &ClientError) -> Class {
     match error {
         ClientError::Pir(error) => pir_class(error),
         ClientError::Store(error) => store_class(error),
-        ClientError::RootMismatch { .. } => Class::Malformed,
+        ClientError::RootMismatch { .. } | ClientError::Inconsistent { .. } => Class::Malformed,
         ClientError::Lookup { .. } | ClientError::LeafOutOfRange { .. } => Class::InvalidInput,
         ClientError::UnknownScheme { .. } => Class::Storage,
         _ => Class::Server,

@@ -28,6 +28,7 @@ fn _obscura(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<pir::Client>()?;
     module.add_class::<pir::BuildReport>()?;
     module.add_class::<pir::AuditPath>()?;
+    module.add_class::<pir::Consistency>()?;
     module.add_class::<psi::PsiResult>()?;
     module.add_class::<psi::EcdhPsiServer>()?;
     module.add_class::<psi::EcdhPsiClient>()?;

@@ -172,7 +172,7 @@ fn report(out: PathBuf, database: &Database, written: WrittenSetup) -> PyResult<
     })
 }
 
-/// Applies the changes of `changes` (the text of a change file: JSON lines, or a Merkle tree's
+/// Applies the changes of `changes` (the bytes of a change file: JSON lines, or a Merkle tree's
 /// new leaves, one per line) to the database file `db` as its next version, replacing the file
 /// in one step; nothing is written unless every change applies. Patches for clients of the last
 /// `keep_patches` versions are kept beside it.
@@ -181,15 +181,14 @@ fn report(out: PathBuf, database: &Database, written: WrittenSetup) -> PyResult<
 pub fn update(
     py: Python<'_>,
     db: PathBuf,
-    changes: &str,
+    changes: &[u8],
     keep_patches: Option<usize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<BuildReport> {
     let reporter = Reporter::new(progress);
     let updated = py.detach(|| {
         let keep = keep_patches.unwrap_or(patches::DEFAULT_KEEP);
-        let changes =
-            |listing: &Listing| read_for(listing.lookup, listing.items, changes.as_bytes());
+        let changes = |listing: &Listing| read_for(listing.lookup, listing.items, changes);
         update_file(&db, changes, &Registry::default(), keep, &|done, total| {
             reporter.report("updating", done, total)
         })
@@ -366,13 +365,16 @@ pub fn build_keyword(
 }
 
 /// Builds a Merkle tree (RFC 6962) of `leaves` (an iterable of str or bytes, one per leaf) for
-/// private audit-path retrieval (TreePIR).
+/// private audit-path retrieval (TreePIR), with room for `capacity` leaves in all (rounded up to
+/// a power of two) for `update` to append.
 #[pyfunction]
-#[pyo3(signature = (leaves, out, *, params="ypir-1024", matrix=None, threads=None, progress=None))]
+#[pyo3(signature = (leaves, out, *, capacity=None, params="ypir-1024", matrix=None, threads=None, progress=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn build_merkle(
     py: Python<'_>,
     leaves: &Bound<'_, PyAny>,
     out: PathBuf,
+    capacity: Option<u64>,
     params: &str,
     matrix: Option<&str>,
     threads: Option<usize>,
@@ -386,7 +388,10 @@ pub fn build_merkle(
     let vec_headers = (leaves.len() * std::mem::size_of::<Vec<u8>>()) as u64;
     let leaves: Vec<&[u8]> = leaves.iter().map(Vec::as_slice).collect();
     let options = BuildOptions {
-        engine: engine_options("square", params, matrix)?,
+        engine: EngineOptions {
+            capacity,
+            ..engine_options("square", params, matrix)?
+        },
         ..BuildOptions::default()
     };
     let input = Input {
@@ -433,6 +438,33 @@ impl From<LibraryAuditPath> for AuditPath {
             path: proof.path.iter().map(hex::encode).collect(),
             root: hex::encode(proof.root),
         }
+    }
+}
+
+/// A verified consistency proof: the tree's earlier version of `first` leaves is a prefix of the
+/// tree of `second` leaves with head `root` (RFC 6962: the log only grew).
+#[pyclass(module = "obscura", frozen, get_all)]
+pub struct Consistency {
+    /// The earlier version's leaves.
+    first: u64,
+    /// The served tree's leaves.
+    second: u64,
+    /// The served tree's root, in hex.
+    root: String,
+    /// The proof's hashes, in hex.
+    proof: Vec<String>,
+}
+
+#[pymethods]
+impl Consistency {
+    fn __repr__(&self) -> String {
+        format!(
+            "Consistency(first={}, second={}, proof=<{} hashes>, root={:?})",
+            self.first,
+            self.second,
+            self.proof.len(),
+            self.root
+        )
     }
 }
 
@@ -619,6 +651,27 @@ impl Client {
         let root = root.map(|root| hash_of(root, "root")).transpose()?;
         let proof = self.with(py, |session| session.audit_path(leaf, leaf_hash, root).py())?;
         Ok(proof.into())
+    }
+
+    /// Proves that the Merkle tree's earlier version of `first` leaves, whose root was
+    /// `first_root` (hex or bytes), is a prefix of the tree served: the log only grew (an
+    /// RFC 6962 consistency proof, verified against the root of the setup this client holds,
+    /// fetched again first when the served tree has grown since). Raises `MalformedDataError`
+    /// when the proof fails.
+    fn consistency(
+        &self,
+        py: Python<'_>,
+        first: u64,
+        first_root: &Bound<'_, PyAny>,
+    ) -> PyResult<Consistency> {
+        let first_root = hash_of(first_root, "first_root")?;
+        let proved = self.with(py, |session| session.consistency(first, &first_root).py())?;
+        Ok(Consistency {
+            first: proved.first,
+            second: proved.second,
+            root: hex::encode(proved.root),
+            proof: proved.proof.iter().map(hex::encode).collect(),
+        })
     }
 
     fn __repr__(&self) -> String {

@@ -146,6 +146,30 @@ def test_merkle_audit_paths_verify_against_the_root(tmp_path):
         client.audit_path(21)
 
 
+def test_a_merkle_tree_grows_by_appended_leaves_and_proves_it(tmp_path):
+    leaves = [f"certificate {i}" for i in range(40)]
+    first = obscura.build_merkle(leaves[:21], tmp_path / "log.obs", capacity=64, progress=False)
+    grown = obscura.update(tmp_path / "log.obs", leaves[21:])
+    assert grown.items == 40 and grown.version == 1
+    rebuilt = obscura.build_merkle(leaves, tmp_path / "all.obs", progress=False)
+    assert grown.root == rebuilt.root
+    client = obscura.Client.open(tmp_path / "log.obs")
+    assert client.audit_path(30, leaf_data=leaves[30]).root == rebuilt.root
+    proved = client.consistency(21, first.root)
+    assert (proved.first, proved.second, proved.root) == (21, 40, rebuilt.root)
+    assert len(proved.proof) > 0
+    with pytest.raises(obscura.MalformedDataError, match="not proved a prefix"):
+        client.consistency(21, rebuilt.root)
+    with pytest.raises(obscura.InvalidInputError, match="no consistency proof"):
+        client.consistency(41, first.root)
+    with pytest.raises(obscura.InvalidInputError, match="line break"):
+        obscura.update(tmp_path / "log.obs", ["two\nlines"])
+    lines = tmp_path / "more.txt"
+    lines.write_bytes(b"".join(f"more {i}\n".encode() for i in range(30)))
+    with pytest.raises(obscura.ObscuraError, match="do not fit"):
+        obscura.update(tmp_path / "log.obs", lines)
+
+
 def test_wrong_calls_raise_typed_errors(tmp_path):
     obscura.build_index([b"a", b"b"], tmp_path / "db.obs", progress=False)
     client = obscura.Client.open(tmp_path / "db.obs")

@@ -50,6 +50,18 @@ export interface LookupCost {
 }
 
 /** A leaf's audit path, verified against the tree's root. */
+/** A verified consistency proof: the tree of `first` leaves is a prefix of the one served. */
+export interface Consistency {
+  /** The earlier version's leaves. */
+  first: number;
+  /** The served tree's leaves. */
+  second: number;
+  /** The served tree's root. */
+  root: Uint8Array;
+  /** The proof's hashes (RFC 6962). */
+  proof: Uint8Array[];
+}
+
 export interface AuditPath {
   /** The leaf's index. */
   leaf: number;
@@ -86,4 +98,7 @@ export class Database {
   /** Fetches the audit path of leaf `leaf` of a Merkle tree privately, verified against its
    * root; without `leafHash` the leaf's hash is fetched privately first. */
   auditPath(leaf: number, options?: { leafHash?: Uint8Array; root?: Uint8Array }): Promise<AuditPath>;
+  /** Proves that the tree's earlier version of `first` leaves, with root `firstRoot`, is a
+   * prefix of the tree served (RFC 6962 consistency: the log only grew). */
+  consistency(first: number, firstRoot: Uint8Array): Promise<Consistency>;
 }

@@ -71,6 +71,12 @@ function withStore(cache, mode, action) {
   });
 }
 
+/** The bytes of `hex`, a hash the service sent. */
+function bytesOfHex(hex) {
+  if (typeof hex !== "string" || !/^([0-9a-f]{2})*$/.test(hex)) throw new ObscuraError(`${hex} is not hex`);
+  return Uint8Array.from(hex.match(/../g) ?? [], (pair) => parseInt(pair, 16));
+}
+
 /** A database served by `obscura serve`, its public setup downloaded and checked. */
 export class Database {
   #url;
@@ -168,6 +174,35 @@ export class Database {
     const path = [];
     for (let at = 0; at < found.value.length; at += 32) path.push(found.value.slice(at, at + 32));
     return { leaf, leafHash: found.leafHash, path, root: this.root };
+  }
+
+  /**
+   * Proves that the Merkle tree's earlier version of `first` leaves, whose root was `firstRoot`
+   * (32 bytes), is a prefix of the tree served: the log only grew (an RFC 6962 consistency
+   * proof, verified against the root of this client's setup, fetched again first when the
+   * served tree has grown since). Resolves `{ first, second, root, proof }`; rejects when the
+   * proof fails.
+   */
+  async consistency(first, firstRoot) {
+    for (let attempt = 0; ; attempt++) {
+      const url = `${this.#url}/v1/databases/${encodeURIComponent(this.#name)}/consistency?first=${first}`;
+      const reply = await fetch(url, { headers: this.#headers() });
+      if (!reply.ok) throw new ObscuraError(`${url}: the service answered ${reply.status}: ${(await reply.text()).trim()}`, reply.status);
+      const sent = await reply.json();
+      const root = bytesOfHex(sent.root);
+      const proof = sent.proof.map(bytesOfHex);
+      const hashes = new Uint8Array(32 * proof.length);
+      proof.forEach((hash, i) => hashes.set(hash, 32 * i));
+      let current;
+      try {
+        current = this.#client.checkConsistency(first, firstRoot, sent.second, root, hashes);
+      } catch (error) {
+        throw new ObscuraError(error.message);
+      }
+      if (current) return { first, second: sent.second, root, proof };
+      if (attempt > 0) throw new ObscuraError(`the proof goes to a tree of ${sent.second} leaves, not the one of the setup just fetched`);
+      await this.#fetchSetup();
+    }
   }
 
   #headers(extra = {}) {

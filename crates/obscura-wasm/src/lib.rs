@@ -7,7 +7,7 @@
 //! expanded from its seed as the native client does.
 
 use obscura_client::setup::{sha256_of_etag, Cached, SetupPolicy, MAX_ERROR_BYTES};
-use obscura_client::{setup, Ask, ClientError, Outcome, Request, Session, Step};
+use obscura_client::{setup, Ask, ClientError, Consistency, Outcome, Request, Session, Step};
 use obscura_registry::Registry;
 use wasm_bindgen::prelude::*;
 
@@ -227,6 +227,37 @@ impl Client {
             root: root.map(|h| hash(&h, "a root")).transpose()?,
         };
         self.begin(ask)
+    }
+
+    /// Checks the consistency proof the service sent (`GET …/consistency?first=M`: the served
+    /// tree's `second` leaves and `root`, 32 bytes, and the proof's hashes end to end) that the
+    /// tree of `first` leaves with head `first_root` is a prefix of this client's tree: `false`
+    /// when the proof goes to another tree (the service's has grown since the setup was
+    /// accepted: fetch it again and ask again); throws when the proof fails.
+    #[wasm_bindgen(js_name = checkConsistency)]
+    pub fn check_consistency(
+        &self,
+        first: f64,
+        first_root: &[u8],
+        second: f64,
+        root: &[u8],
+        proof: &[u8],
+    ) -> Result<bool, JsError> {
+        if !proof.len().is_multiple_of(32) {
+            return Err(JsError::new("a proof is 32-byte hashes"));
+        }
+        let proved = Consistency {
+            first: whole(first, "first size")?,
+            second: whole(second, "second size")?,
+            root: hash(root, "a root")?,
+            proof: proof
+                .chunks_exact(32)
+                .map(|h| h.try_into().expect("32 bytes"))
+                .collect(),
+        };
+        self.session()?
+            .check_consistency(&proved, &hash(first_root, "the first root")?)
+            .map_err(js)
     }
 
     fn begin(&mut self, ask: Ask) -> Result<Exchange, JsError> {

@@ -77,7 +77,8 @@ pub fn protocol(preset: Preset) -> Option<Protocol> {
         | Preset::Ypir1g
         | Preset::YpirSp
         | Preset::Update
-        | Preset::UpdateDouble => None,
+        | Preset::UpdateDouble
+        | Preset::UpdateMerkle => None,
     }
 }
 

@@ -36,7 +36,7 @@ from ._errors import (
     ServerError,
     StorageError,
 )
-from ._obscura import AuditPath, BuildReport, Client, EcdhPsiClient, EcdhPsiServer, PsiResult
+from ._obscura import AuditPath, BuildReport, Client, Consistency, EcdhPsiClient, EcdhPsiServer, PsiResult
 
 __version__ = _obscura.__version__
 
@@ -122,18 +122,21 @@ def build_merkle(
     leaves: Iterable[Item],
     out: Path,
     *,
+    capacity: Optional[int] = None,
     params: str = "ypir-1024",
     matrix: Optional[str] = None,
     threads: Optional[int] = None,
     progress: _progress.Progress = None,
 ) -> BuildReport:
     """Builds an RFC 6962 Merkle tree of ``leaves`` (one str or bytes each) for private
-    audit-path retrieval (TreePIR); the report holds the tree's root."""
+    audit-path retrieval (TreePIR); the report holds the tree's root. ``capacity`` leaves room
+    for that many leaves in all (rounded up to a power of two), which ``update`` appends."""
     return _progress.run(
         _obscura.build_merkle,
         progress,
         leaves,
         out,
+        capacity=capacity,
         params=params,
         matrix=matrix,
         threads=threads,
@@ -142,7 +145,7 @@ def build_merkle(
 
 def update(
     db: Path,
-    changes: Union[Path, Iterable[Mapping[str, Any]]],
+    changes: Union[Path, Iterable[Union[Mapping[str, Any], Item]]],
     *,
     keep_patches: Optional[int] = None,
     progress: _progress.Progress = None,
@@ -152,15 +155,27 @@ def update(
     applies. ``changes`` is a change file (JSON lines, as ``obscura update`` reads) or an
     iterable of changes such as ``{"op": "set", "index": 7, "value": "new"}``,
     ``{"op": "append", "index": 1000, "value_hex": "00ff"}`` or ``{"op": "delete", "index": 3}``
-    (a deleted record then reads as ``None``). Servers serve the new version once reloaded;
-    clients holding one of the last ``keep_patches`` versions (16 unless given; 0 for none)
-    catch up by a patch kept beside the file instead of downloading the whole setup."""
+    (a deleted record then reads as ``None``). A Merkle tree grows by appended leaves: its
+    changes are the new leaves (str or bytes, without line breaks; a file of one per line).
+    Servers serve the new version once reloaded; clients holding one of the last
+    ``keep_patches`` versions (16 unless given; 0 for none) catch up by a patch kept beside the
+    file instead of downloading the whole setup."""
     if isinstance(changes, (str, PathLike)):
-        with open(changes, encoding="utf-8") as file:
-            text = file.read()
+        with open(changes, "rb") as file:
+            data = file.read()
     else:
-        text = "\n".join(json.dumps(change) for change in changes)
-    return _progress.run(_obscura.update, progress, db, text, keep_patches=keep_patches)
+        data = b"\n".join(_change_line(change) for change in changes)
+    return _progress.run(_obscura.update, progress, db, data, keep_patches=keep_patches)
+
+
+def _change_line(change: Union[Mapping[str, Any], Item]) -> bytes:
+    """One line of a change file: a change as JSON, or a Merkle leaf's bytes."""
+    if isinstance(change, Mapping):
+        return json.dumps(change).encode()
+    leaf = change.encode() if isinstance(change, str) else bytes(change)
+    if b"\n" in leaf or leaf.endswith(b"\r"):
+        raise InvalidInputError(f"a leaf holds a line break: {leaf[:40]!r}")
+    return leaf
 
 
 def psi_server(

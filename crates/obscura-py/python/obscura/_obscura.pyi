@@ -48,6 +48,15 @@ class AuditPath:
     root: str
 
 @final
+class Consistency:
+    """A verified consistency proof: the tree of `first` leaves is a prefix of the one served."""
+
+    first: int
+    second: int
+    root: str
+    proof: List[str]
+
+@final
 class Client:
     """A client of one database: a local file, or a database served by `obscura serve`."""
 
@@ -80,6 +89,7 @@ class Client:
         leaf_hash: Optional[Union[str, bytes]] = None,
         root: Optional[Union[str, bytes]] = None,
     ) -> AuditPath: ...
+    def consistency(self, first: int, first_root: Union[str, bytes]) -> Consistency: ...
 
 @final
 class PsiResult:
@@ -146,6 +156,7 @@ def build_merkle(
     leaves: Iterable[_Item],
     out: _Path,
     *,
+    capacity: Optional[int] = None,
     params: str = "ypir-1024",
     matrix: Optional[str] = None,
     threads: Optional[int] = None,
@@ -153,7 +164,7 @@ def build_merkle(
 ) -> BuildReport: ...
 def update(
     db: _Path,
-    changes: str,
+    changes: bytes,
     *,
     keep_patches: Optional[int] = None,
     progress: Optional[_ProgressCallback] = None,

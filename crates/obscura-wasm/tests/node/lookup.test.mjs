@@ -31,10 +31,12 @@ before(async () => {
   // The trivial scheme that scripts/test registers in the CLI and this package by one line.
   build("--input", join(folder, "records.bin"), "--record-size", "64", "--scheme", "whole", "--out", join(folder, "whole.obs"));
   buildLog(cli, folder);
+  // The same tree with room to grow to 256 leaves.
+  execFileSync(cli, ["merkle", "build", "--leaves", join(folder, "leaves.txt"), "--capacity", "256", "--out", join(folder, "grow.obs")]);
   const values = Array.from({ length: 300 }, (_, i) => `value ${i}`);
   writeFileSync(join(folder, "values.csv"), ["value", ...values].join("\n") + "\n");
   build("--input", join(folder, "values.csv"), "--column", "value", "--value-bytes", "32", "--out", join(folder, "values.obs"));
-  const files = ["phones", "records", "ypir", "double", "whole", "log", "values"].map((name) => join(folder, `${name}.obs`));
+  const files = ["phones", "records", "ypir", "double", "whole", "log", "values", "grow"].map((name) => join(folder, `${name}.obs`));
   ({ process: server, url } = await serve(cli, ...files, "--cors-origin", "*"));
 });
 
@@ -134,6 +136,34 @@ test("a database updated while connected serves its changes, a deleted record un
   assert.equal(await database.get(4), undefined);
   assert.equal(text(await database.get(5)), "value 5");
   assert.equal((await (await fetch(`${url}/v1/databases`)).json()).find((e) => e.name === "values").version, 1);
+});
+
+test("a Merkle tree grown while connected proves it only grew", async () => {
+  const grow = await Database.connect(url, "grow", { wasm });
+  const firstRoot = grow.root;
+  assert.deepEqual(Buffer.from(firstRoot), treeHash(leaves));
+  const more = Array.from({ length: 30 }, (_, i) => `cert ${100 + i}`);
+  const changes = join(folder, "more-leaves.txt");
+  writeFileSync(changes, more.join("\n") + "\n");
+  execFileSync(cli, ["update", "--db", join(folder, "grow.obs"), "--changes", changes]);
+  const before = await setupHash("grow");
+  server.kill("SIGHUP");
+  for (let waited = 0; (await setupHash("grow")) === before; waited += 50) {
+    assert.ok(waited < 30_000, "the service did not reload the file");
+    await new Promise((wait) => setTimeout(wait, 50));
+  }
+  // The setup held is of 100 leaves: the proof to 130 makes the client fetch the new one.
+  const proved = await grow.consistency(100, firstRoot);
+  const all = [...leaves, ...more];
+  assert.equal(proved.second, 130);
+  assert.deepEqual(Buffer.from(proved.root), treeHash(all));
+  assert.deepEqual(Buffer.from(grow.root), treeHash(all));
+  const path = await grow.auditPath(120, { leafHash: leafHash(all[120]) });
+  assert.deepEqual(path.path.map((hash) => Buffer.from(hash)), auditPath(120, all));
+  await assert.rejects(grow.consistency(100, treeHash(all)), /not proved a prefix/);
+  await assert.rejects(grow.consistency(131, firstRoot), (error) => error instanceof ObscuraError && error.status === 400);
+  const log = await Database.connect(url, "records", { wasm });
+  await assert.rejects(log.consistency(1, firstRoot), /not a Merkle tree/);
 });
 
 async function setupHash(name) {
