@@ -152,6 +152,7 @@ impl IntoPyErr for UpdateError {
         let class = match &self {
             UpdateError::Store(error) => store_class(error),
             UpdateError::Change { source, .. } => pir_class(source),
+            UpdateError::ChangeFile { .. } => Class::InvalidInput,
             _ => Class::Obscura,
         };
         error(class, full_message(&self))

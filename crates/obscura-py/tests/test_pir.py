@@ -166,7 +166,7 @@ def test_a_merkle_tree_grows_by_appended_leaves_and_proves_it(tmp_path):
         obscura.update(tmp_path / "log.obs", ["two\nlines"])
     lines = tmp_path / "more.txt"
     lines.write_bytes(b"".join(f"more {i}\n".encode() for i in range(30)))
-    with pytest.raises(obscura.ObscuraError, match="do not fit"):
+    with pytest.raises(obscura.InvalidInputError, match="do not fit"):
         obscura.update(tmp_path / "log.obs", lines)
 
 

@@ -272,6 +272,7 @@ def psi_client(
 
 __all__ = [
     "AuditPath",
+    "Consistency",
     "BuildReport",
     "Client",
     "EcdhPsiClient",

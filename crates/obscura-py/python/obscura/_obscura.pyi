@@ -19,6 +19,7 @@ __all__ = [
     "Client",
     "BuildReport",
     "AuditPath",
+    "Consistency",
     "PsiResult",
     "EcdhPsiServer",
     "EcdhPsiClient",
