@@ -5,13 +5,16 @@
 //! is checked: its root against a tree built of all the leaves, audit paths of appended and
 //! earlier leaves retrieved and verified, and the consistency proof from the earlier version
 //! verified; then made durable as `obscura update` does (the file written, flushed and renamed
-//! in `TMPDIR`), timed apart.
+//! in `TMPDIR`), timed apart. The version's patch is measured as a client of the tree as built
+//! receives it (framed as the service sends it) and applies it: its size against the setup's,
+//! and the time from the old setup's bytes to the new one's bytes and SHA-256.
 
 use anyhow::{ensure, Context, Result};
 use obscura_pir::batch::merkle::{self, Hash, MerkleTree};
 use obscura_pir::batch::treepir::{TreePirClient, TreePirServer};
 use obscura_pir::lwe::EngineOptions;
-use obscura_pir::{Change, PirServer, SetupMessage};
+use obscura_pir::{framing, Change, PirServer, SetupMessage};
+use obscura_registry::{setup_sha256, Registry};
 use serde::Serialize;
 
 use obscura_store::store::{self, Database};
@@ -55,7 +58,12 @@ pub struct MerkleUpdateReport {
     pub write_seconds: f64,
     /// `append_seconds` plus `write_seconds`, over `build_seconds`: the version durable.
     pub durable_over_build: f64,
-    /// Whether the new root, the audit paths and the consistency proof checked out.
+    /// Bytes of the patch a client of the tree as built downloads instead of the setup.
+    pub patch_bytes: u64,
+    /// Seconds for that client to apply it (the new setup's bytes and SHA-256 included).
+    pub client_seconds: f64,
+    /// Whether the new root, the audit paths, the consistency proof and the patched setup
+    /// checked out.
     pub correct: bool,
 }
 
@@ -85,7 +93,7 @@ pub fn run(
     });
     drop(shown);
     let (first_root, mut server) = server?;
-    let setup_bytes = SetupMessage::to_bytes(server.public_setup()).len() as u64;
+    let old_setup = SetupMessage::to_bytes(server.public_setup());
     let changes: Vec<Change> = (leaves..)
         .zip(&all[leaves as usize..])
         .map(|(index, leaf)| Change::Append {
@@ -94,8 +102,19 @@ pub fn run(
         })
         .collect();
     let (appending, append_seconds) = timed(|| pools.all.install(|| server.update(&changes)));
-    appending?;
-    let correct = check(&server, &all, leaves, &first_root)?;
+    let patch = appending?.context("TreePIR updates make a patch")?;
+    let chain = framing::encode(&[patch]);
+    let (patched, client_seconds) = timed(|| {
+        pools.all.install(|| {
+            let patched = Registry::default().patch_setup(&old_setup, &chain)?;
+            anyhow::Ok((setup_sha256(&patched), patched))
+        })
+    });
+    let (sha256, patched) = patched?;
+    let new_setup = SetupMessage::to_bytes(server.public_setup());
+    let correct = check(&server, &all, leaves, &first_root)?
+        && patched == new_setup
+        && sha256 == setup_sha256(&new_setup);
     let height = server.public_setup().height();
     let folder = tempfile::tempdir().context("cannot make a folder for the new version's file")?;
     let file = folder.path().join("update-merkle.obs");
@@ -109,11 +128,13 @@ pub fn run(
         height,
         bandwidth_gbs,
         build_seconds,
-        setup_bytes,
+        setup_bytes: old_setup.len() as u64,
         append_seconds,
         over_build: append_seconds / build_seconds,
         write_seconds,
         durable_over_build: (append_seconds + write_seconds) / build_seconds,
+        patch_bytes: chain.len() as u64,
+        client_seconds,
         correct,
     })
 }
@@ -165,21 +186,24 @@ impl Tables for MerkleUpdateReport {
             self.setup_bytes
         );
         println!(
-            "| appended | new version | / full build | file written | durable / full build | correct |\n|---|---|---|---|---|---|"
+            "| appended | new version | / full build | file written | durable / full build | patch bytes | / setup | client applies | correct |\n|---|---|---|---|---|---|---|---|---|"
         );
         println!(
-            "| {} | {} | {:.3} | {} | {:.3} | {} |",
+            "| {} | {} | {:.3} | {} | {:.3} | {} | {:.3} | {} | {} |",
             self.appended,
             human(self.append_seconds),
             self.over_build,
             human(self.write_seconds),
             self.durable_over_build,
+            self.patch_bytes,
+            self.patch_bytes as f64 / self.setup_bytes as f64,
+            human(self.client_seconds),
             if self.correct { "yes" } else { "no" }
         );
         println!();
         print_correct(
             self.correct,
-            "yes (root, audit paths of old and appended leaves, consistency proof)",
+            "yes (root, audit paths of old and appended leaves, consistency proof, patched setup)",
             "NO",
         );
     }

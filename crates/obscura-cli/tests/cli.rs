@@ -350,9 +350,11 @@ fn update_merkle_preset_reports_the_append() {
         "append_seconds",
         "over_build",
         "write_seconds",
+        "client_seconds",
     ] {
         assert!(report[field].as_f64().unwrap() > 0.0, "{field}");
     }
+    assert!(report["patch_bytes"].as_u64().unwrap() < report["setup_bytes"].as_u64().unwrap());
 }
 
 /// The DoublePIR and YPIR presets at small sizes: `double-1g` reports what each answer streams

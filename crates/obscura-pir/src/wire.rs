@@ -106,6 +106,9 @@ impl Kind {
     pub const LWE_SETUP_PATCH: Self = Self(17);
     /// The patches a database file keeps beside it for clients of its earlier versions.
     pub const KEPT_PATCHES: Self = Self(18);
+    /// A patch of a TreePIR setup: the grown tree's size and root, and the patches of the
+    /// sub-databases whose entries changed.
+    pub const TREEPIR_SETUP_PATCH: Self = Self(19);
 
     /// The first code left for schemes defined outside this crate.
     pub const FIRST_EXTERNAL: u8 = 0xE0;
@@ -145,6 +148,7 @@ impl Kind {
             Self::DATABASE_FILE => "database file",
             Self::LWE_SETUP_PATCH => "setup patch",
             Self::KEPT_PATCHES => "file of kept patches",
+            Self::TREEPIR_SETUP_PATCH => "TreePIR setup patch",
             _ => "message",
         }
     }

@@ -25,8 +25,9 @@ impl TreePirServer {
     ///
     /// Refused before anything changes: any other change, or an index out of order
     /// ([`PirError::InvalidParameters`]); more leaves than the tree's height holds
-    /// ([`PirError::NeedsNewSetup`]).
-    pub(super) fn append(&mut self, changes: &[Change]) -> Result<(), PirError> {
+    /// ([`PirError::NeedsNewSetup`]). Returns the [patch](super::patch) that turns the previous
+    /// version's setup into the new one.
+    pub(super) fn append(&mut self, changes: &[Change]) -> Result<Vec<u8>, PirError> {
         let (n, h) = (self.setup.leaves, self.setup.height);
         let mut values = Vec::with_capacity(changes.len());
         for (expected, change) in (n..).zip(changes) {
@@ -89,19 +90,22 @@ impl TreePirServer {
                 false => server.prepare(changes).map(Some),
             })
             .collect::<Result<Vec<_>, PirError>>()?;
-        for (server, prepared) in servers.iter_mut().zip(prepared) {
+        let mut patches = Vec::new();
+        for (color, (server, prepared)) in (0u8..).zip(servers.iter_mut().zip(prepared)) {
             if let Some(prepared) = prepared {
-                server.commit(prepared);
+                patches.push((color, server.commit(prepared)));
             }
         }
-        self.setup = TreePirSetup::new(
+        let next = TreePirSetup::new(
             total,
             h,
             self.setup.version + 1,
             root,
             self.shards.public_setups(),
         );
-        Ok(())
+        let patch = super::patch::encode(&self.setup, &next, &patches);
+        self.setup = next;
+        Ok(patch)
     }
 
     /// The RFC 6962 consistency proof that the tree of the first `first` leaves is a prefix of
@@ -200,8 +204,13 @@ mod tests {
             let mut n = first;
             let mut roots = vec![tree.root()];
             for (version, k) in (1..).zip(rounds) {
-                let patch = server.update(&appends(n, &all[n as usize..(n + k) as usize])).unwrap();
-                prop_assert!(patch.is_none());
+                let before = server.public_setup().clone();
+                let patch = server.update(&appends(n, &all[n as usize..(n + k) as usize])).unwrap().unwrap();
+                prop_assert_eq!(&before.clone().patched(&patch).unwrap(), server.public_setup());
+                // Not twice, nor to another setup, nor cut short.
+                let again = server.public_setup().clone().patched(&patch);
+                prop_assert!(matches!(again, Err(PirError::SetupMismatch { .. })), "patched twice");
+                prop_assert!(before.patched(&patch[..patch.len() - 1]).is_err());
                 n += k;
                 let grown = MerkleTree::from_leaves(&all[..n as usize]);
                 let setup = server.public_setup();

@@ -11,6 +11,7 @@
 //! with it then proves it is that leaf's hash under the root.
 
 mod append;
+mod patch;
 
 use rayon::prelude::*;
 use sha2::{Digest as _, Sha256};
@@ -337,6 +338,10 @@ impl SetupMessage for TreePirSetup {
         &self.digest
     }
 
+    fn patched(self, patch: &[u8]) -> Result<Self, PirError> {
+        TreePirSetup::patched(self, patch)
+    }
+
     fn query_bytes(&self) -> u64 {
         self.framed_query_bytes()
     }
@@ -406,8 +411,7 @@ impl PirServer for TreePirServer {
     }
 
     fn update(&mut self, changes: &[crate::Change]) -> Result<Option<Vec<u8>>, PirError> {
-        self.append(changes)?;
-        Ok(None)
+        self.append(changes).map(Some)
     }
 
     fn from_parts(setup: TreePirSetup, matrices: Vec<PlaintextMatrix>) -> Result<Self, PirError> {
