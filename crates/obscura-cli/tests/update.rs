@@ -527,9 +527,15 @@ fn a_merkle_tree_grows_by_appended_leaves_and_proves_it_only_grew() {
             .success()
     };
     let old_root = printed_root(merkle_build(&first, &db, &["--capacity", "200"]));
-    let new_root = printed_root(update_tree().success().stdout(predicate::str::contains(
-        "30 appended, 0 deleted), 130 leaves",
-    )));
+    let new_root = printed_root(
+        update_tree()
+            .success()
+            .stdout(predicate::str::contains(
+                "30 appended, 0 deleted), 130 leaves",
+            ))
+            .stdout(predicate::str::contains("patch for clients of version 0:")),
+    );
+    assert!(dir.path().join("tree.obs.patches").exists());
     // The same root as a tree built of all the leaves at once.
     let rebuilt = dir.path().join("all.obs");
     assert_eq!(printed_root(merkle_build(&all, &rebuilt, &[])), new_root);
@@ -558,9 +564,12 @@ fn a_merkle_tree_grows_by_appended_leaves_and_proves_it_only_grew() {
     // Served: a client that fetched the setup of 130 leaves proves the tree grown since.
     let mut served = Served::start(&[path(&db)]);
     served.drain_stderr();
+    let cache = dir.path().join("cache");
     let remote = |args: &[&str]| {
         obscura()
             .args(["merkle", "prove", "--db", "tree", "--server", &served.url])
+            .arg("--cache-dir")
+            .arg(&cache)
             .args(args)
             .assert()
     };
@@ -584,4 +593,10 @@ fn a_merkle_tree_grows_by_appended_leaves_and_proves_it_only_grew() {
         .stdout(predicate::str::contains("tree of 140 leaves"));
     let proof = http_get(&served.url, "/v1/databases/tree/consistency?first=100");
     assert!(proof.contains("\"first\":100,\"second\":140"), "{proof}");
+    // The cached setup of 130 leaves caught up by the patch, not by downloading the setup.
+    let metrics = http_get(&served.url, "/metrics");
+    assert!(
+        metrics.contains("obscura_patched_setups_total 1\n"),
+        "{metrics}"
+    );
 }
