@@ -4,6 +4,8 @@
 //! keeps it; replaced by renaming, the old version is served until a reload, which moves the
 //! ETag.
 
+mod common;
+
 use std::fs::OpenOptions;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -87,14 +89,6 @@ fn assert_serves(url: &str, data: &[u8]) {
     }
 }
 
-/// Reloads the service's databases from `path`, returning why files were refused.
-fn reload(service: &BackgroundService, path: &Path) -> Vec<CatalogError> {
-    let databases = service.databases();
-    let (catalog, failures) = databases.catalog().reload(&[path]).unwrap();
-    databases.replace(catalog);
-    failures
-}
-
 /// Why `failure` found the file invalid, if it did.
 fn invalid(failure: &CatalogError) -> Option<&InvalidFile> {
     match failure {
@@ -123,7 +117,7 @@ fn a_file_truncated_in_place_leaves_the_loaded_version_served() {
         .unwrap();
     assert!(healthy(&url));
     assert_serves(&url, &fixture.data);
-    let failures = reload(&fixture.service, &fixture.path);
+    let failures = common::reload(&fixture.service, &fixture.path);
     assert_eq!(failures.len(), 1, "{failures:?}");
     assert!(
         matches!(invalid(&failures[0]), Some(InvalidFile::Short(0))),
@@ -133,7 +127,7 @@ fn a_file_truncated_in_place_leaves_the_loaded_version_served() {
     assert_serves(&url, &fixture.data);
 
     let data = build(&fixture.path, 2);
-    assert!(reload(&fixture.service, &fixture.path).is_empty());
+    assert!(common::reload(&fixture.service, &fixture.path).is_empty());
     assert_serves(&url, &data);
 }
 
@@ -149,7 +143,7 @@ fn a_file_overwritten_in_place_is_never_mixed_into_answers() {
     file.write_all(&[0x5a; 64 * 32]).unwrap();
     drop(file);
     assert_serves(&url, &fixture.data);
-    let failures = reload(&fixture.service, &fixture.path);
+    let failures = common::reload(&fixture.service, &fixture.path);
     assert_eq!(failures.len(), 1, "{failures:?}");
     assert!(
         matches!(invalid(&failures[0]), Some(InvalidFile::Checksum)),
@@ -185,7 +179,7 @@ fn a_renamed_replacement_is_served_after_a_reload() {
     assert_eq!(fetch(&url, 7).unwrap(), record(&fixture.data, 7));
     assert_eq!(etag(&url), before);
 
-    assert!(reload(&fixture.service, &fixture.path).is_empty());
+    assert!(common::reload(&fixture.service, &fixture.path).is_empty());
     assert_ne!(etag(&url), before);
     assert_eq!(fetch(&url, 7).unwrap(), record(&new_data, 7));
     // A query made for the old setup is refused as stale, not answered from the new data.

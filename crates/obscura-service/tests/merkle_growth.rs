@@ -2,6 +2,8 @@
 //! size, served as JSON and verified by the client library, which fetches the new setup when
 //! the served tree has grown past the one it holds.
 
+mod common;
+
 use std::path::Path;
 
 use obscura_client::blocking::Client;
@@ -33,13 +35,6 @@ fn append(path: &Path, new: &[Vec<u8>]) {
         &|_, _| {},
     )
     .unwrap();
-}
-
-fn reload(service: &BackgroundService, path: &Path) {
-    let databases = service.databases();
-    let (catalog, failures) = databases.catalog().reload(&[path]).unwrap();
-    assert!(failures.is_empty());
-    databases.replace(catalog);
 }
 
 /// The body and status of `GET path` of the service at `url`.
@@ -76,7 +71,7 @@ fn a_growing_tree_proves_every_earlier_version_is_its_prefix() {
     let mut heads: Vec<(u64, Hash)> = vec![(20, tree.root())];
     for end in [21, 40, 64, 90] {
         append(&path, &all[heads.last().unwrap().0 as usize..end]);
-        reload(&service, &path);
+        assert!(common::reload(&service, &path).is_empty());
         let grown = MerkleTree::from_leaves(&all[..end]);
         // The client holds the previous version's setup: it fetches the new one and proves
         // every earlier head against it.

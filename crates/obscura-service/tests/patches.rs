@@ -3,6 +3,8 @@
 //! have given it; clients that do not ask, and clients of versions no longer kept, get the
 //! whole setup.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use obscura_client::blocking::Client as BlockingClient;
@@ -51,13 +53,6 @@ fn update(path: &Path, version: u64, keep: usize) {
         &|_, _| {},
     )
     .unwrap();
-}
-
-fn reload(service: &BackgroundService, path: &Path) {
-    let databases = service.databases();
-    let (catalog, failures) = databases.catalog().reload(&[path]).unwrap();
-    assert!(failures.is_empty());
-    databases.replace(catalog);
 }
 
 /// The status of a setup request offering the setup with SHA-256 `held`, asking for patches
@@ -136,7 +131,7 @@ fn clients_of_kept_versions_catch_up_by_patch() {
 
     // One version on: the cached client gets a patch and the new setup.
     update(&path, 1, 16);
-    reload(&service, &path);
+    assert!(common::reload(&service, &path).is_empty());
     let patched = client(&url, &cache).fetch_setup("db").unwrap();
     let downloaded = HttpClient::new(&url, None).fetch_setup("db").unwrap();
     let patch_bytes = patched.patch_bytes.expect("a patch");
@@ -154,7 +149,7 @@ fn clients_of_kept_versions_catch_up_by_patch() {
     // Three versions on: the client of version 0 applies a chain of three patches.
     update(&path, 2, 16);
     update(&path, 3, 16);
-    reload(&service, &path);
+    assert!(common::reload(&service, &path).is_empty());
     let chained = client(&url, &old_cache).fetch_setup("db").unwrap();
     assert!(chained.patch_bytes.is_some());
     assert_eq!(
@@ -170,7 +165,7 @@ fn clients_of_kept_versions_catch_up_by_patch() {
     copy(&cache, &dir.path().join("cache-v1"));
     update(&path, 4, 1);
     assert_eq!(Patches::read(&path).unwrap().iter().count(), 1);
-    reload(&service, &path);
+    assert!(common::reload(&service, &path).is_empty());
     let behind = client(&url, &dir.path().join("cache-v1"))
         .fetch_setup("db")
         .unwrap();
@@ -196,7 +191,7 @@ fn a_patch_that_does_not_apply_costs_a_download() {
         patches.push(patch, 16, u64::MAX);
     }
     patches.write(&path).unwrap();
-    reload(&service, &path);
+    assert!(common::reload(&service, &path).is_empty());
     assert_eq!(setup_status(&url, &held.sha256, true), 226);
     let fetched = client(&url, &cache).fetch_setup("db").unwrap();
     assert_eq!(fetched.patch_bytes, None);
