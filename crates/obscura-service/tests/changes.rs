@@ -49,13 +49,7 @@ fn serve() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db.obs");
     let data = build(&path, 1);
-    let catalog = Catalog::open(&[&path]).unwrap();
-    let service = BackgroundService::start(
-        catalog,
-        ServiceConfig::default(),
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .unwrap();
+    let service = common::serve_file(&path);
     Fixture {
         _dir: dir,
         path,

@@ -13,8 +13,6 @@ use obscura_pir::batch::merkle::{self, Hash, MerkleTree};
 use obscura_pir::batch::treepir::TreePirServer;
 use obscura_pir::lwe::EngineOptions;
 use obscura_registry::Registry;
-use obscura_service::catalog::Catalog;
-use obscura_service::service::{BackgroundService, ServiceConfig};
 use obscura_store::changes::read_for;
 use obscura_store::store::{self, Database};
 use obscura_store::update::update_file;
@@ -60,12 +58,7 @@ fn a_growing_tree_proves_every_earlier_version_is_its_prefix() {
     let tree = MerkleTree::from_leaves(&all[..20]);
     let server = TreePirServer::from_tree(&tree, options, &|_, _| {}).unwrap();
     store::write_database(&path, &Database::from(server)).unwrap();
-    let service = BackgroundService::start(
-        Catalog::open(&[&path]).unwrap(),
-        ServiceConfig::default(),
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .unwrap();
+    let service = common::serve_file(&path);
     let url = service.url();
     let mut client = Client::connect(HttpClient::new(&url, None), "log").unwrap();
     let mut heads: Vec<(u64, Hash)> = vec![(20, tree.root())];

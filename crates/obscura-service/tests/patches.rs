@@ -14,8 +14,7 @@ use obscura_client::{Ask, Outcome};
 use obscura_pir::lwe::{EngineOptions, Layout, Server};
 use obscura_pir::Change;
 use obscura_registry::{setup_sha256, Registry};
-use obscura_service::catalog::Catalog;
-use obscura_service::service::{BackgroundService, ServiceConfig};
+use obscura_service::service::BackgroundService;
 use obscura_store::patches::Patches;
 use obscura_store::store::{self, Database};
 use obscura_store::update::update_file;
@@ -103,12 +102,7 @@ fn serve(layout: Layout) -> (tempfile::TempDir, PathBuf, BackgroundService) {
     };
     let server = Server::from_records(&data, RECORD_BYTES, options, &|_, _| {}).unwrap();
     store::write_database(&path, &Database::from(server)).unwrap();
-    let service = BackgroundService::start(
-        Catalog::open(&[&path]).unwrap(),
-        ServiceConfig::default(),
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .unwrap();
+    let service = common::serve_file(&path);
     (dir, path, service)
 }
 
