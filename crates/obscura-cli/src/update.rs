@@ -73,19 +73,26 @@ pub fn run(args: UpdateArgs) -> Result<()> {
     let changes = &updated.changes;
     let count = |op: fn(&Change) -> bool| changes.iter().filter(|c| op(c)).count();
     let listing = updated.database.listing();
+    let (what, items) = match listing.lookup {
+        obscura_pir::Lookup::AuditPath => (format!("{} leaves appended", changes.len()), "leaves"),
+        lookup => (
+            format!(
+                "{} set, {} appended, {} deleted",
+                count(|c| matches!(c, Change::Set { .. } | Change::Upsert { .. })),
+                count(|c| matches!(c, Change::Append { .. })),
+                count(|c| matches!(c, Change::Delete { .. } | Change::Remove { .. })),
+            ),
+            match lookup {
+                obscura_pir::Lookup::Key => "keys",
+                _ => "records",
+            },
+        ),
+    };
     println!(
-        "{}: version {} ({} set, {} appended, {} deleted), {} {}",
+        "{}: version {} ({what}), {} {items}",
         args.db.display(),
         listing.version,
-        count(|c| matches!(c, Change::Set { .. } | Change::Upsert { .. })),
-        count(|c| matches!(c, Change::Append { .. })),
-        count(|c| matches!(c, Change::Delete { .. } | Change::Remove { .. })),
         listing.items,
-        match listing.lookup {
-            obscura_pir::Lookup::Key => "keys",
-            obscura_pir::Lookup::AuditPath => "leaves",
-            _ => "records",
-        }
     );
     if let Some(root) = listing.root {
         println!("root: {}", hex::encode(root));
