@@ -42,12 +42,13 @@ impl Server {
                 return Err(error);
             }
         };
-        let next = first
-            .prepare(changes)
-            .and_then(|prepared| Ok((self.second_layer(prepared.setup())?, prepared)));
+        let next = first.prepare(changes).and_then(|prepared| {
+            let next = prepared.next_setup(first.public_setup())?;
+            Ok((self.second_layer(&next)?, next, prepared))
+        });
         match next {
-            Ok(((setup, hint_digits), prepared)) => {
-                first.commit(prepared);
+            Ok(((setup, hint_digits), next, prepared)) => {
+                first.commit_to(prepared, next);
                 let (_, database) = first.into_parts();
                 *self = Self::assemble(setup, database, hint_digits);
                 Ok(())

@@ -27,20 +27,21 @@
 use obscura_math::hint_delta::{self, EntryDelta};
 
 use super::setup::{Layer, PublicSetup};
-use crate::wire::{self, Kind, Reader};
+use crate::wire::{self, Digest, Kind, Reader};
 use crate::PirError;
 
 /// Unchanged entries between two changed ones of a column that are sent as zeros rather than
 /// starting a new run (a run's position takes about this many entries' bits).
 const MAX_GAP: usize = 8;
 
-/// The patch that turns `base` into `next`, whose databases differ by `deltas`: sorted by
-/// column, then row, each entry once, every `δ` nonzero and within `(-p, p)`.
-pub(super) fn encode(base: &PublicSetup, next: &PublicSetup, deltas: &[EntryDelta]) -> Vec<u8> {
+/// The patch that turns the setup of digest `base` into `next`, whose databases differ by
+/// `deltas`: sorted by column, then row, each entry once, every `δ` nonzero and within
+/// `(-p, p)`.
+pub(super) fn encode(base: &Digest, next: &PublicSetup, deltas: &[EntryDelta]) -> Vec<u8> {
     let width = delta_width(next.layer());
     let mut out = Vec::new();
     wire::write_header(&mut out, Kind::LWE_SETUP_PATCH, next.digest());
-    out.extend_from_slice(base.digest());
+    out.extend_from_slice(base);
     next.layer().write(&mut out);
     out.extend_from_slice(&next.version().to_le_bytes());
     out.extend_from_slice(next.hint_sha256());

@@ -312,6 +312,11 @@ impl Server {
         self.setup = setup;
     }
 
+    /// The public setup, to make it the next version of the same database in place.
+    pub(super) fn setup_mut(&mut self) -> &mut PublicSetup {
+        &mut self.setup
+    }
+
     /// The public setup and the encoded database.
     pub fn into_parts(self) -> (PublicSetup, PlaintextMatrix) {
         (self.setup, self.database)

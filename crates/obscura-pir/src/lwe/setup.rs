@@ -328,18 +328,28 @@ impl PublicSetup {
 
     /// The setup of these parts, with its digest.
     fn assemble(layer: Layer, version: u64, hint_sha256: [u8; 32], hint: Matrix) -> Self {
-        let mut hash = Sha256::new();
-        hash.update(b"obscura/lwe/setup/v3");
-        layer.hash_into(&mut hash);
-        hash.update(version.to_le_bytes());
-        hash.update(hint_sha256);
         Self {
+            digest: digest_of(&layer, version, &hint_sha256),
             layer,
             version,
             hint_sha256,
             hint,
-            digest: hash.finalize().into(),
         }
+    }
+
+    /// Makes this setup its next version in place: `layer` (of the same matrix shape), the hint
+    /// changed by `change`, the version one more, and the hint's SHA-256 and the digest
+    /// computed again.
+    pub(super) fn advance(&mut self, layer: Layer, change: impl FnOnce(&mut Matrix)) {
+        debug_assert_eq!(
+            (layer.geometry.rows(), layer.params.n()),
+            (self.layer.geometry.rows(), self.layer.params.n())
+        );
+        change(&mut self.hint);
+        self.layer = layer;
+        self.version += 1;
+        self.hint_sha256 = hint_sha256(&self.hint);
+        self.digest = digest_of(&self.layer, self.version, &self.hint_sha256);
     }
 
     /// The version: 0 for a database as built, one more for each update.
@@ -451,6 +461,17 @@ impl PublicSetup {
         }
         Ok(setup)
     }
+}
+
+/// The digest that names the setup of `layer` at `version` with a hint of SHA-256
+/// `hint_sha256`.
+fn digest_of(layer: &Layer, version: u64, hint_sha256: &[u8; 32]) -> Digest {
+    let mut hash = Sha256::new();
+    hash.update(b"obscura/lwe/setup/v3");
+    layer.hash_into(&mut hash);
+    hash.update(version.to_le_bytes());
+    hash.update(hint_sha256);
+    hash.finalize().into()
 }
 
 /// SHA-256 of a hint's entries, little-endian, row by row.

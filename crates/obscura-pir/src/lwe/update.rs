@@ -3,10 +3,12 @@
 //! A record's bytes lie in one column, over the rows its bits cover (the first and last of them
 //! possibly shared with its neighbours, see [`Geometry::locate`]). Replacing it rewrites those
 //! digits (each column's changes in turn, so neighbours sharing a digit compose) and adds
-//! `ΔD·A` to the hint, entry by entry ([`obscura_math::hint_delta`]): work in proportion to the
-//! changed entries, `n` multiply-adds each, besides copying and hashing the hint (the first
-//! update of a server also reads its database once for the rows' norms, which it then keeps). The new version's setup has a new digest (its
-//! version and its hint's hash enter it), so queries made with the old one are refused.
+//! `ΔD·A` to the hint in place, entry by entry ([`obscura_math::hint_delta`]): work in
+//! proportion to the changed entries, `n` multiply-adds each, besides hashing the hint (the
+//! first update of a server also reads its database once for the rows' norms, which it then
+//! keeps). Everything is checked first ([`Server::prepare`]); only then are the digits and the
+//! hint changed ([`Server::commit`]). The new version's setup has a new digest (its version and
+//! its hint's hash enter it), so queries made with the old one are refused.
 //!
 //! The result is the setup and database a build of the new records would make with the same
 //! seed and geometry. A change that the setup cannot take — rows whose new norm the plaintext
@@ -22,7 +24,7 @@ use rayon::prelude::*;
 use super::layout::{Geometry, RecordLocation};
 use super::patch;
 use super::server::centered;
-use super::setup::{fill_value_slot, RecordFormat};
+use super::setup::{fill_value_slot, Layer, RecordFormat};
 use super::{PublicSetup, Server};
 use crate::{Change, PirError};
 
@@ -38,18 +40,22 @@ struct Rewrite {
     new: u8,
 }
 
-/// A server's next version, computed and checked, not yet made ([`Server::prepare`]).
+/// A server's next version, checked, not yet made ([`Server::prepare`]): its layer, the
+/// digits to write and the rows' new norms, and the entries' changes its hint takes.
 pub(crate) struct Prepared {
-    next: PublicSetup,
+    layer: Layer,
     rewrites: Vec<Rewrite>,
     norms: Vec<u64>,
-    patch: Vec<u8>,
+    deltas: Vec<EntryDelta>,
 }
 
 impl Prepared {
-    /// The next version's setup.
-    pub(crate) fn setup(&self) -> &PublicSetup {
-        &self.next
+    /// The next version's setup, made beside `current` (the setup it was prepared from),
+    /// whose hint it copies.
+    pub(crate) fn next_setup(&self, current: &PublicSetup) -> Result<PublicSetup, PirError> {
+        let mut hint = current.hint().clone();
+        hint_delta::apply(&mut hint, &current.matrix_a(), &self.deltas);
+        current.next_version(self.layer.clone(), hint)
     }
 }
 
@@ -76,8 +82,8 @@ impl Server {
         Ok(self.commit(prepared))
     }
 
-    /// Everything [`Server::apply_changes`] checks and computes, with nothing changed yet: the
-    /// next version's setup (its hint), the digits to write and the patch.
+    /// Everything [`Server::apply_changes`] checks and computes before anything changes: the
+    /// next version's layer, the digits to write and the entries' changes.
     pub(crate) fn prepare(&mut self, changes: &[Change]) -> Result<Prepared, PirError> {
         let setup = self.public_setup();
         let geometry = grown(setup.geometry(), changes)?;
@@ -103,26 +109,43 @@ impl Server {
                 delta: i32::from(w.new as i8) - i32::from(w.old as i8),
             })
             .collect();
-        let mut hint = setup.hint().clone();
-        hint_delta::apply(&mut hint, &setup.matrix_a(), &deltas);
-        let next = setup.next_version(layer, hint)?;
-        let patch = patch::encode(setup, &next, &deltas);
         Ok(Prepared {
-            next,
+            layer,
             rewrites,
             norms: new_norms,
-            patch,
+            deltas,
         })
     }
 
-    /// Makes `prepared` (from [`Server::prepare`] of this server) the server's next version;
-    /// returns its patch.
+    /// Makes `prepared` (from [`Server::prepare`] of this server) the server's next version,
+    /// its hint changed in place by `ΔD·A`; returns its patch.
     pub(crate) fn commit(&mut self, prepared: Prepared) -> Vec<u8> {
+        let base = *self.public_setup().digest();
+        let Prepared {
+            layer,
+            rewrites,
+            norms,
+            deltas,
+        } = prepared;
+        self.rewrite(&rewrites, norms);
+        let a = self.public_setup().matrix_a();
+        self.setup_mut()
+            .advance(layer, |hint| hint_delta::apply(hint, &a, &deltas));
+        patch::encode(&base, self.public_setup(), &deltas)
+    }
+
+    /// Makes `prepared` the server's next version with `next`, the setup
+    /// [`Prepared::next_setup`] made of the current one.
+    pub(crate) fn commit_to(&mut self, prepared: Prepared, next: PublicSetup) {
+        self.rewrite(&prepared.rewrites, prepared.norms);
+        self.set_setup(next);
+    }
+
+    /// Writes the digits of `rewrites` and keeps the rows' new `norms`.
+    fn rewrite(&mut self, rewrites: &[Rewrite], new_norms: Vec<u64>) {
         let (database, norms) = self.database_and_norms_mut();
-        database.set_many(prepared.rewrites.iter().map(|w| (w.row, w.col, w.new)));
-        *norms = prepared.norms;
-        self.set_setup(prepared.next);
-        prepared.patch
+        database.set_many(rewrites.iter().map(|w| (w.row, w.col, w.new)));
+        *norms = new_norms;
     }
 
     /// The entries `changes` rewrite in a database of `geometry` (only those whose digit

@@ -90,12 +90,15 @@ impl TreePirServer {
                 false => server.prepare(changes).map(Some),
             })
             .collect::<Result<Vec<_>, PirError>>()?;
-        let mut patches = Vec::new();
-        for (color, (server, prepared)) in (0u8..).zip(servers.iter_mut().zip(prepared)) {
-            if let Some(prepared) = prepared {
-                patches.push((color, server.commit(prepared)));
-            }
-        }
+        let patches: Vec<(u8, Vec<u8>)> = servers
+            .par_iter_mut()
+            .zip(prepared)
+            .enumerate()
+            .filter_map(|(color, (server, prepared))| {
+                let color = u8::try_from(color).expect("fewer than 256 colours");
+                prepared.map(|prepared| (color, server.commit(prepared)))
+            })
+            .collect();
         let next = TreePirSetup::new(
             total,
             h,
