@@ -103,7 +103,13 @@ pub fn write() -> Result<(), FixtureError> {
     };
     let index = Server::from_records(&index_records(), 4, options, &|_, _| {})?;
     let keyword = KeywordServer::from_pairs(&PAIRS, KeywordOptions::default(), &|_, _| {})?;
-    let tree = TreePirServer::from_tree(&MerkleTree::from_leaves(&LEAVES), options, &|_, _| {})?;
+    // Room for two more leaves, so that appends to it make patches.
+    let tree_options = EngineOptions {
+        capacity: Some(4),
+        ..options
+    };
+    let tree =
+        TreePirServer::from_tree(&MerkleTree::from_leaves(&LEAVES), tree_options, &|_, _| {})?;
     std::fs::create_dir_all(folder()).map_err(|source| StoreError::Io {
         path: folder(),
         source,

@@ -9,7 +9,8 @@ use obscura_pir::lwe::{Answer, Client, Geometry, Lwe, PublicSetup, Query, Record
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_pir::wire::{self, Kind, Reader};
 use obscura_pir::ypir::{self, Variant, YpirOptions};
-use obscura_pir::{PirClient, PirServer};
+use obscura_pir::{Change, PirClient, PirServer};
+use obscura_store::store;
 use std::sync::OnceLock;
 
 use super::{one_line, outcome, round_trip, SeedsEnd, Target, Verdict, ACCEPTED};
@@ -78,6 +79,32 @@ pub(super) fn targets() -> Vec<Target> {
             seeds_end: SeedsEnd::Accepted,
             run: treepir_setup,
             seeds: || vec![tree().to_bytes()],
+        },
+        Target {
+            name: "lwe_setup_patch",
+            about: "a patch of the index fixture's setup, then a client of the setup it makes",
+            seeds_end: SeedsEnd::Accepted,
+            run: lwe_setup_patch,
+            seeds: || {
+                let set = Change::Set {
+                    index: 3,
+                    value: b"zzzz".to_vec(),
+                };
+                vec![fixture_patch("index", set)]
+            },
+        },
+        Target {
+            name: "treepir_setup_patch",
+            about: "a patch of the tree fixture's setup (a leaf appended), then a client's proof queries",
+            seeds_end: SeedsEnd::Accepted,
+            run: treepir_setup_patch,
+            seeds: || {
+                let append = Change::Append {
+                    index: fixtures::LEAVES.len() as u64,
+                    value: b"third".to_vec(),
+                };
+                vec![fixture_patch("tree", append)]
+            },
         },
         Target {
             name: "treepir_answers",
@@ -463,15 +490,64 @@ fn treepir_setup(input: &[u8]) -> Verdict {
     let setup = TreePirSetup::from_bytes(input);
     if let Ok(setup) = &setup {
         round_trip(input, &setup.to_bytes())?;
-        let mut client = TreePirClient::new(setup.clone());
-        let (queries, _) = client
-            .query(setup.leaves() - 1)
-            .map_err(|e| format!("the last leaf of a valid setup: {e}"))?;
-        if queries.len() != setup.databases().len() {
-            return Err("an audit-path request without one query per colour class".into());
-        }
+        use_tree(setup)?;
     }
     outcome(&setup)
+}
+
+/// A client of `setup` makes the audit-path request of its last leaf.
+fn use_tree(setup: &TreePirSetup) -> Result<(), String> {
+    let mut client = TreePirClient::new(setup.clone());
+    let (queries, _) = client
+        .query(setup.leaves() - 1)
+        .map_err(|e| format!("the last leaf of a valid setup: {e}"))?;
+    if queries.len() != setup.databases().len() {
+        return Err("an audit-path request without one query per colour class".into());
+    }
+    Ok(())
+}
+
+/// The patch a fresh copy of fixture `name` makes when it takes `change`.
+fn fixture_patch(name: &str, change: Change) -> Vec<u8> {
+    let mut database = store::read_database(&fixtures::path(name)).expect("the fixture loads");
+    database
+        .update(&[change])
+        .expect("the fixture takes the change")
+        .expect("the fixture's scheme makes patches")
+}
+
+/// A patch of the index fixture's setup: the setup it makes must encode and decode to itself,
+/// one version on, and serve a client.
+fn lwe_setup_patch(input: &[u8]) -> Verdict {
+    let patched = index_setup().clone().patched(input);
+    if let Ok(setup) = &patched {
+        let bytes = setup.to_bytes();
+        let decoded =
+            PublicSetup::from_bytes(&bytes).map_err(|e| format!("a patched setup: {e}"))?;
+        round_trip(&bytes, &decoded.to_bytes())?;
+        if setup.version() != index_setup().version() + 1 {
+            return Err("a patch that does not make the next version".into());
+        }
+        use_setup(setup)?;
+    }
+    outcome(&patched)
+}
+
+/// A patch of the tree fixture's setup: the setup it makes must encode and decode to itself,
+/// grown, and serve a client.
+fn treepir_setup_patch(input: &[u8]) -> Verdict {
+    let patched = tree().clone().patched(input);
+    if let Ok(setup) = &patched {
+        let bytes = setup.to_bytes();
+        let decoded =
+            TreePirSetup::from_bytes(&bytes).map_err(|e| format!("a patched setup: {e}"))?;
+        round_trip(&bytes, &decoded.to_bytes())?;
+        if setup.leaves() <= tree().leaves() {
+            return Err("a patch that does not grow the tree".into());
+        }
+        use_tree(setup)?;
+    }
+    outcome(&patched)
 }
 
 fn treepir_answers(input: &[u8]) -> Verdict {
