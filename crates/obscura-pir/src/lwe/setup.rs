@@ -1,5 +1,7 @@
 //! The public setup: what a client needs before it can query.
 
+use std::sync::Arc;
+
 use obscura_math::expand::{MatrixSeed, NegacyclicMatrix, PublicMatrix, SeededMatrix, SEED_BYTES};
 use obscura_math::matrix::Matrix;
 use sha2::{Digest as _, Sha256};
@@ -278,7 +280,10 @@ pub struct PublicSetup {
     layer: Layer,
     version: u64,
     hint_sha256: [u8; 32],
-    hint: Matrix,
+    /// Shared by the setup's copies (a scheme's setup holds its sub-databases' setups beside
+    /// their servers), so a copy costs no copy of the hint; an update changes it in place when
+    /// no other copy holds it.
+    hint: Arc<Matrix>,
     digest: Digest,
 }
 
@@ -333,7 +338,7 @@ impl PublicSetup {
             layer,
             version,
             hint_sha256,
-            hint,
+            hint: Arc::new(hint),
         }
     }
 
@@ -345,7 +350,7 @@ impl PublicSetup {
             (layer.geometry.rows(), layer.params.n()),
             (self.layer.geometry.rows(), self.layer.params.n())
         );
-        change(&mut self.hint);
+        change(Arc::make_mut(&mut self.hint));
         self.layer = layer;
         self.version += 1;
         self.hint_sha256 = hint_sha256(&self.hint);
@@ -394,7 +399,7 @@ impl PublicSetup {
 
     /// The hint, taken out of the setup.
     pub(super) fn into_hint(self) -> Matrix {
-        self.hint
+        Arc::try_unwrap(self.hint).unwrap_or_else(|shared| (*shared).clone())
     }
 
     /// The largest squared norm of a database row, digits read as signed.

@@ -90,6 +90,10 @@ impl TreePirServer {
                 false => server.prepare(changes).map(Some),
             })
             .collect::<Result<Vec<_>, PirError>>()?;
+        // Every change is checked: the old setup's copies of the sub-databases' setups are let
+        // go first, so that each sub-database changes its hint in place instead of copying it.
+        let base = *self.setup.digest();
+        self.setup.databases = Vec::new();
         let patches: Vec<(u8, Vec<u8>)> = servers
             .par_iter_mut()
             .zip(prepared)
@@ -106,7 +110,7 @@ impl TreePirServer {
             root,
             self.shards.public_setups(),
         );
-        let patch = super::patch::encode(&self.setup, &next, &patches);
+        let patch = super::patch::encode(&base, &next, &patches);
         self.setup = next;
         Ok(patch)
     }

@@ -16,19 +16,15 @@
 use super::TreePirSetup;
 use crate::batch::merkle::Hash;
 use crate::lwe::PublicSetup;
-use crate::wire::{self, Kind, Reader};
+use crate::wire::{self, Digest, Kind, Reader};
 use crate::PirError;
 
-/// The patch that turns `base` into `next`, whose sub-databases of the colours in `patches`
-/// changed by those LWE patches (in increasing colour order).
-pub(super) fn encode(
-    base: &TreePirSetup,
-    next: &TreePirSetup,
-    patches: &[(u8, Vec<u8>)],
-) -> Vec<u8> {
+/// The patch that turns the setup of digest `base` into `next`, whose sub-databases of the
+/// colours in `patches` changed by those LWE patches (in increasing colour order).
+pub(super) fn encode(base: &Digest, next: &TreePirSetup, patches: &[(u8, Vec<u8>)]) -> Vec<u8> {
     let mut out = Vec::new();
     wire::write_header(&mut out, Kind::TREEPIR_SETUP_PATCH, next.digest());
-    out.extend_from_slice(base.digest());
+    out.extend_from_slice(base);
     out.extend_from_slice(&next.leaves().to_le_bytes());
     out.extend_from_slice(&next.version().to_le_bytes());
     out.extend_from_slice(next.root());
