@@ -7,7 +7,8 @@
 //! verified; then made durable as `obscura update` does (the file written, flushed and renamed
 //! in `TMPDIR`), timed apart. The version's patch is measured as a client of the tree as built
 //! receives it (framed as the service sends it) and applies it: its size against the setup's,
-//! and the time from the old setup's bytes to the new one's bytes and SHA-256.
+//! and the time from the old setup's bytes to the new one's bytes and SHA-256. Last, one more
+//! leaf is appended as a version of its own, as a log that takes its entries one at a time does.
 
 use anyhow::{ensure, Context, Result};
 use obscura_pir::batch::merkle::{self, Hash, MerkleTree};
@@ -58,6 +59,8 @@ pub struct MerkleUpdateReport {
     pub write_seconds: f64,
     /// `append_seconds` plus `write_seconds`, over `build_seconds`: the version durable.
     pub durable_over_build: f64,
+    /// Seconds to append one more leaf as a version of its own, after the others.
+    pub one_leaf_seconds: f64,
     /// Bytes of the patch a client of the tree as built downloads instead of the setup.
     pub patch_bytes: u64,
     /// Seconds for that client to apply it (the new setup's bytes and SHA-256 included).
@@ -115,6 +118,12 @@ pub fn run(
     let correct = check(&server, &all, leaves, &first_root)?
         && patched == new_setup
         && sha256 == setup_sha256(&new_setup);
+    let one_more = [Change::Append {
+        index: leaves + appended,
+        value: vec![0xa5; LEAF_BYTES as usize],
+    }];
+    let (appending, one_leaf_seconds) = timed(|| pools.all.install(|| server.update(&one_more)));
+    appending?;
     let height = server.public_setup().height();
     let folder = tempfile::tempdir().context("cannot make a folder for the new version's file")?;
     let file = folder.path().join("update-merkle.obs");
@@ -133,6 +142,7 @@ pub fn run(
         over_build: append_seconds / build_seconds,
         write_seconds,
         durable_over_build: (append_seconds + write_seconds) / build_seconds,
+        one_leaf_seconds,
         patch_bytes: chain.len() as u64,
         client_seconds,
         correct,
@@ -186,15 +196,16 @@ impl Tables for MerkleUpdateReport {
             self.setup_bytes
         );
         println!(
-            "| appended | new version | / full build | file written | durable / full build | patch bytes | / setup | client applies | correct |\n|---|---|---|---|---|---|---|---|---|"
+            "| appended | new version | / full build | file written | durable / full build | one more leaf | patch bytes | / setup | client applies | correct |\n|---|---|---|---|---|---|---|---|---|---|"
         );
         println!(
-            "| {} | {} | {:.3} | {} | {:.3} | {} | {:.3} | {} | {} |",
+            "| {} | {} | {:.3} | {} | {:.3} | {} | {} | {:.3} | {} | {} |",
             self.appended,
             human(self.append_seconds),
             self.over_build,
             human(self.write_seconds),
             self.durable_over_build,
+            human(self.one_leaf_seconds),
             self.patch_bytes,
             self.patch_bytes as f64 / self.setup_bytes as f64,
             human(self.client_seconds),

@@ -351,6 +351,7 @@ fn update_merkle_preset_reports_the_append() {
         "over_build",
         "write_seconds",
         "client_seconds",
+        "one_leaf_seconds",
     ] {
         assert!(report[field].as_f64().unwrap() > 0.0, "{field}");
     }
