@@ -84,10 +84,10 @@ fn framed_bytes(parts: impl Iterator<Item = u64>) -> u64 {
 
 /// Appends each sub-database's encoded setup, with its length (`u64` LE) before it.
 pub(crate) fn write_setups(out: &mut Vec<u8>, setups: &[PublicSetup]) {
+    out.reserve(setups.iter().map(|s| 8 + s.encoded_bytes()).sum());
     for setup in setups {
-        let bytes = setup.to_bytes();
-        out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
-        out.extend_from_slice(&bytes);
+        out.extend_from_slice(&(setup.encoded_bytes() as u64).to_le_bytes());
+        setup.write(out);
     }
 }
 

@@ -118,7 +118,7 @@ impl PublicSetup {
         let mut out = Vec::with_capacity(self.encoded_len() as usize);
         wire::write_header(&mut out, Kind::DOUBLE_SETUP, &self.digest);
         self.first.write(&mut out);
-        out.extend_from_slice(&self.second.to_bytes());
+        self.second.write(&mut out);
         out
     }
 

@@ -426,15 +426,26 @@ impl PublicSetup {
 
     /// The encoded setup.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let len = Self::encoded_len(&self.layer.geometry, self.layer.params.set) as usize;
-        let mut out = Vec::with_capacity(len);
-        wire::write_header(&mut out, Kind::LWE_PUBLIC_SETUP, &self.digest);
-        self.layer.write(&mut out);
+        let mut out = Vec::with_capacity(self.encoded_bytes());
+        self.write(&mut out);
+        out
+    }
+
+    /// Bytes of the encoded setup.
+    pub(crate) fn encoded_bytes(&self) -> usize {
+        Self::encoded_len(&self.layer.geometry, self.layer.params.set) as usize
+    }
+
+    /// Appends the encoded setup to `out` (a scheme's setup writes its sub-databases' setups
+    /// into its own bytes, with no copy of each).
+    pub(crate) fn write(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        wire::write_header(out, Kind::LWE_PUBLIC_SETUP, &self.digest);
+        self.layer.write(out);
         out.extend_from_slice(&self.version.to_le_bytes());
         out.extend_from_slice(&self.hint_sha256);
         out.extend_from_slice(&wire::le_bytes(self.hint.as_slice()));
-        debug_assert_eq!(out.len(), len, "encoded_len");
-        out
+        debug_assert_eq!(out.len() - start, self.encoded_bytes(), "encoded_len");
     }
 
     /// Decodes a setup; every length is checked before allocating and the digest is recomputed
