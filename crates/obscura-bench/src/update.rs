@@ -247,21 +247,13 @@ impl Run<'_> {
             let new_setup = SetupMessage::to_bytes(version.public_setup());
             let patched = match patch {
                 Some(patch) => {
-                    let chain = framing::encode(&[patch]);
-                    let (patched, client_seconds) = timed(|| {
-                        pools.all.install(|| {
-                            let patched = Registry::default().patch_setup(&old_setup, &chain)?;
-                            let sha256 = setup_sha256(&patched);
-                            anyhow::Ok((patched, sha256))
-                        })
-                    });
-                    let (patched, sha256) = patched?;
-                    correct &= patched == new_setup && sha256 == setup_sha256(&new_setup);
+                    let applied = apply_as_client(&old_setup, patch, &new_setup, pools)?;
+                    correct &= applied.made_new_setup;
                     let changed_bytes = indices.len() as u64 * (record_bytes + 8);
                     Some(Patched {
-                        bytes: chain.len() as u64,
-                        over_changed: chain.len() as f64 / changed_bytes as f64,
-                        client_seconds,
+                        bytes: applied.bytes,
+                        over_changed: applied.bytes as f64 / changed_bytes as f64,
+                        client_seconds: applied.seconds,
                     })
                 }
                 None => None,
@@ -305,6 +297,41 @@ impl Run<'_> {
             cases: measured,
         })
     }
+}
+
+/// A patch as a client of the previous version receives it (framed, as the service sends it)
+/// and applies it.
+pub(crate) struct ClientPatch {
+    /// Bytes of the framed patch.
+    pub bytes: u64,
+    /// Seconds from the old setup's bytes to the new setup's bytes and SHA-256.
+    pub seconds: f64,
+    /// Whether the setup made is the server's new one, byte for byte and by SHA-256.
+    pub made_new_setup: bool,
+}
+
+/// A client holding `old_setup` applies `patch` (see [`ClientPatch`]); `new_setup` is the
+/// server's.
+pub(crate) fn apply_as_client(
+    old_setup: &[u8],
+    patch: Vec<u8>,
+    new_setup: &[u8],
+    pools: &Pools,
+) -> Result<ClientPatch> {
+    let chain = framing::encode(&[patch]);
+    let (patched, seconds) = timed(|| {
+        pools.all.install(|| {
+            let patched = Registry::default().patch_setup(old_setup, &chain)?;
+            let sha256 = setup_sha256(&patched);
+            anyhow::Ok((patched, sha256))
+        })
+    });
+    let (patched, sha256) = patched?;
+    Ok(ClientPatch {
+        bytes: chain.len() as u64,
+        seconds,
+        made_new_setup: patched == new_setup && sha256 == setup_sha256(new_setup),
+    })
 }
 
 /// `count` distinct record indices below `records`: pseudo-random ones, or one run from a

@@ -14,8 +14,7 @@ use anyhow::{ensure, Context, Result};
 use obscura_pir::batch::merkle::{self, Hash, MerkleTree};
 use obscura_pir::batch::treepir::{TreePirClient, TreePirServer};
 use obscura_pir::lwe::EngineOptions;
-use obscura_pir::{framing, Change, PirServer, SetupMessage};
-use obscura_registry::{setup_sha256, Registry};
+use obscura_pir::{Change, PirServer, SetupMessage};
 use serde::Serialize;
 
 use obscura_store::store::{self, Database};
@@ -23,6 +22,7 @@ use obscura_store::store::{self, Database};
 use crate::measure::{generate, timed};
 use crate::progress::Progress;
 use crate::report::{human, print_bandwidth, print_correct, Pair, Tables};
+use crate::update::apply_as_client;
 use obscura_math::threads::Pools;
 
 /// The appended leaves, as a fraction of the tree's: 2^16 of 2^20.
@@ -106,18 +106,10 @@ pub fn run(
         .collect();
     let (appending, append_seconds) = timed(|| pools.all.install(|| server.update(&changes)));
     let patch = appending?.context("TreePIR updates make a patch")?;
-    let chain = framing::encode(&[patch]);
-    let (patched, client_seconds) = timed(|| {
-        pools.all.install(|| {
-            let patched = Registry::default().patch_setup(&old_setup, &chain)?;
-            anyhow::Ok((setup_sha256(&patched), patched))
-        })
-    });
-    let (sha256, patched) = patched?;
     let new_setup = SetupMessage::to_bytes(server.public_setup());
-    let correct = check(&server, &all, leaves, &first_root)?
-        && patched == new_setup
-        && sha256 == setup_sha256(&new_setup);
+    let applied = apply_as_client(&old_setup, patch, &new_setup, pools)?;
+    drop(new_setup);
+    let correct = check(&server, &all, leaves, &first_root)? && applied.made_new_setup;
     let one_more = [Change::Append {
         index: leaves + appended,
         value: vec![0xa5; LEAF_BYTES as usize],
@@ -143,8 +135,8 @@ pub fn run(
         write_seconds,
         durable_over_build: (append_seconds + write_seconds) / build_seconds,
         one_leaf_seconds,
-        patch_bytes: chain.len() as u64,
-        client_seconds,
+        patch_bytes: applied.bytes,
+        client_seconds: applied.seconds,
         correct,
     })
 }

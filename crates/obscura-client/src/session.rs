@@ -174,7 +174,7 @@ impl Session {
         &self.database
     }
 
-    /// Checks `proved`, a consistency proof sent for this session's Merkle tree, that the tree
+    /// Checks `proved`, a consistency proof sent for the Merkle tree of this setup, that the tree
     /// of its `first` leaves with head `first_root` is a prefix of the tree served: `Ok(false)`
     /// when it goes to another tree than this setup's (the served one has grown since: fetch
     /// the setup again and ask again); an error when the database is not a tree or the proof
