@@ -7,7 +7,7 @@ use obscura_pir::keyword::{
     filter_hash, key_digest, Keyword, KeywordClient, KeywordOptions, KeywordServer, KeywordSetup,
 };
 use obscura_pir::lwe::Layout;
-use obscura_pir::{PirClient, PirServer};
+use obscura_pir::{Encode, PirClient, PirServer};
 use obscura_registry::Database;
 use rayon::prelude::*;
 
@@ -82,7 +82,7 @@ pub fn run(
         let mut client = client?;
         describe(
             &mut report,
-            client.setup().index().layer(),
+            client.setup().main().index().layer(),
             Layout::OnePerColumn,
             keys,
             value_bytes,
@@ -90,7 +90,7 @@ pub fn run(
         report.scheme = "keyword".into();
         report.arity = Some(arity.get());
         report.seconds.filter_build = Some(filter_seconds);
-        report.seconds.hint_bound = hint_bound(client.setup().index(), pools);
+        report.seconds.hint_bound = hint_bound(client.setup().main().index(), pools);
         report.seconds.server_setup = setup_seconds;
         report.seconds.client_setup = client_seconds;
 

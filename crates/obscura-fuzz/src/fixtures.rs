@@ -11,7 +11,7 @@ use obscura_pir::batch::merkle::MerkleTree;
 use obscura_pir::batch::treepir::TreePirServer;
 use obscura_pir::keyword::{KeywordOptions, KeywordServer};
 use obscura_pir::lwe::{EngineOptions, Layout, Server};
-use obscura_pir::PirError;
+use obscura_pir::{Change, PirError, PirServer};
 use obscura_service::catalog::{Catalog, CatalogError};
 use obscura_store::store::{self, Database, StoreError};
 
@@ -102,7 +102,14 @@ pub fn write() -> Result<(), FixtureError> {
         ..EngineOptions::default()
     };
     let index = Server::from_records(&index_records(), 4, options, &|_, _| {})?;
-    let keyword = KeywordServer::from_pairs(&PAIRS, KeywordOptions::default(), &|_, _| {})?;
+    // The last pair comes as a change, so that lookups query a delta table too.
+    let mut keyword =
+        KeywordServer::from_pairs(&PAIRS[..2], KeywordOptions::default(), &|_, _| {})?;
+    let (key, value) = PAIRS[2];
+    keyword.update(&[Change::Upsert {
+        key: key.into(),
+        value: value.into(),
+    }])?;
     // Room for two more leaves, so that appends to it make patches.
     let tree_options = EngineOptions {
         capacity: Some(4),

@@ -31,7 +31,7 @@ pub const MAGIC: [u8; 4] = *b"OBSC";
 /// hint's SHA-256, both in its digest; 5: a keyword row's check covers its value as
 /// well as its key, see [`crate::keyword::row_check`]; 4: database matrices are stored in column
 /// panels of row groups of tiles, see `obscura_math::layout`).
-pub const VERSION: u16 = 9;
+pub const VERSION: u16 = 10;
 
 /// Length of the envelope before the body.
 pub const HEADER_BYTES: usize = 4 + 2 + 2 + 32;

@@ -3,11 +3,12 @@
 
 use std::sync::OnceLock;
 
+use obscura_pir::batch::shards::Shards;
 use obscura_pir::keyword::fuse::Arity;
 use obscura_pir::keyword::{KeywordClient, KeywordOptions, KeywordServer, KeywordSetup};
 use obscura_pir::lwe::Answer;
 use obscura_pir::wire::{self, COMPACT_HEADER_BYTES};
-use obscura_pir::{PirClient, PirError, PirServer};
+use obscura_pir::{Encode, Message, PirClient, PirError, PirServer};
 use proptest::prelude::*;
 use rayon::prelude::*;
 
@@ -75,7 +76,7 @@ fn rows_carry_a_length_only_when_values_differ() {
         let server =
             KeywordServer::from_pairs(&pairs, KeywordOptions::default(), &|_, _| {}).unwrap();
         let setup = KeywordSetup::from_bytes(&server.public_setup().to_bytes()).unwrap();
-        assert_eq!(setup.index().geometry().record_bytes(), row_bytes);
+        assert_eq!(setup.main().index().geometry().record_bytes(), row_bytes);
         let mut client = KeywordClient::new(setup);
         for (key, value) in &pairs {
             assert_eq!(lookup(&server, &mut client, key).as_ref(), Some(value));
@@ -119,8 +120,9 @@ fn huge_key_counts_are_refused() {
     let setup =
         KeywordServer::from_pairs(&pairs(5), KeywordOptions::default(), &|_, _| {}).unwrap();
     let bytes = setup.public_setup().to_bytes();
-    // The key count follows the envelope header, the arity byte and the 32-byte seed.
-    let keys_at = obscura_pir::wire::HEADER_BYTES + 1 + 32;
+    // The main table's key count follows the envelope header, the setup's key count, version
+    // and table count, then the table's arity byte and 32-byte seed.
+    let keys_at = obscura_pir::wire::HEADER_BYTES + 8 + 8 + 1 + 1 + 32;
     assert_eq!(bytes[keys_at..keys_at + 8], 5u64.to_le_bytes());
     for claim in [u64::MAX, 0xe4 << 56, (1 << 32) + 1, 1 << 32, 1 << 20] {
         let mut corrupted = bytes.clone();
@@ -166,6 +168,12 @@ fn corruption_world() -> &'static (Pairs, KeywordServer) {
     })
 }
 
+/// Bytes of a one-table answer's framing: the part count and the part's length.
+const FRAME_BYTES: usize = 8;
+
+/// Bytes of a one-table answer before its entries: the framing and the part's envelope.
+const ENVELOPE_BYTES: usize = FRAME_BYTES + COMPACT_HEADER_BYTES;
+
 /// Looks `key` up with bit `bit` of the answer's encoding flipped on the way (no flip when
 /// `bit` is `None`).
 fn lookup_with_flip(
@@ -179,15 +187,16 @@ fn lookup_with_flip(
     if let Some(bit) = bit {
         bytes[bit / 8] ^= 1 << (bit % 8);
     }
-    Answer::from_bytes(&bytes, client.setup().index())
+    Shards::<Answer>::from_bytes(&bytes, client.setup())
         .and_then(|answer| client.decode(state, &answer))
 }
 
 /// The answer entries (16 bits each, after the envelope) whose digit lies wholly inside the row:
 /// flipping such an entry's top bit moves the digit by p/2, so the decoded row changes.
 fn entries_inside_the_row(setup: &KeywordSetup) -> usize {
-    let row_bits = 8 * setup.index().geometry().record_bytes() as usize;
-    row_bits / usize::from(setup.index().params().log_p)
+    let index = setup.main().index();
+    let row_bits = 8 * index.geometry().record_bytes() as usize;
+    row_bits / usize::from(index.params().log_p)
 }
 
 /// Flipping the top bit of any answer entry inside the row (the check's, the length's or the
@@ -202,7 +211,7 @@ fn a_changed_row_digit_reads_as_absent() {
     );
     assert!(value.len() > 32, "{} value bytes", value.len());
     for entry in 0..entries_inside_the_row(server.public_setup()) {
-        let top_bit = 8 * (COMPACT_HEADER_BYTES + 2 * entry + 1) + 7;
+        let top_bit = 8 * (ENVELOPE_BYTES + 2 * entry + 1) + 7;
         let decoded = lookup_with_flip(server, key, Some(top_bit));
         assert!(matches!(decoded, Ok(None)), "entry {entry}: {decoded:?}");
     }
@@ -236,17 +245,17 @@ proptest! {
         let (key, expected) = pairs
             .get(key)
             .map_or((&b"absent"[..], None), |(k, v)| (&k[..], Some(v)));
-        let len = Answer::encoded_len(server.public_setup().index()) as usize;
+        let len = FRAME_BYTES + Answer::encoded_len(server.public_setup().main().index()) as usize;
         let bit = bit % (8 * len);
         let decoded = lookup_with_flip(server, key, Some(bit));
         if let Ok(Some(value)) = &decoded {
             prop_assert_eq!(Some(value), expected, "bit {}", bit);
         }
         let byte = bit / 8;
-        if byte < COMPACT_HEADER_BYTES {
+        if byte < ENVELOPE_BYTES {
             prop_assert!(decoded.is_err(), "bit {}: {:?}", bit, decoded);
         } else {
-            let at = byte - COMPACT_HEADER_BYTES;
+            let at = byte - ENVELOPE_BYTES;
             let (entry, top) = (at / 2, at % 2 == 1 && bit % 8 == 7);
             if top && entry < entries_inside_the_row(server.public_setup()) {
                 prop_assert!(matches!(decoded, Ok(None)), "bit {}: {:?}", bit, decoded);

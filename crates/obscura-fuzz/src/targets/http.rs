@@ -8,9 +8,9 @@ use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
 use obscura_pir::batch::treepir::TreePir;
 use obscura_pir::framing;
-use obscura_pir::keyword::Keyword;
+use obscura_pir::keyword::{Keyword, KeywordClient};
 use obscura_pir::lwe::{Client, Lwe};
-use obscura_pir::PirClient;
+use obscura_pir::{Encode, PirClient};
 use obscura_service::catalog::Catalog;
 use obscura_service::service::{self, ServiceConfig};
 use obscura_store::store::Database;
@@ -105,17 +105,21 @@ fn query_of(setup: &obscura_pir::lwe::PublicSetup) -> Vec<u8> {
     query.to_bytes()
 }
 
-/// An honest query to `database`, an index or keyword database on one LWE engine.
+/// An honest query to `database`: record 0 of an index database, a key of a keyword database.
 fn query_to(database: &Database) -> Vec<u8> {
-    let setup = match database.server::<Lwe>() {
-        Some(server) => server.public_setup(),
-        None => database
-            .server::<Keyword>()
-            .expect("an index or keyword database")
-            .public_setup()
-            .index(),
-    };
-    query_of(setup)
+    match database.server::<Lwe>() {
+        Some(server) => query_of(server.public_setup()),
+        None => {
+            let setup = database
+                .server::<Keyword>()
+                .expect("an index or keyword database")
+                .public_setup();
+            let (query, _) = KeywordClient::new(setup.clone())
+                .query(b"alice")
+                .expect("a lookup");
+            query.to_bytes()
+        }
+    }
 }
 
 /// Sends `request` and checks the response: its status and body.

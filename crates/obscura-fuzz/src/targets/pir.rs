@@ -3,13 +3,14 @@
 use obscura_math::expand::{MatrixSeed, SEED_BYTES};
 use obscura_math::matrix::Matrix;
 use obscura_pir::batch::treepir::{TreePir, TreePirClient, TreePirServer, TreePirSetup};
+use obscura_pir::batch::shards::Shards;
 use obscura_pir::framing;
 use obscura_pir::keyword::{Keyword, KeywordClient, KeywordServer, KeywordSetup};
 use obscura_pir::lwe::{Answer, Client, Geometry, Lwe, PublicSetup, Query, RecordFormat, Server};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_pir::wire::{self, Kind, Reader};
 use obscura_pir::ypir::{self, Variant, YpirOptions};
-use obscura_pir::{Change, PirClient, PirServer};
+use obscura_pir::{Change, Encode, Message, PirClient, PirServer};
 use obscura_store::store;
 use std::sync::OnceLock;
 
@@ -71,7 +72,7 @@ pub(super) fn targets() -> Vec<Target> {
             about: "an answer to a lookup in the keyword fixture, then the client's decode",
             seeds_end: SeedsEnd::Accepted,
             run: keyword_answer,
-            seeds: || vec![honest_answer(keyword().index())],
+            seeds: || vec![honest_keyword_answer()],
         },
         Target {
             name: "treepir_setup",
@@ -267,7 +268,8 @@ fn tree() -> &'static TreePirSetup {
 
 /// The LWE setups of the fixtures.
 fn lwe_setups() -> Vec<Vec<u8>> {
-    let mut setups = vec![index_setup().to_bytes(), keyword().index().to_bytes()];
+    let mut setups = vec![index_setup().to_bytes()];
+    setups.extend(keyword().tables().map(|table| table.index().to_bytes()));
     setups.extend(tree().databases().iter().map(PublicSetup::to_bytes));
     setups
 }
@@ -290,6 +292,17 @@ fn queries() -> Vec<Vec<u8>> {
 }
 
 /// The answer of the server behind `setup` to a query of its first record.
+/// An honest answer to a lookup of a key of the keyword fixture.
+fn honest_keyword_answer() -> Vec<u8> {
+    let (query, _) = KeywordClient::new(keyword().clone())
+        .query(PAIRS[1].0.as_bytes())
+        .expect("a lookup");
+    keyword_server()
+        .answer(&query)
+        .expect("an honest query")
+        .to_bytes()
+}
+
 fn honest_answer(setup: &PublicSetup) -> Vec<u8> {
     let server = [index_server(), keyword_server().engine()]
         .into_iter()
@@ -464,7 +477,7 @@ fn keyword_setup(input: &[u8]) -> Verdict {
 
 fn keyword_answer(input: &[u8]) -> Verdict {
     let setup = keyword();
-    let answer = Answer::from_bytes(input, setup.index());
+    let answer = <Shards<Answer> as Message<KeywordSetup>>::from_bytes(input, setup);
     let Ok(answer) = &answer else {
         return outcome(&answer);
     };

@@ -78,7 +78,7 @@ where
 }
 
 /// Bytes of a framed request or reply whose parts have the given sizes.
-fn framed_bytes(parts: impl Iterator<Item = u64>) -> u64 {
+pub(crate) fn framed_bytes(parts: impl Iterator<Item = u64>) -> u64 {
     parts.fold(4, |total, part| total.saturating_add(4 + part))
 }
 

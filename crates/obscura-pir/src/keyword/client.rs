@@ -1,32 +1,35 @@
-//! The client: queries a key's filter slots and decodes and checks the row it gets back.
-
-use obscura_math::pack;
+//! The client: queries a key's filter slots in every table and decodes and checks the rows it
+//! gets back, the delta's deciding over the main table's.
 
 use super::index::{IndexState, KeywordIndex};
-use super::row::{filter_hash, key_digest, mask_digit, row_check, CHECK_BYTES, DIGEST_BYTES};
+use super::row::{filter_hash, key_digest, DIGEST_BYTES};
 use super::setup::Setup;
 use super::Keyword;
+use crate::batch::shards::Shards;
 use crate::lookup::{self, Found, Lookup, Target};
 use crate::scheme::{AnswerOf, QueryOf};
 use crate::{PirClient, PirError};
 
 /// The client of a keyword database on index scheme `I`.
 pub struct Client<I: KeywordIndex> {
-    index: I::Client,
+    /// One index client per table, in the setup's order.
+    tables: Vec<I::Client>,
     setup: Setup<I>,
 }
 
-/// The secret state of one lookup.
+/// The secret state of one lookup: the key's digest and, per table, the index state and the
+/// key's filter hash.
 pub struct KeyLookup<I: KeywordIndex> {
-    index: IndexState<I>,
+    tables: Vec<(IndexState<I>, u64)>,
     digest: [u8; DIGEST_BYTES],
-    hash: u64,
 }
 
 impl<I: KeywordIndex> Client<I> {
     /// Prepares `count` queries ahead of time (see [`crate::lwe::Client::preprocess`]).
     pub fn preprocess(&mut self, count: usize) -> Result<(), PirError> {
-        I::preprocess(&mut self.index, count)
+        self.tables
+            .iter_mut()
+            .try_for_each(|table| I::preprocess(table, count))
     }
 }
 
@@ -41,7 +44,10 @@ impl<I: KeywordIndex> PirClient for Client<I> {
 
     fn new(setup: Setup<I>) -> Self {
         Self {
-            index: I::Client::new(setup.index.clone()),
+            tables: setup
+                .tables()
+                .map(|table| I::Client::new(table.index().clone()))
+                .collect(),
             setup,
         }
     }
@@ -50,61 +56,59 @@ impl<I: KeywordIndex> PirClient for Client<I> {
         &self.setup
     }
 
-    /// A query for `key`: Δ at its filter slots. The server cannot tell keys apart.
-    fn query(&mut self, key: &[u8]) -> Result<(QueryOf<I>, KeyLookup<I>), PirError> {
+    /// A query for `key`: Δ at its filter slots in every table, whatever the key's history,
+    /// so the server cannot tell keys apart.
+    fn query(&mut self, key: &[u8]) -> Result<(QueryOf<Keyword<I>>, KeyLookup<I>), PirError> {
         let digest = key_digest(key);
-        let hash = filter_hash(&self.setup.seed, &digest);
-        let positions = self.setup.shape().positions(hash);
-        let (query, index) =
-            I::query_slots(&mut self.index, &positions[..self.setup.arity().get()])?;
+        let mut queries = Vec::with_capacity(self.tables.len());
+        let mut states = Vec::with_capacity(self.tables.len());
+        for (client, table) in self.tables.iter_mut().zip(self.setup.tables()) {
+            let hash = filter_hash(&table.seed, &digest);
+            let positions = table.shape().positions(hash);
+            let (query, state) = I::query_slots(client, &positions[..table.arity().get()])?;
+            queries.push(query);
+            states.push((state, hash));
+        }
         Ok((
-            query,
+            Shards(queries),
             KeyLookup {
-                index,
+                tables: states,
                 digest,
-                hash,
             },
         ))
     }
 
-    /// The value stored under the key, or `None` when the key is absent. An answer altered on
-    /// the way fails the row's check and also gives `None` (or an error), never a wrong value.
+    /// The value stored under the key, or `None` when the key is absent: the delta's row when
+    /// it holds the key (a value, or a deletion), else the main table's. An answer altered on
+    /// the way fails a row's check and also gives `None` (or an error), never a wrong value.
     fn decode(
         &self,
         state: KeyLookup<I>,
-        answer: &AnswerOf<I>,
+        answer: &AnswerOf<Keyword<I>>,
     ) -> Result<Option<Vec<u8>>, PirError> {
-        let log_p = I::engine(&self.setup.index).params().log_p;
-        let p_mask = (1u16 << log_p) - 1;
-        let mut digits = I::decode_slots(&self.index, state.index, answer)?;
-        for (j, digit) in digits.iter_mut().enumerate() {
-            *digit =
-                ((u16::from(*digit) + u16::from(mask_digit(state.hash, j, log_p))) & p_mask) as u8;
+        if answer.0.len() != self.tables.len() {
+            return Err(PirError::malformed(
+                "keyword answer",
+                format!("{} parts for {} tables", answer.0.len(), self.tables.len()),
+            ));
         }
-        let (header, max_value) = (self.setup.row_header(), self.setup.max_value);
-        let row = pack::unpack(&digits, u32::from(log_p), header + max_value as usize);
-        let len = if header == CHECK_BYTES {
-            max_value
-        } else {
-            let mut len = [0u8; 8];
-            len[..header - CHECK_BYTES].copy_from_slice(&row[CHECK_BYTES..header]);
-            u64::from_le_bytes(len)
-        };
-        // A length past the longest value is checked over the whole value area, then refused.
-        let (value, padding) = row[header..].split_at(len.min(max_value) as usize);
-        let expected = row_check(&state.digest, value);
-        // Constant time in the check: OR of all byte differences.
-        let difference = row[..CHECK_BYTES]
+        let mut rows = Vec::with_capacity(self.tables.len());
+        for (((client, table), (index, hash)), part) in self
+            .tables
             .iter()
-            .zip(&expected)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
-        if std::hint::black_box(difference) != 0
-            || len > max_value
-            || padding.iter().any(|&b| b != 0)
+            .zip(self.setup.tables())
+            .zip(state.tables)
+            .zip(&answer.0)
         {
-            return Ok(None);
+            let digits = I::decode_slots(client, index, part)?;
+            rows.push(table.read_row(digits, &state.digest, hash));
         }
-        Ok(Some(value.to_vec()))
+        let mut rows = rows.into_iter();
+        let main = rows.next().flatten();
+        Ok(match rows.next().flatten() {
+            Some(delta) => super::delta::present(&delta),
+            None => main,
+        })
     }
 
     fn lookup(&mut self, target: Target<'_>) -> Result<(Vec<u8>, KeyLookup<I>), PirError> {

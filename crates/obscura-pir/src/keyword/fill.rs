@@ -14,9 +14,9 @@ use super::fuse::FuseShape;
 use super::row::{mask_digits, row_header, CHECK_BYTES};
 use crate::lwe::{self, Geometry};
 
-/// The pairs of a keyword database and their peeled filter, ready to be encoded.
-pub(super) struct Filled<'a, K, V> {
-    pub(super) pairs: &'a [(K, V)],
+/// The values of a keyword table and their peeled filter, ready to be encoded.
+pub(super) struct Filled<'a, V> {
+    pub(super) values: &'a [V],
     pub(super) checks: &'a [[u8; CHECK_BYTES]],
     pub(super) hashes: &'a [u64],
     pub(super) order: &'a [(u32, u8)],
@@ -49,7 +49,7 @@ const PREFETCH_KEYS: usize = 16;
 /// Keys a fill block goes through between progress reports.
 const PROGRESS_KEYS: usize = 1 << 16;
 
-impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
+impl<V: AsRef<[u8]> + Sync> Filled<'_, V> {
     /// The database matrix of `geometry` (one slot per column), filled in reverse
     /// peeling order so that each key's slots and mask sum to its row.
     ///
@@ -97,7 +97,7 @@ impl<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync> Filled<'_, K, V> {
             .map(|&(key, t)| {
                 let hash = self.hashes[key as usize];
                 Step {
-                    value: self.pairs[key as usize].1.as_ref(),
+                    value: self.values[key as usize].as_ref(),
                     check: self.checks[key as usize],
                     hash,
                     slots: self.shape.positions(hash),
@@ -287,8 +287,9 @@ mod tests {
                     shape.peel(&hashes).map(|order| (hashes, order))
                 })
                 .unwrap();
+            let values: Vec<&[u8]> = pairs.iter().map(|(_, v)| v.as_slice()).collect();
             let filled = Filled {
-                pairs: &pairs,
+                values: &values,
                 checks: &checks,
                 hashes: &hashes,
                 order: &order,

@@ -13,7 +13,7 @@ pub type IndexState<I> = <<I as Scheme>::Client as PirClient>::State;
 
 /// An index scheme that keyword PIR can run on: its database has one filter slot per column,
 /// cut into digits mod p, and one query asks for the sum (mod p) of a key's 3 or 4 slot columns.
-pub trait KeywordIndex: Scheme {
+pub trait KeywordIndex: Scheme<Query: Clone> {
     /// Sets up the index over a slot matrix: `encode(log_p)` fills the slots as `log_p`-bit
     /// digits in the given geometry, tried from `largest` bits down to `planned`'s (which always
     /// fits); `progress` follows the setup's long step.
@@ -30,6 +30,9 @@ pub trait KeywordIndex: Scheme {
 
     /// The LWE setup under the index setup: its geometry (one slot per column) and parameters.
     fn engine(setup: &Self::Setup) -> &lwe::PublicSetup;
+
+    /// The slot matrix a server streams: one slot per column, its digits centered.
+    fn slot_matrix(server: &Self::Server) -> &PlaintextMatrix;
 
     /// A query for the sum of the slot columns `slots`, with Δ at each.
     fn query_slots(
@@ -74,6 +77,10 @@ impl KeywordIndex for Lwe {
 
     fn engine(setup: &lwe::PublicSetup) -> &lwe::PublicSetup {
         setup
+    }
+
+    fn slot_matrix(server: &lwe::Server) -> &PlaintextMatrix {
+        server.database()
     }
 
     fn query_slots(

@@ -30,6 +30,7 @@
 //! [`KeywordSetup`] and [`LookupState`] name them on the LWE engine.
 
 mod client;
+mod delta;
 mod fill;
 pub mod fuse;
 mod index;
@@ -42,7 +43,7 @@ pub use client::{Client, KeyLookup};
 pub use index::{IndexState, KeywordIndex};
 pub use row::{filter_hash, key_digest, row_check, CHECK_BYTES, DIGEST_BYTES};
 pub use server::Server;
-pub use setup::Setup;
+pub use setup::{Setup, Table};
 
 /// The server of a keyword database on the LWE engine.
 pub type KeywordServer = Server<Lwe>;
@@ -53,6 +54,9 @@ pub type KeywordSetup = Setup<Lwe>;
 /// The secret state of one lookup in a keyword database on the LWE engine.
 pub type LookupState = KeyLookup<Lwe>;
 
+use crate::batch::shards::framed_bytes;
+use crate::batch::shards::Shards;
+use crate::framing;
 use crate::lwe::Lwe;
 use crate::params::{MatrixKind, ParamSet};
 use crate::scheme::{Message, Scheme, SetupMessage, Summary};
@@ -68,8 +72,8 @@ impl<I: KeywordIndex> Scheme for Keyword<I> {
     const KIND: Kind = Kind::KEYWORD_SETUP;
     const NAME: &'static str = "keyword";
     type Setup = Setup<I>;
-    type Query = I::Query;
-    type Answer = I::Answer;
+    type Query = Shards<I::Query>;
+    type Answer = Shards<I::Answer>;
     type Server = Server<I>;
     type Client = Client<I>;
 }
@@ -84,48 +88,76 @@ impl<I: KeywordIndex> SetupMessage for Setup<I> {
     }
 
     fn digest(&self) -> &Digest {
-        self.index.digest()
+        Setup::digest(self)
     }
 
     fn query_bytes(&self) -> u64 {
-        self.index.query_bytes()
+        framed_bytes(self.tables().map(|t| t.index.query_bytes()))
     }
 
     fn answer_bytes(&self) -> u64 {
-        self.index.answer_bytes()
+        framed_bytes(self.tables().map(|t| t.index.answer_bytes()))
     }
 
     fn matrix_shapes(&self) -> Vec<(usize, usize)> {
-        self.index.matrix_shapes()
+        self.tables()
+            .flat_map(|table| {
+                let mut shapes = table.index.matrix_shapes();
+                shapes.push((DIGEST_BYTES, table.keys as usize));
+                shapes
+            })
+            .collect()
     }
 
     fn describe(&self) -> String {
-        let engine = I::engine(&self.index);
+        let engine = I::engine(&self.main.index);
         let g = engine.geometry();
+        let delta = self.delta.as_ref().map_or(String::new(), |delta| {
+            format!(
+                "; {} keys changed since in a delta of {} slots",
+                delta.keys,
+                I::engine(&delta.index).geometry().records()
+            )
+        });
         format!(
-            "{} keys in {} slots of {} bytes ({}-wise filter), {}",
-            self.keys,
+            "{} keys in {} slots of {} bytes ({}-wise filter), {}{delta}",
+            self.keys(),
             g.records(),
             g.record_bytes(),
-            self.arity().get(),
+            self.main.arity().get(),
             crate::lwe::describe(g, engine.params())
         )
     }
 
     fn summary(&self) -> Summary<'_> {
         Summary {
-            items: self.keys,
-            item_bytes: self.max_value,
-            ..self.index.summary()
+            items: self.keys(),
+            item_bytes: self.max_value(),
+            version: self.version(),
+            ..self.main.index.summary()
         }
     }
 }
 
-/// A keyword database's queries and answers are its index scheme's, checked against the index
-/// setup inside the keyword setup.
-impl<I: KeywordIndex, M: Message<I::Setup>> Message<Setup<I>> for M {
+/// A keyword request or reply: one part per table, each the index scheme's message checked
+/// against that table's index setup. A request for another version's tables is a
+/// [`PirError::SetupMismatch`].
+impl<I: KeywordIndex, M: Message<I::Setup>> Message<Setup<I>> for Shards<M> {
     fn from_bytes(bytes: &[u8], setup: &Setup<I>) -> Result<Self, PirError> {
-        M::from_bytes(bytes, &setup.index)
+        let tables = setup.tables().count();
+        if framing::count(bytes).is_some_and(|count| count != tables) {
+            return Err(PirError::SetupMismatch {
+                what: M::KIND.describe(),
+            });
+        }
+        let parts = framing::decode_exact(bytes, tables)
+            .map_err(|e| PirError::malformed(M::KIND.describe(), e))?;
+        parts
+            .into_iter()
+            .zip(setup.tables())
+            .map(|(part, table)| M::from_bytes(part, &table.index))
+            .collect::<Result<_, _>>()
+            .map(Shards)
     }
 }
 

@@ -1,5 +1,5 @@
-//! The server: builds a keyword database from its pairs and answers queries with its index
-//! scheme.
+//! The server: builds a keyword database's tables from their pairs and answers a query's part
+//! for each table with its index scheme.
 
 use rayon::prelude::*;
 
@@ -8,8 +8,9 @@ use super::fuse::FuseShape;
 use super::index::KeywordIndex;
 use super::plan::{likely_log_p, StorePlan};
 use super::row::{filter_hash, key_digest, row_check, CHECK_BYTES, DIGEST_BYTES};
-use super::setup::{Setup, SETUP_FIELD_BYTES};
+use super::setup::{Setup, Table, SETUP_FIELD_BYTES};
 use super::{Keyword, KeywordOptions};
+use crate::batch::shards::Shards;
 use crate::lwe::{Footprint, Geometry, Layout};
 use crate::scheme::{AnswerOf, Progress, QueryOf, SetupMessage};
 use crate::{PirError, PirServer};
@@ -21,7 +22,7 @@ const MAX_ATTEMPTS: usize = 100;
 /// The index of a key whose digest another key shares, if any. Digests are sorted by their
 /// first eight bytes (in parallel), whole digests deciding only between equal prefixes, so equal
 /// digests end up side by side.
-fn repeated_digest(digests: &[[u8; DIGEST_BYTES]]) -> Option<usize> {
+pub(super) fn repeated_digest(digests: &[[u8; DIGEST_BYTES]]) -> Option<usize> {
     let prefix = |d: &[u8; DIGEST_BYTES]| u64::from_le_bytes(d[..8].try_into().expect("8 bytes"));
     let mut sorted: Vec<(u64, usize)> = digests
         .par_iter()
@@ -63,10 +64,131 @@ fn peel_with_retries(
     )))
 }
 
-/// The server side of a keyword database, on index scheme `I`.
+/// A table's server: the index scheme's server of its rows, and its keys' digests (what a
+/// new version or a compaction of the table needs besides the rows).
+pub(super) struct Stored<I: KeywordIndex> {
+    pub(super) index: I::Server,
+    pub(super) digests: PlaintextMatrix,
+}
+
+/// The server side of a keyword database, on index scheme `I`: the main table and, between
+/// compactions, the delta table of the keys changed since.
 pub struct Server<I: KeywordIndex> {
-    index: I::Server,
-    setup: Setup<I>,
+    pub(super) main: Stored<I>,
+    pub(super) delta: Option<Stored<I>>,
+    pub(super) setup: Setup<I>,
+}
+
+/// Builds one table of the rows of `digests[i]` and `values[i]` (digests distinct).
+///
+/// `progress(done, total)` follows the two long steps in turn, each counting from zero up to
+/// its own total: filling the slots (keys) and then the hint product (columns).
+pub(super) fn build_table<I: KeywordIndex, V: AsRef<[u8]> + Sync>(
+    digests: &[[u8; DIGEST_BYTES]],
+    values: &[V],
+    options: KeywordOptions,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<(Table<I>, Stored<I>), PirError> {
+    let checks: Vec<[u8; CHECK_BYTES]> = values
+        .par_iter()
+        .zip(digests)
+        .map(|(value, digest)| row_check(digest, value.as_ref()))
+        .collect();
+    let keys = digests.len() as u64;
+    let lengths = || values.iter().map(|v| v.as_ref().len());
+    let max_value = lengths().max().unwrap_or(0);
+    let StorePlan {
+        shape,
+        length_bytes,
+        row_bytes,
+        planned,
+    } = StorePlan::new(
+        keys,
+        max_value as u64,
+        lengths().all(|l| l == max_value),
+        &options,
+    )?;
+    let attempts = std::iter::repeat_with(|| {
+        let mut seed = [0u8; 32];
+        obscura_math::sample::fill_random(&mut seed)?;
+        let hashes: Vec<u64> = digests.par_iter().map(|d| filter_hash(&seed, d)).collect();
+        Ok((seed, hashes))
+    });
+    let Peeled {
+        seed,
+        hashes,
+        order,
+    } = peel_with_retries(&shape, attempts.take(MAX_ATTEMPTS))?;
+    let slots = shape.size();
+    let filled = Filled {
+        values,
+        checks: &checks,
+        hashes: &hashes,
+        order: &order,
+        shape: &shape,
+        length_bytes,
+        row_bytes: row_bytes as usize,
+    };
+    let largest = likely_log_p(options.params, keys, planned.log_p());
+    let encode = |log_p| {
+        let geometry =
+            Geometry::with_log_p(slots * row_bytes, row_bytes, Layout::OnePerColumn, log_p)?;
+        let database = filled.matrix(
+            &geometry,
+            fill_block_rows(geometry.rows() as usize, rayon::current_num_threads()),
+            progress,
+        );
+        Ok((geometry, database))
+    };
+    let index = I::build_slots(planned, largest, &encode, &options, progress)?;
+    let table = Table {
+        index: index.public_setup().clone(),
+        shape,
+        seed,
+        keys,
+        max_value: max_value as u64,
+        length_bytes,
+    };
+    let digests = digest_matrix(digests);
+    Ok((table, Stored { index, digests }))
+}
+
+/// Key digests as the matrix a database file stores them in: one digest per column.
+pub(super) fn digest_matrix(digests: &[[u8; DIGEST_BYTES]]) -> PlaintextMatrix {
+    PlaintextMatrix::from_fn(DIGEST_BYTES, digests.len(), |r, c, out| {
+        for (byte, digest) in out.iter_mut().zip(&digests[c..]) {
+            *byte = digest[r];
+        }
+    })
+}
+
+impl<I: KeywordIndex> Stored<I> {
+    /// The digests of the table's keys, in the order it was built from.
+    pub(super) fn digests(&self) -> Vec<[u8; DIGEST_BYTES]> {
+        let keys = self.digests.cols();
+        let mut bytes = vec![0u8; DIGEST_BYTES * keys];
+        self.digests.copy_block(0..DIGEST_BYTES, 0..keys, &mut bytes);
+        (0..keys)
+            .map(|c| std::array::from_fn(|r| bytes[r * keys + c]))
+            .collect()
+    }
+
+    /// The value `table` holds for the key of `digest`, read from the rows as a client decodes
+    /// them; `None` when the table does not hold the key.
+    pub(super) fn value(&self, table: &Table<I>, digest: &[u8; DIGEST_BYTES]) -> Option<Vec<u8>> {
+        let hash = filter_hash(&table.seed, digest);
+        let slots = table.shape().positions(hash);
+        let matrix = I::slot_matrix(&self.index);
+        // Slots hold centered digits; p divides 256, so wrapping byte sums add them mod p.
+        let digits = (0..matrix.rows())
+            .map(|r| {
+                slots[..table.arity().get()]
+                    .iter()
+                    .fold(0u8, |sum, &c| sum.wrapping_add(matrix.get(r, c as usize)))
+            })
+            .collect();
+        table.read_row(digits, digest, hash)
+    }
 }
 
 impl<I: KeywordIndex> Server<I> {
@@ -81,9 +203,8 @@ impl<I: KeywordIndex> Server<I> {
         options: KeywordOptions,
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Self, PirError> {
-        let invalid = |reason: String| Err(PirError::InvalidParameters(reason));
         if pairs.is_empty() {
-            return invalid("the store has no keys".into());
+            return Err(PirError::InvalidParameters("the store has no keys".into()));
         }
         let digests: Vec<[u8; DIGEST_BYTES]> = pairs
             .par_iter()
@@ -91,69 +212,18 @@ impl<I: KeywordIndex> Server<I> {
             .collect();
         if let Some(repeated) = repeated_digest(&digests) {
             let key = String::from_utf8_lossy(pairs[repeated].0.as_ref());
-            return invalid(format!("the key {key:?} appears more than once"));
+            return Err(PirError::InvalidParameters(format!(
+                "the key {key:?} appears more than once"
+            )));
         }
-        let checks: Vec<[u8; CHECK_BYTES]> = pairs
-            .par_iter()
-            .zip(&digests)
-            .map(|((_, value), digest)| row_check(digest, value.as_ref()))
-            .collect();
-        let keys = pairs.len() as u64;
-        let lengths = || pairs.iter().map(|(_, v)| v.as_ref().len());
-        let max_value = lengths().max().unwrap_or(0);
-        let StorePlan {
-            shape,
-            length_bytes,
-            row_bytes,
-            planned,
-        } = StorePlan::new(
-            keys,
-            max_value as u64,
-            lengths().all(|l| l == max_value),
-            &options,
-        )?;
-        let attempts = std::iter::repeat_with(|| {
-            let mut seed = [0u8; 32];
-            obscura_math::sample::fill_random(&mut seed)?;
-            let hashes: Vec<u64> = digests.par_iter().map(|d| filter_hash(&seed, d)).collect();
-            Ok((seed, hashes))
-        });
-        let Peeled {
-            seed,
-            hashes,
-            order,
-        } = peel_with_retries(&shape, attempts.take(MAX_ATTEMPTS))?;
-        let slots = shape.size();
-        let filled = Filled {
-            pairs,
-            checks: &checks,
-            hashes: &hashes,
-            order: &order,
-            shape: &shape,
-            length_bytes,
-            row_bytes: row_bytes as usize,
-        };
-        let largest = likely_log_p(options.params, keys, planned.log_p());
-        let encode = |log_p| {
-            let geometry =
-                Geometry::with_log_p(slots * row_bytes, row_bytes, Layout::OnePerColumn, log_p)?;
-            let database = filled.matrix(
-                &geometry,
-                fill_block_rows(geometry.rows() as usize, rayon::current_num_threads()),
-                progress,
-            );
-            Ok((geometry, database))
-        };
-        let index = I::build_slots(planned, largest, &encode, &options, progress)?;
-        let setup = Setup {
-            index: index.public_setup().clone(),
-            shape,
-            seed,
-            keys,
-            max_value: max_value as u64,
-            length_bytes,
-        };
-        Ok(Self { index, setup })
+        let values: Vec<&[u8]> = pairs.iter().map(|(_, v)| v.as_ref()).collect();
+        let (table, main) = build_table(&digests, &values, options, progress)?;
+        let keys = table.keys;
+        Ok(Self {
+            main,
+            delta: None,
+            setup: Setup::new(table, None, keys, 0),
+        })
     }
 
     /// What [`Server::from_pairs`] of `keys` pairs whose longest value has `max_value` bytes
@@ -174,7 +244,9 @@ impl<I: KeywordIndex> Server<I> {
         let sort = keys.saturating_mul(std::mem::size_of::<(u64, usize)>() as u64);
         let peel = plan.shape.size().saturating_mul(4 + 4 + 1);
         let lwe_setup = engine.setup_bytes();
-        Ok(engine
+        // The keys' digests are kept, as a matrix of the database file.
+        let digests = Footprint::of(keys.saturating_mul(DIGEST_BYTES as u64), 0, 0, 0);
+        Ok(Footprint::side_by_side([engine, digests])
             .holding(keys.saturating_mul(per_key as u64))
             .working(sort.max(peel).max(fill::working_bytes(keys)))
             .encoded_as(lwe_setup.saturating_add(SETUP_FIELD_BYTES), lwe_setup))
@@ -185,9 +257,14 @@ impl<I: KeywordIndex> Server<I> {
         &self.setup
     }
 
-    /// The index scheme's server that answers the queries.
+    /// The index scheme's server of the main table.
     pub fn engine(&self) -> &I::Server {
-        &self.index
+        &self.main.index
+    }
+
+    /// The tables' servers, in the setup's order.
+    fn tables(&self) -> impl Iterator<Item = &Stored<I>> {
+        std::iter::once(&self.main).chain(&self.delta)
     }
 }
 
@@ -208,26 +285,90 @@ impl<I: KeywordIndex> PirServer for Server<I> {
         &self.setup
     }
 
-    fn answer(&self, query: &QueryOf<I>) -> Result<AnswerOf<I>, PirError> {
-        self.index.answer(query)
+    fn answer(&self, query: &QueryOf<Keyword<I>>) -> Result<AnswerOf<Keyword<I>>, PirError> {
+        check_parts(query.0.len(), &self.setup)?;
+        self.tables()
+            .zip(&query.0)
+            .map(|(table, part)| table.index.answer(part))
+            .collect::<Result<_, _>>()
+            .map(Shards)
     }
 
-    fn answer_batch(&self, queries: &[QueryOf<I>]) -> Result<Vec<AnswerOf<I>>, PirError> {
-        self.index.answer_batch(queries)
+    fn answer_batch(
+        &self,
+        queries: &[QueryOf<Keyword<I>>],
+    ) -> Result<Vec<AnswerOf<Keyword<I>>>, PirError> {
+        if let [query] = queries {
+            return Ok(vec![self.answer(query)?]);
+        }
+        for query in queries {
+            check_parts(query.0.len(), &self.setup)?;
+        }
+        let mut answers: Vec<Shards<_>> = queries.iter().map(|_| Shards(Vec::new())).collect();
+        for (t, table) in self.tables().enumerate() {
+            let parts: Vec<_> = queries.iter().map(|q| q.0[t].clone()).collect();
+            for (answer, part) in answers.iter_mut().zip(table.index.answer_batch(&parts)?) {
+                answer.0.push(part);
+            }
+        }
+        Ok(answers)
     }
 
     fn matrices(&self) -> Vec<&PlaintextMatrix> {
-        self.index.matrices()
+        self.tables()
+            .flat_map(|table| {
+                let mut matrices = table.index.matrices();
+                matrices.push(&table.digests);
+                matrices
+            })
+            .collect()
     }
 
     fn from_parts(setup: Setup<I>, matrices: Vec<PlaintextMatrix>) -> Result<Self, PirError> {
-        let index = I::Server::from_parts(setup.index.clone(), matrices)?;
-        if index.public_setup().digest() != setup.index.digest() {
+        let mut matrices = matrices.into_iter();
+        let mut stored = setup.tables().map(|table| {
+            let count = table.index.matrix_shapes().len();
+            let index = I::Server::from_parts(
+                table.index.clone(),
+                matrices.by_ref().take(count).collect(),
+            )?;
+            let digests = matrices.next().ok_or(PirError::SetupMismatch {
+                what: "keyword setup",
+            })?;
+            if index.public_setup().digest() != table.index.digest()
+                || (digests.rows(), digests.cols() as u64) != (DIGEST_BYTES, table.keys)
+            {
+                return Err(PirError::SetupMismatch {
+                    what: "keyword setup",
+                });
+            }
+            Ok(Stored { index, digests })
+        });
+        let main = stored.next().expect("a main table")?;
+        let delta = stored.next().transpose()?;
+        drop(stored);
+        if matrices.next().is_some() {
             return Err(PirError::SetupMismatch {
                 what: "keyword setup",
             });
         }
-        Ok(Self { index, setup })
+        Ok(Self { main, delta, setup })
+    }
+
+    fn update(&mut self, changes: &[crate::Change]) -> Result<Option<Vec<u8>>, PirError> {
+        super::delta::update(self, changes)
+    }
+}
+
+/// A request or reply of `parts` parts for `setup`: one per table, or it was made for another
+/// version (a version adds or folds the delta table).
+pub(super) fn check_parts<I: KeywordIndex>(parts: usize, setup: &Setup<I>) -> Result<(), PirError> {
+    if parts == setup.tables().count() {
+        Ok(())
+    } else {
+        Err(PirError::SetupMismatch {
+            what: "keyword query",
+        })
     }
 }
 

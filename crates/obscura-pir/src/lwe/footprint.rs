@@ -209,7 +209,13 @@ mod tests {
             let footprint = KeywordServer::footprint(keys as u64, 9, uniform, options).unwrap();
             let (matrix, hint, _) = built(server.engine());
             let setup = server.public_setup().to_bytes().len() as u64;
-            assert_eq!(figures(&footprint), (matrix, hint, setup), "{keys}");
+            // The keys' digests are a matrix of the file too.
+            let digests = 32 * keys as u64;
+            assert_eq!(
+                figures(&footprint),
+                (matrix + digests, hint, setup),
+                "{keys}"
+            );
         }
     }
 
