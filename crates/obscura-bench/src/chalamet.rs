@@ -23,7 +23,7 @@ use obscura_math::threads::Pools;
 const KEY_BYTES: usize = 32;
 
 /// Deterministic pseudo-random key-value pairs (SplitMix64 stream).
-fn pairs(count: u64, value_bytes: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
+pub(crate) fn pairs(count: u64, value_bytes: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
     (0..count)
         .into_par_iter()
         .map(|i| {

@@ -39,8 +39,8 @@ pub struct Engine {
 
 impl EngineArgs {
     /// The setup options of `preset`: the options given, the preset's own where none is.
-    /// Refuses options for a preset that sets up no LWE database, and `--layout` for
-    /// `chalamet`, whose keyword database always stores one record per column.
+    /// Refuses options for a preset that sets up no LWE database, and `--layout` for the
+    /// keyword presets, whose databases always store one record per column.
     pub fn for_preset(&self, preset: Preset) -> Result<Engine, InvalidArguments> {
         let given: Vec<&str> = [
             ("--params", self.params.is_some()),
@@ -64,10 +64,11 @@ impl EngineArgs {
                 preset.name()
             )));
         }
-        if preset == Preset::Chalamet && self.layout.is_some() {
-            return Err(InvalidArguments(
-                "--layout does not apply to chalamet: a keyword database stores one record per column".into(),
-            ));
+        if matches!(preset, Preset::Chalamet | Preset::UpdateKeyword) && self.layout.is_some() {
+            return Err(InvalidArguments(format!(
+                "--layout does not apply to {}: a keyword database stores one record per column",
+                preset.name()
+            )));
         }
         let layout = match preset {
             Preset::Frodo => Layout::OnePerColumn,
@@ -154,7 +155,7 @@ mod tests {
             error,
             "--params and --layout apply to the PIR presets (frodo, simple-1g, chalamet, \
              service, treepir-e2e, double-1g, ypir-small, streamed-setup, update, update-double, \
-             update-merkle), \
+             update-merkle, update-keyword), \
              not to psi-kkrt"
         );
         assert!(args(None, Some("uniform"), None)

@@ -22,6 +22,7 @@ pub mod small;
 pub mod streamed;
 pub mod treepir;
 pub mod update;
+pub mod update_keyword;
 pub mod update_merkle;
 pub mod ypir;
 
@@ -107,6 +108,11 @@ pub enum Preset {
     /// which are then appended as one version, set against the full build and checked.
     #[value(name = "update-merkle")]
     UpdateMerkle,
+    /// 2^20 keys of 32 bytes with 1 KiB values (`chalamet`'s keyword database), then 1% of its
+    /// keys upserted and deleted as one version, set against the full build and checked, and
+    /// a batch that compacts.
+    #[value(name = "update-keyword")]
+    UpdateKeyword,
 }
 
 impl Preset {
@@ -131,6 +137,7 @@ impl Preset {
             Self::Update => "update",
             Self::UpdateDouble => "update-double",
             Self::UpdateMerkle => "update-merkle",
+            Self::UpdateKeyword => "update-keyword",
         }
     }
 
@@ -149,6 +156,7 @@ impl Preset {
                 | Self::Update
                 | Self::UpdateDouble
                 | Self::UpdateMerkle
+                | Self::UpdateKeyword
         )
     }
 
@@ -342,6 +350,17 @@ pub fn run(args: BenchArgs, progress: &dyn Progress) -> Result<()> {
         Preset::UpdateMerkle => {
             let report =
                 update_merkle::run(records, engine.lwe, &pools, progress, report.bandwidth_gbs)?;
+            return output(&[report], args.json);
+        }
+        Preset::UpdateKeyword => {
+            let report = update_keyword::run(
+                records,
+                record_bytes,
+                engine.keyword,
+                &pools,
+                progress,
+                report.bandwidth_gbs,
+            )?;
             return output(&[report], args.json);
         }
         Preset::Service => {

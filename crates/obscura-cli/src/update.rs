@@ -73,19 +73,23 @@ pub fn run(args: UpdateArgs) -> Result<()> {
     let changes = &updated.changes;
     let count = |op: fn(&Change) -> bool| changes.iter().filter(|c| op(c)).count();
     let listing = updated.database.listing();
+    let deleted = count(|c| matches!(c, Change::Delete { .. } | Change::Remove { .. }));
     let (what, items) = match listing.lookup {
         obscura_pir::Lookup::AuditPath => (format!("{} leaves appended", changes.len()), "leaves"),
-        lookup => (
+        obscura_pir::Lookup::Key => (
             format!(
-                "{} set, {} appended, {} deleted",
-                count(|c| matches!(c, Change::Set { .. } | Change::Upsert { .. })),
-                count(|c| matches!(c, Change::Append { .. })),
-                count(|c| matches!(c, Change::Delete { .. } | Change::Remove { .. })),
+                "{} upserted, {deleted} deleted",
+                count(|c| matches!(c, Change::Upsert { .. }))
             ),
-            match lookup {
-                obscura_pir::Lookup::Key => "keys",
-                _ => "records",
-            },
+            "keys",
+        ),
+        _ => (
+            format!(
+                "{} set, {} appended, {deleted} deleted",
+                count(|c| matches!(c, Change::Set { .. })),
+                count(|c| matches!(c, Change::Append { .. })),
+            ),
+            "records",
         ),
     };
     println!(

@@ -358,6 +358,37 @@ fn update_merkle_preset_reports_the_append() {
     assert!(report["patch_bytes"].as_u64().unwrap() < report["setup_bytes"].as_u64().unwrap());
 }
 
+/// The `update-keyword` preset at a small size: 1% of the keys upserted and deleted as a
+/// version, then a batch that compacts, lookups checked after each.
+#[test]
+fn update_keyword_preset_reports_the_versions() {
+    let report = bench_json(&[
+        "update-keyword",
+        "--records",
+        "4000",
+        "--record-bytes",
+        "24",
+    ]);
+    assert_eq!(report["preset"], "update-keyword");
+    assert_eq!(report["correct"], true);
+    assert_eq!(
+        (
+            report["upserted"].as_u64(),
+            report["deleted"].as_u64(),
+            report["compacting_changes"].as_u64()
+        ),
+        (Some(30), Some(10), Some(251))
+    );
+    for field in [
+        "build_seconds",
+        "update_seconds",
+        "write_seconds",
+        "compact_seconds",
+    ] {
+        assert!(report[field].as_f64().unwrap() > 0.0, "{field}");
+    }
+}
+
 /// The DoublePIR and YPIR presets at small sizes: `double-1g` reports what each answer streams
 /// besides the database, `ypir-small` one run per scheme, `ypir-1g` and `ypir-sp` their
 /// messages and phases, every record checked.

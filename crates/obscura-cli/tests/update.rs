@@ -598,3 +598,123 @@ fn a_merkle_tree_grows_by_appended_leaves_and_proves_it_only_grew() {
         "{metrics}"
     );
 }
+
+/// `obscura get --key KEY` against `source` (`--db FILE`, or `--server URL --db NAME` with a
+/// cache).
+fn get_key(source: &[&OsStr], key: &str) -> Assert {
+    obscura()
+        .arg("get")
+        .args(source)
+        .args(["--key", key])
+        .assert()
+}
+
+#[test]
+fn a_keyword_database_takes_upserts_and_deletes_and_served_clients_catch_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("callers.csv");
+    let mut text = String::from("phone,name\n");
+    for i in 0..300 {
+        text.push_str(&format!("+1555{i:04},caller {i}\n"));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let db = dir.path().join("callers.obs");
+    build(
+        &["--key-column", "phone", "--value-column", "name"],
+        &csv,
+        &db,
+    )
+    .success();
+    let local = [OsStr::new("--db"), path(&db)];
+    update(
+        &db,
+        &[
+            r#"{"op":"upsert","key":"+15550007","value":"a spammer"}"#,
+            r#"{"op":"upsert","key":"+15559999","value":"a new caller"}"#,
+            r#"{"op":"delete","key":"+15550003"}"#,
+        ],
+    )
+    .success()
+    .stdout(predicate::str::contains(
+        "version 1 (2 upserted, 1 deleted), 300 keys",
+    ));
+    get_key(&local, "+15550007").success().stdout("a spammer\n");
+    get_key(&local, "+15559999")
+        .success()
+        .stdout("a new caller\n");
+    get_key(&local, "+15550008").success().stdout("caller 8\n");
+    get_key(&local, "+15550003")
+        .code(3)
+        .stderr(predicate::str::contains("not found"));
+    // Refused batches leave the file as it was.
+    let before = std::fs::read(&db).unwrap();
+    for (lines, message) in [
+        (
+            &[r#"{"op":"delete","key":"+15550003"}"#][..],
+            "is not in the database",
+        ),
+        (
+            &[
+                r#"{"op":"upsert","key":"k","value":"1"}"#,
+                r#"{"op":"delete","key_hex":"6b"}"#,
+            ][..],
+            "lines 1 and 2",
+        ),
+        (&[r#"{"op":"set","index":1,"value":"a"}"#][..], "by key"),
+    ] {
+        update(&db, lines)
+            .code(1)
+            .stderr(predicate::str::contains(message));
+        assert!(std::fs::read(&db).unwrap() == before, "{message}");
+    }
+
+    let mut served = Served::start(&[path(&db)]);
+    served.drain_stderr();
+    let cache = dir.path().join("cache");
+    let url = served.url.clone();
+    let remote = [
+        OsStr::new("--db"),
+        OsStr::new("callers"),
+        OsStr::new("--server"),
+        OsStr::new(&url),
+        OsStr::new("--cache-dir"),
+        cache.as_os_str(),
+    ];
+    // The setup of version 1 is now in the cache.
+    get_key(&remote, "+15550009").success().stdout("caller 9\n");
+    update(
+        &db,
+        &[
+            r#"{"op":"upsert","key":"+15550009","value":"moved"}"#,
+            r#"{"op":"upsert","key":"+15550003","value":"back"}"#,
+        ],
+    )
+    .success()
+    .stdout(predicate::str::contains(
+        "version 2 (2 upserted, 0 deleted), 301 keys",
+    ));
+    served.signal("HUP");
+    let started = Instant::now();
+    loop {
+        // The cached setup of version 1 is stale: its query is refused and the client fetches
+        // version 2's.
+        let output = get_key(&remote, "+15550009")
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        if output == b"moved\n" {
+            break;
+        }
+        assert_eq!(output, b"caller 9\n");
+        assert!(started.elapsed() < Duration::from_secs(30), "not reloaded");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    get_key(&remote, "+15550003").success().stdout("back\n");
+    get_key(&remote, "+15550007")
+        .success()
+        .stdout("a spammer\n");
+    get_key(&remote, "+15551234")
+        .code(3)
+        .stderr(predicate::str::contains("not found"));
+}

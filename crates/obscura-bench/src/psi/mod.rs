@@ -78,7 +78,8 @@ pub fn protocol(preset: Preset) -> Option<Protocol> {
         | Preset::YpirSp
         | Preset::Update
         | Preset::UpdateDouble
-        | Preset::UpdateMerkle => None,
+        | Preset::UpdateMerkle
+        | Preset::UpdateKeyword => None,
     }
 }
 

@@ -2,8 +2,8 @@
 
 use obscura_math::expand::{MatrixSeed, SEED_BYTES};
 use obscura_math::matrix::Matrix;
-use obscura_pir::batch::treepir::{TreePir, TreePirClient, TreePirServer, TreePirSetup};
 use obscura_pir::batch::shards::Shards;
+use obscura_pir::batch::treepir::{TreePir, TreePirClient, TreePirServer, TreePirSetup};
 use obscura_pir::framing;
 use obscura_pir::keyword::{Keyword, KeywordClient, KeywordServer, KeywordSetup};
 use obscura_pir::lwe::{Answer, Client, Geometry, Lwe, PublicSetup, Query, RecordFormat, Server};

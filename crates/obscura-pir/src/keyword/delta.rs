@@ -102,7 +102,10 @@ fn changed_keys(changes: &[Change]) -> Result<Vec<Changed<'_>>, PirError> {
 
 /// What a table held that its rows no longer give back: the file was not made by a build.
 fn unreadable(what: &str) -> PirError {
-    PirError::malformed("keyword database", format!("a key of the {what} table does not decode"))
+    PirError::malformed(
+        "keyword database",
+        format!("a key of the {what} table does not decode"),
+    )
 }
 
 impl<I: KeywordIndex> Server<I> {
@@ -120,7 +123,9 @@ impl<I: KeywordIndex> Server<I> {
             .digests()
             .into_iter()
             .map(|digest| {
-                let row = stored.value(table, &digest).ok_or_else(|| unreadable("delta"))?;
+                let row = stored
+                    .value(table, &digest)
+                    .ok_or_else(|| unreadable("delta"))?;
                 Ok((digest, present(&row)))
             })
             .collect()
@@ -147,7 +152,12 @@ impl<I: KeywordIndex> Server<I> {
             }
         }
         let main = &self.setup.main;
-        build_table(&digests, &values, options(main, Some(main.arity())), &|_, _| {})
+        build_table(
+            &digests,
+            &values,
+            options(main, Some(main.arity())),
+            &|_, _| {},
+        )
     }
 }
 
@@ -230,7 +240,7 @@ mod tests {
     use crate::batch::shards::Shards;
     use crate::keyword::{KeywordClient, KeywordServer, KeywordSetup};
     use crate::lwe::Query;
-    use crate::{Encode, Message, PirClient, PirServer, SetupMessage};
+    use crate::{Encode, Message, PirClient, PirServer};
 
     type Pairs = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -245,7 +255,9 @@ mod tests {
         let mut client = KeywordClient::new(setup);
         let (query, state) = client.query(key).unwrap();
         let query = Shards::<Query>::from_bytes(&query.to_bytes(), server.public_setup()).unwrap();
-        client.decode(state, &server.answer(&query).unwrap()).unwrap()
+        client
+            .decode(state, &server.answer(&query).unwrap())
+            .unwrap()
     }
 
     /// Every key ever seen, and a few never stored, read as `pairs` says.
@@ -382,9 +394,12 @@ mod tests {
     /// last key deleted) leave setup and answers as they were.
     #[test]
     fn refused_batches_change_nothing() {
-        let pairs: Pairs = [(b"a".to_vec(), b"1".to_vec()), (b"b".to_vec(), b"2".to_vec())]
-            .into_iter()
-            .collect();
+        let pairs: Pairs = [
+            (b"a".to_vec(), b"1".to_vec()),
+            (b"b".to_vec(), b"2".to_vec()),
+        ]
+        .into_iter()
+        .collect();
         let mut server = server_of(&pairs);
         server
             .update(&[Change::Upsert {
@@ -398,9 +413,15 @@ mod tests {
         let remove = |key: &[u8]| Change::Remove { key: key.to_vec() };
         for (changes, message) in [
             (vec![remove(b"a"), remove(b"a")], "\"a\" is changed twice"),
-            (vec![remove(b"a"), remove(b"zz")], "\"zz\" is not in the database"),
+            (
+                vec![remove(b"a"), remove(b"zz")],
+                "\"zz\" is not in the database",
+            ),
             (vec![Change::Delete { index: 0 }], "not a delete by index"),
-            (vec![remove(b"a"), remove(b"b"), remove(b"c")], "without keys"),
+            (
+                vec![remove(b"a"), remove(b"b"), remove(b"c")],
+                "without keys",
+            ),
         ] {
             let error = server.update(&changes).unwrap_err().to_string();
             assert!(error.contains(message), "{error}");

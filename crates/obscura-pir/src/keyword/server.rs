@@ -167,7 +167,8 @@ impl<I: KeywordIndex> Stored<I> {
     pub(super) fn digests(&self) -> Vec<[u8; DIGEST_BYTES]> {
         let keys = self.digests.cols();
         let mut bytes = vec![0u8; DIGEST_BYTES * keys];
-        self.digests.copy_block(0..DIGEST_BYTES, 0..keys, &mut bytes);
+        self.digests
+            .copy_block(0..DIGEST_BYTES, 0..keys, &mut bytes);
         (0..keys)
             .map(|c| std::array::from_fn(|r| bytes[r * keys + c]))
             .collect()

@@ -221,7 +221,10 @@ impl<I: KeywordIndex> Setup<I> {
 
     /// The longest value present in any table, in bytes.
     pub fn max_value(&self) -> u64 {
-        let delta = self.delta.as_ref().map_or(0, |d| d.max_value.saturating_sub(1));
+        let delta = self
+            .delta
+            .as_ref()
+            .map_or(0, |d| d.max_value.saturating_sub(1));
         self.main.max_value.max(delta)
     }
 
@@ -267,7 +270,8 @@ impl<I: KeywordIndex> Setup<I> {
 
 /// Bytes of an encoded keyword setup of one table besides its index setup: a header, the key
 /// count, the version, the table count and the table's fields.
-pub(super) const SETUP_FIELD_BYTES: u64 = (wire::HEADER_BYTES + 8 + 8 + 1) as u64 + TABLE_FIELD_BYTES;
+pub(super) const SETUP_FIELD_BYTES: u64 =
+    (wire::HEADER_BYTES + 8 + 8 + 1) as u64 + TABLE_FIELD_BYTES;
 
 /// Bytes of a table's encoding before its index setup: arity, filter seed, key count, longest
 /// value, length width and the index setup's length.
