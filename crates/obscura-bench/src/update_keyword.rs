@@ -76,7 +76,7 @@ pub fn run(
 ) -> Result<KeywordUpdateReport> {
     ensure!(keys >= 1000, "update-keyword needs at least 1000 keys");
     ensure!(
-        keys % 99_991 != 0,
+        !keys.is_multiple_of(99_991),
         "update-keyword spreads its changes with a stride of 99,991"
     );
     let changed = keys / CHANGED;
