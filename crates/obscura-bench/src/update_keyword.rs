@@ -6,7 +6,7 @@
 //! and renamed in `TMPDIR`), timed apart. Then a batch that takes the delta table past its bound
 //! (a sixteenth of the keys upserted) is applied, which compacts: its time is that of a new
 //! main table. Lookups of changed, deleted, new, unchanged and absent keys are checked after
-//! each version.
+//! each version, and the 1% version's patch against its setup.
 
 use anyhow::{ensure, Context, Result};
 use obscura_pir::keyword::{Keyword, KeywordClient, KeywordOptions, KeywordServer};
@@ -53,8 +53,10 @@ pub struct KeywordUpdateReport {
     pub write_seconds: f64,
     /// `update_seconds` plus `write_seconds`, over `build_seconds`: the version durable.
     pub durable_over_build: f64,
-    /// Bytes of the new version's setup (main and delta tables), which clients fetch.
+    /// Bytes of the new version's setup (main and delta tables).
     pub new_setup_bytes: u64,
+    /// Bytes of the patch a client of the database as built fetches instead: the delta table.
+    pub patch_bytes: u64,
     /// Keys upserted by the batch that compacts.
     pub compacting_changes: u64,
     /// Seconds of that batch: the main table built again.
@@ -116,8 +118,9 @@ pub fn run(
                 value: value.clone(),
             }),
     );
+    let old_setup = server.public_setup().clone();
     let (updated, update_seconds) = timed(|| pools.all.install(|| server.update(&changes)));
-    updated?;
+    let patch = updated?.context("a version that keeps the main table makes a patch")?;
     // The values as they now are.
     for j in 0..set {
         all[spread(j)].1 = new_value(spread(j));
@@ -148,6 +151,7 @@ pub fn run(
     };
     let live = keys - deleted + added;
     let mut correct = lookups(&server, live)?;
+    correct &= old_setup.patched(&patch).ok().as_ref() == Some(server.public_setup());
     let new_setup_bytes = SetupMessage::to_bytes(server.public_setup()).len() as u64;
     let folder = tempfile::tempdir().context("cannot make a folder for the new version's file")?;
     let file = folder.path().join("update-keyword.obs");
@@ -183,6 +187,7 @@ pub fn run(
         write_seconds,
         durable_over_build: (update_seconds + write_seconds) / build_seconds,
         new_setup_bytes,
+        patch_bytes: patch.len() as u64,
         compacting_changes: compacting,
         compact_seconds,
         compact_over_build: compact_seconds / build_seconds,
@@ -209,10 +214,10 @@ impl Tables for KeywordUpdateReport {
             self.setup_bytes
         );
         println!(
-            "| upserted | deleted | new version | / full build | file written | durable / full build | new setup bytes | compacting batch | compaction | / full build | correct |\n|---|---|---|---|---|---|---|---|---|---|---|"
+            "| upserted | deleted | new version | / full build | file written | durable / full build | new setup bytes | patch bytes | compacting batch | compaction | / full build | correct |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
         );
         println!(
-            "| {} | {} | {} | {:.3} | {} | {:.3} | {} | {} | {} | {:.3} | {} |",
+            "| {} | {} | {} | {:.3} | {} | {:.3} | {} | {} | {} | {} | {:.3} | {} |",
             self.upserted,
             self.deleted,
             human(self.update_seconds),
@@ -220,6 +225,7 @@ impl Tables for KeywordUpdateReport {
             human(self.write_seconds),
             self.durable_over_build,
             self.new_setup_bytes,
+            self.patch_bytes,
             self.compacting_changes,
             human(self.compact_seconds),
             self.compact_over_build,

@@ -717,4 +717,10 @@ fn a_keyword_database_takes_upserts_and_deletes_and_served_clients_catch_up() {
     get_key(&remote, "+15551234")
         .code(3)
         .stderr(predicate::str::contains("not found"));
+    // The client caught up by the patch from version 1 (the new delta table).
+    let metrics = http_get(&served.url, "/metrics");
+    assert!(
+        metrics.contains("obscura_patched_setups_total 1\n"),
+        "{metrics}"
+    );
 }

@@ -488,6 +488,43 @@ impl PlaintextMatrix {
         }
     }
 
+    /// Copies the digits of rows `rows` (starting on a group boundary, see [`GROUP_ROWS`]) of
+    /// every column into `out`, column by column: `out[c · rows.len() + i]` is row
+    /// `rows.start + i` of column `c`. Panels are copied in parallel on the rayon pool; the
+    /// reads run down the matrix's storage order, the writes of a panel stay in its stretch of
+    /// `out`. For readers of whole columns at random (a keyword table's rows read back).
+    ///
+    /// # Panics
+    /// If `rows` is outside the matrix or starts inside a group, or `out` does not hold
+    /// `rows.len() · cols` digits.
+    pub fn copy_columns(&self, rows: Range<usize>, out: &mut [u8]) {
+        assert!(
+            rows.end <= self.rows && rows.start.is_multiple_of(GROUP_ROWS),
+            "rows outside the matrix or inside a group"
+        );
+        let len = rows.len();
+        assert_eq!(out.len(), len * self.cols, "a digit per row and column");
+        let mut stretches = Vec::new();
+        let mut rest = out;
+        for panel in self.panels() {
+            let (stretch, tail) = rest.split_at_mut(panel.width * len);
+            stretches.push((panel, stretch));
+            rest = tail;
+        }
+        stretches.into_par_iter().for_each(|(panel, out)| {
+            for (first, group) in panel.groups(rows.clone()) {
+                for i in 0..group.rows.min(rows.end - first) {
+                    let at = first + i - rows.start;
+                    for (c, stretch) in group.stretches(i) {
+                        for (k, &digit) in stretch.iter().enumerate() {
+                            out[(c + k) * len + at] = digit;
+                        }
+                    }
+                }
+            }
+        });
+    }
+
     /// The digit at row `r`, column `c`.
     ///
     /// # Panics
@@ -643,6 +680,32 @@ mod tests {
     use super::*;
     use crate::kernels::portable::widen;
     use proptest::prelude::*;
+
+    proptest! {
+        /// Columns copied from any group-aligned rows hold the digits `get` reads, in panels
+        /// of any width.
+        #[test]
+        fn copied_columns_hold_each_digit(rows in 1usize..30, cols in 1usize..300, panel in 1usize..130, start in 0usize..8, seed in any::<u8>()) {
+            let digit = |r: usize, c: usize| (r * 31 + c * 7) as u8 ^ seed;
+            let matrix = PlaintextMatrix::from_column_bands_in_panels(rows, cols, panel, 4, |band| {
+                let first = band.first_row();
+                for c in 0..cols {
+                    for (i, d) in band.column_mut(c).iter_mut().enumerate() {
+                        *d = digit(first + i, c);
+                    }
+                }
+            });
+            let start = (4 * start).min(rows / 4 * 4);
+            let mut out = vec![0u8; (rows - start) * cols];
+            matrix.copy_columns(start..rows, &mut out);
+            for c in 0..cols {
+                for r in start..rows {
+                    prop_assert_eq!(out[c * (rows - start) + r - start], digit(r, c));
+                    prop_assert_eq!(matrix.get(r, c), digit(r, c));
+                }
+            }
+        }
+    }
 
     fn naive(rows: usize, cols: usize, m: &[u32], v: &[u32]) -> Vec<u32> {
         (0..rows)

@@ -109,6 +109,8 @@ impl Kind {
     /// A patch of a TreePIR setup: the grown tree's size and root, and the patches of the
     /// sub-databases whose entries changed.
     pub const TREEPIR_SETUP_PATCH: Self = Self(19);
+    /// A patch of a keyword setup: the next version's key count and delta table.
+    pub const KEYWORD_SETUP_PATCH: Self = Self(20);
 
     /// The first code left for schemes defined outside this crate.
     pub const FIRST_EXTERNAL: u8 = 0xE0;
@@ -149,6 +151,7 @@ impl Kind {
             Self::LWE_SETUP_PATCH => "setup patch",
             Self::KEPT_PATCHES => "file of kept patches",
             Self::TREEPIR_SETUP_PATCH => "TreePIR setup patch",
+            Self::KEYWORD_SETUP_PATCH => "keyword setup patch",
             _ => "message",
         }
     }

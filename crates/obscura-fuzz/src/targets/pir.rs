@@ -108,6 +108,19 @@ pub(super) fn targets() -> Vec<Target> {
             },
         },
         Target {
+            name: "keyword_setup_patch",
+            about: "a patch of the keyword fixture's setup (a key upserted), then a client's lookup",
+            seeds_end: SeedsEnd::Accepted,
+            run: keyword_setup_patch,
+            seeds: || {
+                let upsert = Change::Upsert {
+                    key: b"dave".to_vec(),
+                    value: b"4444".to_vec(),
+                };
+                vec![fixture_patch("keyword", upsert)]
+            },
+        },
+        Target {
             name: "treepir_answers",
             about: "framed answers to an audit-path request of the tree fixture, then the path check",
             seeds_end: SeedsEnd::Accepted,
@@ -559,6 +572,27 @@ fn treepir_setup_patch(input: &[u8]) -> Verdict {
             return Err("a patch that does not grow the tree".into());
         }
         use_tree(setup)?;
+    }
+    outcome(&patched)
+}
+
+/// A patch of the keyword fixture's setup: the setup it makes must encode and decode to
+/// itself, one version on with the fixture's main table, and serve a lookup.
+fn keyword_setup_patch(input: &[u8]) -> Verdict {
+    let patched = keyword().clone().patched(input);
+    if let Ok(setup) = &patched {
+        let bytes = setup.to_bytes();
+        let decoded =
+            KeywordSetup::from_bytes(&bytes).map_err(|e| format!("a patched setup: {e}"))?;
+        round_trip(&bytes, &decoded.to_bytes())?;
+        if setup.version() != keyword().version() + 1 || setup.main() != keyword().main() {
+            return Err(
+                "a patch that does not make the next version of the same main table".into(),
+            );
+        }
+        KeywordClient::new(setup.clone())
+            .query(PAIRS[0].0.as_bytes())
+            .map_err(|e| format!("a lookup on a patched setup: {e}"))?;
     }
     outcome(&patched)
 }

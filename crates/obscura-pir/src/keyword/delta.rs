@@ -108,54 +108,56 @@ fn unreadable(what: &str) -> PirError {
     )
 }
 
-impl<I: KeywordIndex> Server<I> {
-    /// The main table's value for the key of `digest`, if it holds the key.
-    fn main_value(&self, digest: &[u8; DIGEST_BYTES]) -> Option<Vec<u8>> {
-        self.main.value(&self.setup.main, digest)
-    }
+/// The keys of a table and their values, `None` for a key deleted.
+type Entries = BTreeMap<[u8; DIGEST_BYTES], Option<Vec<u8>>>;
 
-    /// The delta's keys: their digests and their values (`None`: deleted).
-    fn delta_entries(&self) -> Result<BTreeMap<[u8; DIGEST_BYTES], Option<Vec<u8>>>, PirError> {
+impl<I: KeywordIndex> Server<I> {
+    /// The delta's keys and their values.
+    fn delta_entries(&self) -> Result<Entries, PirError> {
         let (Some(stored), Some(table)) = (&self.delta, &self.setup.delta) else {
             return Ok(BTreeMap::new());
         };
-        stored
-            .digests()
+        let digests = stored.digests();
+        let rows = stored.values(table, &digests);
+        digests
             .into_iter()
-            .map(|digest| {
-                let row = stored
-                    .value(table, &digest)
-                    .ok_or_else(|| unreadable("delta"))?;
+            .zip(rows)
+            .map(|(digest, row)| {
+                let row = row.ok_or_else(|| unreadable("delta"))?;
                 Ok((digest, present(&row)))
             })
             .collect()
     }
 
-    /// A main table of every key present: the main table's keys not in `delta`, and those
-    /// `delta` holds a value for.
+    /// A main table of every key present: the main table's keys (`main`, its digests) not in
+    /// `delta`, and those `delta` holds a value for.
     fn compacted(
         &self,
-        delta: BTreeMap<[u8; DIGEST_BYTES], Option<Vec<u8>>>,
+        main: &[[u8; DIGEST_BYTES]],
+        delta: Entries,
     ) -> Result<(Table<I>, Stored<I>), PirError> {
-        let mut digests = Vec::new();
-        let mut values = Vec::new();
-        for digest in self.main.digests() {
-            if !delta.contains_key(&digest) {
-                values.push(self.main_value(&digest).ok_or_else(|| unreadable("main"))?);
-                digests.push(digest);
-            }
-        }
+        let mut digests: Vec<_> = main
+            .iter()
+            .filter(|digest| !delta.contains_key(*digest))
+            .copied()
+            .collect();
+        let mut values = self
+            .main
+            .values(&self.setup.main, &digests)
+            .into_iter()
+            .map(|value| value.ok_or_else(|| unreadable("main")))
+            .collect::<Result<Vec<_>, _>>()?;
         for (digest, value) in delta {
             if let Some(value) = value {
                 digests.push(digest);
                 values.push(value);
             }
         }
-        let main = &self.setup.main;
+        let table = &self.setup.main;
         build_table(
             &digests,
             &values,
-            options(main, Some(main.arity())),
+            options(table, Some(table.arity())),
             &|_, _| {},
         )
     }
@@ -163,19 +165,20 @@ impl<I: KeywordIndex> Server<I> {
 
 /// Applies `changes` to `server` as its next version: the delta table built again with them,
 /// or every table compacted into a new main table. Everything is built before anything of the
-/// server changes.
+/// server changes. Returns the patch to the new setup when the main table stays.
 pub(super) fn update<I: KeywordIndex>(
     server: &mut Server<I>,
     changes: &[Change],
 ) -> Result<Option<Vec<u8>>, PirError> {
     let changed = changed_keys(changes)?;
     let mut delta = server.delta_entries()?;
+    let main = server.main.digests();
+    let in_main = |digest: &[u8; DIGEST_BYTES]| main.binary_search(digest).is_ok();
     let mut keys = server.setup.keys();
     for Changed { digest, key, value } in changed {
-        let in_main = || server.main_value(&digest).is_some();
         let held = match delta.get(&digest) {
             Some(value) => value.is_some(),
-            None => in_main(),
+            None => in_main(&digest),
         };
         match value {
             Some(value) => {
@@ -191,7 +194,7 @@ pub(super) fn update<I: KeywordIndex>(
             None => {
                 keys -= 1;
                 // A key the main table never held needs no deletion row.
-                if in_main() {
+                if in_main(&digest) {
                     delta.insert(digest, None);
                 } else {
                     delta.remove(&digest);
@@ -206,9 +209,8 @@ pub(super) fn update<I: KeywordIndex>(
         ));
     }
     let version = server.setup.version() + 1;
-    let main_keys = server.setup.main.keys();
-    if compacts(delta.len() as u64, main_keys) {
-        let (table, main) = server.compacted(delta)?;
+    if compacts(delta.len() as u64, server.setup.main.keys()) {
+        let (table, main) = server.compacted(&main, delta)?;
         server.main = main;
         server.delta = None;
         server.setup = Setup::new(table, None, keys, version);
@@ -225,9 +227,10 @@ pub(super) fn update<I: KeywordIndex>(
         Some(build_table(&digests, &values, options, &|_, _| {})?)
     };
     let (table, stored) = delta.unzip();
+    let base = *server.setup.digest();
     server.delta = stored;
     server.setup = Setup::new(server.setup.main.clone(), table, keys, version);
-    Ok(None)
+    Ok(Some(super::patch::encode(&base, &server.setup)))
 }
 
 #[cfg(test)]
@@ -313,9 +316,11 @@ mod tests {
 
         /// After random rounds of upserts and deletes, every key reads as in the final pairs
         /// (absent ones, deleted ones and never-stored ones included), the delta is folded once
-        /// it passes its bound, each version has a new digest, a request made for an earlier
-        /// version's tables is refused as stale, and the setup with the matrices (as a database
-        /// file holds them) makes a server that answers the same.
+        /// it passes its bound, each version has a new digest, the patch of a version that
+        /// keeps the main table makes its setup of the previous one (once, and not cut short),
+        /// a request made for an earlier version's tables is refused as stale, and the setup
+        /// with the matrices (as a database file holds them) makes a server that answers the
+        /// same.
         #[test]
         fn updates_read_as_the_final_pairs(seed in any::<u64>(), keys in 2usize..120, rounds in 1u64..6) {
             let mut pairs: Pairs = (0..keys)
@@ -333,8 +338,17 @@ mod tests {
                     Change::Upsert { key, .. } => Some(key.clone()),
                     _ => None,
                 }));
-                prop_assert_eq!(server.update(&changes).unwrap(), None);
+                let patch = server.update(&changes).unwrap();
                 let setup = server.public_setup();
+                match patch {
+                    // A version that keeps the main table patches its clients' setups.
+                    Some(patch) => {
+                        prop_assert_eq!(&before.clone().patched(&patch).unwrap(), setup);
+                        prop_assert!(setup.clone().patched(&patch).is_err());
+                        prop_assert!(before.clone().patched(&patch[..patch.len() - 1]).is_err());
+                    }
+                    None => prop_assert!(setup.delta().is_none() && setup.main() != before.main()),
+                }
                 prop_assert_eq!(setup.version(), round);
                 prop_assert_ne!(setup.digest(), before.digest());
                 let delta = setup.delta().map_or(0, |d| d.keys());

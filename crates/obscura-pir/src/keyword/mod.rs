@@ -34,6 +34,7 @@ mod delta;
 mod fill;
 pub mod fuse;
 mod index;
+mod patch;
 mod plan;
 mod row;
 mod server;
@@ -127,6 +128,10 @@ impl<I: KeywordIndex> SetupMessage for Setup<I> {
             self.main.arity().get(),
             crate::lwe::describe(g, engine.params())
         )
+    }
+
+    fn patched(self, patch: &[u8]) -> Result<Self, PirError> {
+        Setup::patched(self, patch)
     }
 
     fn summary(&self) -> Summary<'_> {

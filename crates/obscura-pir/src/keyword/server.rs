@@ -14,6 +14,7 @@ use crate::batch::shards::Shards;
 use crate::lwe::{Footprint, Geometry, Layout};
 use crate::scheme::{AnswerOf, Progress, QueryOf, SetupMessage};
 use crate::{PirError, PirServer};
+use obscura_math::layout::GROUP_ROWS;
 use obscura_math::matrix::PlaintextMatrix;
 
 /// Filter seeds tried before a build gives up (a failure is then astronomically unlikely).
@@ -153,17 +154,24 @@ pub(super) fn build_table<I: KeywordIndex, V: AsRef<[u8]> + Sync>(
     Ok((table, Stored { index, digests }))
 }
 
-/// Key digests as the matrix a database file stores them in: one digest per column.
+/// Key digests as the matrix a database file stores them in: one digest per column, in
+/// increasing order (so that a key is found by a binary search).
 pub(super) fn digest_matrix(digests: &[[u8; DIGEST_BYTES]]) -> PlaintextMatrix {
-    PlaintextMatrix::from_fn(DIGEST_BYTES, digests.len(), |r, c, out| {
-        for (byte, digest) in out.iter_mut().zip(&digests[c..]) {
+    let mut sorted = digests.to_vec();
+    sorted.par_sort_unstable();
+    PlaintextMatrix::from_fn(DIGEST_BYTES, sorted.len(), |r, c, out| {
+        for (byte, digest) in out.iter_mut().zip(&sorted[c..]) {
             *byte = digest[r];
         }
     })
 }
 
+/// Bytes of slot matrix a table's rows are read back through at once, column by column (see
+/// [`Stored::values`]).
+const READ_BAND_BYTES: usize = 32 << 20;
+
 impl<I: KeywordIndex> Stored<I> {
-    /// The digests of the table's keys, in the order it was built from.
+    /// The digests of the table's keys, in increasing order.
     pub(super) fn digests(&self) -> Vec<[u8; DIGEST_BYTES]> {
         let keys = self.digests.cols();
         let mut bytes = vec![0u8; DIGEST_BYTES * keys];
@@ -174,21 +182,65 @@ impl<I: KeywordIndex> Stored<I> {
             .collect()
     }
 
-    /// The value `table` holds for the key of `digest`, read from the rows as a client decodes
-    /// them; `None` when the table does not hold the key.
-    pub(super) fn value(&self, table: &Table<I>, digest: &[u8; DIGEST_BYTES]) -> Option<Vec<u8>> {
-        let hash = filter_hash(&table.seed, digest);
-        let slots = table.shape().positions(hash);
+    /// The value `table` holds for each key of `digests`, read from the rows as a client
+    /// decodes them; `None` for a key the table does not hold.
+    ///
+    /// The rows are read in bands of rows, each copied column by column once, every key
+    /// summing its slots' stretch of the band: a key costs `arity` short runs per band instead
+    /// of a cache line per digit.
+    pub(super) fn values(
+        &self,
+        table: &Table<I>,
+        digests: &[[u8; DIGEST_BYTES]],
+    ) -> Vec<Option<Vec<u8>>> {
+        self.values_in_bands(table, digests, READ_BAND_BYTES)
+    }
+
+    /// [`Stored::values`] with bands of about `band_bytes` of the slot matrix.
+    fn values_in_bands(
+        &self,
+        table: &Table<I>,
+        digests: &[[u8; DIGEST_BYTES]],
+        band_bytes: usize,
+    ) -> Vec<Option<Vec<u8>>> {
         let matrix = I::slot_matrix(&self.index);
-        // Slots hold centered digits; p divides 256, so wrapping byte sums add them mod p.
-        let digits = (0..matrix.rows())
-            .map(|r| {
-                slots[..table.arity().get()]
-                    .iter()
-                    .fold(0u8, |sum, &c| sum.wrapping_add(matrix.get(r, c as usize)))
-            })
+        let (rows, cols, arity) = (matrix.rows(), matrix.cols(), table.arity().get());
+        let hashes: Vec<u64> = digests
+            .par_iter()
+            .map(|d| filter_hash(&table.seed, d))
             .collect();
-        table.read_row(digits, digest, hash)
+        let slots: Vec<[u64; 4]> = hashes
+            .par_iter()
+            .map(|&h| table.shape().positions(h))
+            .collect();
+        let band = (band_bytes / cols.max(1) / GROUP_ROWS * GROUP_ROWS)
+            .clamp(GROUP_ROWS, rows.next_multiple_of(GROUP_ROWS));
+        let mut sums = vec![0u8; digests.len() * rows];
+        let mut columns = vec![0u8; band.min(rows) * cols];
+        for start in (0..rows).step_by(band) {
+            let len = band.min(rows - start);
+            let columns = &mut columns[..len * cols];
+            matrix.copy_columns(start..start + len, columns);
+            let columns = &*columns;
+            sums.par_chunks_mut(rows)
+                .zip(&slots)
+                .for_each(|(sum, slots)| {
+                    let sum = &mut sum[start..start + len];
+                    // Slots hold centered digits; p divides 256, so wrapping byte sums add
+                    // them mod p.
+                    for &slot in &slots[..arity] {
+                        let column = &columns[slot as usize * len..][..len];
+                        for (s, &digit) in sum.iter_mut().zip(column) {
+                            *s = s.wrapping_add(digit);
+                        }
+                    }
+                });
+        }
+        sums.par_chunks(rows)
+            .zip(digests)
+            .zip(&hashes)
+            .map(|((sum, digest), &hash)| table.read_row(sum.to_vec(), digest, hash))
+            .collect()
     }
 }
 
@@ -377,6 +429,29 @@ pub(super) fn check_parts<I: KeywordIndex>(parts: usize, setup: &Setup<I>) -> Re
 mod tests {
     use super::*;
     use crate::keyword::fuse::Arity;
+    use crate::lwe::Lwe;
+
+    /// Rows read back in bands of one group, of a few groups and whole give every stored
+    /// key's value, and `None` for keys not stored.
+    #[test]
+    fn rows_read_back_in_any_bands_give_the_values() {
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..200u32)
+            .map(|i| (i.to_le_bytes().to_vec(), vec![i as u8; i as usize % 90]))
+            .collect();
+        let values: Vec<&[u8]> = pairs.iter().map(|(_, v)| v.as_slice()).collect();
+        let mut digests: Vec<_> = pairs.iter().map(|(k, _)| key_digest(k)).collect();
+        let options = KeywordOptions::default();
+        let (table, stored) =
+            build_table::<Lwe, _>(&digests, &values, options, &|_, _| {}).unwrap();
+        let cols = stored.index.database().cols();
+        digests.push(key_digest(b"not stored"));
+        let mut expected: Vec<Option<Vec<u8>>> = values.iter().map(|v| Some(v.to_vec())).collect();
+        expected.push(None);
+        for band in [1, 3 * GROUP_ROWS, usize::MAX / cols] {
+            let read = stored.values_in_bands(&table, &digests, band * cols);
+            assert_eq!(read, expected, "bands of {band} rows");
+        }
+    }
 
     #[test]
     fn failed_peels_are_retried_with_the_next_seed() {

@@ -95,7 +95,8 @@ impl<I: KeywordIndex> Table<I> {
         Some(value.to_vec())
     }
 
-    fn write(&self, out: &mut Vec<u8>) {
+    /// Appends the table's encoding: its fields, then its index setup with its length.
+    pub(super) fn write(&self, out: &mut Vec<u8>) {
         let index = self.index.to_bytes();
         out.push(self.arity().get() as u8);
         out.extend_from_slice(&self.seed);
@@ -117,7 +118,7 @@ impl<I: KeywordIndex> Table<I> {
     }
 
     /// Decodes a table, checking that the filter fits the index geometry.
-    fn read(reader: &mut Reader<'_>) -> Result<Self, PirError> {
+    pub(super) fn read(reader: &mut Reader<'_>) -> Result<Self, PirError> {
         let count = reader.u8()?;
         let arity = Arity::from_count(usize::from(count))
             .ok_or_else(|| reader.error(format!("arity {count} is not 3 or 4")))?;
