@@ -115,6 +115,31 @@ def test_updates_set_append_and_delete_records(tmp_path):
     assert client.get(1) == b"longer than any slot" and client.get(49) == b"appended 49"
 
 
+def test_keyword_updates_upsert_and_delete_keys(tmp_path):
+    db = tmp_path / "callers.obs"
+    obscura.build_keyword({f"+1555{i:04d}": f"caller {i}" for i in range(50)}, db, progress=False)
+    report = obscura.update(
+        db,
+        [
+            {"op": "upsert", "key": "+15550007", "value": "a spammer"},
+            {"op": "upsert", "key": "+15559999", "value_hex": "00ff"},
+            {"op": "delete", "key": "+15550003"},
+        ],
+    )
+    assert (report.version, report.items) == (1, 50)
+    client = obscura.Client.open(db)
+    assert client.get_key("+15550007") == b"a spammer"
+    assert client.get_key("+15559999") == b"\x00\xff"
+    assert client.get_key("+15550003") is None
+    assert client.get_key("+15550008") == b"caller 8"
+    before = db.read_bytes()
+    with pytest.raises(obscura.InvalidInputError, match="not in the database"):
+        obscura.update(db, [{"op": "delete", "key": "+15550003"}])
+    with pytest.raises(obscura.InvalidInputError, match="lines 1 and 2 both change key"):
+        obscura.update(db, [{"op": "upsert", "key": "k", "value": "1"}, {"op": "delete", "key": "k"}])
+    assert db.read_bytes() == before
+
+
 def test_keyword_databases_take_pairs_and_dataframes(tmp_path):
     pandas = pytest.importorskip("pandas")
     frame = pandas.DataFrame({"phone": ["+1", "+2", "+3"], "city": ["Oslo", "Lima", "Pune"]})

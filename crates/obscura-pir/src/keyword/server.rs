@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use super::fill::{self, fill_block_rows, Filled};
+use super::fill::{self, fill_block_rows, Filled, MAX_FILL_BLOCK_ROWS};
 use super::fuse::FuseShape;
 use super::index::KeywordIndex;
 use super::plan::{likely_log_p, StorePlan};
@@ -16,6 +16,7 @@ use crate::scheme::{AnswerOf, Progress, QueryOf, SetupMessage};
 use crate::{PirError, PirServer};
 use obscura_math::layout::GROUP_ROWS;
 use obscura_math::matrix::PlaintextMatrix;
+use obscura_math::memory::prefetch;
 
 /// Filter seeds tried before a build gives up (a failure is then astronomically unlikely).
 const MAX_ATTEMPTS: usize = 100;
@@ -167,8 +168,15 @@ pub(super) fn digest_matrix(digests: &[[u8; DIGEST_BYTES]]) -> PlaintextMatrix {
 }
 
 /// Bytes of slot matrix a table's rows are read back through at once, column by column (see
-/// [`Stored::values`]).
-const READ_BAND_BYTES: usize = 32 << 20;
+/// [`Stored::values`]): at most [`MAX_FILL_BLOCK_ROWS`] rows, as the fill writes them, so that
+/// a key's slots are read as few times.
+const READ_BAND_BYTES: usize = 256 << 20;
+
+/// How many keys ahead the read-back starts loading a key's slots.
+const PREFETCH_KEYS: usize = 16;
+
+/// Keys per task of the read-back.
+const READ_TASK_KEYS: usize = 1 << 12;
 
 impl<I: KeywordIndex> Stored<I> {
     /// The digests of the table's keys, in increasing order.
@@ -214,7 +222,7 @@ impl<I: KeywordIndex> Stored<I> {
             .map(|&h| table.shape().positions(h))
             .collect();
         let band = (band_bytes / cols.max(1) / GROUP_ROWS * GROUP_ROWS)
-            .clamp(GROUP_ROWS, rows.next_multiple_of(GROUP_ROWS));
+            .clamp(GROUP_ROWS, MAX_FILL_BLOCK_ROWS);
         let mut sums = vec![0u8; digests.len() * rows];
         let mut columns = vec![0u8; band.min(rows) * cols];
         for start in (0..rows).step_by(band) {
@@ -222,16 +230,25 @@ impl<I: KeywordIndex> Stored<I> {
             let columns = &mut columns[..len * cols];
             matrix.copy_columns(start..start + len, columns);
             let columns = &*columns;
-            sums.par_chunks_mut(rows)
-                .zip(&slots)
-                .for_each(|(sum, slots)| {
-                    let sum = &mut sum[start..start + len];
-                    // Slots hold centered digits; p divides 256, so wrapping byte sums add
-                    // them mod p.
-                    for &slot in &slots[..arity] {
-                        let column = &columns[slot as usize * len..][..len];
-                        for (s, &digit) in sum.iter_mut().zip(column) {
-                            *s = s.wrapping_add(digit);
+            let column = |slot: u64| &columns[slot as usize * len..][..len];
+            sums.par_chunks_mut(rows * READ_TASK_KEYS)
+                .zip(slots.par_chunks(READ_TASK_KEYS))
+                .for_each(|(sums, slots)| {
+                    for (i, (sum, key)) in sums.chunks_mut(rows).zip(slots).enumerate() {
+                        // Slots lie anywhere in the band: the slots of the key PREFETCH_KEYS
+                        // ahead start loading.
+                        if let Some(ahead) = slots.get(i + PREFETCH_KEYS) {
+                            for &slot in &ahead[..arity] {
+                                prefetch(column(slot));
+                            }
+                        }
+                        let sum = &mut sum[start..start + len];
+                        // Slots hold centered digits; p divides 256, so wrapping byte sums
+                        // add them mod p.
+                        for &slot in &key[..arity] {
+                            for (s, &digit) in sum.iter_mut().zip(column(slot)) {
+                                *s = s.wrapping_add(digit);
+                            }
                         }
                     }
                 });

@@ -155,7 +155,9 @@ def update(
     applies. ``changes`` is a change file (JSON lines, as ``obscura update`` reads) or an
     iterable of changes such as ``{"op": "set", "index": 7, "value": "new"}``,
     ``{"op": "append", "index": 1000, "value_hex": "00ff"}`` or ``{"op": "delete", "index": 3}``
-    (a deleted record then reads as ``None``). A Merkle tree grows by appended leaves: its
+    (a deleted record then reads as ``None``); a keyword database's are
+    ``{"op": "upsert", "key": "k", "value": "v"}`` and ``{"op": "delete", "key": "k"}``
+    (``key_hex`` for bytes). A Merkle tree grows by appended leaves: its
     changes are the new leaves (str or bytes, without line breaks; a file of one per line).
     Servers serve the new version once reloaded; clients holding one of the last
     ``keep_patches`` versions (16 unless given; 0 for none) catch up by a patch kept beside the
