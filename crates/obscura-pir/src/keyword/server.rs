@@ -242,10 +242,13 @@ impl<I: KeywordIndex> Stored<I> {
                                 prefetch(column(slot));
                             }
                         }
+                        // The band's stretch of the sum is written before it is read: a
+                        // page of fresh zeros read first would be copied on its first write.
                         let sum = &mut sum[start..start + len];
+                        sum.copy_from_slice(column(key[0]));
                         // Slots hold centered digits; p divides 256, so wrapping byte sums
                         // add them mod p.
-                        for &slot in &key[..arity] {
+                        for &slot in &key[1..arity] {
                             for (s, &digit) in sum.iter_mut().zip(column(slot)) {
                                 *s = s.wrapping_add(digit);
                             }
