@@ -71,6 +71,15 @@ pub fn print_bandwidth(bandwidth: &Pair) {
     );
 }
 
+/// Prints the bandwidth and the full build an update preset's versions are set against.
+pub fn print_full_build(bandwidth: &Pair, build_seconds: f64, setup_bytes: u64) {
+    print_bandwidth(bandwidth);
+    println!(
+        "full build: {}; public setup: {setup_bytes} bytes",
+        human(build_seconds)
+    );
+}
+
 /// Prints the closing line: `correct: ` and `yes` when `correct`, else `no`.
 pub fn print_correct(correct: bool, yes: &str, no: &str) {
     println!("\ncorrect: {}", if correct { yes } else { no });

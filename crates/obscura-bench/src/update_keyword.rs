@@ -18,7 +18,7 @@ use obscura_store::store::{self, Database};
 use crate::chalamet::pairs;
 use crate::measure::timed;
 use crate::progress::Progress;
-use crate::report::{human, print_bandwidth, print_correct, Pair, Tables};
+use crate::report::{human, print_correct, print_full_build, Pair, Tables};
 use obscura_math::threads::Pools;
 
 /// The keys changed, as a fraction of the database's: 1%.
@@ -207,12 +207,7 @@ impl Tables for KeywordUpdateReport {
             "{}: {} keys of 32 bytes, {}-byte values, {} threads",
             self.preset, self.keys, self.value_bytes, self.threads
         );
-        print_bandwidth(&self.bandwidth_gbs);
-        println!(
-            "full build: {}; public setup: {} bytes",
-            human(self.build_seconds),
-            self.setup_bytes
-        );
+        print_full_build(&self.bandwidth_gbs, self.build_seconds, self.setup_bytes);
         println!(
             "| upserted | deleted | new version | / full build | file written | durable / full build | new setup bytes | patch bytes | compacting batch | compaction | / full build | correct |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
         );

@@ -21,7 +21,7 @@ use obscura_store::store::{self, Database};
 
 use crate::measure::{generate, timed};
 use crate::progress::Progress;
-use crate::report::{human, print_bandwidth, print_correct, Pair, Tables};
+use crate::report::{human, print_correct, print_full_build, Pair, Tables};
 use crate::update::apply_as_client;
 use obscura_math::threads::Pools;
 
@@ -181,12 +181,7 @@ impl Tables for MerkleUpdateReport {
             "{}: a Merkle tree of {} leaves (height {}), {} appended, {} threads",
             self.preset, self.leaves, self.height, self.appended, self.threads
         );
-        print_bandwidth(&self.bandwidth_gbs);
-        println!(
-            "full build: {}; public setup: {} bytes",
-            human(self.build_seconds),
-            self.setup_bytes
-        );
+        print_full_build(&self.bandwidth_gbs, self.build_seconds, self.setup_bytes);
         println!(
             "| appended | new version | / full build | file written | durable / full build | one more leaf | patch bytes | / setup | client applies | correct |\n|---|---|---|---|---|---|---|---|---|---|"
         );

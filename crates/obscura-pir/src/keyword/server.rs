@@ -415,7 +415,15 @@ impl<I: KeywordIndex> PirServer for Server<I> {
                     what: "keyword setup",
                 });
             }
-            Ok(Stored { index, digests })
+            let stored = Stored { index, digests };
+            // Keys are found by binary search: the digests must be distinct and in order.
+            if !stored.digests().windows(2).all(|pair| pair[0] < pair[1]) {
+                return Err(PirError::malformed(
+                    "keyword database",
+                    "its key digests are not in increasing order",
+                ));
+            }
+            Ok(stored)
         });
         let main = stored.next().expect("a main table")?;
         let delta = stored.next().transpose()?;
@@ -471,6 +479,28 @@ mod tests {
             let read = stored.values_in_bands(&table, &digests, band * cols);
             assert_eq!(read, expected, "bands of {band} rows");
         }
+    }
+
+    /// A database whose key digests are out of order (which no build writes) is refused at
+    /// load: keys are found in them by binary search.
+    #[test]
+    fn digests_out_of_order_are_refused() {
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..5u8).map(|i| (vec![i], vec![i; 3])).collect();
+        let server = Server::<Lwe>::build(&pairs, KeywordOptions::default(), &|_, _| {}).unwrap();
+        let mut matrices: Vec<PlaintextMatrix> = server.matrices().into_iter().cloned().collect();
+        let mut digests = server.main.digests();
+        let setup = server.public_setup().clone();
+        assert!(Server::<Lwe>::from_parts(setup.clone(), matrices.clone()).is_ok());
+        digests.reverse();
+        matrices[1] = PlaintextMatrix::from_fn(DIGEST_BYTES, digests.len(), |r, c, out| {
+            for (byte, digest) in out.iter_mut().zip(&digests[c..]) {
+                *byte = digest[r];
+            }
+        });
+        assert!(matches!(
+            Server::<Lwe>::from_parts(setup, matrices),
+            Err(PirError::Malformed { .. })
+        ));
     }
 
     #[test]
