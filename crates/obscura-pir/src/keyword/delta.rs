@@ -7,8 +7,8 @@
 //! key. So a version costs work and bytes in proportion to the keys changed since the last
 //! compaction, and every lookup has the same shape whatever its key's history. Once the delta
 //! holds more than a sixteenth of the main table's keys (and more than [`COMPACT_FLOOR`]), the
-//! batch compacts instead: a new main table of the keys present, and no delta, which costs a
-//! full build.
+//! batch compacts instead: every row read back and a new main table built of the keys present,
+//! with no delta, which costs about two full builds.
 
 use std::collections::BTreeMap;
 
@@ -27,7 +27,7 @@ const DELETED: u8 = 0;
 
 /// Delta keys past which a batch compacts even when they are under a sixteenth of the main
 /// table's: a delta this small costs a lookup next to nothing.
-pub(super) const COMPACT_FLOOR: u64 = 64;
+const COMPACT_FLOOR: u64 = 64;
 
 /// Whether a delta of `delta` keys beside a main table of `main` keys is folded into it.
 fn compacts(delta: u64, main: u64) -> bool {
