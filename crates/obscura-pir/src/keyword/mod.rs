@@ -23,9 +23,14 @@
 //! The row header is shorter than a full `digest(32) ‖ len (u32 LE)`: a 128-bit check meets the
 //! 2^-128 false-accept bound, and a length is stored only when it carries information.
 //!
+//! A database is a main table of such rows and, after updates, a delta table of the keys
+//! changed since its last compaction: every lookup queries both, the delta deciding (`delta`).
+//!
 //! The files: [`fuse`] holds the filter, `row` the row layout (digests, check, filter hash and
-//! mask digits), `setup` the [`Setup`] and its codec, `plan` the store's shape before any
-//! data, `fill` the parallel slot fill, `server` the [`Server`] and `client` the [`Client`].
+//! mask digits), `setup` the [`Setup`], its [`Table`]s and their codec, `plan` the store's
+//! shape before any data, `fill` the parallel slot fill, `server` the [`Server`], `delta` new
+//! versions and compaction, `patch` the setup patches of new versions and `client` the
+//! [`Client`].
 //! Each is generic over the index scheme; [`KeywordServer`], [`KeywordClient`],
 //! [`KeywordSetup`] and [`LookupState`] name them on the LWE engine.
 
