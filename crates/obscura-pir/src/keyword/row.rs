@@ -70,12 +70,14 @@ pub fn filter_hash(seed: &[u8; 32], digest: &[u8; DIGEST_BYTES]) -> u64 {
         })
 }
 
-/// Digit `j` of the per-key mask.
+/// Digit `j` of the per-key mask, one at a time: the reference [`mask_digits`] is tested against.
+#[cfg(test)]
 pub(super) fn mask_digit(hash: u64, j: usize, log_p: u8) -> u8 {
     (mix64(hash.wrapping_add(j as u64)) & ((1u64 << log_p) - 1)) as u8
 }
 
-/// Digits `first .. first + out.len()` of the per-key mask (see [`mask_digit`]).
+/// Digits `first .. first + out.len()` of the per-key mask: digit `j` is the low `log_p` bits of
+/// `mix64(hash + j)`.
 pub(super) fn mask_digits(hash: u64, first: usize, log_p: u8, out: &mut [u8]) {
     mixed_bytes(
         hash.wrapping_add(first as u64),

@@ -7,7 +7,7 @@ use super::fuse::{Arity, FuseShape, MAX_KEYS};
 use super::index::KeywordIndex;
 use obscura_math::pack;
 
-use super::row::{length_bytes, mask_digit, row_check, row_header, CHECK_BYTES, DIGEST_BYTES};
+use super::row::{length_bytes, mask_digits, row_check, row_header, CHECK_BYTES, DIGEST_BYTES};
 use crate::scheme::SetupMessage;
 use crate::wire::{self, Digest, Kind, Reader};
 use crate::PirError;
@@ -65,9 +65,11 @@ impl<I: KeywordIndex> Table<I> {
         hash: u64,
     ) -> Option<Vec<u8>> {
         let log_p = I::engine(&self.index).params().log_p;
-        let p_mask = (1u16 << log_p) - 1;
-        for (j, digit) in digits.iter_mut().enumerate() {
-            *digit = ((u16::from(*digit) + u16::from(mask_digit(hash, j, log_p))) & p_mask) as u8;
+        let p_mask = ((1u16 << log_p) - 1) as u8;
+        let mut mask = vec![0u8; digits.len()];
+        mask_digits(hash, 0, log_p, &mut mask);
+        for (digit, mask) in digits.iter_mut().zip(mask) {
+            *digit = digit.wrapping_add(mask) & p_mask;
         }
         let (header, max_value) = (self.row_header(), self.max_value);
         let row = pack::unpack(&digits, u32::from(log_p), header + max_value as usize);
