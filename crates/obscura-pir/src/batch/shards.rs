@@ -65,16 +65,24 @@ where
     M: Message<PublicSetup>,
 {
     fn from_bytes(bytes: &[u8], setup: &S) -> Result<Self, PirError> {
-        let shards = setup.shards();
-        let parts = framing::decode_exact(bytes, shards.len())
-            .map_err(|e| PirError::malformed(M::KIND.describe(), e))?;
-        parts
-            .into_iter()
-            .zip(shards)
-            .map(|(part, shard)| M::from_bytes(part, shard))
-            .collect::<Result<_, _>>()
-            .map(Shards)
+        decode_parts(bytes, setup.shards())
     }
+}
+
+/// The framed parts of `bytes`, one per setup of `setups` and each decoded against it.
+pub(crate) fn decode_parts<'a, P: 'a, M: Message<P>>(
+    bytes: &[u8],
+    setups: impl IntoIterator<Item = &'a P, IntoIter: ExactSizeIterator>,
+) -> Result<Shards<M>, PirError> {
+    let setups = setups.into_iter();
+    let parts = framing::decode_exact(bytes, setups.len())
+        .map_err(|e| PirError::malformed(M::KIND.describe(), e))?;
+    parts
+        .into_iter()
+        .zip(setups)
+        .map(|(part, setup)| M::from_bytes(part, setup))
+        .collect::<Result<_, _>>()
+        .map(Shards)
 }
 
 /// Bytes of a framed request or reply whose parts have the given sizes.

@@ -60,8 +60,7 @@ pub type KeywordSetup = Setup<Lwe>;
 /// The secret state of one lookup in a keyword database on the LWE engine.
 pub type LookupState = KeyLookup<Lwe>;
 
-use crate::batch::shards::framed_bytes;
-use crate::batch::shards::Shards;
+use crate::batch::shards::{decode_parts, framed_bytes, Shards};
 use crate::framing;
 use crate::lwe::Lwe;
 use crate::params::{MatrixKind, ParamSet};
@@ -154,20 +153,11 @@ impl<I: KeywordIndex> SetupMessage for Setup<I> {
 /// [`PirError::SetupMismatch`].
 impl<I: KeywordIndex, M: Message<I::Setup>> Message<Setup<I>> for Shards<M> {
     fn from_bytes(bytes: &[u8], setup: &Setup<I>) -> Result<Self, PirError> {
-        let tables = setup.tables().count();
-        if framing::count(bytes).is_some_and(|count| count != tables) {
-            return Err(PirError::SetupMismatch {
-                what: M::KIND.describe(),
-            });
+        if let Some(count) = framing::count(bytes) {
+            server::check_parts(count, setup, M::KIND.describe())?;
         }
-        let parts = framing::decode_exact(bytes, tables)
-            .map_err(|e| PirError::malformed(M::KIND.describe(), e))?;
-        parts
-            .into_iter()
-            .zip(setup.tables())
-            .map(|(part, table)| M::from_bytes(part, &table.index))
-            .collect::<Result<_, _>>()
-            .map(Shards)
+        let indexes: Vec<&I::Setup> = setup.tables().map(|table| &table.index).collect();
+        decode_parts(bytes, indexes)
     }
 }
 

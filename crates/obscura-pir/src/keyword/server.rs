@@ -359,7 +359,7 @@ impl<I: KeywordIndex> PirServer for Server<I> {
     }
 
     fn answer(&self, query: &QueryOf<Keyword<I>>) -> Result<AnswerOf<Keyword<I>>, PirError> {
-        check_parts(query.0.len(), &self.setup)?;
+        check_parts(query.0.len(), &self.setup, "keyword query")?;
         self.tables()
             .zip(&query.0)
             .map(|(table, part)| table.index.answer(part))
@@ -375,7 +375,7 @@ impl<I: KeywordIndex> PirServer for Server<I> {
             return Ok(vec![self.answer(query)?]);
         }
         for query in queries {
-            check_parts(query.0.len(), &self.setup)?;
+            check_parts(query.0.len(), &self.setup, "keyword query")?;
         }
         let mut answers: Vec<Shards<_>> = queries.iter().map(|_| Shards(Vec::new())).collect();
         for (t, table) in self.tables().enumerate() {
@@ -441,15 +441,17 @@ impl<I: KeywordIndex> PirServer for Server<I> {
     }
 }
 
-/// A request or reply of `parts` parts for `setup`: one per table, or it was made for another
-/// version (a version adds or folds the delta table).
-pub(super) fn check_parts<I: KeywordIndex>(parts: usize, setup: &Setup<I>) -> Result<(), PirError> {
+/// A request or reply of `parts` parts (a `what`) for `setup`: one per table, or it was made
+/// for another version (a version adds or folds the delta table).
+pub(super) fn check_parts<I: KeywordIndex>(
+    parts: usize,
+    setup: &Setup<I>,
+    what: &'static str,
+) -> Result<(), PirError> {
     if parts == setup.tables().count() {
         Ok(())
     } else {
-        Err(PirError::SetupMismatch {
-            what: "keyword query",
-        })
+        Err(PirError::SetupMismatch { what })
     }
 }
 
