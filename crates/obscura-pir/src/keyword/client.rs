@@ -100,8 +100,8 @@ impl<I: KeywordIndex> PirClient for Client<I> {
             .zip(state.tables)
             .zip(&answer.0)
         {
-            let digits = I::decode_slots(client, index, part)?;
-            rows.push(table.read_row(digits, &state.digest, hash));
+            let mut digits = I::decode_slots(client, index, part)?;
+            rows.push(table.read_row(&mut digits, &state.digest, hash));
         }
         let mut rows = rows.into_iter();
         let main = rows.next().flatten();

@@ -160,8 +160,13 @@ pub(super) fn build_table<I: KeywordIndex, V: AsRef<[u8]> + Sync>(
 pub(super) fn digest_matrix(digests: &[[u8; DIGEST_BYTES]]) -> PlaintextMatrix {
     let mut sorted = digests.to_vec();
     sorted.par_sort_unstable();
-    PlaintextMatrix::from_fn(DIGEST_BYTES, sorted.len(), |r, c, out| {
-        for (byte, digest) in out.iter_mut().zip(&sorted[c..]) {
+    digest_columns(&sorted)
+}
+
+/// `digests` as the columns of a matrix, in their order.
+fn digest_columns(digests: &[[u8; DIGEST_BYTES]]) -> PlaintextMatrix {
+    PlaintextMatrix::from_fn(DIGEST_BYTES, digests.len(), |r, c, out| {
+        for (byte, digest) in out.iter_mut().zip(&digests[c..]) {
             *byte = digest[r];
         }
     })
@@ -256,10 +261,10 @@ impl<I: KeywordIndex> Stored<I> {
                     }
                 });
         }
-        sums.par_chunks(rows)
+        sums.par_chunks_mut(rows)
             .zip(digests)
             .zip(&hashes)
-            .map(|((sum, digest), &hash)| table.read_row(sum.to_vec(), digest, hash))
+            .map(|((sum, digest), &hash)| table.read_row(sum, digest, hash))
             .collect()
     }
 }
@@ -494,11 +499,7 @@ mod tests {
         let setup = server.public_setup().clone();
         assert!(Server::<Lwe>::from_parts(setup.clone(), matrices.clone()).is_ok());
         digests.reverse();
-        matrices[1] = PlaintextMatrix::from_fn(DIGEST_BYTES, digests.len(), |r, c, out| {
-            for (byte, digest) in out.iter_mut().zip(&digests[c..]) {
-                *byte = digest[r];
-            }
-        });
+        matrices[1] = digest_columns(&digests);
         assert!(matches!(
             Server::<Lwe>::from_parts(setup, matrices),
             Err(PirError::Malformed { .. })

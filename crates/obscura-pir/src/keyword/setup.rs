@@ -54,13 +54,14 @@ impl<I: KeywordIndex> Table<I> {
     }
 
     /// The value in the row whose digits, summed over a key's slots, are `digits` (one per
-    /// matrix row), if it is the row of the key with digest `digest` and filter hash `hash`:
+    /// matrix row; the key's mask is added to them in place), if it is the row of the key with
+    /// digest `digest` and filter hash `hash`:
     /// the key's mask is added, the check recomputed over the key, the length and the value
     /// and compared in constant time, the length and padding checked. Anything else reads as
     /// absent (a row of another key, or one altered on the way).
     pub(super) fn read_row(
         &self,
-        mut digits: Vec<u8>,
+        digits: &mut [u8],
         digest: &[u8; DIGEST_BYTES],
         hash: u64,
     ) -> Option<Vec<u8>> {
@@ -72,7 +73,7 @@ impl<I: KeywordIndex> Table<I> {
             *digit = digit.wrapping_add(mask) & p_mask;
         }
         let (header, max_value) = (self.row_header(), self.max_value);
-        let row = pack::unpack(&digits, u32::from(log_p), header + max_value as usize);
+        let row = pack::unpack(digits, u32::from(log_p), header + max_value as usize);
         let len = if header == CHECK_BYTES {
             max_value
         } else {
