@@ -10,7 +10,7 @@ use obscura_pir::lwe::{Answer, Client, Geometry, Lwe, PublicSetup, Query, Record
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_pir::wire::{self, Kind, Reader};
 use obscura_pir::ypir::{self, Variant, YpirOptions};
-use obscura_pir::{Change, Encode, Message, PirClient, PirServer};
+use obscura_pir::{Change, Encode, Message, PirClient, PirError, PirServer, SetupMessage};
 use obscura_store::store;
 use std::sync::OnceLock;
 
@@ -542,49 +542,45 @@ fn fixture_patch(name: &str, change: Change) -> Vec<u8> {
         .expect("the fixture's scheme makes patches")
 }
 
-/// A patch of the index fixture's setup: the setup it makes must encode and decode to itself,
-/// one version on, and serve a client.
-fn lwe_setup_patch(input: &[u8]) -> Verdict {
-    let patched = index_setup().clone().patched(input);
+/// The outcome of a setup patch applied to a fixture's setup: a setup it makes must encode and
+/// decode to itself and pass `check` (what the next version must be, and a client's use).
+fn patched_setup<S: SetupMessage>(
+    patched: Result<S, PirError>,
+    check: impl FnOnce(&S) -> Result<(), String>,
+) -> Verdict {
     if let Ok(setup) = &patched {
         let bytes = setup.to_bytes();
-        let decoded =
-            PublicSetup::from_bytes(&bytes).map_err(|e| format!("a patched setup: {e}"))?;
+        let decoded = S::from_bytes(&bytes).map_err(|e| format!("a patched setup: {e}"))?;
         round_trip(&bytes, &decoded.to_bytes())?;
+        check(setup)?;
+    }
+    outcome(&patched)
+}
+
+/// A patch of the index fixture's setup: it must make the next version, which serves a client.
+fn lwe_setup_patch(input: &[u8]) -> Verdict {
+    patched_setup(index_setup().clone().patched(input), |setup| {
         if setup.version() != index_setup().version() + 1 {
             return Err("a patch that does not make the next version".into());
         }
-        use_setup(setup)?;
-    }
-    outcome(&patched)
+        use_setup(setup)
+    })
 }
 
-/// A patch of the tree fixture's setup: the setup it makes must encode and decode to itself,
-/// grown, and serve a client.
+/// A patch of the tree fixture's setup: it must grow the tree, which serves a client.
 fn treepir_setup_patch(input: &[u8]) -> Verdict {
-    let patched = tree().clone().patched(input);
-    if let Ok(setup) = &patched {
-        let bytes = setup.to_bytes();
-        let decoded =
-            TreePirSetup::from_bytes(&bytes).map_err(|e| format!("a patched setup: {e}"))?;
-        round_trip(&bytes, &decoded.to_bytes())?;
+    patched_setup(tree().clone().patched(input), |setup| {
         if setup.leaves() <= tree().leaves() {
             return Err("a patch that does not grow the tree".into());
         }
-        use_tree(setup)?;
-    }
-    outcome(&patched)
+        use_tree(setup)
+    })
 }
 
-/// A patch of the keyword fixture's setup: the setup it makes must encode and decode to
-/// itself, one version on with the fixture's main table, and serve a lookup.
+/// A patch of the keyword fixture's setup: it must make the next version with the fixture's
+/// main table, which serves a lookup.
 fn keyword_setup_patch(input: &[u8]) -> Verdict {
-    let patched = keyword().clone().patched(input);
-    if let Ok(setup) = &patched {
-        let bytes = setup.to_bytes();
-        let decoded =
-            KeywordSetup::from_bytes(&bytes).map_err(|e| format!("a patched setup: {e}"))?;
-        round_trip(&bytes, &decoded.to_bytes())?;
+    patched_setup(keyword().clone().patched(input), |setup| {
         if setup.version() != keyword().version() + 1 || setup.main() != keyword().main() {
             return Err(
                 "a patch that does not make the next version of the same main table".into(),
@@ -592,9 +588,9 @@ fn keyword_setup_patch(input: &[u8]) -> Verdict {
         }
         KeywordClient::new(setup.clone())
             .query(PAIRS[0].0.as_bytes())
-            .map_err(|e| format!("a lookup on a patched setup: {e}"))?;
-    }
-    outcome(&patched)
+            .map(|_| ())
+            .map_err(|e| format!("a lookup on a patched setup: {e}"))
+    })
 }
 
 fn treepir_answers(input: &[u8]) -> Verdict {
