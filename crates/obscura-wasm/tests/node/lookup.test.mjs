@@ -112,12 +112,7 @@ test("a database replaced while connected is fetched again, once", async () => {
   const replaced = Buffer.from(records.map((byte) => byte ^ 0xff));
   writeFileSync(join(folder, "replaced.bin"), replaced);
   build("--input", join(folder, "replaced.bin"), "--record-size", "64", "--scheme", "double", "--out", join(folder, "double.obs"));
-  const before = await setupHash("double");
-  server.kill("SIGHUP");
-  for (let waited = 0; (await setupHash("double")) === before; waited += 50) {
-    assert.ok(waited < 30_000, "the service did not reload the file");
-    await new Promise((wait) => setTimeout(wait, 50));
-  }
+  await reload("double");
   assert.deepEqual(Buffer.from(await database.get(5)), replaced.subarray(5 * 64, 6 * 64));
 });
 
@@ -128,12 +123,7 @@ test("a database updated while connected serves its changes, a deleted record un
   const changes = join(folder, "changes.jsonl");
   writeFileSync(changes, '{"op":"set","index":3,"value":"value 3, changed"}\n{"op":"delete","index":4}\n');
   execFileSync(cli, ["update", "--db", join(folder, "values.obs"), "--changes", changes]);
-  const before = await setupHash("values");
-  server.kill("SIGHUP");
-  for (let waited = 0; (await setupHash("values")) === before; waited += 50) {
-    assert.ok(waited < 30_000, "the service did not reload the file");
-    await new Promise((wait) => setTimeout(wait, 50));
-  }
+  await reload("values");
   // The setup held is version 0's: the first query is refused and the new setup fetched.
   assert.equal(text(await database.get(3)), "value 3, changed");
   assert.equal(await database.get(4), undefined);
@@ -148,12 +138,7 @@ test("a keyword database updated while connected serves its upserts, a deleted k
   const changes = join(folder, "caller-changes.jsonl");
   writeFileSync(changes, ['{"op":"upsert","key":"+15550007","value":"a spammer"}', '{"op":"upsert","key":"+15559999","value":"new"}', '{"op":"delete","key":"+15550003"}'].join("\n") + "\n");
   execFileSync(cli, ["update", "--db", join(folder, "callers.obs"), "--changes", changes]);
-  const before = await setupHash("callers");
-  server.kill("SIGHUP");
-  for (let waited = 0; (await setupHash("callers")) === before; waited += 50) {
-    assert.ok(waited < 30_000, "the service did not reload the file");
-    await new Promise((wait) => setTimeout(wait, 50));
-  }
+  await reload("callers");
   // The setup held is version 0's, without a delta table: the first query is refused as stale.
   assert.equal(text(await callers.getKey("+15550007")), "a spammer");
   assert.equal(text(await callers.getKey("+15559999")), "new");
@@ -170,12 +155,7 @@ test("a Merkle tree grown while connected proves it only grew", async () => {
   const changes = join(folder, "more-leaves.txt");
   writeFileSync(changes, more.join("\n") + "\n");
   execFileSync(cli, ["update", "--db", join(folder, "grow.obs"), "--changes", changes]);
-  const before = await setupHash("grow");
-  server.kill("SIGHUP");
-  for (let waited = 0; (await setupHash("grow")) === before; waited += 50) {
-    assert.ok(waited < 30_000, "the service did not reload the file");
-    await new Promise((wait) => setTimeout(wait, 50));
-  }
+  await reload("grow");
   // The setup held is of 100 leaves: the proof to 130 makes the client fetch the new one.
   const proved = await grow.consistency(100, firstRoot);
   const all = [...leaves, ...more];
@@ -189,6 +169,16 @@ test("a Merkle tree grown while connected proves it only grew", async () => {
   const log = await Database.connect(url, "records", { wasm });
   await assert.rejects(log.consistency(1, firstRoot), /not a Merkle tree/);
 });
+
+// Sends the service SIGHUP and waits until it serves database `name`'s file as it now is.
+async function reload(name) {
+  const before = await setupHash(name);
+  server.kill("SIGHUP");
+  for (let waited = 0; (await setupHash(name)) === before; waited += 50) {
+    assert.ok(waited < 30_000, "the service did not reload the file");
+    await new Promise((wait) => setTimeout(wait, 50));
+  }
+}
 
 async function setupHash(name) {
   const list = await (await fetch(`${url}/v1/databases`)).json();
