@@ -92,12 +92,20 @@ pub fn run(args: UpdateArgs) -> Result<()> {
             "records",
         ),
     };
-    println!(
-        "{}: version {} ({what}), {} {items}",
-        args.db.display(),
-        listing.version,
-        listing.items,
-    );
+    if updated.setup_changed {
+        println!(
+            "{}: version {} ({what}), {} {items}",
+            args.db.display(),
+            listing.version,
+            listing.items,
+        );
+    } else {
+        println!(
+            "{}: updated ({what}), {} {items}; its setup is unchanged, so clients keep theirs",
+            args.db.display(),
+            listing.items,
+        );
+    }
     if let Some(root) = listing.root {
         println!("root: {}", hex::encode(root));
     }

@@ -361,6 +361,97 @@ fn a_server_serves_the_new_version_after_sighup_and_stale_clients_catch_up() {
     );
 }
 
+#[test]
+fn a_ypir_database_is_updated_under_the_same_setup_and_served_clients_keep_theirs() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("phones.csv");
+    let mut text = String::from("name,phone\n");
+    for i in 0..300 {
+        text.push_str(&format!("user{i},555-{i:04}\n"));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let db = dir.path().join("phones.obs");
+    build(&["--column", "phone", "--scheme", "ypir"], &csv, &db).success();
+    let mut served = Served::start(&[path(&db)]);
+    served.drain_stderr();
+    let cache = dir.path().join("cache");
+    let remote = |index: u64| {
+        obscura()
+            .args([
+                "get",
+                "--db",
+                "phones",
+                "--server",
+                &served.url,
+                "--cache-dir",
+            ])
+            .arg(&cache)
+            .args(["--index", &index.to_string()])
+            .assert()
+    };
+    remote(9).success().stdout("555-0009\n");
+    let cached = |dir: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+        let mut files: Vec<_> = walk(dir)
+            .into_iter()
+            .map(|p| {
+                let bytes = std::fs::read(&p).unwrap();
+                (p, bytes)
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let before = cached(&cache);
+    update(
+        &db,
+        &[
+            r#"{"op":"set","index":9,"value":"123-4567"}"#,
+            r#"{"op":"delete","index":10}"#,
+        ],
+    )
+    .success()
+    .stdout(predicate::str::contains(
+        "updated (1 set, 0 appended, 1 deleted), 300 records; its setup is unchanged",
+    ))
+    .stdout(predicate::str::contains("patch for clients").not());
+    // The setup names the record count, which an append would change.
+    update(&db, &[r#"{"op":"append","index":300,"value":"1"}"#])
+        .code(1)
+        .stderr(predicate::str::contains("rebuild it with `obscura build`"));
+    get(&db, 9).success().stdout("123-4567\n");
+    served.signal("HUP");
+    let started = Instant::now();
+    loop {
+        let output = remote(9).success().get_output().stdout.clone();
+        if output == b"123-4567\n" {
+            break;
+        }
+        assert_eq!(output, b"555-0009\n");
+        assert!(started.elapsed() < Duration::from_secs(30), "not reloaded");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    remote(10)
+        .code(3)
+        .stderr(predicate::str::contains("record 10 was deleted"));
+    remote(11).success().stdout("555-0011\n");
+    // The cached setup still names the database: nothing was downloaded again.
+    assert_eq!(cached(&cache), before);
+}
+
+/// The files under `dir`, at any depth.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
 /// The body of `GET path` from the server at `url` (`http://HOST:PORT`).
 fn http_get(url: &str, path: &str) -> String {
     use std::io::{Read, Write};

@@ -38,7 +38,8 @@ pub struct BuildReport {
     kind: &'static str,
     /// Records, keys or leaves.
     items: u64,
-    /// The database's version: 0 as built, one more for each batch of changes applied.
+    /// The database's version: 0 as built, one more for each batch of changes applied (YPIR's
+    /// setup names none and stays the same: its clients keep theirs).
     version: u64,
     /// Bytes of the file.
     file_bytes: u64,

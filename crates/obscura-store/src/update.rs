@@ -32,6 +32,9 @@ pub struct Updated {
     pub database: Database,
     /// The public setup written.
     pub setup: WrittenSetup,
+    /// Whether the setup changed: a scheme whose setup carries no data (YPIR) keeps it, and
+    /// its clients keep theirs.
+    pub setup_changed: bool,
     /// The changes applied.
     pub changes: Vec<Change>,
     /// Bytes of the patch kept for clients of the previous version (none when the scheme
@@ -125,6 +128,7 @@ pub fn update_file(
         }
     };
     patches.write(path)?;
+    let setup_changed = setup_sha256(&setup) != old_sha256;
     let setup = store::write_with_setup(path, &database, &setup)?;
     let write_seconds = started.elapsed().as_secs_f64();
     drop(file);
@@ -132,6 +136,7 @@ pub fn update_file(
     Ok(Updated {
         database,
         setup,
+        setup_changed,
         changes,
         patch_bytes,
         load_seconds,

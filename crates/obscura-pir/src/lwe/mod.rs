@@ -40,3 +40,4 @@ pub(crate) use server::{
 };
 pub use setup::{describe, EngineOptions, Layer, PublicSetup, RecordFormat};
 pub use stream::{StreamError, StreamedBuild};
+pub(crate) use update::{record_slots, write_bits, Slot};

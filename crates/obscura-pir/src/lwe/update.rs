@@ -28,8 +28,8 @@ use super::setup::{fill_value_slot, Layer, RecordFormat};
 use super::{PublicSetup, Server};
 use crate::{Change, PirError};
 
-/// Where a record lies and the bytes its slot is to hold.
-type Slot<'a> = (RecordLocation, Cow<'a, [u8]>);
+/// A record changed: its index, where it lies and the bytes its slot is to hold.
+pub(crate) type Slot<'a, L = RecordLocation> = (u64, L, Cow<'a, [u8]>);
 
 /// One entry of the database matrix to rewrite: row, column, old and new digit (centered).
 #[derive(Clone, Copy, Debug)]
@@ -152,36 +152,13 @@ impl Server {
     /// changes), checked; in column order, each column's top to bottom.
     fn rewrites(&self, geometry: &Geometry, changes: &[Change]) -> Result<Vec<Rewrite>, PirError> {
         let format = self.public_setup().format();
-        let mut slots: Vec<(u64, Slot<'_>)> = Vec::with_capacity(changes.len());
-        for change in changes {
-            let (index, value) = match change {
-                Change::Set { index, value } | Change::Append { index, value } => {
-                    (*index, Some(value.as_slice()))
-                }
-                Change::Delete { index } => (*index, None),
-                Change::Upsert { .. } | Change::Remove { .. } => {
-                    return Err(PirError::InvalidParameters(
-                        "a database of records by index takes set, append and delete, not keys"
-                            .into(),
-                    ))
-                }
-            };
+        let slots = record_slots(changes, format, |index| {
             let location = geometry.locate(index)?;
-            let bytes = slot(format, index, value, location.len)?;
-            slots.push((index, (location, bytes)));
-        }
+            Ok((location, location.len))
+        })?;
         // Records lie in their columns in index order, so index order is column order, each
         // column's records top to bottom.
-        slots.sort_unstable_by_key(|(index, _)| *index);
-        if let Some(pair) = slots.windows(2).find(|pair| pair[0].0 == pair[1].0) {
-            return Err(PirError::InvalidParameters(format!(
-                "record {} is changed twice",
-                pair[0].0
-            )));
-        }
-        let columns: Vec<&[(u64, Slot<'_>)]> = slots
-            .chunk_by(|a, b| a.1 .0.column == b.1 .0.column)
-            .collect();
+        let columns: Vec<&[Slot<'_>]> = slots.chunk_by(|a, b| a.1.column == b.1.column).collect();
         let rewrites: Vec<Vec<Rewrite>> = columns
             .par_iter()
             .map(|records| self.column_rewrites(records))
@@ -192,17 +169,17 @@ impl Server {
     /// The entries of the one column of `records` (top to bottom) that writing them changes:
     /// each record in turn over the column's current digits, so two neighbours sharing a digit
     /// both keep their bits.
-    fn column_rewrites(&self, records: &[(u64, Slot<'_>)]) -> Vec<Rewrite> {
+    fn column_rewrites(&self, records: &[Slot<'_>]) -> Vec<Rewrite> {
         let geometry = self.public_setup().geometry();
         let width = u32::from(geometry.log_p());
         let mask = ((1u16 << width) - 1) as u8;
         let database = self.database();
-        let col = records[0].1 .0.column as usize;
+        let col = records[0].1.column as usize;
         // Each touched row with its old digit and its new raw digit (in `[0, 2^width)`), in
         // increasing row order; a record's first row may be the previous one's last.
         let mut rows: Vec<(usize, u8, u8)> = Vec::new();
         let (mut olds, mut digits, mut stream) = (Vec::new(), Vec::new(), Vec::new());
-        for (_, (location, bytes)) in records {
+        for (_, location, bytes) in records {
             let first = location.first_row as usize;
             let span = first..first + location.row_count as usize;
             let shared = rows.last().filter(|(row, _, _)| *row == first).copied();
@@ -288,6 +265,40 @@ fn grown(geometry: &Geometry, changes: &[Change]) -> Result<Geometry, PirError> 
     Ok(grown)
 }
 
+/// The records `changes` set, append or delete, in index order, each with where it lies and
+/// its length (`locate` of its index) and the bytes its slot is to hold ([`slot`]). Refused: a
+/// change by key, an index given twice, and whatever `locate` or [`slot`] refuses.
+pub(crate) fn record_slots<'a, L>(
+    changes: &'a [Change],
+    format: RecordFormat,
+    locate: impl Fn(u64) -> Result<(L, u64), PirError>,
+) -> Result<Vec<Slot<'a, L>>, PirError> {
+    let mut slots = Vec::with_capacity(changes.len());
+    for change in changes {
+        let (index, value) = match change {
+            Change::Set { index, value } | Change::Append { index, value } => {
+                (*index, Some(value.as_slice()))
+            }
+            Change::Delete { index } => (*index, None),
+            Change::Upsert { .. } | Change::Remove { .. } => {
+                return Err(PirError::InvalidParameters(
+                    "a database of records by index takes set, append and delete, not keys".into(),
+                ))
+            }
+        };
+        let (location, len) = locate(index)?;
+        slots.push((index, location, slot(format, index, value, len)?));
+    }
+    slots.sort_unstable_by_key(|(index, _, _)| *index);
+    if let Some(pair) = slots.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+        return Err(PirError::InvalidParameters(format!(
+            "record {} is changed twice",
+            pair[0].0
+        )));
+    }
+    Ok(slots)
+}
+
 /// The bytes a record's slot holds for `value` (`None`: deleted): the value itself for
 /// fixed-size records (exactly `len` bytes, the record's length), its length and bytes,
 /// zero-padded, for values.
@@ -324,7 +335,7 @@ fn slot(
 }
 
 /// Writes `bytes` over bits `skip ..` of the little-endian bit stream `stream`.
-fn write_bits(stream: &mut [u8], skip: u64, bytes: &[u8]) {
+pub(crate) fn write_bits(stream: &mut [u8], skip: u64, bytes: &[u8]) {
     if skip.is_multiple_of(8) {
         let start = (skip / 8) as usize;
         stream[start..start + bytes.len()].copy_from_slice(bytes);

@@ -32,6 +32,7 @@ mod scheme;
 mod server;
 mod setup;
 mod shape;
+mod update;
 
 pub use client::{Client, QueryState};
 pub use messages::{Answer, Query};
@@ -42,6 +43,7 @@ pub use shape::{
     Packing, Shape, Variant, YpirShape, YpirSpShape, AUTO_YPIR_BYTES, AUTO_YPIR_DATA,
     MAX_DOUBLE_DIGITS, MAX_DROPPED_BITS,
 };
+pub use update::UpdatePhases;
 
 #[cfg(test)]
 mod tests;

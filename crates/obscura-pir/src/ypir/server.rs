@@ -4,7 +4,7 @@
 use obscura_math::expand::{MatrixSeed, NegacyclicMatrix, PublicMatrix};
 use obscura_math::hint::PreparedProduct;
 use obscura_math::kernels;
-use obscura_math::matrix::PlaintextMatrix;
+use obscura_math::matrix::{Matrix, PlaintextMatrix};
 use obscura_math::pack;
 use obscura_math::ring::{pack, Ciphertext, PackingKeys, PackingPlan, Poly};
 use std::time::{Duration, Instant};
@@ -48,16 +48,19 @@ pub struct AnswerPhases {
 
 /// The server side of YPIR.
 pub struct Server {
-    setup: PublicSetup,
+    pub(super) setup: PublicSetup,
     layer: PackedLayer,
     /// The packed layer's matrix ([`word_matrix`]): YPIR+SP's 15-bit words, one column per
     /// column of records; YPIR's 15-bit chunks of the first layer's rounded hint, 2,048 rows
     /// and one column per first-layer row.
-    packed: PlaintextMatrix,
+    pub(super) packed: PlaintextMatrix,
     /// One plan per ciphertext of the answer.
-    plans: Vec<PackingPlan>,
+    pub(super) plans: Vec<PackingPlan>,
     /// YPIR's first layer: the records' digits.
-    first: Option<PlaintextMatrix>,
+    pub(super) first: Option<PlaintextMatrix>,
+    /// YPIR's first hint's low bits that its chunks round off ([`first_residues`]): with the
+    /// chunks they give the exact hint an update changes.
+    pub(super) residues: Option<PlaintextMatrix>,
 }
 
 /// The first layer's public matrix `A1` (`columns x 1024`, negacyclic blocks).
@@ -68,9 +71,23 @@ pub(super) fn first_matrix(seed: MatrixSeed, columns: u64) -> PublicMatrix {
     )
 }
 
+/// Low bits of a first-layer value that rounding to [`ROUNDED_BITS`] bits leaves out.
+const FIRST_DROPPED: u32 = 32 - ROUNDED_BITS;
+
 /// A first-layer value rounded to [`ROUNDED_BITS`] bits: `round(x / 16) mod 2^28`.
 pub(super) fn round_first(x: u32) -> u32 {
-    x.wrapping_add(1 << (31 - ROUNDED_BITS)) >> (32 - ROUNDED_BITS)
+    x.wrapping_add(1 << (FIRST_DROPPED - 1)) >> FIRST_DROPPED
+}
+
+/// The bits of `x + 8` that [`round_first`] shifts out: with the rounded value they give `x`
+/// back ([`unround_first`]).
+fn first_residue(x: u32) -> u8 {
+    (x.wrapping_add(1 << (FIRST_DROPPED - 1)) & ((1 << FIRST_DROPPED) - 1)) as u8
+}
+
+/// The first-layer value whose [`round_first`] is `rounded` and [`first_residue`] `residue`.
+pub(super) fn unround_first(rounded: u32, residue: u8) -> u32 {
+    (rounded << FIRST_DROPPED | u32::from(residue)).wrapping_sub(1 << (FIRST_DROPPED - 1))
 }
 
 impl Server {
@@ -134,10 +151,11 @@ impl Server {
                 let rows = s.rows();
                 let first = rows.saturating_mul(s.columns());
                 let packed = rows.saturating_mul(2 * DEGREE as u64);
+                let residues = rows.saturating_mul(FIRST_DIMENSION as u64);
                 // The first hint, and its chunks row by row.
                 let hint = rows.saturating_mul(FIRST_DIMENSION as u64 * 4 + HINT_CHUNKS as u64 * 4);
                 Footprint::of(
-                    first.saturating_add(packed),
+                    first.saturating_add(packed).saturating_add(residues),
                     plan(DEGREE),
                     hint.max(DEGREE as u64 * poly),
                     setup_bytes,
@@ -175,7 +193,17 @@ impl Server {
             .variant
             .unwrap_or_else(|| Variant::auto(records, record_bytes));
         let shape = Shape::plan(variant, records, record_bytes)?;
-        let seed = MatrixSeed::random()?;
+        Self::build_seeded(data, shape, format, MatrixSeed::random()?, progress)
+    }
+
+    /// The database of `data` laid out as `shape`, its public polynomials from `seed`.
+    pub(super) fn build_seeded(
+        data: &[u8],
+        shape: Shape,
+        format: RecordFormat,
+        seed: MatrixSeed,
+        progress: Progress<'_>,
+    ) -> Result<Self, PirError> {
         let setup = PublicSetup::new(shape, format, data.len() as u64, seed)?;
         match shape {
             Shape::YpirSp(s) => {
@@ -186,47 +214,65 @@ impl Server {
                 let first = first_digits(data, &s);
                 let hint = PreparedProduct::new(first_matrix(seed, s.columns())).product(&first);
                 let packed = hint_chunks(hint.as_slice(), &s);
-                Ok(Self::assemble(setup, packed, Some(first), progress))
+                let residues = first_residues(hint.as_slice(), &s);
+                Ok(Self::assemble(
+                    setup,
+                    packed,
+                    Some((first, residues)),
+                    progress,
+                ))
             }
         }
     }
 
-    /// A server from its setup and matrices: the packed layer's masks and plans are worked out
-    /// again.
+    /// A server from its setup and matrices (YPIR's first layer and first hint's residues
+    /// beside the packed layer's): the packed layer's masks and plans are worked out again.
     fn assemble(
         setup: PublicSetup,
         packed: PlaintextMatrix,
-        first: Option<PlaintextMatrix>,
+        first: Option<(PlaintextMatrix, PlaintextMatrix)>,
         progress: Progress<'_>,
     ) -> Self {
-        let rows = packed.rows();
         let layer = PackedLayer::new(setup.seed(), packed.cols() / 2);
-        let group = match setup.shape() {
-            Shape::YpirSp(s) => s.packing().group,
-            Shape::Ypir(_) => DEGREE,
-        };
-        // Each group's masks are worked out, planned and dropped in turn.
-        let total = rows.div_ceil(group) as u64;
-        progress(0, total);
-        let zero = Poly::zero(DEGREE);
-        let plans = (0..rows.div_ceil(group))
-            .map(|g| {
-                let first = g * group;
-                let count = group.min(rows - first);
-                let mut masks = layer.word_masks(&packed, first..first + count);
-                masks.resize(group, zero.clone());
-                let plan = layer.plan(&masks);
-                progress(g as u64 + 1, total);
-                plan
-            })
-            .collect();
-        Self {
+        let (first, residues) = first.unzip();
+        let mut server = Self {
             setup,
             layer,
             packed,
-            plans,
+            plans: Vec::new(),
             first,
+            residues,
+        };
+        // Each group's masks are worked out, planned and dropped in turn.
+        let total = server.packed.rows().div_ceil(server.group());
+        progress(0, total as u64);
+        server.plans = (0..total)
+            .map(|g| {
+                let plan = server.group_plan(g);
+                progress(g as u64 + 1, total as u64);
+                plan
+            })
+            .collect();
+        server
+    }
+
+    /// Rows of the packed matrix that one plan packs.
+    pub(super) fn group(&self) -> usize {
+        match self.setup.shape() {
+            Shape::YpirSp(s) => s.packing().group,
+            Shape::Ypir(_) => DEGREE,
         }
+    }
+
+    /// The plan of group `g` of the packed matrix's rows: their masks worked out from the
+    /// matrix (zero past its last row), planned and dropped.
+    pub(super) fn group_plan(&self, g: usize) -> PackingPlan {
+        let (group, rows) = (self.group(), self.packed.rows());
+        let first = g * group;
+        let count = group.min(rows - first);
+        let mut masks = self.layer.word_masks(&self.packed, first..first + count);
+        masks.resize(group, Poly::zero(DEGREE));
+        self.layer.plan(&masks)
     }
 
     /// The public setup to hand to clients.
@@ -413,29 +459,33 @@ impl Server {
             ));
         }
         let mut matrices = matrices.into_iter();
-        let first = match setup.shape() {
-            Shape::YpirSp(_) => None,
-            Shape::Ypir(_) => matrices.next(),
+        let mut next = || matrices.next().expect("a matrix of each shape");
+        let (first, packed) = match setup.shape() {
+            Shape::YpirSp(_) => (None, next()),
+            Shape::Ypir(_) => {
+                let (first, packed, residues) = (next(), next(), next());
+                (Some((first, residues)), packed)
+            }
         };
-        let packed = matrices.next().expect("a packed matrix");
         Ok(Self::assemble(setup, packed, first, &|_, _| {}))
     }
 }
 
 /// The `(rows, columns)` of the matrices a server of `setup` streams, in file order: YPIR's
-/// first layer, then the packed layer's bytes.
+/// first layer, then the packed layer's bytes, then YPIR's first hint's residues.
 pub(super) fn matrix_shapes(setup: &PublicSetup) -> Vec<(usize, usize)> {
     match setup.shape() {
         Shape::YpirSp(s) => vec![(s.rows() as usize, 2 * s.columns() as usize)],
         Shape::Ypir(s) => vec![
             (s.rows() as usize, s.columns() as usize),
             (DEGREE, 2 * s.rows() as usize),
+            (s.rows() as usize, FIRST_DIMENSION),
         ],
     }
 }
 
 /// YPIR+SP's matrix: column `c` is the bit stream of its records cut into 15-bit words.
-fn ypir_sp_words(data: &[u8], shape: &YpirSpShape) -> PlaintextMatrix {
+pub(super) fn ypir_sp_words(data: &[u8], shape: &YpirSpShape) -> PlaintextMatrix {
     let column_bytes = (shape.per_column() * shape.record_bytes()) as usize;
     let (rows, columns) = (shape.rows() as usize, shape.columns() as usize);
     word_matrix(rows, columns, |r, c| {
@@ -446,7 +496,7 @@ fn ypir_sp_words(data: &[u8], shape: &YpirSpShape) -> PlaintextMatrix {
 }
 
 /// The `width`-bit value (at most 16) at bit `offset` of `bytes`, zero past their end.
-fn word_in(bytes: &[u8], offset: u64, width: u32) -> u32 {
+pub(super) fn word_in(bytes: &[u8], offset: u64, width: u32) -> u32 {
     let first = (offset / 8) as usize;
     let window = (0..3).fold(0u32, |acc, i| {
         acc | u32::from(bytes.get(first + i).copied().unwrap_or(0)) << (8 * i)
@@ -457,7 +507,7 @@ fn word_in(bytes: &[u8], offset: u64, width: u32) -> u32 {
 /// YPIR's first layer: row `r` holds records `r·m … r·m + m − 1`, each as its `k` digits in
 /// consecutive columns, stored centered. With bytes for digits a row is a run of the data, its
 /// bytes their own centered digits (the `i8` with the same bits).
-fn first_digits(data: &[u8], shape: &YpirShape) -> PlaintextMatrix {
+pub(super) fn first_digits(data: &[u8], shape: &YpirShape) -> PlaintextMatrix {
     let (rows, columns) = (shape.rows() as usize, shape.columns() as usize);
     if shape.log_p() == 8 {
         return PlaintextMatrix::from_fn(rows, columns, |r, c, out| {
@@ -475,10 +525,9 @@ fn first_digits(data: &[u8], shape: &YpirShape) -> PlaintextMatrix {
             let (record, digit) = (r * per_row + (c + i) / digits, (c + i) % digits);
             *entry = if record < records {
                 let start = record * record_bytes;
-                let bytes = &data[start..(start + record_bytes).min(data.len())];
-                let offset = (digit as u32 * width) as u64;
-                centered(
-                    pack::digit_at(bytes, offset, width, bytes.len() as u64 * 8),
+                record_digit(
+                    &data[start..(start + record_bytes).min(data.len())],
+                    digit,
                     width,
                 )
             } else {
@@ -488,10 +537,62 @@ fn first_digits(data: &[u8], shape: &YpirShape) -> PlaintextMatrix {
     })
 }
 
+/// Digit `digit` of a record's `bytes` (`width` bits each, zero past its end), centered, as the
+/// first layer stores it.
+pub(super) fn record_digit(bytes: &[u8], digit: usize, width: u32) -> u8 {
+    let offset = (digit as u32 * width) as u64;
+    centered(
+        pack::digit_at(bytes, offset, width, bytes.len() as u64 * 8),
+        width,
+    )
+}
+
+/// YPIR's first hint's [`first_residue`]s: row `r` holds those of hint row `r`.
+pub(super) fn first_residues(hint: &[u32], shape: &YpirShape) -> PlaintextMatrix {
+    PlaintextMatrix::from_fn(shape.rows() as usize, FIRST_DIMENSION, |r, c, out| {
+        let row = &hint[r * FIRST_DIMENSION + c..][..out.len()];
+        for (residue, &x) in out.iter_mut().zip(row) {
+            *residue = first_residue(x);
+        }
+    })
+}
+
+/// YPIR's first hint `H1 = D·A1` exactly: each row's rounded values read back from its chunks
+/// in `packed`, each with its residue.
+pub(super) fn exact_hint(
+    packed: &PlaintextMatrix,
+    residues: &PlaintextMatrix,
+    shape: &YpirShape,
+) -> Matrix {
+    let rows = shape.rows() as usize;
+    // Column by column: the bytes of hint row r's words are columns 2r and 2r + 1.
+    let mut words = vec![0u8; DEGREE * packed.cols()];
+    packed.copy_columns(0..DEGREE, &mut words);
+    let mut low = vec![0u8; rows * FIRST_DIMENSION];
+    residues.copy_block(0..rows, 0..FIRST_DIMENSION, &mut low);
+    let positions = shape.hint_positions();
+    let mut hint = Matrix::zeros(rows, FIRST_DIMENSION);
+    hint.as_mut_slice()
+        .par_chunks_mut(FIRST_DIMENSION)
+        .zip(low.par_chunks(FIRST_DIMENSION))
+        .enumerate()
+        .for_each(|(r, (row, low))| {
+            let (lo, hi) = (&words[2 * r * DEGREE..], &words[(2 * r + 1) * DEGREE..]);
+            let chunks = positions
+                .iter()
+                .map(|&p| u32::from(lo[p]) | u32::from(hi[p]) << 8);
+            let rounded = regroup(chunks, PLAINTEXT_BITS, ROUNDED_BITS, FIRST_DIMENSION);
+            for ((x, rounded), &residue) in row.iter_mut().zip(rounded).zip(low) {
+                *x = unround_first(rounded, residue);
+            }
+        });
+    hint
+}
+
 /// YPIR's packed matrix: column `r` holds the 15-bit chunks of the first layer's hint row `r`
 /// (1,024 values rounded to 28 bits) at [`YpirShape::hint_positions`]; the answer chunks'
 /// rows are zero.
-fn hint_chunks(hint: &[u32], shape: &YpirShape) -> PlaintextMatrix {
+pub(super) fn hint_chunks(hint: &[u32], shape: &YpirShape) -> PlaintextMatrix {
     let rows = shape.rows() as usize;
     let chunks: Vec<Vec<u32>> = hint
         .par_chunks_exact(FIRST_DIMENSION)
@@ -554,10 +655,20 @@ impl PirServer for Server {
     }
 
     fn matrices(&self) -> Vec<&PlaintextMatrix> {
-        self.first.iter().chain([&self.packed]).collect()
+        self.first
+            .iter()
+            .chain([&self.packed])
+            .chain(&self.residues)
+            .collect()
     }
 
     fn from_parts(setup: PublicSetup, matrices: Vec<PlaintextMatrix>) -> Result<Self, PirError> {
         Server::from_parts(setup, matrices)
+    }
+
+    /// Records set or deleted under the same setup ([`Server::update_phases`]): clients keep
+    /// their setup, so there is no patch.
+    fn update(&mut self, changes: &[crate::Change]) -> Result<Option<Vec<u8>>, PirError> {
+        self.update_phases(changes).map(|_| None)
     }
 }
