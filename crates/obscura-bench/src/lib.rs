@@ -24,6 +24,7 @@ pub mod treepir;
 pub mod update;
 pub mod update_keyword;
 pub mod update_merkle;
+pub mod update_ypir;
 pub mod ypir;
 
 use anyhow::Result;
@@ -113,6 +114,11 @@ pub enum Preset {
     /// a batch that compacts.
     #[value(name = "update-keyword")]
     UpdateKeyword,
+    /// YPIR over 2^30 records of 1 byte (`ypir-1g`'s database) and YPIR+SP over the same bytes
+    /// in records of 32 KiB, each set up once, then 1% of the records and one record changed
+    /// in place under the same setup, set against the full setup and checked.
+    #[value(name = "update-ypir")]
+    UpdateYpir,
 }
 
 impl Preset {
@@ -138,6 +144,7 @@ impl Preset {
             Self::UpdateDouble => "update-double",
             Self::UpdateMerkle => "update-merkle",
             Self::UpdateKeyword => "update-keyword",
+            Self::UpdateYpir => "update-ypir",
         }
     }
 
@@ -165,7 +172,7 @@ impl Preset {
         match self {
             Self::Service => 1 << 16,
             Self::StreamedBuild => 1 << 24,
-            Self::Double1g | Self::Ypir1g | Self::UpdateDouble => 1 << 30,
+            Self::Double1g | Self::Ypir1g | Self::UpdateDouble | Self::UpdateYpir => 1 << 30,
             Self::YpirSp => 1 << 15,
             _ => 1 << 20,
         }
@@ -175,7 +182,7 @@ impl Preset {
     fn default_record_bytes(self) -> u64 {
         match self {
             Self::PsiEcdh | Self::PsiKkrt | Self::PsiRr22 | Self::PsiRr22Malicious => 16,
-            Self::Double1g | Self::Ypir1g | Self::UpdateDouble => 1,
+            Self::Double1g | Self::Ypir1g | Self::UpdateDouble | Self::UpdateYpir => 1,
             Self::YpirSmall => 3,
             Self::YpirSp => 32 << 10,
             _ => 1024,
@@ -346,6 +353,16 @@ pub fn run(args: BenchArgs, progress: &dyn Progress) -> Result<()> {
                 report.bandwidth_gbs,
             )?;
             return output(&[report], args.json);
+        }
+        Preset::UpdateYpir => {
+            let reports = update_ypir::run(
+                records,
+                record_bytes,
+                &pools,
+                progress,
+                report.bandwidth_gbs,
+            )?;
+            return output(&reports, args.json);
         }
         Preset::UpdateMerkle => {
             let report =

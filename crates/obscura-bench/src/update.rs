@@ -336,7 +336,7 @@ pub(crate) fn apply_as_client(
 
 /// `count` distinct record indices below `records`: pseudo-random ones, or one run from a
 /// pseudo-random start.
-fn chosen(records: u64, count: u64, run: bool, salt: u64) -> Vec<u64> {
+pub(crate) fn chosen(records: u64, count: u64, run: bool, salt: u64) -> Vec<u64> {
     if run {
         let start = splitmix64(salt) % (records - count + 1);
         return (start..start + count).collect();

@@ -18,11 +18,13 @@ Change file: one JSON object per line.
   {\"op\":\"set\",\"index\":7,\"value\":\"new text\"}      record 7 of an index database
   {\"op\":\"append\",\"index\":1000,\"value_hex\":\"00ff\"}  the next index past the last record
   {\"op\":\"delete\",\"index\":3}                          record 3 reads as absent (get exits 3)
+  {\"op\":\"upsert\",\"key\":\"+15550013\",\"value\":\"Bob\"}  a keyword database's key, new or not
+  {\"op\":\"delete\",\"key\":\"+15550013\"}                the key reads as absent
 A value is a string's UTF-8 bytes, value_hex's bytes, or other JSON's text. Indexes never
 shift. Two lines changing one index are refused, naming both. A Merkle tree's change file is
 its new leaves, one per line (as `obscura merkle build` reads them), appended in order.
-A change the setup cannot take (a longer value than the slots, an append past the capacity,
-a norm past the plaintext modulus) is refused: rebuild with `obscura build` or `obscura
+A change the setup cannot take (a longer value than the slots, an append past the capacity
+or to a YPIR database, a norm past the plaintext modulus) is refused: rebuild with `obscura build` or `obscura
 merkle build`, whose --capacity (and --value-bytes) leave room. Nothing is written unless every
 change applies; the file is then replaced in one step (a crash leaves the old or the new
 version, whole). `obscura serve` serves the new version after SIGHUP.";

@@ -389,6 +389,33 @@ fn update_keyword_preset_reports_the_versions() {
     }
 }
 
+/// The `update-ypir` preset at a small size: both variants changed in place under their
+/// setups, records checked after each version.
+#[test]
+fn update_ypir_preset_reports_both_variants() {
+    let reports = bench_json(&["update-ypir", "--records", "100000"]);
+    let reports = reports.as_array().expect("one report per variant");
+    let variants: Vec<&str> = reports
+        .iter()
+        .map(|r| r["variant"].as_str().unwrap())
+        .collect();
+    assert_eq!(variants, ["ypir", "ypir-sp"]);
+    for report in reports {
+        assert_eq!(report["correct"], true);
+        let versions = report["versions"].as_array().unwrap();
+        let records: Vec<u64> = versions
+            .iter()
+            .map(|v| v["records"].as_u64().unwrap())
+            .collect();
+        let expected = if report["variant"] == "ypir" { 1000 } else { 1 };
+        assert_eq!(records, [expected, 1]);
+        for version in versions {
+            assert!(version["entries"].as_u64().unwrap() > 0);
+            assert!(version["update_seconds"].as_f64().unwrap() > 0.0);
+        }
+    }
+}
+
 /// The DoublePIR and YPIR presets at small sizes: `double-1g` reports what each answer streams
 /// besides the database, `ypir-small` one run per scheme, `ypir-1g` and `ypir-sp` their
 /// messages and phases, every record checked.

@@ -119,23 +119,34 @@ pub fn apply(hint: &mut Matrix, a: &PublicMatrix, deltas: &[EntryDelta]) {
     let rows = Rows::new(a, deltas);
     let backend = Backend::selected();
     // The changes grouped by band of rows, then by row within each band (two counting sorts,
-    // each writing to few places at a time): band `k`'s are `by_band[starts[k]..starts[k + 1]]`,
-    // each as (row within the band, column, δ), the column below 2^32 as asserted above.
+    // each writing to few places at a time, the first skipped for changes already in row
+    // order): band `k`'s are `by_band[starts[k]..starts[k + 1]]`, each as (row within the
+    // band, column, δ), the column below 2^32 as asserted above.
     let bands = hint.rows().div_ceil(BAND);
-    let mut starts = vec![0usize; bands + 1];
-    for d in deltas {
-        starts[d.row / BAND + 1] += 1;
-    }
-    for k in 0..bands {
-        starts[k + 1] += starts[k];
-    }
-    let mut next = starts.clone();
-    let mut by_band = vec![(0u32, 0u32, 0i32); deltas.len()];
-    for d in deltas {
-        let k = d.row / BAND;
-        by_band[next[k]] = ((d.row % BAND) as u32, d.col as u32, d.delta);
-        next[k] += 1;
-    }
+    let entry = |d: &EntryDelta| ((d.row % BAND) as u32, d.col as u32, d.delta);
+    let (starts, by_band) = if deltas.is_sorted_by_key(|d| d.row) {
+        let starts: Vec<usize> = (0..=bands)
+            .map(|k| deltas.partition_point(|d| d.row < k * BAND))
+            .collect();
+        let by_band: Vec<(u32, u32, i32)> = deltas.par_iter().map(entry).collect();
+        (starts, by_band)
+    } else {
+        let mut starts = vec![0usize; bands + 1];
+        for d in deltas {
+            starts[d.row / BAND + 1] += 1;
+        }
+        for k in 0..bands {
+            starts[k + 1] += starts[k];
+        }
+        let mut next = starts.clone();
+        let mut by_band = vec![(0u32, 0u32, 0i32); deltas.len()];
+        for d in deltas {
+            let k = d.row / BAND;
+            by_band[next[k]] = entry(d);
+            next[k] += 1;
+        }
+        (starts, by_band)
+    };
     hint.as_mut_slice()
         .par_chunks_mut(BAND * n)
         .enumerate()
@@ -227,8 +238,9 @@ mod tests {
         fn deltas_add_their_rows_of_a(
             negacyclic in any::<bool>(),
             wide in any::<bool>(),
-            rows in 1usize..20,
+            rows in 1usize..150,
             blocks in 1usize..4,
+            in_row_order in any::<bool>(),
             changes in proptest::collection::vec((any::<usize>(), any::<usize>(), -255i32..=255), 0..60),
             seed in any::<[u8; 16]>(),
         ) {
@@ -244,10 +256,14 @@ mod tests {
                 true => PublicMatrix::Negacyclic(NegacyclicMatrix::new(MatrixSeed(seed), 7, cols, n).unwrap()),
                 false => PublicMatrix::Uniform(SeededMatrix::new(MatrixSeed(seed), 7, cols, n)),
             };
-            let deltas: Vec<EntryDelta> = changes
+            // Over several bands of rows; in row order or not (two ways of grouping them).
+            let mut deltas: Vec<EntryDelta> = changes
                 .iter()
                 .map(|&(r, c, delta)| EntryDelta { row: r % rows, col: c % cols, delta })
                 .collect();
+            if in_row_order {
+                deltas.sort_by_key(|d| d.row);
+            }
             let start: Vec<u32> = (0..rows * n).map(|i| (i as u32).wrapping_mul(0x9e37_79b9)).collect();
             let mut expected = start.clone();
             schoolbook(&mut expected, &a, &deltas);

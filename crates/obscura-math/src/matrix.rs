@@ -567,6 +567,45 @@ impl PlaintextMatrix {
             });
     }
 
+    /// Writes the digit of each `(r, c, digit)` of `writes` (positions inside the matrix, each
+    /// at most once) and puts the digit it replaces in its place: each panel's writes in
+    /// storage order, panels in parallel on the rayon pool, so that many writes spread over
+    /// the matrix stream through it instead of landing at random. Shared bytes are first
+    /// copied as by [`PlaintextMatrix::set`].
+    ///
+    /// # Panics
+    /// If a position is outside the matrix.
+    pub fn replace_many(&mut self, writes: &mut [(usize, usize, u8)]) {
+        let panels = self.cols.div_ceil(self.panel_cols).max(1);
+        // Each write's offset and its place in `writes`, by panel.
+        let mut by_panel: Vec<Vec<(usize, usize)>> = vec![Vec::new(); panels];
+        for (i, &(r, c, _)) in writes.iter().enumerate() {
+            by_panel[c / self.panel_cols].push((self.offset(r, c), i));
+        }
+        let panel_bytes = self.rows * self.panel_cols;
+        let news: Vec<u8> = writes.iter().map(|w| w.2).collect();
+        let olds: Vec<Vec<u8>> = self
+            .owned_bytes_mut()
+            .par_chunks_mut(panel_bytes.max(1))
+            .zip(by_panel.par_iter_mut())
+            .enumerate()
+            .map(|(p, (bytes, writes))| {
+                writes.sort_unstable();
+                writes
+                    .iter()
+                    .map(|&(offset, i)| {
+                        std::mem::replace(&mut bytes[offset - p * panel_bytes], news[i])
+                    })
+                    .collect()
+            })
+            .collect();
+        for (panel, olds) in by_panel.iter().zip(olds) {
+            for (&(_, i), old) in panel.iter().zip(olds) {
+                writes[i].2 = old;
+            }
+        }
+    }
+
     /// The bytes in storage order, to write: shared bytes are copied into a buffer of the
     /// matrix's own first.
     fn owned_bytes_mut(&mut self) -> &mut [u8] {
@@ -704,6 +743,33 @@ mod tests {
                     prop_assert_eq!(matrix.get(r, c), digit(r, c));
                 }
             }
+        }
+    }
+
+    proptest! {
+        /// Replaced digits come back in the order given, and the matrix then holds the new
+        /// ones where written and the old ones elsewhere, in panels of any width.
+        #[test]
+        fn replaced_digits_come_back_and_the_new_ones_stay(rows in 1usize..30, cols in 1usize..300, panel in 1usize..130, picks in proptest::collection::vec((any::<usize>(), any::<usize>(), any::<u8>()), 0..200)) {
+            let digit = |r: usize, c: usize| (r * 31 + c * 7) as u8;
+            let expected_old: Vec<u8> = (0..rows * cols).map(|x| digit(x / cols, x % cols)).collect();
+            let mut matrix = PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &expected_old);
+            let mut seen = std::collections::HashSet::new();
+            let mut writes: Vec<(usize, usize, u8)> = picks
+                .into_iter()
+                .map(|(r, c, d)| (r % rows, c % cols, d))
+                .filter(|&(r, c, _)| seen.insert((r, c)))
+                .collect();
+            let mut expected = expected_old.clone();
+            for &(r, c, d) in &writes {
+                expected[r * cols + c] = d;
+            }
+            let positions: Vec<(usize, usize)> = writes.iter().map(|&(r, c, _)| (r, c)).collect();
+            matrix.replace_many(&mut writes);
+            for (&(r, c), &(wr, wc, old)) in positions.iter().zip(&writes) {
+                prop_assert_eq!((wr, wc, old), (r, c, digit(r, c)));
+            }
+            prop_assert_eq!(matrix, PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &expected));
         }
     }
 

@@ -115,6 +115,22 @@ def test_updates_set_append_and_delete_records(tmp_path):
     assert client.get(1) == b"longer than any slot" and client.get(49) == b"appended 49"
 
 
+def test_ypir_updates_keep_the_setup(tmp_path):
+    db = tmp_path / "ypir.obs"
+    built = obscura.build_index([f"value {i:02d}" for i in range(40)], db, scheme="ypir", progress=False)
+    report = obscura.update(db, [{"op": "set", "index": 4, "value": "new"}, {"op": "delete", "index": 5}])
+    # The setup holds no data: it stays as clients hold it.
+    assert (report.version, report.items, report.setup_sha256) == (0, 40, built.setup_sha256)
+    updated = obscura.Client.open(db)
+    assert updated.get(4) == b"new"
+    assert updated.get(5) is None
+    assert updated.get(6) == b"value 06"
+    before = db.read_bytes()
+    with pytest.raises(obscura.InvalidInputError, match="needs a new setup"):
+        obscura.update(db, [{"op": "append", "index": 40, "value": "more"}])
+    assert db.read_bytes() == before
+
+
 def test_keyword_updates_upsert_and_delete_keys(tmp_path):
     db = tmp_path / "callers.obs"
     obscura.build_keyword({f"+1555{i:04d}": f"caller {i}" for i in range(50)}, db, progress=False)

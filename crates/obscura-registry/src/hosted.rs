@@ -25,6 +25,7 @@ trait Hosted: Send + Sync {
     fn answer(&self, queries: Vec<DecodedQuery>) -> Result<Vec<Vec<u8>>, PirError>;
     fn update(&mut self, changes: &[Change]) -> Result<Option<Vec<u8>>, PirError>;
     fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
 }
 
 /// The server of scheme `S`, hosted.
@@ -78,6 +79,10 @@ impl<S: Scheme> Hosted for Server<S> {
 
     fn as_any(&self) -> &dyn Any {
         &self.0
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        &mut self.0
     }
 }
 
@@ -145,6 +150,13 @@ impl Database {
     /// The server, if the database is of scheme `S`.
     pub fn server<S: Scheme>(&self) -> Option<&S::Server> {
         self.0.as_any().downcast_ref::<S::Server>()
+    }
+
+    /// The server to change, if the database is of scheme `S` and not shared with others.
+    pub fn server_mut<S: Scheme>(&mut self) -> Option<&mut S::Server> {
+        Arc::get_mut(&mut self.0)?
+            .as_any_mut()
+            .downcast_mut::<S::Server>()
     }
 }
 

@@ -79,7 +79,8 @@ pub fn protocol(preset: Preset) -> Option<Protocol> {
         | Preset::Update
         | Preset::UpdateDouble
         | Preset::UpdateMerkle
-        | Preset::UpdateKeyword => None,
+        | Preset::UpdateKeyword
+        | Preset::UpdateYpir => None,
     }
 }
 

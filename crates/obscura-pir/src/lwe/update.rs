@@ -268,28 +268,33 @@ fn grown(geometry: &Geometry, changes: &[Change]) -> Result<Geometry, PirError> 
 /// The records `changes` set, append or delete, in index order, each with where it lies and
 /// its length (`locate` of its index) and the bytes its slot is to hold ([`slot`]). Refused: a
 /// change by key, an index given twice, and whatever `locate` or [`slot`] refuses.
-pub(crate) fn record_slots<'a, L>(
+pub(crate) fn record_slots<'a, L: Send>(
     changes: &'a [Change],
     format: RecordFormat,
-    locate: impl Fn(u64) -> Result<(L, u64), PirError>,
+    locate: impl Fn(u64) -> Result<(L, u64), PirError> + Sync,
 ) -> Result<Vec<Slot<'a, L>>, PirError> {
-    let mut slots = Vec::with_capacity(changes.len());
-    for change in changes {
-        let (index, value) = match change {
-            Change::Set { index, value } | Change::Append { index, value } => {
-                (*index, Some(value.as_slice()))
-            }
-            Change::Delete { index } => (*index, None),
-            Change::Upsert { .. } | Change::Remove { .. } => {
-                return Err(PirError::InvalidParameters(
-                    "a database of records by index takes set, append and delete, not keys".into(),
-                ))
-            }
-        };
-        let (location, len) = locate(index)?;
-        slots.push((index, location, slot(format, index, value, len)?));
+    let mut slots = changes
+        .par_iter()
+        .map(|change| {
+            let (index, value) = match change {
+                Change::Set { index, value } | Change::Append { index, value } => {
+                    (*index, Some(value.as_slice()))
+                }
+                Change::Delete { index } => (*index, None),
+                Change::Upsert { .. } | Change::Remove { .. } => {
+                    return Err(PirError::InvalidParameters(
+                        "a database of records by index takes set, append and delete, not keys"
+                            .into(),
+                    ))
+                }
+            };
+            let (location, len) = locate(index)?;
+            Ok((index, location, slot(format, index, value, len)?))
+        })
+        .collect::<Result<Vec<_>, PirError>>()?;
+    if !slots.is_sorted_by_key(|(index, _, _)| *index) {
+        slots.par_sort_unstable_by_key(|(index, _, _)| *index);
     }
-    slots.sort_unstable_by_key(|(index, _, _)| *index);
     if let Some(pair) = slots.windows(2).find(|pair| pair[0].0 == pair[1].0) {
         return Err(PirError::InvalidParameters(format!(
             "record {} is changed twice",

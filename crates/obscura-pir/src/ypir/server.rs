@@ -578,15 +578,79 @@ pub(super) fn exact_hint(
         .enumerate()
         .for_each(|(r, (row, low))| {
             let (lo, hi) = (&words[2 * r * DEGREE..], &words[(2 * r + 1) * DEGREE..]);
-            let chunks = positions
-                .iter()
-                .map(|&p| u32::from(lo[p]) | u32::from(hi[p]) << 8);
-            let rounded = regroup(chunks, PLAINTEXT_BITS, ROUNDED_BITS, FIRST_DIMENSION);
-            for ((x, rounded), &residue) in row.iter_mut().zip(rounded).zip(low) {
-                *x = unround_first(rounded, residue);
-            }
+            let chunk = |p: usize| u32::from(lo[p]) | u32::from(hi[p]) << 8;
+            unchunk(
+                positions.iter().map(|&p| chunk(p)),
+                low.iter().copied(),
+                row,
+            );
         });
     hint
+}
+
+/// The exact first hint's rows `rows`, read entry by entry: for a few rows, where reading the
+/// whole packed matrix would cost more.
+pub(super) fn exact_hint_rows(
+    packed: &PlaintextMatrix,
+    residues: &PlaintextMatrix,
+    shape: &YpirShape,
+    rows: &[usize],
+) -> Matrix {
+    let positions = shape.hint_positions();
+    let mut hint = Matrix::zeros(rows.len(), FIRST_DIMENSION);
+    hint.as_mut_slice()
+        .par_chunks_mut(FIRST_DIMENSION)
+        .zip(rows)
+        .for_each(|(row, &r)| {
+            let chunk = |p: usize| {
+                u32::from(packed.get(p, 2 * r)) | u32::from(packed.get(p, 2 * r + 1)) << 8
+            };
+            let low = (0..FIRST_DIMENSION).map(|j| residues.get(r, j));
+            unchunk(positions.iter().map(|&p| chunk(p)), low, row);
+        });
+    hint
+}
+
+/// Writes `hint`'s rows, hint rows `rows` of YPIR's first layer, as their chunks in `packed`
+/// and their residues.
+pub(super) fn write_hint_rows(
+    packed: &mut PlaintextMatrix,
+    residues: &mut PlaintextMatrix,
+    shape: &YpirShape,
+    rows: &[usize],
+    hint: &Matrix,
+) {
+    let positions = shape.hint_positions();
+    let mut chunk_writes = Vec::with_capacity(rows.len() * 2 * HINT_CHUNKS);
+    let mut residue_writes = Vec::with_capacity(rows.len() * FIRST_DIMENSION);
+    for (i, &r) in rows.iter().enumerate() {
+        let row = hint.row(i);
+        for (&p, chunk) in positions.iter().zip(row_chunks(row)) {
+            let [lo, hi] = (chunk as u16).to_le_bytes();
+            chunk_writes.extend([(p, 2 * r, lo), (p, 2 * r + 1, hi)]);
+        }
+        residue_writes.extend(
+            row.iter()
+                .enumerate()
+                .map(|(j, &x)| (r, j, first_residue(x))),
+        );
+    }
+    packed.set_many(chunk_writes);
+    residues.set_many(residue_writes);
+}
+
+/// A first-hint row's [`HINT_CHUNKS`] chunks: its values rounded, cut into 15-bit chunks.
+fn row_chunks(row: &[u32]) -> Vec<u32> {
+    let rounded = row.iter().map(|&x| round_first(x));
+    regroup(rounded, ROUNDED_BITS, PLAINTEXT_BITS, HINT_CHUNKS)
+}
+
+/// Writes into `row` the first-hint row whose chunks are `chunks` and residues `residues`.
+fn unchunk(chunks: impl Iterator<Item = u32>, residues: impl Iterator<Item = u8>, row: &mut [u32]) {
+    let rounded = regroup(chunks, PLAINTEXT_BITS, ROUNDED_BITS, FIRST_DIMENSION);
+    for ((x, rounded), residue) in row.iter_mut().zip(rounded).zip(residues) {
+        *x = unround_first(rounded, residue);
+    }
 }
 
 /// YPIR's packed matrix: column `r` holds the 15-bit chunks of the first layer's hint row `r`
@@ -596,10 +660,7 @@ pub(super) fn hint_chunks(hint: &[u32], shape: &YpirShape) -> PlaintextMatrix {
     let rows = shape.rows() as usize;
     let chunks: Vec<Vec<u32>> = hint
         .par_chunks_exact(FIRST_DIMENSION)
-        .map(|row| {
-            let rounded = row.iter().map(|&x| round_first(x));
-            regroup(rounded, ROUNDED_BITS, PLAINTEXT_BITS, HINT_CHUNKS)
-        })
+        .map(row_chunks)
         .collect();
     let mut slot = vec![None; DEGREE];
     for (t, position) in shape.hint_positions().into_iter().enumerate() {

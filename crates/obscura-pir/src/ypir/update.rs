@@ -4,12 +4,15 @@
 //! digest and all: clients keep theirs and download nothing, and every answer is computed
 //! from the version served. What the server recomputes:
 //!
-//! - **YPIR.** A changed record rewrites its `k` digits in its row of the first layer, and
-//!   the first hint `H1 = D·A1` takes `ΔD·A1` entry by entry ([`obscura_math::hint_delta`]):
+//! - **YPIR.** A changed record rewrites its `k` digits in its row of the first layer (all
+//!   of them in one pass through the matrix, [`PlaintextMatrix::replace_many`]), and the
+//!   first hint `H1 = D·A1` takes `ΔD·A1` entry by entry ([`obscura_math::hint_delta`]):
 //!   `n = 1024` multiply-adds per changed digit, in proportion to the change. The exact hint
 //!   is the packed layer's rounded chunks with the low bits the rounding drops, which the
-//!   database keeps beside them; the hint's chunks and residues are then cut again (a pass
-//!   over the hint, about a tenth of the data at one byte per record). The packed layer's
+//!   database keeps beside them. The changed rows are read back and written as chunks and
+//!   residues again entry by entry when they are few (under one in [`FEW_ROWS`]); otherwise
+//!   the whole hint is read back and cut again (a pass over the hint, about a tenth of the
+//!   data at one byte per record). The packed layer's
 //!   plan is made again whatever the change: each of its 2,048 masks sums its row of chunks
 //!   over every hint row, and the plan's key-switching steps take every mask.
 //! - **YPIR+SP.** A changed record rewrites its words down its column (a word shared with a
@@ -23,16 +26,23 @@
 use std::time::{Duration, Instant};
 
 use obscura_math::hint_delta::{self, EntryDelta};
+#[cfg(doc)]
+use obscura_math::matrix::PlaintextMatrix;
 use rayon::prelude::*;
 
 use super::bits::bytes_at;
 use super::params::PLAINTEXT_BITS;
 use super::server::{
-    exact_hint, first_matrix, first_residues, hint_chunks, record_digit, word_in, Server,
+    exact_hint, exact_hint_rows, first_matrix, first_residues, hint_chunks, record_digit, word_in,
+    write_hint_rows, Server,
 };
 use super::shape::{Shape, YpirShape, YpirSpShape};
 use crate::lwe::{record_slots, write_bits, Slot};
 use crate::{Change, PirError};
+
+/// YPIR's hint rows are read and written back entry by entry when fewer than one in this many
+/// change, else read and cut again whole.
+const FEW_ROWS: usize = 8;
 
 /// What an update of a YPIR database did and how long its parts took.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -104,29 +114,48 @@ impl Server {
             unreachable!("a YPIR server holds its first layer and residues")
         };
         let (digits, width) = (shape.digits() as usize, u32::from(shape.log_p()));
-        let changed: Vec<(EntryDelta, u8)> = slots
+        // Each record's digits, written in one pass through the matrix, which hands back the
+        // digits they replace; in row order, as the records are.
+        let mut writes: Vec<(usize, usize, u8)> = slots
             .par_iter()
             .flat_map_iter(|(_, (row, column), bytes)| {
                 let (row, column) = (*row as usize, *column as usize);
-                let first = &*first;
-                (0..digits).filter_map(move |j| {
-                    let (old, new) = (first.get(row, column + j), record_digit(bytes, j, width));
-                    let delta = EntryDelta {
-                        row,
-                        col: column + j,
-                        delta: i32::from(new as i8) - i32::from(old as i8),
-                    };
-                    (old != new).then_some((delta, new))
-                })
+                (0..digits).map(move |j| (row, column + j, record_digit(bytes, j, width)))
             })
             .collect();
-        first.set_many(changed.iter().map(|(d, new)| (d.row, d.col, *new)));
-        let deltas: Vec<EntryDelta> = changed.into_iter().map(|(d, _)| d).collect();
-        let mut hint = exact_hint(&self.packed, residues, shape);
+        let news: Vec<u8> = writes.iter().map(|w| w.2).collect();
+        first.replace_many(&mut writes);
+        let deltas: Vec<EntryDelta> = writes
+            .into_iter()
+            .zip(news)
+            .filter(|((_, _, old), new)| old != new)
+            .map(|((row, col, old), new)| EntryDelta {
+                row,
+                col,
+                delta: i32::from(new as i8) - i32::from(old as i8),
+            })
+            .collect();
         let a = first_matrix(self.setup.seed(), shape.columns());
-        hint_delta::apply(&mut hint, &a, &deltas);
-        self.packed = hint_chunks(hint.as_slice(), shape);
-        *residues = first_residues(hint.as_slice(), shape);
+        let mut touched: Vec<usize> = deltas.iter().map(|d| d.row).collect();
+        touched.dedup();
+        if touched.len() * FEW_ROWS < shape.rows() as usize {
+            // A few rows: read and written back entry by entry.
+            let mut hint = exact_hint_rows(&self.packed, residues, shape, &touched);
+            let local: Vec<EntryDelta> = deltas
+                .iter()
+                .map(|d| EntryDelta {
+                    row: touched.partition_point(|&r| r < d.row),
+                    ..*d
+                })
+                .collect();
+            hint_delta::apply(&mut hint, &a, &local);
+            write_hint_rows(&mut self.packed, residues, shape, &touched, &hint);
+        } else {
+            let mut hint = exact_hint(&self.packed, residues, shape);
+            hint_delta::apply(&mut hint, &a, &deltas);
+            self.packed = hint_chunks(hint.as_slice(), shape);
+            *residues = first_residues(hint.as_slice(), shape);
+        }
         deltas.len()
     }
 
@@ -308,6 +337,48 @@ mod tests {
                     same_answers(&setup, &server, &built, index, record(&data, record_bytes, index));
                 }
             }
+        }
+    }
+
+    /// One record (its hint row read and written back alone) and records in every row (the
+    /// hint cut again whole) leave what a build makes.
+    #[test]
+    fn few_and_many_changed_rows_leave_what_a_build_makes() {
+        let mut data = bytes(20_000, 8);
+        let shape = Shape::plan(Variant::Ypir, 20_000, 1).expect("a shape");
+        let Shape::Ypir(ypir) = shape else {
+            unreachable!("a YPIR shape")
+        };
+        assert!(
+            ypir.rows() >= 2 * FEW_ROWS as u64,
+            "rows enough for both ways"
+        );
+        let seed = MatrixSeed([9; 16]);
+        let mut server =
+            Server::build_seeded(&data, shape, RecordFormat::Raw, seed, &|_, _| {}).expect("setup");
+        let per_row = ypir.per_row();
+        for indexes in [
+            vec![77],
+            (0..ypir.rows()).map(|r| r * per_row + 3).collect(),
+        ] {
+            let changes: Vec<Change> = indexes
+                .iter()
+                .map(|&index| Change::Set {
+                    index,
+                    value: vec![!data[index as usize]],
+                })
+                .collect();
+            server.update(&changes).expect("update");
+            for &index in &indexes {
+                data[index as usize] ^= 0xff;
+            }
+            let built = Server::build_seeded(&data, shape, RecordFormat::Raw, seed, &|_, _| {})
+                .expect("a build");
+            assert!(
+                server.matrices() == built.matrices(),
+                "{} records",
+                indexes.len()
+            );
         }
     }
 

@@ -131,6 +131,24 @@ test("a database updated while connected serves its changes, a deleted record un
   assert.equal((await (await fetch(`${url}/v1/databases`)).json()).find((e) => e.name === "values").version, 1);
 });
 
+test("a YPIR database updated while connected keeps its setup and serves the new records", async () => {
+  const database = await Database.connect(url, "ypir", { wasm });
+  const held = await setupHash("ypir");
+  const changed = Buffer.alloc(64, 7);
+  const changes = join(folder, "ypir-changes.jsonl");
+  writeFileSync(changes, `{"op":"set","index":5,"value_hex":"${changed.toString("hex")}"}\n`);
+  execFileSync(cli, ["update", "--db", join(folder, "ypir.obs"), "--changes", changes]);
+  server.kill("SIGHUP");
+  // The setup held names the new version too: the same session reads the new record once the
+  // service has reloaded the file.
+  for (let waited = 0; !Buffer.from(await database.get(5)).equals(changed); waited += 50) {
+    assert.ok(waited < 30_000, "the service did not reload the file");
+    await new Promise((wait) => setTimeout(wait, 50));
+  }
+  assert.deepEqual(Buffer.from(await database.get(6)), records.subarray(6 * 64, 7 * 64));
+  assert.equal(await setupHash("ypir"), held);
+});
+
 test("a keyword database updated while connected serves its upserts, a deleted key undefined", async () => {
   const callers = await Database.connect(url, "callers", { wasm });
   const text = (bytes) => new TextDecoder().decode(bytes);
