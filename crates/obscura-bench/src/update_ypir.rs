@@ -172,13 +172,22 @@ fn run_variant(
                 data[start..start + value.len()].copy_from_slice(value);
             }
         }
-        correct &= server.public_setup() == &setup;
+        if server.public_setup() != &setup {
+            correct = false;
+            eprintln!("{name}: the setup changed");
+        }
         let mut client = ypir::Client::new(setup.clone());
         let kept = (indexes[0] + records / 2 + 1) % records;
         for index in [indexes[0], indexes[indexes.len() - 1], kept] {
             let (query, state) = client.query(index)?;
             let answer = pools.all.install(|| server.answer(&query))?;
-            correct &= client.decode(state, &answer)? == record_of(&data, record_bytes, index);
+            let got = client.decode(state, &answer)?;
+            let expected = record_of(&data, record_bytes, index);
+            if got != expected {
+                correct = false;
+                let wrong = got.iter().zip(expected).filter(|(a, b)| a != b).count();
+                eprintln!("{name}: record {index} read with {wrong} of its bytes wrong");
+            }
         }
         let (written, write_seconds) = timed(|| store::write_database(&file, &database));
         written.with_context(|| format!("writing {}", file.display()))?;

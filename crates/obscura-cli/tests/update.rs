@@ -26,6 +26,12 @@ fn path(p: &Path) -> &OsStr {
 /// Writes a CSV file of `rows` phone numbers (`555-0000` ...) and builds a database of them,
 /// seven per matrix column.
 fn build_phones(dir: &Path, rows: usize) -> PathBuf {
+    // Seven records per column: the last column has room for appends.
+    build_phones_with(dir, rows, &["--layout", "7"])
+}
+
+/// [`build_phones`] built with `args`.
+fn build_phones_with(dir: &Path, rows: usize, args: &[&str]) -> PathBuf {
     let csv = dir.join("phones.csv");
     let mut text = String::from("name,phone\n");
     for i in 0..rows {
@@ -33,9 +39,36 @@ fn build_phones(dir: &Path, rows: usize) -> PathBuf {
     }
     std::fs::write(&csv, text).unwrap();
     let db = dir.join("phones.obs");
-    // Seven records per column: the last column has room for appends.
-    build(&["--column", "phone", "--layout", "7"], &csv, &db).success();
+    build(&[&["--column", "phone"], args].concat(), &csv, &db).success();
     db
+}
+
+/// `obscura get` of record `index` of database `phones` from the server at `url`, with the
+/// setup cached in `cache`.
+fn get_phone(url: &str, cache: &Path, index: u64) -> Assert {
+    obscura()
+        .args(["get", "--db", "phones", "--server", url, "--cache-dir"])
+        .arg(cache)
+        .args(["--index", &index.to_string()])
+        .assert()
+}
+
+/// Waits until `get_phone` of `index` reads `new` instead of `old`: the server reloaded.
+fn await_phone(url: &str, cache: &Path, index: u64, old: &[u8], new: &[u8]) {
+    let started = Instant::now();
+    loop {
+        let output = get_phone(url, cache, index)
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        if output == new {
+            return;
+        }
+        assert_eq!(output, old);
+        assert!(started.elapsed() < Duration::from_secs(30), "not reloaded");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Runs `obscura build ARGS --input INPUT --out OUT`.
@@ -308,20 +341,7 @@ fn a_server_serves_the_new_version_after_sighup_and_stale_clients_catch_up() {
     let mut served = Served::start(&[path(&db)]);
     served.drain_stderr();
     let cache = dir.path().join("cache");
-    let remote = |index: u64| {
-        obscura()
-            .args([
-                "get",
-                "--db",
-                "phones",
-                "--server",
-                &served.url,
-                "--cache-dir",
-            ])
-            .arg(&cache)
-            .args(["--index", &index.to_string()])
-            .assert()
-    };
+    let remote = |index: u64| get_phone(&served.url, &cache, index);
     // The setup of version 0 is now in the cache.
     remote(9).success().stdout("555-0009\n");
     update(
@@ -337,18 +357,9 @@ fn a_server_serves_the_new_version_after_sighup_and_stale_clients_catch_up() {
     // Until the reload the server answers from version 0.
     remote(9).success().stdout("555-0009\n");
     served.signal("HUP");
-    let started = Instant::now();
-    loop {
-        // The cached setup of version 0 is stale: its query is refused and the client
-        // downloads version 1's setup.
-        let output = remote(9).success().get_output().stdout.clone();
-        if output == b"123-4567\n" {
-            break;
-        }
-        assert_eq!(output, b"555-0009\n");
-        assert!(started.elapsed() < Duration::from_secs(30), "not reloaded");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    // The cached setup of version 0 is stale: its query is refused and the client downloads
+    // version 1's setup.
+    await_phone(&served.url, &cache, 9, b"555-0009\n", b"123-4567\n");
     remote(10)
         .code(3)
         .stderr(predicate::str::contains("record 10 was deleted"));
@@ -364,31 +375,11 @@ fn a_server_serves_the_new_version_after_sighup_and_stale_clients_catch_up() {
 #[test]
 fn a_ypir_database_is_updated_under_the_same_setup_and_served_clients_keep_theirs() {
     let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("phones.csv");
-    let mut text = String::from("name,phone\n");
-    for i in 0..300 {
-        text.push_str(&format!("user{i},555-{i:04}\n"));
-    }
-    std::fs::write(&csv, text).unwrap();
-    let db = dir.path().join("phones.obs");
-    build(&["--column", "phone", "--scheme", "ypir"], &csv, &db).success();
+    let db = build_phones_with(dir.path(), 300, &["--scheme", "ypir"]);
     let mut served = Served::start(&[path(&db)]);
     served.drain_stderr();
     let cache = dir.path().join("cache");
-    let remote = |index: u64| {
-        obscura()
-            .args([
-                "get",
-                "--db",
-                "phones",
-                "--server",
-                &served.url,
-                "--cache-dir",
-            ])
-            .arg(&cache)
-            .args(["--index", &index.to_string()])
-            .assert()
-    };
+    let remote = |index: u64| get_phone(&served.url, &cache, index);
     remote(9).success().stdout("555-0009\n");
     let cached = |dir: &Path| -> Vec<(PathBuf, Vec<u8>)> {
         let mut files: Vec<_> = walk(dir)
@@ -420,16 +411,7 @@ fn a_ypir_database_is_updated_under_the_same_setup_and_served_clients_keep_their
         .stderr(predicate::str::contains("rebuild it with `obscura build`"));
     get(&db, 9).success().stdout("123-4567\n");
     served.signal("HUP");
-    let started = Instant::now();
-    loop {
-        let output = remote(9).success().get_output().stdout.clone();
-        if output == b"123-4567\n" {
-            break;
-        }
-        assert_eq!(output, b"555-0009\n");
-        assert!(started.elapsed() < Duration::from_secs(30), "not reloaded");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    await_phone(&served.url, &cache, 9, b"555-0009\n", b"123-4567\n");
     remote(10)
         .code(3)
         .stderr(predicate::str::contains("record 10 was deleted"));

@@ -568,9 +568,9 @@ impl PlaintextMatrix {
     }
 
     /// Writes the digit of each `(r, c, digit)` of `writes` (positions inside the matrix, each
-    /// at most once) and puts the digit it replaces in its place: each panel's writes in
-    /// storage order, panels in parallel on the rayon pool, so that many writes spread over
-    /// the matrix stream through it instead of landing at random. Shared bytes are first
+    /// at most once) and puts the digit it replaces in its place: panels in parallel on the
+    /// rayon pool, each panel's writes in the order given, so that writes in row order run
+    /// through each panel's storage once instead of landing at random. Shared bytes are first
     /// copied as by [`PlaintextMatrix::set`].
     ///
     /// # Panics
@@ -587,10 +587,9 @@ impl PlaintextMatrix {
         let olds: Vec<Vec<u8>> = self
             .owned_bytes_mut()
             .par_chunks_mut(panel_bytes.max(1))
-            .zip(by_panel.par_iter_mut())
+            .zip(by_panel.par_iter())
             .enumerate()
             .map(|(p, (bytes, writes))| {
-                writes.sort_unstable();
                 writes
                     .iter()
                     .map(|&(offset, i)| {

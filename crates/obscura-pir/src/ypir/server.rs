@@ -5,6 +5,7 @@ use obscura_math::expand::{MatrixSeed, NegacyclicMatrix, PublicMatrix};
 use obscura_math::hint::PreparedProduct;
 use obscura_math::kernels;
 use obscura_math::matrix::{Matrix, PlaintextMatrix};
+use obscura_math::memory::LargeBuffer;
 use obscura_math::pack;
 use obscura_math::ring::{pack, Ciphertext, PackingKeys, PackingPlan, Poly};
 use std::time::{Duration, Instant};
@@ -213,7 +214,7 @@ impl Server {
             Shape::Ypir(s) => {
                 let first = first_digits(data, &s);
                 let hint = PreparedProduct::new(first_matrix(seed, s.columns())).product(&first);
-                let packed = hint_chunks(hint.as_slice(), &s);
+                let packed = hint_chunks(hint.as_slice(), &s, None);
                 let residues = first_residues(hint.as_slice(), &s);
                 Ok(Self::assemble(
                     setup,
@@ -565,28 +566,42 @@ pub(super) fn exact_hint(
     shape: &YpirShape,
 ) -> Matrix {
     let rows = shape.rows() as usize;
-    // Column by column: the bytes of hint row r's words are columns 2r and 2r + 1.
-    let mut words = vec![0u8; DEGREE * packed.cols()];
-    packed.copy_columns(0..DEGREE, &mut words);
-    let mut low = vec![0u8; rows * FIRST_DIMENSION];
-    residues.copy_block(0..rows, 0..FIRST_DIMENSION, &mut low);
     let positions = shape.hint_positions();
     let mut hint = Matrix::zeros(rows, FIRST_DIMENSION);
+    // A band of hint rows at a time: their words (two byte columns each, 2r and 2r + 1) over
+    // the packed matrix's rows, and their residues, copied out row-major.
     hint.as_mut_slice()
-        .par_chunks_mut(FIRST_DIMENSION)
-        .zip(low.par_chunks(FIRST_DIMENSION))
+        .par_chunks_mut(HINT_BAND * FIRST_DIMENSION)
         .enumerate()
-        .for_each(|(r, (row, low))| {
-            let (lo, hi) = (&words[2 * r * DEGREE..], &words[(2 * r + 1) * DEGREE..]);
-            let chunk = |p: usize| u32::from(lo[p]) | u32::from(hi[p]) << 8;
-            unchunk(
-                positions.iter().map(|&p| chunk(p)),
-                low.iter().copied(),
-                row,
-            );
+        .for_each(|(b, band)| {
+            let first = b * HINT_BAND;
+            let count = band.len() / FIRST_DIMENSION;
+            let width = 2 * count;
+            let mut words = vec![0u8; DEGREE * width];
+            packed.copy_block(0..DEGREE, 2 * first..2 * first + width, &mut words);
+            let mut low = vec![0u8; count * FIRST_DIMENSION];
+            residues.copy_block(first..first + count, 0..FIRST_DIMENSION, &mut low);
+            for (i, (row, low)) in band
+                .chunks_exact_mut(FIRST_DIMENSION)
+                .zip(low.chunks_exact(FIRST_DIMENSION))
+                .enumerate()
+            {
+                let chunk = |p: usize| {
+                    let at = p * width + 2 * i;
+                    u32::from(words[at]) | u32::from(words[at + 1]) << 8
+                };
+                unchunk(
+                    positions.iter().map(|&p| chunk(p)),
+                    low.iter().copied(),
+                    row,
+                );
+            }
         });
     hint
 }
+
+/// Hint rows [`exact_hint`] reads back together (a multiple of the matrices' row groups).
+const HINT_BAND: usize = 64;
 
 /// The exact first hint's rows `rows`, read entry by entry: for a few rows, where reading the
 /// whole packed matrix would cost more.
@@ -655,19 +670,28 @@ fn unchunk(chunks: impl Iterator<Item = u32>, residues: impl Iterator<Item = u8>
 
 /// YPIR's packed matrix: column `r` holds the 15-bit chunks of the first layer's hint row `r`
 /// (1,024 values rounded to 28 bits) at [`YpirShape::hint_positions`]; the answer chunks'
-/// rows are zero.
-pub(super) fn hint_chunks(hint: &[u32], shape: &YpirShape) -> PlaintextMatrix {
+/// rows are zero. Written over `spare` when it has the size.
+pub(super) fn hint_chunks(
+    hint: &[u32],
+    shape: &YpirShape,
+    spare: Option<LargeBuffer>,
+) -> PlaintextMatrix {
+    let positions = shape.hint_positions();
+    // Column by column, as the matrix's columns are read: hint row r's words as two byte
+    // columns, 2r (low bytes) and 2r + 1 (high), each written by the row's own task.
+    let mut columns = vec![0u8; 2 * hint.len() / FIRST_DIMENSION * DEGREE];
+    columns
+        .par_chunks_mut(2 * DEGREE)
+        .zip(hint.par_chunks_exact(FIRST_DIMENSION))
+        .for_each(|(pair, row)| {
+            let (lo, hi) = pair.split_at_mut(DEGREE);
+            for (&p, chunk) in positions.iter().zip(row_chunks(row)) {
+                [lo[p], hi[p]] = (chunk as u16).to_le_bytes();
+            }
+        });
     let rows = shape.rows() as usize;
-    let chunks: Vec<Vec<u32>> = hint
-        .par_chunks_exact(FIRST_DIMENSION)
-        .map(row_chunks)
-        .collect();
-    let mut slot = vec![None; DEGREE];
-    for (t, position) in shape.hint_positions().into_iter().enumerate() {
-        slot[position] = Some(t);
-    }
-    word_matrix(DEGREE, rows, |c, r| {
-        slot[c].map_or(0, |t| chunks[r][t] as u16)
+    PlaintextMatrix::from_column_runs_reusing(DEGREE, 2 * rows, spare, |c| {
+        &columns[c * DEGREE..][..DEGREE]
     })
 }
 

@@ -26,7 +26,6 @@
 use std::time::{Duration, Instant};
 
 use obscura_math::hint_delta::{self, EntryDelta};
-#[cfg(doc)]
 use obscura_math::matrix::PlaintextMatrix;
 use rayon::prelude::*;
 
@@ -153,7 +152,9 @@ impl Server {
         } else {
             let mut hint = exact_hint(&self.packed, residues, shape);
             hint_delta::apply(&mut hint, &a, &deltas);
-            self.packed = hint_chunks(hint.as_slice(), shape);
+            let empty = PlaintextMatrix::from_vec(0, 0, Vec::new()).expect("an empty matrix");
+            let spare = std::mem::replace(&mut self.packed, empty);
+            self.packed = hint_chunks(hint.as_slice(), shape, spare.into_buffer());
             *residues = first_residues(hint.as_slice(), shape);
         }
         deltas.len()
@@ -273,7 +274,7 @@ mod tests {
                 .map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")))
                 .collect();
             let hint = Matrix::from_vec(rows, 1024, values).expect("a matrix");
-            let packed = hint_chunks(hint.as_slice(), &shape);
+            let packed = hint_chunks(hint.as_slice(), &shape, None);
             let residues = first_residues(hint.as_slice(), &shape);
             let exact = exact_hint(&packed, &residues, &shape);
             prop_assert_eq!(exact.as_slice(), hint.as_slice());
