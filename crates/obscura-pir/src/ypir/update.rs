@@ -12,9 +12,9 @@
 //!   database keeps beside them. The changed rows are read back and written as chunks and
 //!   residues again entry by entry when they are few (under one in [`FEW_ROWS`]); otherwise
 //!   the whole hint is read back and cut again (a pass over the hint, about a tenth of the
-//!   data at one byte per record). The packed layer's
-//!   plan is made again whatever the change: each of its 2,048 masks sums its row of chunks
-//!   over every hint row, and the plan's key-switching steps take every mask.
+//!   data at one byte per record). The packed layer's plan is made again whatever the
+//!   change: each of its 2,048 masks sums its row of chunks over every hint row, and the
+//!   plan's key-switching steps take every mask.
 //! - **YPIR+SP.** A changed record rewrites its words down its column (a word shared with a
 //!   neighbour keeps the neighbour's bits), and each group of rows whose words changed has its
 //!   masks and plan made again: a record of `b` bytes spans `8b / 15` rows, so large records
