@@ -279,6 +279,11 @@ mod tests {
             let exact = exact_hint(&packed, &residues, &shape);
             prop_assert_eq!(exact.as_slice(), hint.as_slice());
         }
+    }
+
+    proptest! {
+        // Each case builds both servers' packing plans two to four times (about a second).
+        #![proptest_config(ProptestConfig::with_cases(3))]
 
         /// After any sequence of updates the matrices are those a build of the final records
         /// makes with the same layout and seed, the setup is the one clients hold, and a
