@@ -49,6 +49,21 @@ pub fn word_matrix(
     })
 }
 
+/// Word `w` of row `r` of a [`word_matrix`]: its byte columns `2w` (low) and `2w + 1` (high).
+///
+/// # Panics
+/// If the position is outside the matrix.
+pub fn word_at(matrix: &PlaintextMatrix, r: usize, w: usize) -> u16 {
+    u16::from_le_bytes([matrix.get(r, 2 * w), matrix.get(r, 2 * w + 1)])
+}
+
+/// The byte writes ([`PlaintextMatrix::set_many`]'s `(row, column, byte)`) that put `word` at
+/// word `w` of row `r` of a [`word_matrix`].
+pub fn word_writes(r: usize, w: usize, word: u16) -> [(usize, usize, u8); 2] {
+    let [lo, hi] = word.to_le_bytes();
+    [(r, 2 * w, lo), (r, 2 * w + 1, hi)]
+}
+
 /// `matrix · v mod q` for each vector `v` of `vectors`, `matrix` a [`word_matrix`] whose words
 /// are below 2^15 and each vector as long as its rows, on the rayon pool.
 ///

@@ -24,7 +24,7 @@ use crate::lwe::{
 };
 use crate::scheme::{IndexServer, Progress};
 use crate::{PirError, PirServer};
-use obscura_math::ring::words::{pass, word_matrix, Residues};
+use obscura_math::ring::words::{pass, word_at, word_matrix, word_writes, Residues};
 
 /// The domain of YPIR's first-layer matrix under the database's seed.
 pub(super) const FIRST_DOMAIN: u64 = 0x5950_4952_0000_0003;
@@ -49,7 +49,7 @@ pub struct AnswerPhases {
 
 /// The server side of YPIR.
 pub struct Server {
-    pub(super) setup: PublicSetup,
+    setup: PublicSetup,
     layer: PackedLayer,
     /// The packed layer's matrix ([`word_matrix`]): YPIR+SP's 15-bit words, one column per
     /// column of records; YPIR's 15-bit chunks of the first layer's rounded hint, 2,048 rows
@@ -87,7 +87,7 @@ fn first_residue(x: u32) -> u8 {
 }
 
 /// The first-layer value whose [`round_first`] is `rounded` and [`first_residue`] `residue`.
-pub(super) fn unround_first(rounded: u32, residue: u8) -> u32 {
+fn unround_first(rounded: u32, residue: u8) -> u32 {
     (rounded << FIRST_DROPPED | u32::from(residue)).wrapping_sub(1 << (FIRST_DROPPED - 1))
 }
 
@@ -258,7 +258,7 @@ impl Server {
     }
 
     /// Rows of the packed matrix that one plan packs.
-    pub(super) fn group(&self) -> usize {
+    fn group(&self) -> usize {
         match self.setup.shape() {
             Shape::YpirSp(s) => s.packing().group,
             Shape::Ypir(_) => DEGREE,
@@ -486,7 +486,7 @@ pub(super) fn matrix_shapes(setup: &PublicSetup) -> Vec<(usize, usize)> {
 }
 
 /// YPIR+SP's matrix: column `c` is the bit stream of its records cut into 15-bit words.
-pub(super) fn ypir_sp_words(data: &[u8], shape: &YpirSpShape) -> PlaintextMatrix {
+fn ypir_sp_words(data: &[u8], shape: &YpirSpShape) -> PlaintextMatrix {
     let column_bytes = (shape.per_column() * shape.record_bytes()) as usize;
     let (rows, columns) = (shape.rows() as usize, shape.columns() as usize);
     word_matrix(rows, columns, |r, c| {
@@ -508,7 +508,7 @@ pub(super) fn word_in(bytes: &[u8], offset: u64, width: u32) -> u32 {
 /// YPIR's first layer: row `r` holds records `r·m … r·m + m − 1`, each as its `k` digits in
 /// consecutive columns, stored centered. With bytes for digits a row is a run of the data, its
 /// bytes their own centered digits (the `i8` with the same bits).
-pub(super) fn first_digits(data: &[u8], shape: &YpirShape) -> PlaintextMatrix {
+fn first_digits(data: &[u8], shape: &YpirShape) -> PlaintextMatrix {
     let (rows, columns) = (shape.rows() as usize, shape.columns() as usize);
     if shape.log_p() == 8 {
         return PlaintextMatrix::from_fn(rows, columns, |r, c, out| {
@@ -617,9 +617,7 @@ pub(super) fn exact_hint_rows(
         .par_chunks_mut(FIRST_DIMENSION)
         .zip(rows)
         .for_each(|(row, &r)| {
-            let chunk = |p: usize| {
-                u32::from(packed.get(p, 2 * r)) | u32::from(packed.get(p, 2 * r + 1)) << 8
-            };
+            let chunk = |p: usize| u32::from(word_at(packed, p, r));
             let low = (0..FIRST_DIMENSION).map(|j| residues.get(r, j));
             unchunk(positions.iter().map(|&p| chunk(p)), low, row);
         });
@@ -641,8 +639,7 @@ pub(super) fn write_hint_rows(
     for (i, &r) in rows.iter().enumerate() {
         let row = hint.row(i);
         for (&p, chunk) in positions.iter().zip(row_chunks(row)) {
-            let [lo, hi] = (chunk as u16).to_le_bytes();
-            chunk_writes.extend([(p, 2 * r, lo), (p, 2 * r + 1, hi)]);
+            chunk_writes.extend(word_writes(p, r, chunk as u16));
         }
         residue_writes.extend(
             row.iter()

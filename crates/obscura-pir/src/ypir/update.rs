@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use obscura_math::hint_delta::{self, EntryDelta};
 use obscura_math::matrix::PlaintextMatrix;
+use obscura_math::ring::words::{word_at, word_writes};
 use rayon::prelude::*;
 
 use super::bits::bytes_at;
@@ -109,6 +110,7 @@ impl Server {
     /// YPIR: the records' digits written in the first layer, `ΔD·A1` added to the exact first
     /// hint and its chunks and residues cut again; returns the digits changed.
     fn rewrite_first(&mut self, shape: &YpirShape, slots: &[Slot<'_, (u64, u64)>]) -> usize {
+        let a = first_matrix(self.public_setup().seed(), shape.columns());
         let (Some(first), Some(residues)) = (&mut self.first, &mut self.residues) else {
             unreachable!("a YPIR server holds its first layer and residues")
         };
@@ -134,7 +136,6 @@ impl Server {
                 delta: i32::from(new as i8) - i32::from(old as i8),
             })
             .collect();
-        let a = first_matrix(self.setup.seed(), shape.columns());
         let mut touched: Vec<usize> = deltas.iter().map(|d| d.row).collect();
         touched.dedup();
         if touched.len() * FEW_ROWS < shape.rows() as usize {
@@ -169,7 +170,7 @@ impl Server {
     ) -> (usize, Vec<usize>) {
         let packed = &self.packed;
         // Index order is column order, each column's records top to bottom.
-        let writes: Vec<(usize, u16)> = slots
+        let writes: Vec<(usize, usize, u16)> = slots
             .chunk_by(|a, b| a.1 .0 == b.1 .0)
             .collect::<Vec<_>>()
             .par_iter()
@@ -177,19 +178,18 @@ impl Server {
                 let column = records[0].1 .0 as usize;
                 column_words(packed, column, records)
                     .into_iter()
-                    .map(move |(row, word)| (row * 2 * shape.columns() as usize + column, word))
+                    .map(move |(row, word)| (row, column, word))
             })
             .collect();
-        let width = 2 * shape.columns() as usize;
         let group = shape.packing().group;
-        let mut groups: Vec<usize> = writes.iter().map(|&(at, _)| at / width / group).collect();
+        let mut groups: Vec<usize> = writes.iter().map(|&(row, _, _)| row / group).collect();
         groups.sort_unstable();
         groups.dedup();
-        self.packed.set_many(writes.iter().flat_map(|&(at, word)| {
-            let (row, column) = (at / width, at % width);
-            let [lo, hi] = word.to_le_bytes();
-            [(row, 2 * column, lo), (row, 2 * column + 1, hi)]
-        }));
+        self.packed.set_many(
+            writes
+                .iter()
+                .flat_map(|&(row, column, word)| word_writes(row, column, word)),
+        );
         (writes.len(), groups)
     }
 }
@@ -197,7 +197,7 @@ impl Server {
 /// The words of YPIR+SP's column `column` that writing `records` (that column's, top to
 /// bottom, each at the bit its stream starts) changes: `(row, new word)`.
 fn column_words(
-    packed: &obscura_math::matrix::PlaintextMatrix,
+    packed: &PlaintextMatrix,
     column: usize,
     records: &[Slot<'_, (u64, u64)>],
 ) -> Vec<(usize, u16)> {
@@ -205,9 +205,10 @@ fn column_words(
     let (first, last) = (&records[0], &records[records.len() - 1]);
     let end = last.1 .1 + 8 * last.2.len() as u64;
     let rows = (first.1 .1 / width) as usize..end.div_ceil(width) as usize;
-    let word =
-        |r| u32::from(packed.get(r, 2 * column)) | u32::from(packed.get(r, 2 * column + 1)) << 8;
-    let old: Vec<u32> = rows.clone().map(word).collect();
+    let old: Vec<u32> = rows
+        .clone()
+        .map(|r| u32::from(word_at(packed, r, column)))
+        .collect();
     let base = rows.start as u64 * width;
     let mut stream = bytes_at(
         &old,
