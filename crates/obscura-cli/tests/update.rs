@@ -53,6 +53,22 @@ fn get_phone(url: &str, cache: &Path, index: u64) -> Assert {
         .assert()
 }
 
+/// Once the server at `url` has reloaded `phones` after [`CHANGE`], reads through `cache`:
+/// record 9's new value, record 10 deleted (exit 3), record 11 as built.
+fn reads_the_change(url: &str, cache: &Path) {
+    await_phone(url, cache, 9, b"555-0009\n", b"123-4567\n");
+    get_phone(url, cache, 10)
+        .code(3)
+        .stderr(predicate::str::contains("record 10 was deleted"));
+    get_phone(url, cache, 11).success().stdout("555-0011\n");
+}
+
+/// The change both served tests apply to `phones`: record 9 set, record 10 deleted.
+const CHANGE: [&str; 2] = [
+    r#"{"op":"set","index":9,"value":"123-4567"}"#,
+    r#"{"op":"delete","index":10}"#,
+];
+
 /// Waits until `get_phone` of `index` reads `new` instead of `old`: the server reloaded.
 fn await_phone(url: &str, cache: &Path, index: u64, old: &[u8], new: &[u8]) {
     let started = Instant::now();
@@ -344,26 +360,16 @@ fn a_server_serves_the_new_version_after_sighup_and_stale_clients_catch_up() {
     let remote = |index: u64| get_phone(&served.url, &cache, index);
     // The setup of version 0 is now in the cache.
     remote(9).success().stdout("555-0009\n");
-    update(
-        &db,
-        &[
-            r#"{"op":"set","index":9,"value":"123-4567"}"#,
-            r#"{"op":"delete","index":10}"#,
-        ],
-    )
-    .success()
-    .stdout(predicate::str::contains("patch for clients of version 0:"));
+    update(&db, &CHANGE)
+        .success()
+        .stdout(predicate::str::contains("patch for clients of version 0:"));
     assert!(dir.path().join("phones.obs.patches").exists());
     // Until the reload the server answers from version 0.
     remote(9).success().stdout("555-0009\n");
     served.signal("HUP");
     // The cached setup of version 0 is stale: its query is refused and the client downloads
     // version 1's setup.
-    await_phone(&served.url, &cache, 9, b"555-0009\n", b"123-4567\n");
-    remote(10)
-        .code(3)
-        .stderr(predicate::str::contains("record 10 was deleted"));
-    remote(11).success().stdout("555-0011\n");
+    reads_the_change(&served.url, &cache);
     // The client caught up by the patch from version 0, not by downloading the setup.
     let metrics = http_get(&served.url, "/metrics");
     assert!(
@@ -393,29 +399,19 @@ fn a_ypir_database_is_updated_under_the_same_setup_and_served_clients_keep_their
         files
     };
     let before = cached(&cache);
-    update(
-        &db,
-        &[
-            r#"{"op":"set","index":9,"value":"123-4567"}"#,
-            r#"{"op":"delete","index":10}"#,
-        ],
-    )
-    .success()
-    .stdout(predicate::str::contains(
-        "updated (1 set, 0 appended, 1 deleted), 300 records; its setup is unchanged",
-    ))
-    .stdout(predicate::str::contains("patch for clients").not());
+    update(&db, &CHANGE)
+        .success()
+        .stdout(predicate::str::contains(
+            "updated (1 set, 0 appended, 1 deleted), 300 records; its setup is unchanged",
+        ))
+        .stdout(predicate::str::contains("patch for clients").not());
     // The setup names the record count, which an append would change.
     update(&db, &[r#"{"op":"append","index":300,"value":"1"}"#])
         .code(1)
         .stderr(predicate::str::contains("rebuild it with `obscura build`"));
     get(&db, 9).success().stdout("123-4567\n");
     served.signal("HUP");
-    await_phone(&served.url, &cache, 9, b"555-0009\n", b"123-4567\n");
-    remote(10)
-        .code(3)
-        .stderr(predicate::str::contains("record 10 was deleted"));
-    remote(11).success().stdout("555-0011\n");
+    reads_the_change(&served.url, &cache);
     // The cached setup still names the database: nothing was downloaded again.
     assert_eq!(cached(&cache), before);
 }
