@@ -9,7 +9,7 @@ use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use super::bits::{bytes_at, regroup};
 use super::messages::{dropped_bits, Answer, Query};
-use super::packed::{PackedLayer, Secret};
+use super::packed::{round, PackedLayer, Secret};
 use super::params::{DEGREE, FIRST_SIGMA, PLAINTEXT_BITS, ROUNDED_BITS};
 use super::scheme::Ypir;
 use super::server::first_matrix;
@@ -169,13 +169,10 @@ impl Client {
     }
 }
 
-/// A first-layer entry without its `dropped` low bits, rounded (modulo 2^32).
+/// A first-layer entry without its `dropped` low bits, rounded as the packed layer's are
+/// ([`round`]), modulo 2^(32 − dropped).
 fn round_word(v: u32, dropped: u32) -> u32 {
-    if dropped == 0 {
-        v
-    } else {
-        v.wrapping_add(1 << (dropped - 1)) >> dropped
-    }
+    round(u64::from(v), dropped) as u32 & (u32::MAX >> dropped)
 }
 
 impl PirClient for Client {

@@ -29,14 +29,18 @@
 //! - **packing**: each key switch adds `Σ_j δ_j·e_j` (digits `δ_j` of a uniform mask, balanced in
 //!   `[−B/2, B/2)`, so of variance `B²/12`, the top one `(q/B²)²/12`, times errors of variance
 //!   σ², plus the rounding of the key's body that the query leaves out, see
-//!   [`key_dropped_bits`]): variance `d·Σ_j E[δ_j²]·(σ² + 4^k/12)` per coefficient; a level-`ℓ`
+//!   [`key_dropped_bits`]): variance `d·Σ_j E[δ_j²]·(σ² + v_k)` per coefficient, `v_k = 4^k/12 + 1/6` the
+//!   variance of a `k`-bit rounding ([`rounding_variance`]); a level-`ℓ`
 //!   error is doubled by each of the `L − ℓ` later levels, and each output coefficient receives
 //!   one error per level, so the packed variance is the sum over levels of `4^(L−ℓ)` times that
 //!   ([`packing_variance`]; without rounding, `(d² − 1)/3 · d·σ²·Σ_j E[δ_j²]`, measured at 0.97
 //!   of this by the ring's noise test);
 //! - **the pass**: the phase of input `r` is `d^{-1}·Σ_j D[r][j]·e_j`, which packing multiplies by
 //!   `d`: variance at most `C·(p − 1)²·σ²`, negligible; the query vector's rounding (its low
-//!   `k` bits left out) adds `Σ_j D[r][j]·ε_j` after the scaling, so `d²·C·(p − 1)²·4^k/12`;
+//!   `k` bits left out) adds `Σ_j D[r][j]·ε_j` after the scaling, so `d²·C·(p − 1)²·v_k`. The
+//!   rounding sends ties to the even result, so each `ε_j` has mean zero: with ties rounded up
+//!   they would have mean 1/2 and shift row `r` by `d·Σ_j D[r][j]/2`, a bias no variance bound
+//!   covers (a test retrieves words of all ones over 2^15 columns);
 //! - **modulus switching**: the body's rounding and the client's rounding of `â·s` add at most
 //!   1 in all; the mask's rounding `ε` (at most 1/2 per coefficient in units of 2^28) adds
 //!   `⟨ε, s⟩·Q_b/2^28`, subgaussian with variance proxy `d·σ²/4·(Q_b/2^28)²`.
@@ -122,6 +126,18 @@ pub fn key_dropped_bits(level: usize, digit: usize) -> u32 {
     level as u32 + 1 + u32::from(digit + 1 == GADGET_DIGITS)
 }
 
+/// The variance of the error a value rounded by `dropped` bits carries, under the heuristic
+/// that its low bits are uniform: a query or key rounds a tie to the even result, so
+/// the error takes each value of `(−2^(k−1), 2^(k−1))` with probability `2^−k` and `±2^(k−1)`
+/// with `2^−(k+1)` each: mean zero, variance `4^k/12 + 1/6` (`k` = `dropped`, none for 0).
+pub fn rounding_variance(dropped: u32) -> f64 {
+    if dropped == 0 {
+        0.0
+    } else {
+        (4f64.powi(dropped as i32) + 2.0) / 12.0
+    }
+}
+
 /// The modulus `q = p0 · p1` of the packed layer.
 pub const MODULUS: u64 =
     obscura_math::ring::YPIR_MODULI[0] as u64 * obscura_math::ring::YPIR_MODULI[1] as u64;
@@ -132,8 +148,8 @@ fn modulus() -> f64 {
 }
 
 /// The variance of the packing error per coefficient, in units of 1 modulo `q`: for each level
-/// `ℓ` and digit `j`, `4^(L−ℓ) · d · E[δ_j²] · (σ² + 4^k/12)`, the key's body rounded by `k` =
-/// [`key_dropped_bits`] bits (an error uniform on `[−2^(k−1), 2^(k−1))` under the heuristic),
+/// `ℓ` and digit `j`, `4^(L−ℓ) · d · E[δ_j²] · (σ² + v_k)`, the key's body rounded by `k` =
+/// [`key_dropped_bits`] bits (an error of variance `v_k` = [`rounding_variance`]`(k)`),
 /// the balanced digits of a uniform mask of variance `B²/12`, the top one `(q/B²)²/12`.
 pub fn packing_variance() -> f64 {
     let (d, q) = (DEGREE as f64, modulus());
@@ -150,7 +166,7 @@ pub fn packing_variance() -> f64 {
             let amplified = 4f64.powi((LEVELS - level) as i32) * d;
             (0..GADGET_DIGITS)
                 .map(|j| {
-                    let rounding = 4f64.powi(key_dropped_bits(level, j) as i32) / 12.0;
+                    let rounding = rounding_variance(key_dropped_bits(level, j));
                     amplified * digit_variance(j) * (SIGMA * SIGMA + rounding)
                 })
                 .sum::<f64>()
@@ -160,9 +176,8 @@ pub fn packing_variance() -> f64 {
 
 /// `log2` of the probability that one packed ciphertext of `d` coefficients fails to decode,
 /// for plaintexts of `plaintext_bits` bits, a pass over `columns` columns whose query vector
-/// leaves out `dropped` low bits of each entry (an error uniform on `[−2^(dropped−1),
-/// 2^(dropped−1))` under the heuristic, which packing multiplies by `d`, against entries of at
-/// most `p − 1`), and a slack of `tolerance` (1 for exact coefficients, 3 where an
+/// leaves out `dropped` low bits of each entry (an error of mean zero and variance
+/// [`rounding_variance`], which packing multiplies by `d`, against entries of at most `p − 1`), and a slack of `tolerance` (1 for exact coefficients, 3 where an
 /// error of ±1 is tolerated: the bound is then taken at `3τ`) on coefficients that carry
 /// `packs` packings' errors (2 for YPIR's answer chunks, packed apart and added).
 pub fn packed_log_failure(
@@ -186,7 +201,7 @@ pub fn packed_variance(plaintext_bits: u32, columns: u64, dropped: u32, packs: f
     let sigma2 = SIGMA * SIGMA;
     let p = 2f64.powi(plaintext_bits as i32);
     let entry = (p - 1.0) * (p - 1.0) * columns as f64;
-    let rounding = 4f64.powi(dropped as i32) / 12.0;
+    let rounding = rounding_variance(dropped);
     let pass = entry * (sigma2 + d * d * rounding);
     let body = 2f64.powi(BODY_BITS as i32);
     let to_body = body / q;

@@ -280,3 +280,74 @@ fn the_measured_error_matches_the_analysis() {
         "measured {measured}, predicted {predicted}"
     );
 }
+
+/// Words of all ones over 2^15 columns, the most a query vector's rounding can bias: each row's
+/// pass sums the rounding errors of 2^15 entries times the largest word. Records come back
+/// whole, and the decoded error has mean about zero (with ties rounded up it was 16.8 steps of
+/// the body, past the 16 a coefficient tolerates) and the variance the bound assumes.
+#[test]
+fn words_of_all_ones_over_many_columns_are_retrieved_without_bias() {
+    let (records, record_bytes) = (1u64 << 15, 60);
+    let data = vec![0xffu8; (records * record_bytes) as usize];
+    let shape = YpirSpShape::new(records, record_bytes, 1).expect("a shape");
+    assert!(shape.query_dropped() > 0);
+    let seed = obscura_math::expand::MatrixSeed::random().expect("a seed");
+    let server = Server::build_seeded(
+        &data,
+        Shape::YpirSp(shape),
+        crate::lwe::RecordFormat::Raw,
+        seed,
+        &|_, _| {},
+    )
+    .expect("setup");
+    let mut client = Client::new(server.public_setup().clone());
+    let predicted = params::packed_variance(
+        params::PLAINTEXT_BITS,
+        shape.columns(),
+        shape.query_dropped(),
+        1.0,
+    );
+    let stride = params::DEGREE / shape.packing().group;
+    let step = 1i64 << (params::BODY_BITS - params::PLAINTEXT_BITS);
+    let (mut sum, mut squares, mut count) = (0f64, 0f64, 0usize);
+    for index in (0..records).step_by(509) {
+        let (query, state) = client.query(index).expect("query");
+        let answer = server.answer(&query).expect("answer");
+        let phases = client
+            .layer
+            .phases(&state.secret, &answer.masks, &answer.bodies);
+        for row in 0..shape.rows() as usize {
+            let error = (i64::from(phases[row * stride]) + step / 2).rem_euclid(step) - step / 2;
+            sum += error as f64;
+            squares += (error * error) as f64;
+            count += 1;
+        }
+        let start = (index * record_bytes) as usize;
+        assert_eq!(
+            client.decode(state, &answer).expect("decode"),
+            &data[start..start + record_bytes as usize],
+            "record {index}"
+        );
+    }
+    let (mean, variance) = (sum / count as f64, squares / count as f64);
+    assert!(mean.abs() < 0.5, "mean error {mean}");
+    assert!(
+        variance < 1.2 * predicted,
+        "measured {variance}, predicted {predicted}"
+    );
+}
+
+/// `ypir-sp`'s database (2^15 records of 32 KiB of random bytes, 2^15 columns): 150 records
+/// retrieved, every one whole. 1 GiB and about a minute in a release build, so run by hand
+/// (`cargo test --release -p obscura-pir -- --ignored ypir_sp_at_a_gibibyte`).
+#[test]
+#[ignore]
+fn ypir_sp_at_a_gibibyte_decodes_every_query() {
+    let (records, record_bytes) = (1u64 << 15, 32 << 10);
+    let data = bytes((records * record_bytes) as usize, 17);
+    let server = server(&data, record_bytes, Variant::YpirSp);
+    let mut client = Client::new(server.public_setup().clone());
+    for index in (0..records).step_by(219).take(150) {
+        check_record(&server, &mut client, &data, record_bytes, index);
+    }
+}
