@@ -49,6 +49,8 @@ enum Command {
     /// Apply a file of changes to a database file as its next version (no new setup).
     #[command(after_help = update::CHANGE_FILE)]
     Update(update::UpdateArgs),
+    /// Fold a database file's change log (FILE.log) into the file.
+    Checkpoint(update::CheckpointArgs),
     /// Fetch a record (by index) or a value (by key) privately, from a file or from a server.
     #[command(after_help = EXIT_STATUS)]
     Get(get::GetArgs),
@@ -70,6 +72,7 @@ impl Command {
         match self {
             Self::Build(_) => "build",
             Self::Update(_) => "update",
+            Self::Checkpoint(_) => "checkpoint",
             Self::Get(_) => "get",
             Self::Serve(_) => "serve",
             Self::Demo(_) => "demo",
@@ -92,7 +95,11 @@ fn main() -> ExitCode {
     }
     if matches!(
         cli.command,
-        Command::Build(_) | Command::Update(_) | Command::Merkle(_) | Command::Demo(_)
+        Command::Build(_)
+            | Command::Update(_)
+            | Command::Checkpoint(_)
+            | Command::Merkle(_)
+            | Command::Demo(_)
     ) {
         // An interrupted build leaves no half-written database file behind.
         if let Err(error) = obscura_store::partial::remove_on_signals() {
@@ -102,6 +109,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Build(args) => build::run(args),
         Command::Update(args) => update::run(args),
+        Command::Checkpoint(args) => update::checkpoint(args),
         Command::Get(args) => get::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Demo(args) => demo::run(args),

@@ -1,14 +1,16 @@
-//! `obscura update`: a batch of changes applied to a database file as its next version.
+//! `obscura update`: a batch of changes applied to a database file as its next version,
+//! committed to its change log; `obscura checkpoint`: the log folded into the file.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use obscura_pir::{Change, PirError};
 use obscura_registry::Registry;
 use obscura_store::changes::read_for;
 use obscura_store::patches;
-use obscura_store::update::{update_file, UpdateError};
+use obscura_store::update::{checkpoint_file, update_file, UpdateError};
 
 use crate::progress;
 
@@ -26,8 +28,11 @@ its new leaves, one per line (as `obscura merkle build` reads them), appended in
 A change the setup cannot take (a longer value than the slots, an append past the capacity
 or to a YPIR database, a norm past the plaintext modulus) is refused: rebuild with `obscura build` or `obscura
 merkle build`, whose --capacity (and --value-bytes) leave room. Nothing is written unless every
-change applies; the file is then replaced in one step (a crash leaves the old or the new
-version, whole). `obscura serve` serves the new version after SIGHUP.";
+change applies; the batch is then appended to FILE.log and flushed, which commits the version
+(a crash leaves the old or the new version, whole). Loading the file replays its log; once the
+log holds 8 versions or a 16th of the file, a checkpoint writes the file of the newest version
+and removes the log (in the background unless --checkpoint says otherwise; `obscura
+checkpoint` does it on demand). `obscura serve` serves the new version after SIGHUP.";
 
 /// Arguments of `obscura update`.
 #[derive(Args)]
@@ -42,6 +47,29 @@ pub struct UpdateArgs {
     /// they catch up without downloading the whole setup.
     #[arg(long, value_name = "VERSIONS", default_value_t = patches::DEFAULT_KEEP)]
     keep_patches: usize,
+    /// When to fold the change log into the database file: `due` once the log has grown
+    /// enough (in the background, by `obscura checkpoint`), `now` after this version, `never`.
+    #[arg(long, value_enum, default_value_t = Checkpoint::Due)]
+    checkpoint: Checkpoint,
+}
+
+/// When `obscura update` folds the change log into the file.
+#[derive(Clone, Copy, ValueEnum)]
+enum Checkpoint {
+    /// Once due, in the background.
+    Due,
+    /// After this version, before exiting.
+    Now,
+    /// Not (`obscura checkpoint` does it).
+    Never,
+}
+
+/// Arguments of `obscura checkpoint`.
+#[derive(Args)]
+pub struct CheckpointArgs {
+    /// The database file, rewritten with its change log's versions.
+    #[arg(long)]
+    db: PathBuf,
 }
 
 /// Runs `obscura update`.
@@ -119,9 +147,66 @@ pub fn run(args: UpdateArgs) -> Result<()> {
             updated.setup.bytes
         );
     }
+    let versions = match updated.log_versions {
+        1 => "1 version".to_string(),
+        n => format!("{n} versions"),
+    };
     println!(
-        "loaded in {:.2} s, changed in {:.2} s, written in {:.2} s (send SIGHUP to `obscura serve` to serve it)",
-        updated.load_seconds, updated.apply_seconds, updated.write_seconds
+        "loaded in {:.2} s, changed in {:.2} s, committed in {:.2} s to {}, which holds {versions} ({} bytes); send SIGHUP to `obscura serve` to serve it",
+        updated.load_seconds,
+        updated.apply_seconds,
+        updated.write_seconds,
+        obscura_store::log::path_of(&args.db).display(),
+        updated.log_bytes,
     );
+    match args.checkpoint {
+        Checkpoint::Now => run_checkpoint(&args.db)?,
+        Checkpoint::Due if updated.checkpoint_due => {
+            let pid = checkpoint_in_background(&args.db)?;
+            println!("checkpoint: folding the log into the file in the background (process {pid})");
+        }
+        _ => {}
+    }
     Ok(())
+}
+
+/// Runs `obscura checkpoint`.
+pub fn checkpoint(args: CheckpointArgs) -> Result<()> {
+    run_checkpoint(&args.db)
+}
+
+/// Folds the change log of `db` into it and says what was done.
+fn run_checkpoint(db: &Path) -> Result<()> {
+    let done = checkpoint_file(db, &Registry::default())?;
+    if done.versions == 0 {
+        println!("{}: no change log to fold", db.display());
+    } else {
+        println!(
+            "{}: version {} written ({} bytes, {} versions of the log folded in) in {:.2} s after {:.2} s loading",
+            db.display(),
+            done.version,
+            done.file_bytes,
+            done.versions,
+            done.write_seconds,
+            done.load_seconds
+        );
+    }
+    Ok(())
+}
+
+/// Starts `obscura checkpoint --db DB` as a process of its own, in its own process group (an
+/// interrupt of this one's terminal leaves it running), and returns its id.
+fn checkpoint_in_background(db: &Path) -> Result<u32> {
+    use std::os::unix::process::CommandExt;
+    let child = Command::new(std::env::current_exe().context("cannot find this program")?)
+        .arg("checkpoint")
+        .arg("--db")
+        .arg(db)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .context("cannot start the checkpoint")?;
+    Ok(child.id())
 }

@@ -164,6 +164,73 @@ fn sets_appends_and_deletes_are_read_back() {
     get(&db, 3).success().stdout("back\n");
 }
 
+/// Versions are committed to FILE.log and read through it; a checkpoint folds the log into the
+/// file, on demand, after a version (`--checkpoint now`) or in the background once due.
+#[test]
+fn versions_go_to_the_log_until_a_checkpoint_folds_them_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_phones(dir.path(), 100);
+    let built = std::fs::read(&db).unwrap();
+    let log = dir.path().join("phones.obs.log");
+    for v in 1..=2 {
+        let set = format!(r#"{{"op":"set","index":5,"value":"v{v}"}}"#);
+        let holds = if v == 1 { "1 version" } else { "2 versions" };
+        update(&db, &[&set])
+            .success()
+            .stdout(predicate::str::contains(format!("which holds {holds}")));
+    }
+    assert_eq!(std::fs::read(&db).unwrap(), built);
+    assert!(log.exists());
+    get(&db, 5).success().stdout("v2\n");
+    obscura()
+        .args(["checkpoint", "--db"])
+        .arg(&db)
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("version 2 written")
+                .and(predicate::str::contains("2 versions of the log folded in")),
+        );
+    assert!(!log.exists());
+    assert_ne!(std::fs::read(&db).unwrap(), built);
+    get(&db, 5).success().stdout("v2\n");
+    obscura()
+        .args(["checkpoint", "--db"])
+        .arg(&db)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("no change log to fold"));
+    // After a version, on request.
+    let changes = dir.path().join("v3.jsonl");
+    std::fs::write(&changes, r#"{"op":"set","index":5,"value":"v3"}"#).unwrap();
+    obscura()
+        .args(["update", "--checkpoint", "now", "--db"])
+        .arg(&db)
+        .arg("--changes")
+        .arg(&changes)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("version 3 written"));
+    assert!(!log.exists());
+    // Once due (8 versions), in the background.
+    for v in 4..=11 {
+        let set = format!(r#"{{"op":"set","index":5,"value":"v{v}"}}"#);
+        let due = update(&db, &[&set]).success();
+        let printed = String::from_utf8_lossy(&due.get_output().stdout).into_owned();
+        assert_eq!(
+            printed.contains("in the background"),
+            v == 11,
+            "version {v}: {printed}"
+        );
+    }
+    let started = Instant::now();
+    while log.exists() {
+        assert!(started.elapsed() < Duration::from_secs(60), "no checkpoint");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    get(&db, 5).success().stdout("v11\n");
+}
+
 #[test]
 fn refused_changes_leave_the_file_as_it_was() {
     let dir = tempfile::tempdir().unwrap();

@@ -112,6 +112,9 @@ impl Kind {
     pub const TREEPIR_SETUP_PATCH: Self = Self(19);
     /// A patch of a keyword setup: the next version's key count and delta table.
     pub const KEYWORD_SETUP_PATCH: Self = Self(20);
+    /// A database file's change log: the batches of changes committed since the file was
+    /// written.
+    pub const CHANGE_LOG: Self = Self(21);
 
     /// The first code left for schemes defined outside this crate.
     pub const FIRST_EXTERNAL: u8 = 0xE0;
@@ -153,6 +156,7 @@ impl Kind {
             Self::KEPT_PATCHES => "file of kept patches",
             Self::TREEPIR_SETUP_PATCH => "TreePIR setup patch",
             Self::KEYWORD_SETUP_PATCH => "keyword setup patch",
+            Self::CHANGE_LOG => "change log",
             _ => "message",
         }
     }
@@ -278,6 +282,15 @@ pub struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    /// A reader of `bytes` that carry no envelope (a part of a message or file already
+    /// opened); its errors name `kind`.
+    pub fn new(bytes: &'a [u8], kind: Kind) -> Self {
+        Self {
+            bytes,
+            what: kind.describe(),
+        }
+    }
+
     /// Opens a message of `kind`: checks magic, version and kind and returns the reader
     /// positioned at the body together with the setup digest.
     pub fn open(bytes: &'a [u8], kind: Kind) -> Result<(Self, Digest), PirError> {

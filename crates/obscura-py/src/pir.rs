@@ -20,7 +20,7 @@ use obscura_store::build::{self, BuildOptions, Records};
 use obscura_store::changes::read_for;
 use obscura_store::patches;
 use obscura_store::store::{self, WrittenSetup};
-use obscura_store::update::update_file;
+use obscura_store::update::{checkpoint_file, update_file, UpdateError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyMapping};
 
@@ -174,9 +174,10 @@ fn report(out: PathBuf, database: &Database, written: WrittenSetup) -> PyResult<
 }
 
 /// Applies the changes of `changes` (the bytes of a change file: JSON lines, or a Merkle tree's
-/// new leaves, one per line) to the database file `db` as its next version, replacing the file
-/// in one step; nothing is written unless every change applies. Patches for clients of the last
-/// `keep_patches` versions are kept beside it.
+/// new leaves, one per line) to the database file `db` as its next version, committed to its
+/// change log (`db.log`) in one step; nothing is written unless every change applies. Once the
+/// log has grown enough, it is folded into the file before the call returns. Patches for
+/// clients of the last `keep_patches` versions are kept beside it.
 #[pyfunction]
 #[pyo3(signature = (db, changes, *, keep_patches=None, progress=None))]
 pub fn update(
@@ -190,9 +191,13 @@ pub fn update(
     let updated = py.detach(|| {
         let keep = keep_patches.unwrap_or(patches::DEFAULT_KEEP);
         let changes = |listing: &Listing| read_for(listing.lookup, listing.items, changes);
-        update_file(&db, changes, &Registry::default(), keep, &|done, total| {
+        let updated = update_file(&db, changes, &Registry::default(), keep, &|done, total| {
             reporter.report("updating", done, total)
-        })
+        })?;
+        if updated.checkpoint_due {
+            checkpoint_file(&db, &Registry::default())?;
+        }
+        Ok::<_, UpdateError>(updated)
     });
     reporter.finish()?;
     let updated = updated.py()?;

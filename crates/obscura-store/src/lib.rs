@@ -15,6 +15,7 @@ pub mod build;
 pub mod changes;
 mod checksum;
 pub mod direct;
+pub mod log;
 pub mod memory;
 pub mod partial;
 pub mod patches;

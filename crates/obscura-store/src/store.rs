@@ -37,6 +37,7 @@ use obscura_pir::PirError;
 use crate::checksum::payload_checksum;
 pub use crate::checksum::{checksum_of_payload, MatrixHasher};
 use crate::direct::{self, SequentialWriter};
+use crate::log::{ChangeLog, FileChecksum};
 use crate::memory;
 use crate::partial::Partial;
 pub use obscura_registry::Database;
@@ -113,6 +114,14 @@ pub enum InvalidFile {
     /// The header names another public setup than the file holds.
     #[error("the header digest does not match the public setup")]
     Digest,
+    /// A batch of the change log does not apply to the version before it.
+    #[error("batch {batch} of the change log does not apply")]
+    Replay {
+        /// The batch, from 1.
+        batch: usize,
+        /// Why.
+        source: PirError,
+    },
 }
 
 /// What [`write_database`] wrote of the public setup: its size and its [`setup_sha256`].
@@ -284,20 +293,36 @@ pub fn read_database(path: &Path) -> Result<Database, StoreError> {
     read_database_with(path, &Registry::default())
 }
 
-/// Loads and verifies the database file at `path`, of any scheme of `registry`, into memory.
+/// Loads and verifies the database file at `path`, of any scheme of `registry`, into memory,
+/// with the versions its change log holds ([`crate::log`]).
 pub fn read_database_with(path: &Path, registry: &Registry) -> Result<Database, StoreError> {
-    load(path, &open_regular(path)?, registry)
+    open_versioned(path, registry).map(|(database, _)| database)
 }
 
-/// Loads and verifies the database file at `path` for serving, with the [`FileVersion`] it was
-/// read from: a reload asks that version whether the file has changed since.
+/// How many times a reader opens a database file again when a checkpoint replaced it while it
+/// was read.
+const REPLACED_RETRIES: usize = 8;
+
+/// Loads and verifies the database file at `path` for serving, with the versions its change
+/// log holds, and the [`FileVersion`] it was read from: a reload asks that version whether the
+/// file or its log has changed since. A file a checkpoint renamed over `path` while it was read
+/// (whose log may then be gone) is read again.
 pub fn open_versioned(
     path: &Path,
     registry: &Registry,
 ) -> Result<(Database, FileVersion), StoreError> {
-    let file = open_regular(path)?;
-    let version = FileVersion::of(path, &file)?;
-    Ok((load(path, &file, registry)?, version))
+    for _ in 0..REPLACED_RETRIES {
+        let file = open_regular(path)?;
+        let version = FileVersion::of(path, &file)?;
+        let (database, _) = load(path, &file, registry)?;
+        if version.same_file(path) {
+            return Ok((database, version));
+        }
+    }
+    Err(StoreError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other("the file was replaced again each time it was read"),
+    })
 }
 
 /// Opens `path` for reading, refusing what is not a regular file with a clear reason.
@@ -322,11 +347,16 @@ pub(crate) fn open_regular(path: &Path) -> Result<File, StoreError> {
     Ok(file)
 }
 
-/// Reads, verifies and decodes the open database file `file`, read from `path`. The matrices
+/// Reads, verifies and decodes the open database file `file`, read from `path`, and replays
+/// the batches of its change log ([`crate::log`]) as its versions. The matrices
 /// are read into page-aligned anonymous memory (checked first against the memory the machine
 /// has) and the checksum is verified on that copy: the bytes served are the bytes verified,
 /// whatever happens to the file afterwards, and answers stream them from huge pages.
-pub(crate) fn load(path: &Path, file: &File, registry: &Registry) -> Result<Database, StoreError> {
+pub(crate) fn load(
+    path: &Path,
+    file: &File,
+    registry: &Registry,
+) -> Result<(Database, ChangeLog), StoreError> {
     let io = |source| StoreError::Io {
         path: path.to_path_buf(),
         source,
@@ -400,13 +430,26 @@ pub(crate) fn load(path: &Path, file: &File, registry: &Registry) -> Result<Data
         }
         Ok(matrices)
     };
-    let database = registry
+    let mut database = registry
         .load(&setup, &mut matrices)
         .map_err(|e| invalid(e.into()))?;
     if database.digest() != digest {
         return Err(invalid(InvalidFile::Digest));
     }
-    Ok(database)
+    let checksum: FileChecksum = checksum.try_into().expect("32 bytes");
+    let log = ChangeLog::read(path, &checksum)?;
+    for (i, batch) in log.batches.iter().enumerate() {
+        database
+            .update(batch)
+            .map_err(|source| StoreError::Invalid {
+                path: crate::log::path_of(path),
+                source: InvalidFile::Replay {
+                    batch: i + 1,
+                    source,
+                },
+            })?;
+    }
+    Ok((database, log))
 }
 
 /// One version of a database file, told from others without reading it: its device, inode,
@@ -417,6 +460,8 @@ pub struct FileVersion {
     inode: u64,
     len: u64,
     modified: Option<std::time::SystemTime>,
+    /// The change log's length and modification time, if there is one.
+    log: Option<(u64, Option<std::time::SystemTime>)>,
 }
 
 impl FileVersion {
@@ -425,10 +470,11 @@ impl FileVersion {
             path: path.to_path_buf(),
             source,
         })?;
-        Ok(Self::from_metadata(&metadata))
+        Ok(Self::from_metadata(&metadata, path))
     }
 
-    fn from_metadata(metadata: &std::fs::Metadata) -> Self {
+    /// The version of the file with `metadata` at `path`, with its change log's now.
+    fn from_metadata(metadata: &std::fs::Metadata, path: &Path) -> Self {
         #[cfg(unix)]
         let (device, inode) = {
             use std::os::unix::fs::MetadataExt;
@@ -436,18 +482,32 @@ impl FileVersion {
         };
         #[cfg(not(unix))]
         let (device, inode) = (0, 0);
+        let log = std::fs::metadata(crate::log::path_of(path))
+            .ok()
+            .map(|log| (log.len(), log.modified().ok()));
         Self {
             device,
             inode,
             len: metadata.len(),
             modified: metadata.modified().ok(),
+            log,
         }
     }
 
-    /// Whether `path` still names this very file, unchanged since it was opened (same file,
-    /// length and modification time): then a reload may keep what was loaded from it.
+    /// Whether `path` still names this very file and its change log is as it was, both
+    /// unchanged since they were opened (same files, lengths and modification times): then a
+    /// reload may keep what was loaded from them.
     pub fn is_current(&self, path: &Path) -> bool {
-        std::fs::metadata(path).is_ok_and(|m| Self::from_metadata(&m) == *self)
+        std::fs::metadata(path).is_ok_and(|m| Self::from_metadata(&m, path) == *self)
+    }
+
+    /// Whether `path` still names the file this version was taken of (its log aside).
+    fn same_file(&self, path: &Path) -> bool {
+        std::fs::metadata(path).is_ok_and(|m| {
+            let now = Self::from_metadata(&m, path);
+            (now.device, now.inode, now.len, now.modified)
+                == (self.device, self.inode, self.len, self.modified)
+        })
     }
 }
 

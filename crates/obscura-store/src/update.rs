@@ -1,15 +1,23 @@
 //! A database file's next version: a batch of [`Change`]s applied to the loaded database and
-//! the file replaced in one step.
+//! committed by appending it to the file's change log ([`crate::log`]), and the checkpoint that
+//! folds the log back into the file.
 //!
-//! The new version is written in full to a temporary file beside the old one, flushed to disk,
-//! renamed over it and the directory flushed ([`crate::partial`]): a crash or `kill -9` at any
-//! moment leaves either the old file or the new one under the name, each complete and
-//! verified by its checksum on load, never a mix. An update holds an exclusive lock on the file
-//! it read from the moment it opens it until the new one is in place, so two updates of one
-//! file run one after the other, the second reading the first's version. A server reading the
-//! file picks the new version up when told to reload (`obscura serve` on SIGHUP), answering
-//! from the version it holds meanwhile. The patch of the new version is kept beside the file
-//! ([`crate::patches`]), written before the file is renamed into place.
+//! The batch is checked and applied in memory first; it is then appended to `FILE.log` and the
+//! log flushed to disk, which commits the version: a crash or `kill -9` at any moment leaves
+//! the log ending with the batch whole (the new version) or without it (the previous one),
+//! never a version that fails to load. An update holds an exclusive lock on the database file
+//! from the moment it opens it until the batch is committed, so two updates of one file run
+//! one after the other, the second reading the first's version. A server reading the file picks
+//! the new version up when told to reload (`obscura serve` on SIGHUP), answering from the
+//! version it holds meanwhile. The patch of the new version is kept beside the file
+//! ([`crate::patches`]), written before the batch is appended.
+//!
+//! Loading replays the log, so it grows no longer than [`CHECKPOINT_VERSIONS`] versions or a
+//! [`CHECKPOINT_FRACTION`]th of the file before [`Updated::checkpoint_due`] says so; a
+//! checkpoint ([`checkpoint_file`]) then writes the newest version's file in full beside the old
+//! one, flushes it, renames it over it and removes the log, holding the same lock. A crash
+//! before the rename leaves the old file and its log; one after it leaves the new file, and a
+//! log that names the old file's checksum, which no load replays.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -20,11 +28,18 @@ use obscura_pir::{Change, PirError};
 use obscura_registry::{setup_sha256, Listing, Registry};
 
 use crate::changes::ChangeFileError;
+use crate::log;
 use crate::patches::{Patch, Patches};
 use crate::store::{self, Database, StoreError, WrittenSetup};
 
-/// The steps [`update_file`] reports: reading the old version, changing it, writing the new.
+/// The steps [`update_file`] reports: reading the old version, changing it, committing the new.
 const STEPS: u64 = 3;
+
+/// Versions a change log holds before a checkpoint is due.
+pub const CHECKPOINT_VERSIONS: usize = 8;
+
+/// A change log longer than the database file over this is due for a checkpoint.
+pub const CHECKPOINT_FRACTION: u64 = 16;
 
 /// A version written by [`update_file`].
 pub struct Updated {
@@ -44,7 +59,31 @@ pub struct Updated {
     pub load_seconds: f64,
     /// Seconds spent applying the changes in memory.
     pub apply_seconds: f64,
-    /// Seconds spent writing, flushing and renaming the new file.
+    /// Seconds spent committing the new version: the patches kept, the batch appended to the
+    /// change log and the log flushed.
+    pub write_seconds: f64,
+    /// Versions the change log holds, this one included.
+    pub log_versions: usize,
+    /// Bytes of the change log.
+    pub log_bytes: u64,
+    /// Whether the log has grown past [`CHECKPOINT_VERSIONS`] versions or a
+    /// [`CHECKPOINT_FRACTION`]th of the database file: every load replays it, and
+    /// [`checkpoint_file`] folds it into the file.
+    pub checkpoint_due: bool,
+}
+
+/// A checkpoint made by [`checkpoint_file`].
+#[derive(Clone, Copy, Debug)]
+pub struct Checkpointed {
+    /// The versions of the log folded into the file (0: there was none; nothing was written).
+    pub versions: usize,
+    /// The database's version now in the file.
+    pub version: u64,
+    /// Bytes of the file written.
+    pub file_bytes: u64,
+    /// Seconds spent reading the file and replaying its log.
+    pub load_seconds: f64,
+    /// Seconds spent writing, flushing and renaming the new file and removing the log.
     pub write_seconds: f64,
 }
 
@@ -79,7 +118,7 @@ pub enum UpdateError {
 /// before anything is written.
 /// The patch from the old version's setup to the new one is kept beside the file with the
 /// newest `keep_patches` of those before it ([`Patches`]; none with 0).
-/// `progress(done, 3)` follows its three steps: reading, changing, writing.
+/// `progress(done, 3)` follows its three steps: reading, changing, committing.
 pub fn update_file(
     path: &Path,
     changes: impl FnOnce(&Listing) -> Result<Vec<Change>, ChangeFileError>,
@@ -90,7 +129,7 @@ pub fn update_file(
     progress(0, STEPS);
     let started = Instant::now();
     let file = lock_current(path)?;
-    let mut database = store::load(path, &file, registry)?;
+    let (mut database, mut log) = store::load(path, &file, registry)?;
     let old_sha256 = setup_sha256(&database.setup_bytes());
     let load_seconds = started.elapsed().as_secs_f64();
     progress(1, STEPS);
@@ -129,19 +168,68 @@ pub fn update_file(
     };
     patches.write(path)?;
     let setup_changed = setup_sha256(&setup) != old_sha256;
-    let setup = store::write_with_setup(path, &database, &setup)?;
+    log.append(path, &changes)?;
     let write_seconds = started.elapsed().as_secs_f64();
+    let file_bytes = file
+        .metadata()
+        .map_err(|source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?
+        .len();
     drop(file);
     progress(STEPS, STEPS);
+    let log_versions = log.batches.len();
     Ok(Updated {
         database,
-        setup,
+        setup: WrittenSetup {
+            bytes: setup.len() as u64,
+            sha256: setup_sha256(&setup),
+        },
         setup_changed,
         changes,
         patch_bytes,
         load_seconds,
         apply_seconds,
         write_seconds,
+        log_versions,
+        log_bytes: log.len(),
+        checkpoint_due: log_versions >= CHECKPOINT_VERSIONS
+            || log.len() >= file_bytes / CHECKPOINT_FRACTION,
+    })
+}
+
+/// Folds the change log of the database file at `path` (of a scheme of `registry`) into the
+/// file: the newest version is written in full beside it, flushed and renamed over it, and the
+/// log removed, under the lock updates take (an update waits for it, and reads the new file).
+/// A file with no log to fold is left as it is (a log left by a crash after a checkpoint's
+/// rename is removed).
+pub fn checkpoint_file(path: &Path, registry: &Registry) -> Result<Checkpointed, StoreError> {
+    let started = Instant::now();
+    let file = lock_current(path)?;
+    let (database, log) = store::load(path, &file, registry)?;
+    let load_seconds = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let versions = log.batches.len();
+    let file_bytes = if log.is_empty() {
+        0
+    } else {
+        store::write_with_setup(path, &database, &database.setup_bytes())?;
+        std::fs::metadata(path)
+            .map_err(|source| StoreError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?
+            .len()
+    };
+    log::remove(path)?;
+    drop(file);
+    Ok(Checkpointed {
+        versions,
+        version: database.listing().version,
+        file_bytes,
+        load_seconds,
+        write_seconds: started.elapsed().as_secs_f64(),
     })
 }
 
@@ -167,4 +255,108 @@ fn lock_current(path: &Path) -> Result<File, StoreError> {
 fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt;
     (a.dev(), a.ino()) == (b.dev(), b.ino())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use obscura_pir::lwe::{EngineOptions, Lwe, Server};
+
+    /// A database of 100 values of 8 bytes, `value {i:02}`, at `path`.
+    fn build(path: &Path) {
+        let values: Vec<Vec<u8>> = (0..100)
+            .map(|i| format!("value {i:02}").into_bytes())
+            .collect();
+        let server = Server::from_values(&values, EngineOptions::default(), &|_, _| {}).unwrap();
+        store::write_database(path, &Database::from(server)).unwrap();
+    }
+
+    /// Version `v`'s change: value 7 becomes `v{v}`.
+    fn update(path: &Path, v: u64) -> Updated {
+        let changes = vec![Change::Set {
+            index: 7,
+            value: format!("v{v}").into_bytes(),
+        }];
+        update_file(path, |_| Ok(changes), &Registry::default(), 4, &|_, _| {})
+            .unwrap_or_else(|e| panic!("version {v}: {e}"))
+    }
+
+    /// The version and setup SHA-256 of the database at `path` as loaded.
+    fn loaded(path: &Path) -> (u64, [u8; 32]) {
+        let database = store::read_database(path).unwrap();
+        (
+            database.listing().version,
+            setup_sha256(&database.setup_bytes()),
+        )
+    }
+
+    #[test]
+    fn versions_are_committed_to_the_log_and_a_checkpoint_folds_them_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.obs");
+        build(&path);
+        let file = std::fs::read(&path).unwrap();
+        let mut last = None;
+        for v in 1..=CHECKPOINT_VERSIONS as u64 {
+            let updated = update(&path, v);
+            // The file stays as built; the log holds every version, and loading replays it.
+            assert_eq!(std::fs::read(&path).unwrap(), file);
+            assert_eq!(updated.log_versions, v as usize);
+            assert_eq!(
+                updated.checkpoint_due,
+                v as usize == CHECKPOINT_VERSIONS,
+                "version {v}"
+            );
+            assert_eq!(loaded(&path), (v, updated.setup.sha256));
+            last = Some(updated.setup.sha256);
+        }
+        let log = std::fs::read(log::path_of(&path)).unwrap();
+        let done = checkpoint_file(&path, &Registry::default()).unwrap();
+        assert_eq!(done.versions, CHECKPOINT_VERSIONS);
+        assert!(!log::path_of(&path).exists());
+        assert_ne!(std::fs::read(&path).unwrap(), file);
+        let folded = (CHECKPOINT_VERSIONS as u64, last.unwrap());
+        assert_eq!(loaded(&path), folded);
+        // A log left behind by a crash after the checkpoint's rename names the old file, and
+        // no load replays it; the next version replaces it.
+        std::fs::write(log::path_of(&path), &log).unwrap();
+        assert_eq!(loaded(&path), folded);
+        let next = update(&path, 100);
+        assert_eq!(next.log_versions, 1);
+        let database = store::read_database(&path).unwrap();
+        let server = database.server::<Lwe>().unwrap();
+        assert_eq!(
+            server.public_setup().version(),
+            CHECKPOINT_VERSIONS as u64 + 1
+        );
+        // With no log, a checkpoint writes nothing.
+        checkpoint_file(&path, &Registry::default()).unwrap();
+        let file = std::fs::read(&path).unwrap();
+        assert_eq!(
+            checkpoint_file(&path, &Registry::default())
+                .unwrap()
+                .versions,
+            0
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), file);
+    }
+
+    #[test]
+    fn a_batch_torn_at_the_end_of_the_log_is_not_a_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.obs");
+        build(&path);
+        let first = update(&path, 1).setup.sha256;
+        let whole = std::fs::read(log::path_of(&path)).unwrap();
+        update(&path, 2);
+        let log = std::fs::read(log::path_of(&path)).unwrap();
+        for cut in [whole.len() + 1, whole.len() + 40, log.len() - 1] {
+            std::fs::write(log::path_of(&path), &log[..cut]).unwrap();
+            assert_eq!(loaded(&path), (1, first), "cut at {cut}");
+        }
+        // The next version follows the last whole one.
+        let third = update(&path, 3);
+        assert_eq!(third.log_versions, 2);
+        assert_eq!(loaded(&path), (2, third.setup.sha256));
+    }
 }

@@ -12,10 +12,12 @@
 
 use std::collections::BTreeMap;
 
+use sha2::{Digest as _, Sha256};
+
 use super::fuse::Arity;
 use super::index::KeywordIndex;
 use super::row::{key_digest, DIGEST_BYTES};
-use super::server::{build_table, repeated_digest, Server, Stored};
+use super::server::{build_table, repeated_digest, Seeds, Server, Stored};
 use super::setup::{Setup, Table};
 use super::KeywordOptions;
 use crate::{Change, PirError};
@@ -135,6 +137,7 @@ impl<I: KeywordIndex> Server<I> {
         &self,
         main: &[[u8; DIGEST_BYTES]],
         delta: Entries,
+        seeds: Seeds,
     ) -> Result<(Table<I>, Stored<I>), PirError> {
         let mut digests: Vec<_> = main
             .iter()
@@ -158,14 +161,46 @@ impl<I: KeywordIndex> Server<I> {
             &digests,
             &values,
             options(table, Some(table.arity())),
+            seeds,
             &|_, _| {},
         )
     }
 }
 
+/// The seed of the tables a version builds: SHA-256 of a domain, the setup it follows and the
+/// batch, so that the same batch applied to the same version (as loading a database file
+/// replays its change log) builds the same tables, and no one can know a table's seeds before
+/// its batch is fixed.
+fn version_seeds(base: &[u8; 32], changes: &[Change]) -> Seeds {
+    let mut hash = Sha256::new();
+    hash.update(b"obscura/keyword/version/v1");
+    hash.update(base);
+    let mut field = |bytes: &[u8]| {
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(bytes);
+    };
+    for change in changes {
+        match change {
+            Change::Upsert { key, value } => {
+                field(b"upsert");
+                field(key);
+                field(value);
+            }
+            Change::Remove { key } => {
+                field(b"remove");
+                field(key);
+            }
+            // Refused before any table is built.
+            _ => field(change.op().as_bytes()),
+        }
+    }
+    Seeds::From(hash.finalize().into())
+}
+
 /// Applies `changes` to `server` as its next version: the delta table built again with them,
-/// or every table compacted into a new main table. Everything is built before anything of the
-/// server changes. Returns the patch to the new setup when the main table stays.
+/// or every table compacted into a new main table, its seeds from [`version_seeds`].
+/// Everything is built before anything of the server changes. Returns the patch to the new
+/// setup when the main table stays.
 pub(super) fn update<I: KeywordIndex>(
     server: &mut Server<I>,
     changes: &[Change],
@@ -209,8 +244,9 @@ pub(super) fn update<I: KeywordIndex>(
         ));
     }
     let version = server.setup.version() + 1;
+    let seeds = version_seeds(server.setup.digest(), changes);
     if compacts(delta.len() as u64, server.setup.main.keys()) {
-        let (table, main) = server.compacted(&main, delta)?;
+        let (table, main) = server.compacted(&main, delta, seeds)?;
         server.main = main;
         server.delta = None;
         server.setup = Setup::new(table, None, keys, version);
@@ -224,7 +260,7 @@ pub(super) fn update<I: KeywordIndex>(
             .map(|(digest, value)| (*digest, flagged(value.as_deref())))
             .unzip();
         let options = options(&server.setup.main, None);
-        Some(build_table(&digests, &values, options, &|_, _| {})?)
+        Some(build_table(&digests, &values, options, seeds, &|_, _| {})?)
     };
     let (table, stored) = delta.unzip();
     let base = *server.setup.digest();
@@ -362,6 +398,40 @@ mod tests {
             let matrices = server.matrices().into_iter().cloned().collect();
             let loaded = KeywordServer::from_parts(server.public_setup().clone(), matrices).unwrap();
             assert_reads(&loaded, &pairs, &seen);
+        }
+    }
+
+    /// A batch applied to a copy of a version (as loading a file replays its change log) makes
+    /// the same setup and matrices, a delta table's and a compaction's alike.
+    #[test]
+    fn a_batch_replayed_on_a_copy_makes_the_same_version() {
+        let pairs: Pairs = (0..100u32)
+            .map(|i| (i.to_le_bytes().to_vec(), vec![1; 5]))
+            .collect();
+        let mut server = server_of(&pairs);
+        let copy = |server: &KeywordServer| {
+            let matrices = server.matrices().into_iter().cloned().collect();
+            KeywordServer::from_parts(server.public_setup().clone(), matrices).unwrap()
+        };
+        let small = vec![Change::Upsert {
+            key: 7u32.to_le_bytes().to_vec(),
+            value: vec![3; 4],
+        }];
+        let large: Vec<Change> = (50..150u32)
+            .map(|i| Change::Upsert {
+                key: i.to_le_bytes().to_vec(),
+                value: vec![2; 7],
+            })
+            .collect();
+        for batch in [&small, &large, &small] {
+            let mut replayed = copy(&server);
+            server.update(batch).unwrap();
+            replayed.update(batch).unwrap();
+            assert_eq!(
+                replayed.public_setup().to_bytes(),
+                server.public_setup().to_bytes()
+            );
+            assert!(replayed.matrices() == server.matrices());
         }
     }
 

@@ -1,5 +1,6 @@
 //! What keyword PIR needs of the index scheme it runs on, and the LWE engine's answer.
 
+use obscura_math::expand::MatrixSeed;
 use obscura_math::matrix::PlaintextMatrix;
 
 use super::KeywordOptions;
@@ -16,12 +17,13 @@ pub type IndexState<I> = <<I as Scheme>::Client as PirClient>::State;
 pub trait KeywordIndex: Scheme<Query: Clone> {
     /// Sets up the index over a slot matrix: `encode(log_p)` fills the slots as `log_p`-bit
     /// digits in the given geometry, tried from `largest` bits down to `planned`'s (which always
-    /// fits); `progress` follows the setup's long step.
+    /// fits), its public matrix from `seed`; `progress` follows the setup's long step.
     fn build_slots(
         planned: Geometry,
         largest: u8,
         encode: &dyn Fn(u8) -> Result<(Geometry, PlaintextMatrix), PirError>,
         options: &KeywordOptions,
+        seed: MatrixSeed,
         progress: Progress<'_>,
     ) -> Result<Self::Server, PirError>;
 
@@ -57,6 +59,7 @@ impl KeywordIndex for Lwe {
         largest: u8,
         encode: &dyn Fn(u8) -> Result<(Geometry, PlaintextMatrix), PirError>,
         options: &KeywordOptions,
+        seed: MatrixSeed,
         progress: Progress<'_>,
     ) -> Result<lwe::Server, PirError> {
         let encoded =
@@ -68,7 +71,7 @@ impl KeywordIndex for Lwe {
             value_bytes: None,
             capacity: None,
         };
-        lwe::Server::with_database(encoded, RecordFormat::Raw, lwe_options, progress)
+        lwe::Server::with_database_seeded(encoded, RecordFormat::Raw, lwe_options, seed, progress)
     }
 
     fn footprint(planned: &Geometry, options: &KeywordOptions) -> Footprint {

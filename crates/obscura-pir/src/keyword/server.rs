@@ -14,9 +14,11 @@ use crate::batch::shards::Shards;
 use crate::lwe::{Footprint, Geometry, Layout};
 use crate::scheme::{AnswerOf, Progress, QueryOf, SetupMessage};
 use crate::{PirError, PirServer};
+use obscura_math::expand::{MatrixSeed, SEED_BYTES};
 use obscura_math::layout::GROUP_ROWS;
 use obscura_math::matrix::PlaintextMatrix;
 use obscura_math::memory::prefetch;
+use sha2::{Digest as _, Sha256};
 
 /// Filter seeds tried before a build gives up (a failure is then astronomically unlikely).
 const MAX_ATTEMPTS: usize = 100;
@@ -81,7 +83,29 @@ pub struct Server<I: KeywordIndex> {
     pub(super) setup: Setup<I>,
 }
 
-/// Builds one table of the rows of `digests[i]` and `values[i]` (digests distinct).
+/// Where a table's public seeds (its filter's and its public matrix's) come from.
+#[derive(Clone, Copy)]
+pub(super) enum Seeds {
+    /// Fresh from the OS CSPRNG: a build.
+    Fresh,
+    /// Expanded from one 32-byte value ([`derived_seed`]), so that the table is the same each
+    /// time it is built of the same keys: a version, which loading a database file replays.
+    From([u8; 32]),
+}
+
+/// The public seed `Seeds::From(seed)` gives for `what` (`filter` attempt `attempt`, or
+/// `matrix`): SHA-256 of a domain, `seed`, `what` and `attempt`.
+fn derived_seed(seed: &[u8; 32], what: &[u8], attempt: u64) -> [u8; 32] {
+    let mut hash = Sha256::new();
+    hash.update(b"obscura/keyword/table-seeds/v1");
+    hash.update(seed);
+    hash.update(what);
+    hash.update(attempt.to_le_bytes());
+    hash.finalize().into()
+}
+
+/// Builds one table of the rows of `digests[i]` and `values[i]` (digests distinct), its public
+/// seeds from `seeds`.
 ///
 /// `progress(done, total)` follows the two long steps in turn, each counting from zero up to
 /// its own total: filling the slots (keys) and then the hint product (columns).
@@ -89,6 +113,7 @@ pub(super) fn build_table<I: KeywordIndex, V: AsRef<[u8]> + Sync>(
     digests: &[[u8; DIGEST_BYTES]],
     values: &[V],
     options: KeywordOptions,
+    seeds: Seeds,
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<(Table<I>, Stored<I>), PirError> {
     let checks: Vec<[u8; CHECK_BYTES]> = values
@@ -110,9 +135,15 @@ pub(super) fn build_table<I: KeywordIndex, V: AsRef<[u8]> + Sync>(
         lengths().all(|l| l == max_value),
         &options,
     )?;
-    let attempts = std::iter::repeat_with(|| {
-        let mut seed = [0u8; 32];
-        obscura_math::sample::fill_random(&mut seed)?;
+    let attempts = (0u64..).map(|attempt| {
+        let seed = match seeds {
+            Seeds::Fresh => {
+                let mut seed = [0u8; 32];
+                obscura_math::sample::fill_random(&mut seed)?;
+                seed
+            }
+            Seeds::From(from) => derived_seed(&from, b"filter", attempt),
+        };
         let hashes: Vec<u64> = digests.par_iter().map(|d| filter_hash(&seed, d)).collect();
         Ok((seed, hashes))
     });
@@ -142,7 +173,14 @@ pub(super) fn build_table<I: KeywordIndex, V: AsRef<[u8]> + Sync>(
         );
         Ok((geometry, database))
     };
-    let index = I::build_slots(planned, largest, &encode, &options, progress)?;
+    let matrix_seed = match seeds {
+        Seeds::Fresh => MatrixSeed::random()?,
+        Seeds::From(from) => {
+            let bytes = derived_seed(&from, b"matrix", 0);
+            MatrixSeed(bytes[..SEED_BYTES].try_into().expect("a seed's bytes"))
+        }
+    };
+    let index = I::build_slots(planned, largest, &encode, &options, matrix_seed, progress)?;
     let table = Table {
         index: index.public_setup().clone(),
         shape,
@@ -295,7 +333,7 @@ impl<I: KeywordIndex> Server<I> {
             )));
         }
         let values: Vec<&[u8]> = pairs.iter().map(|(_, v)| v.as_ref()).collect();
-        let (table, main) = build_table(&digests, &values, options, progress)?;
+        let (table, main) = build_table(&digests, &values, options, Seeds::Fresh, progress)?;
         let keys = table.keys;
         Ok(Self {
             main,
@@ -477,7 +515,7 @@ mod tests {
         let mut digests: Vec<_> = pairs.iter().map(|(k, _)| key_digest(k)).collect();
         let options = KeywordOptions::default();
         let (table, stored) =
-            build_table::<Lwe, _>(&digests, &values, options, &|_, _| {}).unwrap();
+            build_table::<Lwe, _>(&digests, &values, options, Seeds::Fresh, &|_, _| {}).unwrap();
         let cols = stored.index.database().cols();
         digests.push(key_digest(b"not stored"));
         let mut expected: Vec<Option<Vec<u8>>> = values.iter().map(|v| Some(v.to_vec())).collect();

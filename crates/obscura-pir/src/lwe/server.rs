@@ -164,14 +164,25 @@ impl Server {
         Self::with_database(encoded, format, options, &|_, _| {})
     }
 
-    /// Computes the hint of an encoded database and assembles the server.
+    /// Computes the hint of an encoded database and assembles the server, its public matrix
+    /// from a fresh seed.
     pub(crate) fn with_database(
         encoded: Encoded,
         format: RecordFormat,
         options: EngineOptions,
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Self, PirError> {
-        let seed = MatrixSeed::random()?;
+        Self::with_database_seeded(encoded, format, options, MatrixSeed::random()?, progress)
+    }
+
+    /// [`Self::with_database`] with the public matrix expanded from `seed`.
+    pub(crate) fn with_database_seeded(
+        encoded: Encoded,
+        format: RecordFormat,
+        options: EngineOptions,
+        seed: MatrixSeed,
+        progress: &(dyn Fn(u64, u64) + Sync),
+    ) -> Result<Self, PirError> {
         let set = options.params;
         let kind = options.matrix.unwrap_or(MatrixKind::default_for(set));
         let Encoded {

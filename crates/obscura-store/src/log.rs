@@ -1,0 +1,338 @@
+//! The change log beside a database file: the batches of changes made since the file was
+//! written, each one version, appended and flushed to disk as it is committed.
+//!
+//! A version is committed by appending its batch to `FILE.log` and flushing the log, not by
+//! writing the database file again: a version of 1% of a gigabyte's records costs the
+//! megabytes of its changes on disk instead of the whole file. Loading the file replays the
+//! log ([`crate::store::read_database`]), and a checkpoint ([`crate::update::checkpoint_file`])
+//! folds it back into the file: the file of the newest version is written beside the old one
+//! and renamed over it, and the log is removed.
+//!
+//! ```text
+//! envelope (magic, version, kind = change log, the checksum of the database file it follows)
+//! each batch: its length (u64 LE), the SHA-256 of its bytes (32 bytes), its bytes:
+//!   count (u64 LE), then each change: its operation (1 byte: 0 set, 1 append, 2 delete,
+//!   3 upsert, 4 delete a key), then an index (u64 LE) or a key (length u64 LE, bytes),
+//!   then for set, append and upsert the value (length u64 LE, bytes)
+//! ```
+//!
+//! A log names the file it follows by that file's checksum: after a checkpoint the log left
+//! behind by a crash before its removal names the previous file and is not replayed (the new
+//! file holds its batches). A crash while a batch is appended leaves a batch cut short or
+//! failing its SHA-256 at the end; the log is read up to the last whole batch, and the next
+//! batch appended cuts it off first. A batch is committed once the log is flushed after it.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use obscura_pir::wire::{self, Kind, Reader};
+use obscura_pir::{Change, PirError};
+use sha2::{Digest as _, Sha256};
+
+use crate::partial::Partial;
+use crate::store::{InvalidFile, StoreError};
+
+/// The checksum of a database file's payload, as its preamble holds it.
+pub type FileChecksum = [u8; 32];
+
+/// Bytes before a batch's bytes: its length and SHA-256.
+const BATCH_HEADER_BYTES: usize = 8 + 32;
+
+/// Where the change log of the database file at `database` is kept: `FILE.log`.
+pub fn path_of(database: &Path) -> PathBuf {
+    let mut name = database.as_os_str().to_owned();
+    name.push(".log");
+    PathBuf::from(name)
+}
+
+/// The change log of a database file as read: the batches to replay and where the last whole
+/// one ends.
+#[derive(Debug, Default)]
+pub struct ChangeLog {
+    /// The file's checksum the log follows.
+    base: FileChecksum,
+    /// The batches, oldest first.
+    pub batches: Vec<Vec<Change>>,
+    /// Bytes of the log up to the end of its last whole batch (0: no log for this file).
+    valid_len: u64,
+}
+
+impl ChangeLog {
+    /// The log of the database file at `database`, whose checksum is `base`: no batches when
+    /// there is no log or it follows another file; the batches up to the last whole one
+    /// otherwise. A log whose envelope does not decode is an error: it may hold committed
+    /// versions.
+    pub fn read(database: &Path, base: &FileChecksum) -> Result<Self, StoreError> {
+        let path = path_of(database);
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Self::empty(base));
+            }
+            Err(source) => return Err(StoreError::Io { path, source }),
+        };
+        Self::from_bytes(&bytes, base).map_err(|source| StoreError::Invalid {
+            path,
+            source: InvalidFile::Format(source),
+        })
+    }
+
+    /// No log, for the file with checksum `base`.
+    fn empty(base: &FileChecksum) -> Self {
+        Self {
+            base: *base,
+            ..Self::default()
+        }
+    }
+
+    /// The batches of `bytes` if it is the log of the file with checksum `base`.
+    fn from_bytes(bytes: &[u8], base: &FileChecksum) -> Result<Self, PirError> {
+        let (mut reader, follows) = Reader::open(bytes, Kind::CHANGE_LOG)?;
+        if follows != *base {
+            return Ok(Self::empty(base));
+        }
+        let mut log = Self::empty(base);
+        log.valid_len = wire::HEADER_BYTES as u64;
+        while reader.rest().len() >= BATCH_HEADER_BYTES {
+            let rest = reader.rest();
+            let len = u64::from_le_bytes(rest[..8].try_into().expect("8 bytes"));
+            let body = &rest[BATCH_HEADER_BYTES..];
+            let Some(batch) = usize::try_from(len)
+                .ok()
+                .filter(|&len| len <= body.len())
+                .map(|len| &body[..len])
+                .filter(|batch| Sha256::digest(batch).as_slice() == &rest[8..BATCH_HEADER_BYTES])
+            else {
+                // A batch cut short or torn by a crash while it was appended: not committed.
+                break;
+            };
+            log.batches.push(decode_batch(batch)?);
+            reader.take(BATCH_HEADER_BYTES + batch.len())?;
+            log.valid_len += (BATCH_HEADER_BYTES + batch.len()) as u64;
+        }
+        Ok(log)
+    }
+
+    /// Bytes of the log's whole batches and envelope (0 when there is none).
+    pub fn len(&self) -> u64 {
+        self.valid_len
+    }
+
+    /// Whether the log holds no batch.
+    pub fn is_empty(&self) -> bool {
+        self.batches.is_empty()
+    }
+
+    /// Appends `changes` as the next batch of the log of the database file at `database` and
+    /// flushes it to disk: the version is then committed. A log that follows another file is
+    /// replaced (atomically, by a new log renamed over it), and one with a torn batch at its end
+    /// is cut back to its last whole batch first. The caller holds the database file's lock.
+    pub fn append(&mut self, database: &Path, changes: &[Change]) -> Result<(), StoreError> {
+        let path = path_of(database);
+        let io = |source| StoreError::Io {
+            path: path.clone(),
+            source,
+        };
+        let batch = encode_batch(changes);
+        let mut record = Vec::with_capacity(BATCH_HEADER_BYTES + batch.len());
+        record.extend_from_slice(&(batch.len() as u64).to_le_bytes());
+        record.extend_from_slice(&Sha256::digest(&batch));
+        record.extend_from_slice(&batch);
+        if self.valid_len == 0 {
+            let mut bytes = Vec::with_capacity(wire::HEADER_BYTES + record.len());
+            wire::write_header(&mut bytes, Kind::CHANGE_LOG, &self.base);
+            bytes.extend_from_slice(&record);
+            let temp = Partial::beside(&path).map_err(io)?;
+            temp.file().write_all(&bytes).map_err(io)?;
+            temp.persist(&path).map_err(io)?;
+            self.valid_len = bytes.len() as u64;
+        } else {
+            let file = OpenOptions::new().write(true).open(&path).map_err(io)?;
+            file.set_len(self.valid_len).map_err(io)?;
+            write_at_end(&file, self.valid_len, &record).map_err(io)?;
+            file.sync_data().map_err(io)?;
+            self.valid_len += record.len() as u64;
+        }
+        self.batches.push(changes.to_vec());
+        Ok(())
+    }
+}
+
+/// Writes `bytes` at `offset` of `file`.
+fn write_at_end(file: &File, offset: u64, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.write_all_at(bytes, offset)
+}
+
+/// Removes the change log of the database file at `database`, if any, and flushes its folder.
+pub fn remove(database: &Path) -> Result<(), StoreError> {
+    let path = path_of(database);
+    match std::fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => return Err(StoreError::Io { path, source }),
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    File::open(dir)
+        .and_then(|dir| dir.sync_all())
+        .map_err(|source| StoreError::Io { path, source })
+}
+
+/// Operation codes of a batch's changes.
+const SET: u8 = 0;
+const APPEND: u8 = 1;
+const DELETE: u8 = 2;
+const UPSERT: u8 = 3;
+const REMOVE: u8 = 4;
+
+/// The bytes of a batch of changes (the module's format).
+fn encode_batch(changes: &[Change]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&(changes.len() as u64).to_le_bytes());
+    let bytes = |out: &mut Vec<u8>, bytes: &[u8]| {
+        out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        out.extend_from_slice(bytes);
+    };
+    for change in changes {
+        match change {
+            Change::Set { index, value } | Change::Append { index, value } => {
+                let op = if matches!(change, Change::Set { .. }) {
+                    SET
+                } else {
+                    APPEND
+                };
+                out.push(op);
+                out.extend_from_slice(&index.to_le_bytes());
+                bytes(&mut out, value);
+            }
+            Change::Delete { index } => {
+                out.push(DELETE);
+                out.extend_from_slice(&index.to_le_bytes());
+            }
+            Change::Upsert { key, value } => {
+                out.push(UPSERT);
+                bytes(&mut out, key);
+                bytes(&mut out, value);
+            }
+            Change::Remove { key } => {
+                out.push(REMOVE);
+                bytes(&mut out, key);
+            }
+        }
+    }
+    out
+}
+
+/// The changes of a batch's bytes, every length checked against what is left.
+fn decode_batch(batch: &[u8]) -> Result<Vec<Change>, PirError> {
+    let mut reader = Reader::new(batch, Kind::CHANGE_LOG);
+    let count = reader.u64()?;
+    // Each change takes 9 bytes at least.
+    if count > batch.len() as u64 / 9 {
+        return Err(reader.error(format!("{count} changes do not fit the batch")));
+    }
+    let bytes = |reader: &mut Reader<'_>| -> Result<Vec<u8>, PirError> {
+        let len = usize::try_from(reader.u64()?).map_err(|_| reader.error("a length overflows"))?;
+        Ok(reader.take(len)?.to_vec())
+    };
+    let mut changes = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let op = reader.take(1)?[0];
+        changes.push(match op {
+            SET => Change::Set {
+                index: reader.u64()?,
+                value: bytes(&mut reader)?,
+            },
+            APPEND => Change::Append {
+                index: reader.u64()?,
+                value: bytes(&mut reader)?,
+            },
+            DELETE => Change::Delete {
+                index: reader.u64()?,
+            },
+            UPSERT => Change::Upsert {
+                key: bytes(&mut reader)?,
+                value: bytes(&mut reader)?,
+            },
+            REMOVE => Change::Remove {
+                key: bytes(&mut reader)?,
+            },
+            other => return Err(reader.error(format!("unknown operation {other}"))),
+        });
+    }
+    reader.finish()?;
+    Ok(changes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn change() -> impl Strategy<Value = Change> {
+        let bytes = || proptest::collection::vec(any::<u8>(), 0..40);
+        prop_oneof![
+            (any::<u64>(), bytes()).prop_map(|(index, value)| Change::Set { index, value }),
+            (any::<u64>(), bytes()).prop_map(|(index, value)| Change::Append { index, value }),
+            any::<u64>().prop_map(|index| Change::Delete { index }),
+            (bytes(), bytes()).prop_map(|(key, value)| Change::Upsert { key, value }),
+            bytes().prop_map(|key| Change::Remove { key }),
+        ]
+    }
+
+    proptest! {
+        /// Batches appended come back in order; a log cut anywhere reads as the batches wholly
+        /// before the cut, and the next append cuts the torn one off; a log of another file
+        /// reads as none.
+        #[test]
+        fn batches_come_back_and_a_cut_log_reads_as_its_whole_batches(
+            batches in proptest::collection::vec(proptest::collection::vec(change(), 0..6), 1..5),
+            cut in any::<proptest::sample::Index>(),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let db = dir.path().join("db.obs");
+            let base = [7u8; 32];
+            let mut log = ChangeLog::read(&db, &base).unwrap();
+            prop_assert!(log.is_empty());
+            let mut ends = Vec::new();
+            for batch in &batches {
+                log.append(&db, batch).unwrap();
+                ends.push(log.len());
+            }
+            let read = ChangeLog::read(&db, &base).unwrap();
+            prop_assert_eq!(&read.batches, &batches);
+            prop_assert!(ChangeLog::read(&db, &[8u8; 32]).unwrap().is_empty());
+            let bytes = std::fs::read(path_of(&db)).unwrap();
+            let cut = wire::HEADER_BYTES + cut.index(bytes.len() - wire::HEADER_BYTES + 1);
+            std::fs::write(path_of(&db), &bytes[..cut]).unwrap();
+            let whole = ends.iter().filter(|&&end| end <= cut as u64).count();
+            let mut read = ChangeLog::read(&db, &base).unwrap();
+            prop_assert_eq!(&read.batches[..], &batches[..whole]);
+            read.append(&db, &batches[0]).unwrap();
+            let again = ChangeLog::read(&db, &base).unwrap();
+            prop_assert_eq!(again.batches.len(), whole + 1);
+            prop_assert_eq!(&again.batches[whole], &batches[0]);
+        }
+    }
+
+    #[test]
+    fn a_batch_that_does_not_decode_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db.obs");
+        let base = [1u8; 32];
+        let batch = [1u8, 0, 0, 0, 0, 0, 0, 0, 9];
+        let mut bytes = Vec::new();
+        wire::write_header(&mut bytes, Kind::CHANGE_LOG, &base);
+        bytes.extend_from_slice(&(batch.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&Sha256::digest(batch));
+        bytes.extend_from_slice(&batch);
+        std::fs::write(path_of(&db), &bytes).unwrap();
+        assert!(ChangeLog::read(&db, &base).is_err());
+        std::fs::write(path_of(&db), b"not a log").unwrap();
+        assert!(ChangeLog::read(&db, &base).is_err());
+    }
+}
