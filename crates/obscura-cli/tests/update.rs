@@ -111,6 +111,11 @@ fn update(db: &Path, lines: &[&str]) -> Assert {
         .assert()
 }
 
+/// `obscura checkpoint --db FILE`.
+fn checkpoint(db: &Path) -> Assert {
+    obscura().args(["checkpoint", "--db"]).arg(db).assert()
+}
+
 /// `obscura get --db FILE --index INDEX`.
 fn get(db: &Path, index: u64) -> Assert {
     obscura()
@@ -182,22 +187,14 @@ fn versions_go_to_the_log_until_a_checkpoint_folds_them_in() {
     assert_eq!(std::fs::read(&db).unwrap(), built);
     assert!(log.exists());
     get(&db, 5).success().stdout("v2\n");
-    obscura()
-        .args(["checkpoint", "--db"])
-        .arg(&db)
-        .assert()
-        .success()
-        .stdout(
-            predicate::str::contains("version 2 written")
-                .and(predicate::str::contains("2 versions of the log folded in")),
-        );
+    checkpoint(&db).success().stdout(
+        predicate::str::contains("version 2 written")
+            .and(predicate::str::contains("2 versions of the log folded in")),
+    );
     assert!(!log.exists());
     assert_ne!(std::fs::read(&db).unwrap(), built);
     get(&db, 5).success().stdout("v2\n");
-    obscura()
-        .args(["checkpoint", "--db"])
-        .arg(&db)
-        .assert()
+    checkpoint(&db)
         .success()
         .stdout(predicate::str::contains("no change log to fold"));
     // After a version, on request.

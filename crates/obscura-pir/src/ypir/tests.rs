@@ -237,6 +237,16 @@ fn stored_parts_rebuild_the_server() {
     }
 }
 
+/// The variance of a decoded coefficient's error that the failure bound assumes for `shape`.
+fn predicted_variance(shape: &YpirSpShape) -> f64 {
+    params::packed_variance(
+        params::PLAINTEXT_BITS,
+        shape.columns(),
+        shape.query_dropped(),
+        1.0,
+    )
+}
+
 /// The error of decoded coefficients, measured, stays within the variance the failure bound
 /// assumes (rounded keys and query vector included) and is of its order (about half: the bound
 /// takes every entry at its largest and the mask's rounding at its worst). The data is random:
@@ -250,12 +260,7 @@ fn the_measured_error_matches_the_analysis() {
         panic!("a YPIR+SP shape");
     };
     let mut client = Client::new(server.public_setup().clone());
-    let predicted = params::packed_variance(
-        params::PLAINTEXT_BITS,
-        shape.columns(),
-        shape.query_dropped(),
-        1.0,
-    );
+    let predicted = predicted_variance(&shape);
     let step = 1i64 << (params::BODY_BITS - params::PLAINTEXT_BITS);
     let (mut sum, mut count) = (0f64, 0usize);
     for index in 0..8 {
@@ -301,12 +306,7 @@ fn words_of_all_ones_over_many_columns_are_retrieved_without_bias() {
     )
     .expect("setup");
     let mut client = Client::new(server.public_setup().clone());
-    let predicted = params::packed_variance(
-        params::PLAINTEXT_BITS,
-        shape.columns(),
-        shape.query_dropped(),
-        1.0,
-    );
+    let predicted = predicted_variance(&shape);
     let stride = params::DEGREE / shape.packing().group;
     let step = 1i64 << (params::BODY_BITS - params::PLAINTEXT_BITS);
     let (mut sum, mut squares, mut count) = (0f64, 0f64, 0usize);
