@@ -273,7 +273,7 @@ impl Run<'_> {
             });
             let file = folder.path().join("update.obs");
             let (committed, commit_seconds) = timed(|| {
-                let mut log = ChangeLog::read(&file, &[0; 32])?;
+                let (mut log, _) = ChangeLog::read(&file, &[0; 32])?;
                 log.append(&file, &changes)
             });
             committed.with_context(|| format!("committing to {}'s log", file.display()))?;

@@ -22,15 +22,16 @@
 //! failing its SHA-256 at the end; the log is read up to the last whole batch, and the next
 //! batch appended cuts it off first. A batch is committed once the log is flushed after it.
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use obscura_pir::wire::{self, Kind, Reader};
 use obscura_pir::{Change, PirError};
 use sha2::{Digest as _, Sha256};
 
-use crate::partial::Partial;
+use crate::partial::{self, Partial};
 use crate::store::{InvalidFile, StoreError};
 
 /// The checksum of a database file's payload, as its preamble holds it.
@@ -46,29 +47,32 @@ pub fn path_of(database: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// The change log of a database file as read: the batches to replay and where the last whole
-/// one ends.
+/// The change log of a database file: the file it follows, how many versions it holds and
+/// where the last whole one ends (where the next is appended).
 #[derive(Debug, Default)]
 pub struct ChangeLog {
     /// The file's checksum the log follows.
     base: FileChecksum,
-    /// The batches, oldest first.
-    pub batches: Vec<Vec<Change>>,
+    /// Its whole batches.
+    versions: usize,
     /// Bytes of the log up to the end of its last whole batch (0: no log for this file).
     valid_len: u64,
 }
 
+/// The batches of a change log, oldest first, as [`ChangeLog::read`] decodes them to replay.
+pub type Batches = Vec<Vec<Change>>;
+
 impl ChangeLog {
-    /// The log of the database file at `database`, whose checksum is `base`: no batches when
-    /// there is no log or it follows another file; the batches up to the last whole one
-    /// otherwise. A log whose envelope does not decode is an error: it may hold committed
+    /// The log of the database file at `database`, whose checksum is `base`, and its batches:
+    /// none when there is no log or it follows another file; the batches up to the last whole
+    /// one otherwise. A log whose envelope does not decode is an error: it may hold committed
     /// versions.
-    pub fn read(database: &Path, base: &FileChecksum) -> Result<Self, StoreError> {
+    pub fn read(database: &Path, base: &FileChecksum) -> Result<(Self, Batches), StoreError> {
         let path = path_of(database);
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Self::empty(base));
+                return Ok((Self::empty(base), Vec::new()));
             }
             Err(source) => return Err(StoreError::Io { path, source }),
         };
@@ -86,11 +90,12 @@ impl ChangeLog {
         }
     }
 
-    /// The batches of `bytes` if it is the log of the file with checksum `base`.
-    fn from_bytes(bytes: &[u8], base: &FileChecksum) -> Result<Self, PirError> {
+    /// The log of `bytes` and its batches, if it is the log of the file with checksum `base`.
+    fn from_bytes(bytes: &[u8], base: &FileChecksum) -> Result<(Self, Batches), PirError> {
         let (mut reader, follows) = Reader::open(bytes, Kind::CHANGE_LOG)?;
+        let mut batches = Vec::new();
         if follows != *base {
-            return Ok(Self::empty(base));
+            return Ok((Self::empty(base), batches));
         }
         let mut log = Self::empty(base);
         log.valid_len = wire::HEADER_BYTES as u64;
@@ -107,11 +112,12 @@ impl ChangeLog {
                 // A batch cut short or torn by a crash while it was appended: not committed.
                 break;
             };
-            log.batches.push(decode_batch(batch)?);
+            batches.push(decode_batch(batch)?);
             reader.take(BATCH_HEADER_BYTES + batch.len())?;
             log.valid_len += (BATCH_HEADER_BYTES + batch.len()) as u64;
         }
-        Ok(log)
+        log.versions = batches.len();
+        Ok((log, batches))
     }
 
     /// Bytes of the log's whole batches and envelope (0 when there is none).
@@ -119,9 +125,14 @@ impl ChangeLog {
         self.valid_len
     }
 
+    /// The versions (whole batches) the log holds.
+    pub fn versions(&self) -> usize {
+        self.versions
+    }
+
     /// Whether the log holds no batch.
     pub fn is_empty(&self) -> bool {
-        self.batches.is_empty()
+        self.versions == 0
     }
 
     /// Appends `changes` as the next batch of the log of the database file at `database` and
@@ -150,19 +161,13 @@ impl ChangeLog {
         } else {
             let file = OpenOptions::new().write(true).open(&path).map_err(io)?;
             file.set_len(self.valid_len).map_err(io)?;
-            write_at_end(&file, self.valid_len, &record).map_err(io)?;
+            file.write_all_at(&record, self.valid_len).map_err(io)?;
             file.sync_data().map_err(io)?;
             self.valid_len += record.len() as u64;
         }
-        self.batches.push(changes.to_vec());
+        self.versions += 1;
         Ok(())
     }
-}
-
-/// Writes `bytes` at `offset` of `file`.
-fn write_at_end(file: &File, offset: u64, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    file.write_all_at(bytes, offset)
 }
 
 /// Removes the change log of the database file at `database`, if any, and flushes its folder.
@@ -173,13 +178,7 @@ pub fn remove(database: &Path) -> Result<(), StoreError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(source) => return Err(StoreError::Io { path, source }),
     }
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    File::open(dir)
-        .and_then(|dir| dir.sync_all())
-        .map_err(|source| StoreError::Io { path, source })
+    partial::sync_folder_of(&path).map_err(|source| StoreError::Io { path, source })
 }
 
 /// Operation codes of a batch's changes.
@@ -296,26 +295,28 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let db = dir.path().join("db.obs");
             let base = [7u8; 32];
-            let mut log = ChangeLog::read(&db, &base).unwrap();
-            prop_assert!(log.is_empty());
+            let (mut log, none) = ChangeLog::read(&db, &base).unwrap();
+            prop_assert!(log.is_empty() && none.is_empty());
             let mut ends = Vec::new();
             for batch in &batches {
                 log.append(&db, batch).unwrap();
                 ends.push(log.len());
             }
-            let read = ChangeLog::read(&db, &base).unwrap();
-            prop_assert_eq!(&read.batches, &batches);
-            prop_assert!(ChangeLog::read(&db, &[8u8; 32]).unwrap().is_empty());
+            let (read, back) = ChangeLog::read(&db, &base).unwrap();
+            prop_assert_eq!(read.versions(), batches.len());
+            prop_assert_eq!(&back, &batches);
+            prop_assert!(ChangeLog::read(&db, &[8u8; 32]).unwrap().1.is_empty());
             let bytes = std::fs::read(path_of(&db)).unwrap();
             let cut = wire::HEADER_BYTES + cut.index(bytes.len() - wire::HEADER_BYTES + 1);
             std::fs::write(path_of(&db), &bytes[..cut]).unwrap();
             let whole = ends.iter().filter(|&&end| end <= cut as u64).count();
-            let mut read = ChangeLog::read(&db, &base).unwrap();
-            prop_assert_eq!(&read.batches[..], &batches[..whole]);
+            let (mut read, back) = ChangeLog::read(&db, &base).unwrap();
+            prop_assert_eq!(&back[..], &batches[..whole]);
             read.append(&db, &batches[0]).unwrap();
-            let again = ChangeLog::read(&db, &base).unwrap();
-            prop_assert_eq!(again.batches.len(), whole + 1);
-            prop_assert_eq!(&again.batches[whole], &batches[0]);
+            let (again, back) = ChangeLog::read(&db, &base).unwrap();
+            prop_assert_eq!(again.versions(), whole + 1);
+            prop_assert_eq!(back.len(), whole + 1);
+            prop_assert_eq!(&back[whole], &batches[0]);
         }
     }
 

@@ -31,10 +31,7 @@ impl Partial {
     /// A new temporary file beside `path` (in its folder), once the partial files that killed
     /// processes left in that folder are removed.
     pub(crate) fn beside(path: &Path) -> std::io::Result<Self> {
-        let dir = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
+        let dir = folder_of(path);
         sweep(dir);
         let name = path
             .file_name()
@@ -70,11 +67,21 @@ impl Partial {
         forget(temp.path());
         temp.as_file().sync_all()?;
         temp.persist(path).map_err(|e| e.error)?;
-        let dir = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
-        std::fs::File::open(dir)?.sync_all()
+        sync_folder_of(path)
+    }
+}
+
+/// Flushes the folder that holds `path` to disk, so that a file renamed into it or removed
+/// from it stays so after a crash.
+pub(crate) fn sync_folder_of(path: &Path) -> std::io::Result<()> {
+    std::fs::File::open(folder_of(path))?.sync_all()
+}
+
+/// The folder that holds `path` (`.` for a bare file name).
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
     }
 }
 

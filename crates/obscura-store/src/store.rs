@@ -437,10 +437,10 @@ pub(crate) fn load(
         return Err(invalid(InvalidFile::Digest));
     }
     let checksum: FileChecksum = checksum.try_into().expect("32 bytes");
-    let log = ChangeLog::read(path, &checksum)?;
-    for (i, batch) in log.batches.iter().enumerate() {
+    let (log, batches) = ChangeLog::read(path, &checksum)?;
+    for (i, batch) in batches.into_iter().enumerate() {
         database
-            .update(batch)
+            .update(&batch)
             .map_err(|source| StoreError::Invalid {
                 path: crate::log::path_of(path),
                 source: InvalidFile::Replay {

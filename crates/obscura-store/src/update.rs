@@ -148,6 +148,7 @@ pub fn update_file(
     progress(2, STEPS);
     let started = Instant::now();
     let setup = database.setup_bytes();
+    let new_sha256 = setup_sha256(&setup);
     // A file of patches that cannot be read is replaced: it only saves clients downloads.
     let mut patches = Patches::read(path).unwrap_or_default();
     let patch_bytes = match patch {
@@ -155,7 +156,7 @@ pub fn update_file(
             let len = bytes.len() as u64;
             let patch = Patch {
                 from: old_sha256,
-                to: setup_sha256(&setup),
+                to: new_sha256,
                 bytes,
             };
             patches.push(patch, keep_patches, setup.len() as u64);
@@ -167,7 +168,7 @@ pub fn update_file(
         }
     };
     patches.write(path)?;
-    let setup_changed = setup_sha256(&setup) != old_sha256;
+    let setup_changed = new_sha256 != old_sha256;
     log.append(path, &changes)?;
     let write_seconds = started.elapsed().as_secs_f64();
     let file_bytes = file
@@ -179,12 +180,12 @@ pub fn update_file(
         .len();
     drop(file);
     progress(STEPS, STEPS);
-    let log_versions = log.batches.len();
+    let log_versions = log.versions();
     Ok(Updated {
         database,
         setup: WrittenSetup {
             bytes: setup.len() as u64,
-            sha256: setup_sha256(&setup),
+            sha256: new_sha256,
         },
         setup_changed,
         changes,
@@ -210,7 +211,7 @@ pub fn checkpoint_file(path: &Path, registry: &Registry) -> Result<Checkpointed,
     let (database, log) = store::load(path, &file, registry)?;
     let load_seconds = started.elapsed().as_secs_f64();
     let started = Instant::now();
-    let versions = log.batches.len();
+    let versions = log.versions();
     let file_bytes = if log.is_empty() {
         0
     } else {
