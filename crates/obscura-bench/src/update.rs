@@ -14,6 +14,8 @@
 //! the changed records' bytes and indexes, and the time from the old setup's bytes to the new
 //! one's bytes and SHA-256, checked against the server's.
 
+use std::path::Path;
+
 use anyhow::{ensure, Context, Result};
 use obscura_pir::double;
 use obscura_pir::lwe::{EngineOptions, Records, Server};
@@ -31,6 +33,19 @@ use crate::measure::{generate, splitmix64, timed};
 use crate::progress::Progress;
 use crate::report::{human, print_bandwidth, print_correct, Pair, Tables};
 use obscura_math::threads::Pools;
+
+/// Seconds to commit `changes` as `obscura update` does: appended to the change log of the
+/// database file at `file` (a new log, as after a checkpoint) and flushed. The log is then
+/// removed.
+pub(crate) fn commit_seconds(file: &Path, changes: &[Change]) -> Result<f64> {
+    let (committed, seconds) = timed(|| {
+        let (mut log, _) = ChangeLog::read(file, &[0; 32])?;
+        log.append(file, changes)
+    });
+    committed.with_context(|| format!("committing to {}'s log", file.display()))?;
+    obscura_store::log::remove(file)?;
+    Ok(seconds)
+}
 
 /// Which records a case changes.
 #[derive(Clone, Copy)]
@@ -272,12 +287,7 @@ impl Run<'_> {
                 hasher.finish()
             });
             let file = folder.path().join("update.obs");
-            let (committed, commit_seconds) = timed(|| {
-                let (mut log, _) = ChangeLog::read(&file, &[0; 32])?;
-                log.append(&file, &changes)
-            });
-            committed.with_context(|| format!("committing to {}'s log", file.display()))?;
-            obscura_store::log::remove(&file)?;
+            let commit_seconds = commit_seconds(&file, &changes)?;
             let (written, write_seconds) =
                 timed(|| store::write_database(&file, &Database::new(version)));
             written.with_context(|| format!("writing {}", file.display()))?;
