@@ -11,9 +11,11 @@
 //! ```text
 //! envelope (magic, version, kind = change log, the checksum of the database file it follows)
 //! each batch: its length (u64 LE), the SHA-256 of its bytes (32 bytes), its bytes:
-//!   count (u64 LE), then each change: its operation (1 byte: 0 set, 1 append, 2 delete,
-//!   3 upsert, 4 delete a key), then an index (u64 LE) or a key (length u64 LE, bytes),
-//!   then for set, append and upsert the value (length u64 LE, bytes)
+//!   count (varint), then each change: its operation (1 byte: 0 set, 1 append, 2 delete,
+//!   3 upsert, 4 delete a key), then an index (varint) or a key (length varint, bytes),
+//!   then for set, append and upsert the value (length varint, bytes)
+//! (varints as the wire's: 7 bits a byte, low first, so a change of a 1-byte record costs
+//! about 7 bytes)
 //! ```
 //!
 //! A log names the file it follows by that file's checksum: after a checkpoint the log left
@@ -145,19 +147,15 @@ impl ChangeLog {
             path: path.clone(),
             source,
         };
-        let batch = encode_batch(changes);
-        let mut record = Vec::with_capacity(BATCH_HEADER_BYTES + batch.len());
-        record.extend_from_slice(&(batch.len() as u64).to_le_bytes());
-        record.extend_from_slice(&Sha256::digest(&batch));
-        record.extend_from_slice(&batch);
+        let record = batch_record(changes);
         if self.valid_len == 0 {
-            let mut bytes = Vec::with_capacity(wire::HEADER_BYTES + record.len());
-            wire::write_header(&mut bytes, Kind::CHANGE_LOG, &self.base);
-            bytes.extend_from_slice(&record);
+            let mut header = Vec::with_capacity(wire::HEADER_BYTES);
+            wire::write_header(&mut header, Kind::CHANGE_LOG, &self.base);
             let temp = Partial::beside(&path).map_err(io)?;
-            temp.file().write_all(&bytes).map_err(io)?;
+            temp.file().write_all(&header).map_err(io)?;
+            temp.file().write_all(&record).map_err(io)?;
             temp.persist(&path).map_err(io)?;
-            self.valid_len = bytes.len() as u64;
+            self.valid_len = (header.len() + record.len()) as u64;
         } else {
             let file = OpenOptions::new().write(true).open(&path).map_err(io)?;
             file.set_len(self.valid_len).map_err(io)?;
@@ -188,12 +186,13 @@ const DELETE: u8 = 2;
 const UPSERT: u8 = 3;
 const REMOVE: u8 = 4;
 
-/// The bytes of a batch of changes (the module's format).
-fn encode_batch(changes: &[Change]) -> Vec<u8> {
-    let mut out = Vec::new();
-    out.extend_from_slice(&(changes.len() as u64).to_le_bytes());
+/// A batch of changes as the log holds it: its length, its SHA-256 and its bytes (the module's
+/// format), encoded in place after room for the first two.
+fn batch_record(changes: &[Change]) -> Vec<u8> {
+    let mut out = vec![0u8; BATCH_HEADER_BYTES];
+    wire::write_varint(&mut out, changes.len() as u64);
     let bytes = |out: &mut Vec<u8>, bytes: &[u8]| {
-        out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        wire::write_varint(out, bytes.len() as u64);
         out.extend_from_slice(bytes);
     };
     for change in changes {
@@ -205,12 +204,12 @@ fn encode_batch(changes: &[Change]) -> Vec<u8> {
                     APPEND
                 };
                 out.push(op);
-                out.extend_from_slice(&index.to_le_bytes());
+                wire::write_varint(&mut out, *index);
                 bytes(&mut out, value);
             }
             Change::Delete { index } => {
                 out.push(DELETE);
-                out.extend_from_slice(&index.to_le_bytes());
+                wire::write_varint(&mut out, *index);
             }
             Change::Upsert { key, value } => {
                 out.push(UPSERT);
@@ -223,19 +222,24 @@ fn encode_batch(changes: &[Change]) -> Vec<u8> {
             }
         }
     }
+    let len = (out.len() - BATCH_HEADER_BYTES) as u64;
+    let sum = Sha256::digest(&out[BATCH_HEADER_BYTES..]);
+    out[..8].copy_from_slice(&len.to_le_bytes());
+    out[8..BATCH_HEADER_BYTES].copy_from_slice(&sum);
     out
 }
 
 /// The changes of a batch's bytes, every length checked against what is left.
 fn decode_batch(batch: &[u8]) -> Result<Vec<Change>, PirError> {
     let mut reader = Reader::new(batch, Kind::CHANGE_LOG);
-    let count = reader.u64()?;
-    // Each change takes 9 bytes at least.
-    if count > batch.len() as u64 / 9 {
+    let count = reader.varint()?;
+    // Each change takes 2 bytes at least.
+    if count > batch.len() as u64 / 2 {
         return Err(reader.error(format!("{count} changes do not fit the batch")));
     }
     let bytes = |reader: &mut Reader<'_>| -> Result<Vec<u8>, PirError> {
-        let len = usize::try_from(reader.u64()?).map_err(|_| reader.error("a length overflows"))?;
+        let len =
+            usize::try_from(reader.varint()?).map_err(|_| reader.error("a length overflows"))?;
         Ok(reader.take(len)?.to_vec())
     };
     let mut changes = Vec::with_capacity(count as usize);
@@ -243,15 +247,15 @@ fn decode_batch(batch: &[u8]) -> Result<Vec<Change>, PirError> {
         let op = reader.take(1)?[0];
         changes.push(match op {
             SET => Change::Set {
-                index: reader.u64()?,
+                index: reader.varint()?,
                 value: bytes(&mut reader)?,
             },
             APPEND => Change::Append {
-                index: reader.u64()?,
+                index: reader.varint()?,
                 value: bytes(&mut reader)?,
             },
             DELETE => Change::Delete {
-                index: reader.u64()?,
+                index: reader.varint()?,
             },
             UPSERT => Change::Upsert {
                 key: bytes(&mut reader)?,
@@ -325,7 +329,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("db.obs");
         let base = [1u8; 32];
-        let batch = [1u8, 0, 0, 0, 0, 0, 0, 0, 9];
+        // One change, of operation 9.
+        let batch = [1u8, 9];
         let mut bytes = Vec::new();
         wire::write_header(&mut bytes, Kind::CHANGE_LOG, &base);
         bytes.extend_from_slice(&(batch.len() as u64).to_le_bytes());
