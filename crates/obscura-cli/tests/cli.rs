@@ -310,6 +310,7 @@ fn update_preset_reports_each_version() {
         assert!(patch <= changed * (2 * 64 + 24) + 300, "{case}");
         assert!(patch < report["setup_bytes"].as_u64().unwrap(), "{case}");
         assert!(case["client_seconds"].as_f64().unwrap() > 0.0);
+        assert!(case["commit_seconds"].as_f64().unwrap() > 0.0);
     }
 }
 
@@ -349,6 +350,7 @@ fn update_merkle_preset_reports_the_append() {
         "build_seconds",
         "append_seconds",
         "over_build",
+        "commit_seconds",
         "write_seconds",
         "client_seconds",
         "one_leaf_seconds",
@@ -382,6 +384,7 @@ fn update_keyword_preset_reports_the_versions() {
     for field in [
         "build_seconds",
         "update_seconds",
+        "commit_seconds",
         "write_seconds",
         "compact_seconds",
     ] {
@@ -412,6 +415,7 @@ fn update_ypir_preset_reports_both_variants() {
         for version in versions {
             assert!(version["entries"].as_u64().unwrap() > 0);
             assert!(version["update_seconds"].as_f64().unwrap() > 0.0);
+            assert!(version["commit_seconds"].as_f64().unwrap() > 0.0);
         }
     }
 }
