@@ -1,13 +1,18 @@
 //! The hint's change when entries of the database change: `H += ΔD·A`, entry by entry.
 //!
-//! A changed entry `D[r][c]` (by `δ`, its new signed digit minus the old) adds `δ·A[c]` to row
-//! `r` of `H`: `n` multiply-adds, against the `log2(n)` butterflies per entry of a whole
-//! negacyclic hint product ([`crate::hint`]), so a change of up to about a tenth of the entries
-//! is cheaper this way than a new product. The rows of a negacyclic `A` are not expanded: row
-//! `b·n + j` is the window `W_b[n-1-j .. 2n-1-j]` of `W_b = (a_b reversed, -a_b reversed)`, one
-//! `2n`-word table per block; a uniform `A`'s changed rows are expanded once each. Work is
-//! split by bands of rows of `H`, and each row takes all its changes a strip of entries at a
-//! time, so each row is read and written once whatever the number of changes.
+//! A changed entry `D[r][c]` (by `δ`, its new digit minus the old) adds `δ·A[c]` to row `r` of
+//! `H`: `n` multiply-adds, against the `log2(n)` butterflies per entry of a whole negacyclic
+//! hint product ([`crate::hint`]), so a change of up to about a tenth of the entries is cheaper
+//! this way than a new product. The rows of a negacyclic `A` are not expanded: row `b·n + j` is
+//! the window `W_b[n-1-j .. 2n-1-j]` of `W_b = (a_b reversed, -a_b reversed)`, one `2n`-word
+//! table per block; a uniform `A`'s changed rows are expanded once each.
+//!
+//! Changes come as runs down columns ([`ColumnRuns`]), as a record's digits lie. Work is split
+//! by bands of rows of `H`, and within a band by groups of four rows: where the group's changes
+//! are runs crossing all four rows (a record's digits down its column), each row of `A` they
+//! need is read once for the four rows and each strip of their hint rows is summed in
+//! registers; scattered changes are added row by row, each row of `H` read and written once
+//! whatever the number of its changes.
 
 use std::collections::HashMap;
 
@@ -17,16 +22,115 @@ use crate::backend::{vectorized, Backend};
 use crate::expand::PublicMatrix;
 use crate::matrix::Matrix;
 
-/// The change of one entry of `D`: its row, its column and `δ` (new digit minus old, both read
-/// as signed).
+/// Changes of `D` as runs down its columns: each run changes consecutive rows of one column,
+/// each entry by its `δ` (new digit minus old, both read as `i8`, so `|δ| ≤ 255`; a `δ` of zero
+/// is an entry left as it was). Positions and the count of entries stay below 2^32.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ColumnRuns {
+    heads: Vec<Head>,
+    deltas: Vec<i16>,
+}
+
+/// Where a run lies and where its `δ` start in [`ColumnRuns::deltas`] (it ends where the next
+/// run's start).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EntryDelta {
-    /// The entry's row (a row of `H`).
-    pub row: usize,
-    /// The entry's column (a row of `A`).
+struct Head {
+    col: u32,
+    first_row: u32,
+    start: u32,
+}
+
+/// One run of [`ColumnRuns`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run<'a> {
+    /// The run's column (a row of `A`).
     pub col: usize,
-    /// New digit minus old.
-    pub delta: i32,
+    /// Its first row (a row of `H`).
+    pub first_row: usize,
+    /// The `δ` of its entries, top to bottom.
+    pub deltas: &'a [i16],
+}
+
+impl Run<'_> {
+    /// The rows the run covers.
+    pub fn rows(&self) -> std::ops::Range<usize> {
+        self.first_row..self.first_row + self.deltas.len()
+    }
+}
+
+impl ColumnRuns {
+    /// No changes.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds the run of `deltas` down column `col` from row `first_row` (an empty run is
+    /// skipped).
+    ///
+    /// # Panics
+    /// If a position or the count of entries reaches 2^32.
+    pub fn push(&mut self, col: usize, first_row: usize, deltas: &[i16]) {
+        if deltas.is_empty() {
+            return;
+        }
+        let narrow = |x: usize| u32::try_from(x).expect("positions and counts below 2^32");
+        narrow(first_row + deltas.len());
+        self.heads.push(Head {
+            col: narrow(col),
+            first_row: narrow(first_row),
+            start: narrow(self.deltas.len()),
+        });
+        self.deltas.extend_from_slice(deltas);
+        narrow(self.deltas.len());
+    }
+
+    /// Adds every run of `other` after this one's.
+    ///
+    /// # Panics
+    /// If the count of entries reaches 2^32.
+    pub fn append(&mut self, other: &ColumnRuns) {
+        let offset = u32::try_from(self.deltas.len()).expect("counts below 2^32");
+        self.heads.extend(other.heads.iter().map(|h| Head {
+            start: h.start + offset,
+            ..*h
+        }));
+        self.deltas.extend_from_slice(&other.deltas);
+        u32::try_from(self.deltas.len()).expect("counts below 2^32");
+    }
+
+    /// The number of runs.
+    pub fn len(&self) -> usize {
+        self.heads.len()
+    }
+
+    /// Whether there are no runs.
+    pub fn is_empty(&self) -> bool {
+        self.heads.is_empty()
+    }
+
+    /// The number of entries the runs cover (zero `δ` included).
+    pub fn entries(&self) -> usize {
+        self.deltas.len()
+    }
+
+    /// Run `k`.
+    fn run(&self, k: usize) -> Run<'_> {
+        let head = self.heads[k];
+        let end = self
+            .heads
+            .get(k + 1)
+            .map_or(self.deltas.len(), |next| next.start as usize);
+        Run {
+            col: head.col as usize,
+            first_row: head.first_row as usize,
+            deltas: &self.deltas[head.start as usize..end],
+        }
+    }
+
+    /// The runs in the order they were added.
+    pub fn iter(&self) -> impl Iterator<Item = Run<'_>> + '_ {
+        (0..self.heads.len()).map(|k| self.run(k))
+    }
 }
 
 /// The rows of `A` that changed entries need, each as a slice: windows of per-block tables for
@@ -43,13 +147,13 @@ enum Rows {
 }
 
 impl Rows {
-    /// The rows of `a` that `deltas` name.
-    fn new(a: &PublicMatrix, deltas: &[EntryDelta]) -> Self {
+    /// The rows `cols` of `a`.
+    fn new(a: &PublicMatrix, cols: impl Iterator<Item = usize>) -> Self {
         let n = a.cols();
         match a {
             PublicMatrix::Negacyclic(m) => {
                 let blocks = a.rows().div_ceil(n);
-                let needed = distinct(deltas.iter().map(|d| d.col / n), blocks);
+                let needed = distinct(cols.map(|c| c / n), blocks);
                 let mut tables = vec![None; blocks];
                 let made: Vec<(usize, Vec<u32>)> = needed
                     .into_par_iter()
@@ -71,7 +175,7 @@ impl Rows {
                 Self::Negacyclic { n, tables }
             }
             PublicMatrix::Uniform(_) => {
-                let rows = distinct(deltas.iter().map(|d| d.col), a.rows())
+                let rows = distinct(cols, a.rows())
                     .into_par_iter()
                     .map(|col| {
                         let mut row = vec![0u32; n];
@@ -97,76 +201,92 @@ impl Rows {
     }
 }
 
-/// `H += ΔD·A` for the changes `deltas` (any order; several changes of one entry add up), on
-/// the rayon pool.
+/// `H += ΔD·A` for the changes `runs` (any order; several changes of one entry add up), on the
+/// rayon pool.
 ///
 /// # Panics
-/// If a change lies outside `H`'s rows or `A`'s rows, `A` has 2^32 rows or more, or `H` does
-/// not have `A`'s width.
-pub fn apply(hint: &mut Matrix, a: &PublicMatrix, deltas: &[EntryDelta]) {
+/// If a run lies outside `H`'s rows or `A`'s rows, or `H` does not have `A`'s width.
+pub fn apply(hint: &mut Matrix, a: &PublicMatrix, runs: &ColumnRuns) {
     let n = a.cols();
     assert_eq!(hint.cols(), n, "H has A's width");
     assert!(
-        deltas
-            .iter()
-            .all(|d| d.row < hint.rows() && d.col < a.rows()),
+        runs.iter()
+            .all(|run| run.rows().end <= hint.rows() && run.col < a.rows()),
         "a change outside the matrices"
     );
-    assert!(
-        u32::try_from(a.rows()).is_ok(),
-        "A has fewer than 2^32 rows"
-    );
-    let rows = Rows::new(a, deltas);
+    if runs.is_empty() || n == 0 {
+        return;
+    }
+    let rows = Rows::new(a, runs.heads.iter().map(|h| h.col as usize));
     let backend = Backend::selected();
-    // The changes grouped by band of rows, then by row within each band (two counting sorts,
-    // each writing to few places at a time, the first skipped for changes already in row
-    // order): band `k`'s are `by_band[starts[k]..starts[k + 1]]`, each as (row within the
-    // band, column, δ), the column below 2^32 as asserted above.
+    // The runs crossing each band of rows (a counting sort): band `k`'s are
+    // `by_band[starts[k]..starts[k + 1]]`.
     let bands = hint.rows().div_ceil(BAND);
-    let entry = |d: &EntryDelta| ((d.row % BAND) as u32, d.col as u32, d.delta);
-    let (starts, by_band) = if deltas.is_sorted_by_key(|d| d.row) {
-        let starts: Vec<usize> = (0..=bands)
-            .map(|k| deltas.partition_point(|d| d.row < k * BAND))
-            .collect();
-        let by_band: Vec<(u32, u32, i32)> = deltas.par_iter().map(entry).collect();
-        (starts, by_band)
-    } else {
-        let mut starts = vec![0usize; bands + 1];
-        for d in deltas {
-            starts[d.row / BAND + 1] += 1;
+    let span = |run: &Run<'_>| run.first_row / BAND..(run.rows().end - 1) / BAND + 1;
+    let mut starts = vec![0usize; bands + 1];
+    for run in runs.iter() {
+        for band in span(&run) {
+            starts[band + 1] += 1;
         }
-        for k in 0..bands {
-            starts[k + 1] += starts[k];
+    }
+    for k in 0..bands {
+        starts[k + 1] += starts[k];
+    }
+    let mut next = starts.clone();
+    let mut by_band = vec![0u32; starts[bands]];
+    for (k, run) in runs.iter().enumerate() {
+        for band in span(&run) {
+            by_band[next[band]] = k as u32;
+            next[band] += 1;
         }
-        let mut next = starts.clone();
-        let mut by_band = vec![(0u32, 0u32, 0i32); deltas.len()];
-        for d in deltas {
-            let k = d.row / BAND;
-            by_band[next[k]] = entry(d);
-            next[k] += 1;
-        }
-        (starts, by_band)
-    };
+    }
     hint.as_mut_slice()
         .par_chunks_mut(BAND * n)
         .enumerate()
         .for_each(|(k, band)| {
-            let changes = &by_band[starts[k]..starts[k + 1]];
-            let mut row_starts = [0usize; BAND + 1];
-            for &(row, _, _) in changes {
-                row_starts[row as usize + 1] += 1;
+            let first = k * BAND;
+            let band_rows = band.len() / n;
+            // Each group's terms: a row of A and its factor for each of the group's rows.
+            let mut groups: Vec<Vec<(&[u32], [u32; GROUP])>> =
+                vec![Vec::new(); band_rows.div_ceil(GROUP)];
+            for &i in &by_band[starts[k]..starts[k + 1]] {
+                let run = runs.run(i as usize);
+                let window = rows.row(run.col);
+                let covered = run.rows();
+                let (low, high) = (covered.start.max(first), covered.end.min(first + band_rows));
+                let touched = (low - first) / GROUP..(high - 1 - first) / GROUP + 1;
+                for (terms, g) in groups[touched.clone()].iter_mut().zip(touched) {
+                    let mut factors = [0u32; GROUP];
+                    for (j, factor) in factors.iter_mut().enumerate() {
+                        let row = first + g * GROUP + j;
+                        if covered.contains(&row) {
+                            *factor = i32::from(run.deltas[row - run.first_row]) as u32;
+                        }
+                    }
+                    terms.push((window, factors));
+                }
             }
-            for r in 0..BAND {
-                row_starts[r + 1] += row_starts[r];
-            }
-            let mut next = row_starts;
-            let mut terms: Vec<(&[u32], u32)> = vec![(&[], 0); changes.len()];
-            for &(row, col, delta) in changes {
-                terms[next[row as usize]] = (rows.row(col as usize), delta as u32);
-                next[row as usize] += 1;
-            }
-            for (r, h) in band.chunks_mut(n).enumerate() {
-                add_scaled(backend, h, &terms[row_starts[r]..row_starts[r + 1]]);
+            let mut single: Vec<(&[u32], u32)> = Vec::new();
+            for (terms, h) in groups.iter().zip(band.chunks_mut(GROUP * n)) {
+                let nonzero: usize = terms
+                    .iter()
+                    .map(|(_, factors)| factors.iter().filter(|&&f| f != 0).count())
+                    .sum();
+                // Four rows at a time where at least half the products are of changed entries.
+                if h.len() == GROUP * n && 2 * nonzero >= GROUP * terms.len() {
+                    add_scaled_group(backend, h, terms);
+                } else {
+                    for (j, h) in h.chunks_mut(n).enumerate() {
+                        single.clear();
+                        single.extend(
+                            terms
+                                .iter()
+                                .filter(|(_, factors)| factors[j] != 0)
+                                .map(|&(a, factors)| (a, factors[j])),
+                        );
+                        add_scaled(backend, h, &single);
+                    }
+                }
             }
         });
 }
@@ -183,8 +303,17 @@ fn distinct(values: impl Iterator<Item = usize>, bound: usize) -> Vec<usize> {
 /// Rows of `H` whose changes are grouped and added together, by one task.
 const BAND: usize = 64;
 
-/// Entries of `h` summed in registers at a time by [`add_scaled`]: 16 AVX-512 registers.
+/// Rows of `H` that take the changes of runs crossing them together.
+const GROUP: usize = 4;
+const _: () = assert!(BAND.is_multiple_of(GROUP));
+
+/// Entries of one row of `h` summed in registers at a time by [`add_scaled`]: 16 AVX-512
+/// registers.
 const STRIP: usize = 256;
+
+/// Entries of each of [`GROUP`] rows summed in registers at a time by [`add_scaled_group`]:
+/// 16 AVX-512 registers in all.
+const GROUP_STRIP: usize = STRIP / GROUP;
 
 /// `h += Σ factor · a` over Z_{2^32} for the `(a, factor)` of `terms` (each `a` as long as `h`):
 /// a strip of [`STRIP`] entries of `h` at a time takes every term, so `h` is read and written
@@ -213,6 +342,40 @@ fn add_scaled(backend: Backend, h: &mut [u32], terms: &[(&[u32], u32)]) {
     })
 }
 
+/// [`add_scaled`] for the [`GROUP`] consecutive rows of `h` at once, each term a row `a` of `A`
+/// and a factor per row: each strip of `a` is read once for the group.
+fn add_scaled_group(backend: Backend, h: &mut [u32], terms: &[(&[u32], [u32; GROUP])]) {
+    vectorized!(backend, fn(h: &mut [u32] = h, terms: &[(&[u32], [u32; GROUP])] = terms) {
+        let n = h.len() / GROUP;
+        let whole = n / GROUP_STRIP * GROUP_STRIP;
+        for start in (0..whole).step_by(GROUP_STRIP) {
+            let mut sums = [[0u32; GROUP_STRIP]; GROUP];
+            for (j, sum) in sums.iter_mut().enumerate() {
+                sum.copy_from_slice(&h[j * n + start..][..GROUP_STRIP]);
+            }
+            for &(a, factors) in terms {
+                let a: &[u32; GROUP_STRIP] =
+                    a[start..start + GROUP_STRIP].try_into().expect("a strip");
+                for (sum, factor) in sums.iter_mut().zip(factors) {
+                    for (s, &a) in sum.iter_mut().zip(a) {
+                        *s = s.wrapping_add(a.wrapping_mul(factor));
+                    }
+                }
+            }
+            for (j, sum) in sums.iter().enumerate() {
+                h[j * n + start..][..GROUP_STRIP].copy_from_slice(sum);
+            }
+        }
+        for &(a, factors) in terms {
+            for (j, factor) in factors.into_iter().enumerate() {
+                for (s, &a) in h[j * n + whole..(j + 1) * n].iter_mut().zip(&a[whole..]) {
+                    *s = s.wrapping_add(a.wrapping_mul(factor));
+                }
+            }
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,56 +383,85 @@ mod tests {
     use proptest::prelude::*;
 
     /// `H += ΔD·A` entry by entry from expanded rows, the reference.
-    fn schoolbook(hint: &mut [u32], a: &PublicMatrix, deltas: &[EntryDelta]) {
+    fn schoolbook(hint: &mut [u32], a: &PublicMatrix, runs: &ColumnRuns) {
         let n = a.cols();
         let mut row = vec![0u32; n];
-        for d in deltas {
-            a.fill_rows(d.col, &mut row);
-            for (h, &x) in hint[d.row * n..][..n].iter_mut().zip(&row) {
-                *h = h.wrapping_add(x.wrapping_mul(d.delta as u32));
+        for run in runs.iter() {
+            a.fill_rows(run.col, &mut row);
+            for (r, &delta) in run.rows().zip(run.deltas) {
+                for (h, &x) in hint[r * n..][..n].iter_mut().zip(&row) {
+                    *h = h.wrapping_add(x.wrapping_mul(delta as u32));
+                }
             }
         }
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(16))]
+        #![proptest_config(ProptestConfig::with_cases(24))]
 
         #[test]
-        fn deltas_add_their_rows_of_a(
+        fn runs_add_their_rows_of_a(
             negacyclic in any::<bool>(),
-            wide in any::<bool>(),
+            width in 0usize..3,
             rows in 1usize..150,
             blocks in 1usize..4,
-            in_row_order in any::<bool>(),
-            changes in proptest::collection::vec((any::<usize>(), any::<usize>(), -255i32..=255), 0..60),
+            changes in proptest::collection::vec(
+                (any::<usize>(), any::<usize>(), proptest::collection::vec(-255i16..=255, 1..80)),
+                0..40,
+            ),
             seed in any::<[u8; 16]>(),
         ) {
-            // Narrower than a strip, and (a uniform A's rows need not be a power of two long)
-            // whole strips and a partial one.
-            let n = match (wide, negacyclic) {
-                (false, _) => 64,
-                (true, true) => 512,
-                (true, false) => STRIP + 64,
+            // Narrower than a strip of either kernel, a whole number of strips, and (a uniform
+            // A's rows need not be a power of two long) strips and a part of one.
+            let n = match (width, negacyclic) {
+                (0, _) => 64,
+                (_, true) => 512,
+                (1, false) => STRIP + 64,
+                (_, false) => 100,
             };
             let cols = blocks * n - 3;
             let a = match negacyclic {
                 true => PublicMatrix::Negacyclic(NegacyclicMatrix::new(MatrixSeed(seed), 7, cols, n).unwrap()),
                 false => PublicMatrix::Uniform(SeededMatrix::new(MatrixSeed(seed), 7, cols, n)),
             };
-            // Over several bands of rows; in row order or not (two ways of grouping them).
-            let mut deltas: Vec<EntryDelta> = changes
-                .iter()
-                .map(|&(r, c, delta)| EntryDelta { row: r % rows, col: c % cols, delta })
-                .collect();
-            if in_row_order {
-                deltas.sort_by_key(|d| d.row);
+            // Runs from one entry (row by row) to longer than a band (groups of rows), over
+            // several bands, overlapping or not, with zeros among their changes.
+            let mut runs = ColumnRuns::new();
+            for (r, c, deltas) in &changes {
+                let first = r % rows;
+                let len = deltas.len().min(rows - first);
+                runs.push(c % cols, first, &deltas[..len]);
             }
             let start: Vec<u32> = (0..rows * n).map(|i| (i as u32).wrapping_mul(0x9e37_79b9)).collect();
             let mut expected = start.clone();
-            schoolbook(&mut expected, &a, &deltas);
+            schoolbook(&mut expected, &a, &runs);
             let mut hint = Matrix::from_vec(rows, n, start).unwrap();
-            apply(&mut hint, &a, &deltas);
+            apply(&mut hint, &a, &runs);
             prop_assert_eq!(hint.as_slice(), &expected[..]);
+        }
+
+        #[test]
+        fn appended_runs_are_the_runs_pushed_in_turn(
+            first in proptest::collection::vec((0usize..1000, 0usize..1000, proptest::collection::vec(any::<i16>(), 0..5)), 0..8),
+            second in proptest::collection::vec((0usize..1000, 0usize..1000, proptest::collection::vec(any::<i16>(), 0..5)), 0..8),
+        ) {
+            let make = |runs: &[(usize, usize, Vec<i16>)]| {
+                let mut made = ColumnRuns::new();
+                for (c, r, deltas) in runs {
+                    made.push(*c, *r, deltas);
+                }
+                made
+            };
+            let mut joined = make(&first);
+            joined.append(&make(&second));
+            let all: Vec<_> = first.iter().chain(&second).cloned().collect();
+            let pushed = make(&all);
+            prop_assert_eq!(&joined, &pushed);
+            let nonempty: Vec<_> = all.iter().filter(|(_, _, d)| !d.is_empty()).collect();
+            prop_assert_eq!(joined.len(), nonempty.len());
+            for (run, (c, r, deltas)) in joined.iter().zip(nonempty) {
+                prop_assert_eq!((run.col, run.first_row, run.deltas), (*c, *r, &deltas[..]));
+            }
         }
     }
 }

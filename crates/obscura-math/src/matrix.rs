@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use crate::backend::{vectorized, Backend};
 use crate::kernels;
-use crate::layout::{self, Panel, GROUP_ROWS, PANEL_COLS, STEP_COLS};
+use crate::layout::{self, Group, Panel, GROUP_ROWS, PANEL_COLS, STEP_COLS};
 use crate::memory::LargeBuffer;
 
 /// A dense row-major matrix over Z_{2^32} (wrapping arithmetic).
@@ -605,6 +606,57 @@ impl PlaintextMatrix {
         }
     }
 
+    /// Copies the digits of column `c` over `rows` into `out` (as long as `rows`).
+    ///
+    /// # Panics
+    /// If the digits are outside the matrix or `out` has another length.
+    pub fn read_column(&self, c: usize, rows: Range<usize>, out: &mut [u8]) {
+        assert!(rows.end <= self.rows, "rows outside the matrix");
+        assert_eq!(out.len(), rows.len(), "a digit per row");
+        let offset = self.place().column_offsets(c);
+        let bytes = self.as_bytes();
+        for (r, digit) in rows.zip(out) {
+            *digit = bytes[offset(r)];
+        }
+    }
+
+    /// Writes runs of digits down columns: each `(c, first_row, digits)` of `runs` puts
+    /// `digits` in column `c` from row `first_row` on. Runs sorted by column are written panel
+    /// by panel in parallel on the rayon pool (others one by one); shared bytes are first
+    /// copied as by [`PlaintextMatrix::set`].
+    ///
+    /// # Panics
+    /// If a run lies outside the matrix.
+    pub fn write_columns(&mut self, runs: &[(usize, usize, &[u8])]) {
+        assert!(
+            runs.iter()
+                .all(|&(c, first, digits)| c < self.cols && first + digits.len() <= self.rows),
+            "a run outside the matrix"
+        );
+        let place = self.place();
+        let panel_bytes = (self.rows * self.panel_cols).max(1);
+        let write = |bytes: &mut [u8], base: usize, runs: &[(usize, usize, &[u8])]| {
+            for &(c, first, digits) in runs {
+                let offset = place.column_offsets(c);
+                for (r, &digit) in (first..).zip(digits) {
+                    bytes[offset(r) - base] = digit;
+                }
+            }
+        };
+        let bytes = self.owned_bytes_mut();
+        if !runs.is_sorted_by_key(|run| run.0) {
+            return write(bytes, 0, runs);
+        }
+        bytes
+            .par_chunks_mut(panel_bytes)
+            .enumerate()
+            .for_each(|(p, bytes)| {
+                let start = runs.partition_point(|run| run.0 < p * place.panel_cols);
+                let end = runs.partition_point(|run| run.0 < (p + 1) * place.panel_cols);
+                write(bytes, p * panel_bytes, &runs[start..end]);
+            });
+    }
+
     /// The bytes in storage order, to write: shared bytes are copied into a buffer of the
     /// matrix's own first.
     fn owned_bytes_mut(&mut self) -> &mut [u8] {
@@ -619,6 +671,99 @@ impl PlaintextMatrix {
         }
     }
 
+    /// Where the digit at row `r`, column `c` lies in storage order (see [`crate::layout`]).
+    ///
+    /// # Panics
+    /// If the position is outside the matrix.
+    fn offset(&self, r: usize, c: usize) -> usize {
+        self.place().offset(r, c)
+    }
+
+    /// The matrix's shape and panel width, which place its digits in storage order.
+    fn place(&self) -> Place {
+        Place {
+            rows: self.rows,
+            cols: self.cols,
+            panel_cols: self.panel_cols,
+        }
+    }
+
+    /// The largest squared Euclidean norm of a row, digits read as signed (`0` for an empty
+    /// matrix): the noise of an LWE answer grows with it.
+    pub fn max_row_norm(&self) -> u64 {
+        let mut norms = vec![0u64; self.rows];
+        self.add_row_norms(&mut norms);
+        norms.into_iter().max().unwrap_or(0)
+    }
+
+    /// Adds the squared Euclidean norm of each row, digits read as signed, to `norms` (one per
+    /// row): the norms of a wider matrix's rows, summed over bands of its columns.
+    ///
+    /// # Panics
+    /// If `norms` does not have one entry per row.
+    pub fn add_row_norms(&self, norms: &mut [u64]) {
+        assert_eq!(norms.len(), self.rows, "a norm per row");
+        let backend = Backend::selected();
+        for panel in self.panels() {
+            let groups: Vec<_> = panel.groups(0..self.rows).collect();
+            norms
+                .par_chunks_mut(GROUP_ROWS)
+                .zip(groups)
+                .for_each(|(norms, (_, group))| add_group_norms(backend, &group, norms));
+        }
+    }
+
+    /// `self · v` over Z_{2^32}, digits read as signed.
+    ///
+    /// # Panics
+    /// If `v.len() != self.cols()`.
+    pub fn mul_vec(&self, v: &[u32]) -> Vec<u32> {
+        assert_eq!(v.len(), self.cols, "vector length");
+        kernels::plaintext_mat_vecs(self, &[v]).remove(0)
+    }
+}
+
+/// Adds each row's squared norm over `group` (digits read as signed) to `norms`, one per row:
+/// the whole steps as one stream of bytes, each byte's square summed in the lane of its place
+/// in a step (which names its row), then the narrower last step row by row.
+fn add_group_norms(backend: Backend, group: &Group<'_>, norms: &mut [u64]) {
+    vectorized!(backend, fn(group: &Group<'_> = group, norms: &mut [u64] = norms) {
+        let step_bytes = group.rows * STEP_COLS;
+        let whole = group.full_steps() * step_bytes;
+        // A lane takes at most 2^14 per step: 2^16 steps keep its u32 sum exact.
+        for steps in group.bytes[..whole].chunks(step_bytes << 16) {
+            let mut lanes = [0u32; GROUP_ROWS * STEP_COLS];
+            for step in steps.chunks_exact(step_bytes) {
+                for (lane, &digit) in lanes.iter_mut().zip(step) {
+                    let digit = i32::from(digit as i8);
+                    *lane += (digit * digit) as u32;
+                }
+            }
+            for (norm, row) in norms.iter_mut().zip(lanes.chunks_exact(STEP_COLS)) {
+                *norm += row.iter().map(|&x| u64::from(x)).sum::<u64>();
+            }
+        }
+        if !group.width.is_multiple_of(STEP_COLS) {
+            for (i, norm) in norms.iter_mut().enumerate().take(group.rows) {
+                let stretch = group.stretch(i, group.full_steps());
+                *norm += stretch
+                    .iter()
+                    .map(|&d| (i32::from(d as i8) * i32::from(d as i8)) as u64)
+                    .sum::<u64>();
+            }
+        }
+    })
+}
+
+/// Where a [`PlaintextMatrix`]'s digits lie in storage order: its shape and panel width.
+#[derive(Clone, Copy, Debug)]
+struct Place {
+    rows: usize,
+    cols: usize,
+    panel_cols: usize,
+}
+
+impl Place {
     /// Where the digit at row `r`, column `c` lies in storage order (see [`crate::layout`]).
     ///
     /// # Panics
@@ -642,54 +787,28 @@ impl PlaintextMatrix {
             + column % STEP_COLS
     }
 
-    /// The largest squared Euclidean norm of a row, digits read as signed (`0` for an empty
-    /// matrix): the noise of an LWE answer grows with it.
-    pub fn max_row_norm(&self) -> u64 {
-        let mut norms = vec![0u64; self.rows];
-        self.add_row_norms(&mut norms);
-        norms.into_iter().max().unwrap_or(0)
-    }
-
-    /// Adds the squared Euclidean norm of each row, digits read as signed, to `norms` (one per
-    /// row): the norms of a wider matrix's rows, summed over bands of its columns.
+    /// Where each row of column `c` lies in storage order: [`Place::offset`] for
+    /// that column, with the column's part of it worked out once.
     ///
     /// # Panics
-    /// If `norms` does not have one entry per row.
-    pub fn add_row_norms(&self, norms: &mut [u64]) {
-        assert_eq!(norms.len(), self.rows, "a norm per row");
-        for panel in self.panels() {
-            let groups: Vec<_> = panel.groups(0..self.rows).collect();
-            let partial: Vec<u64> = groups
-                .par_iter()
-                .flat_map_iter(|(_, group)| {
-                    (0..group.rows).map(|i| {
-                        // A stretch (at most 64 digits of at most 2^14) keeps an i32 sum exact.
-                        group
-                            .stretches(i)
-                            .map(|(_, stretch)| {
-                                let sum: i32 = stretch
-                                    .iter()
-                                    .map(|&d| i32::from(d as i8) * i32::from(d as i8))
-                                    .sum();
-                                sum as u64
-                            })
-                            .sum::<u64>()
-                    })
-                })
-                .collect();
-            for (norm, part) in norms.iter_mut().zip(partial) {
-                *norm += part;
+    /// If `c` is outside the matrix (and the offset, if the row is).
+    fn column_offsets(&self, c: usize) -> impl Fn(usize) -> usize {
+        assert!(c < self.cols, "position outside the matrix");
+        let first = c / self.panel_cols * self.panel_cols;
+        let width = self.panel_cols.min(self.cols - first);
+        let column = c - first;
+        let step = column / STEP_COLS * STEP_COLS;
+        let step_width = STEP_COLS.min(width - step);
+        let whole_groups = self.rows / GROUP_ROWS * GROUP_ROWS;
+        let base = self.rows * first + step * GROUP_ROWS + column % STEP_COLS;
+        let place = *self;
+        move |r| {
+            if r < whole_groups {
+                base + r / GROUP_ROWS * GROUP_ROWS * width + r % GROUP_ROWS * step_width
+            } else {
+                place.offset(r, c)
             }
         }
-    }
-
-    /// `self · v` over Z_{2^32}, digits read as signed.
-    ///
-    /// # Panics
-    /// If `v.len() != self.cols()`.
-    pub fn mul_vec(&self, v: &[u32]) -> Vec<u32> {
-        assert_eq!(v.len(), self.cols, "vector length");
-        kernels::plaintext_mat_vecs(self, &[v]).remove(0)
     }
 }
 
@@ -772,6 +891,41 @@ mod tests {
         }
     }
 
+    proptest! {
+        /// Runs written down columns land where a row-major copy puts them and read back, in
+        /// panels of any width, sorted by column (panels in parallel) or not.
+        #[test]
+        fn runs_down_columns_are_written_and_read_back(rows in 1usize..40, cols in 1usize..300, panel in 1usize..130, picks in proptest::collection::vec((any::<usize>(), any::<usize>(), proptest::collection::vec(any::<u8>(), 1..12)), 0..30), sorted in any::<bool>()) {
+            let before: Vec<u8> = (0..rows * cols).map(|x| (x * 31 + 7) as u8).collect();
+            let mut matrix = PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &before);
+            let mut expected = before.clone();
+            let mut runs: Vec<(usize, usize, &[u8])> = Vec::new();
+            for (r, c, digits) in &picks {
+                let (first, c) = (r % rows, c % cols);
+                let digits = &digits[..digits.len().min(rows - first)];
+                // Runs do not overlap.
+                if runs.iter().any(|&(c2, f2, d2)| c2 == c && first < f2 + d2.len() && f2 < first + digits.len()) {
+                    continue;
+                }
+                for (i, &d) in digits.iter().enumerate() {
+                    expected[(first + i) * cols + c] = d;
+                }
+                runs.push((c, first, digits));
+            }
+            if sorted {
+                runs.sort_by_key(|run| run.0);
+            }
+            matrix.write_columns(&runs);
+            prop_assert_eq!(&matrix, &PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &expected));
+            for c in 0..cols {
+                let mut column = vec![0u8; rows - rows / 3];
+                matrix.read_column(c, rows / 3..rows, &mut column);
+                let want: Vec<u8> = (rows / 3..rows).map(|r| expected[r * cols + c]).collect();
+                prop_assert_eq!(column, want);
+            }
+        }
+    }
+
     fn naive(rows: usize, cols: usize, m: &[u32], v: &[u32]) -> Vec<u32> {
         (0..rows)
             .map(|r| {
@@ -823,16 +977,19 @@ mod tests {
         }
 
         #[test]
-        fn max_row_norm_matches_naive(rows in 0usize..6, cols in 0usize..200_000, panel in 1usize..100_000, seed in any::<u64>()) {
+        fn row_norms_match_naive(rows in 0usize..11, cols in 0usize..100_000, panel in 1usize..50_000, seed in any::<u64>()) {
             let mut x = seed | 1;
             let bytes: Vec<u8> = (0..rows * cols).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u8 }).collect();
-            let expected = bytes
+            let expected: Vec<u64> = bytes
                 .chunks(cols.max(1))
                 .map(|row| row.iter().map(|&d| (i64::from(d as i8)).pow(2) as u64).sum::<u64>())
-                .max()
-                .unwrap_or(0);
+                .collect();
             let matrix = PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &bytes);
-            prop_assert_eq!(matrix.max_row_norm(), expected);
+            let mut norms = vec![7u64; rows];
+            matrix.add_row_norms(&mut norms);
+            let added: Vec<u64> = expected.iter().map(|n| n + 7).collect();
+            prop_assert_eq!(norms, if cols == 0 { vec![7; rows] } else { added });
+            prop_assert_eq!(matrix.max_row_norm(), expected.iter().copied().max().unwrap_or(0));
         }
 
         #[test]

@@ -24,7 +24,7 @@
 //! rows apart in one column share a run (the rows between with `δ = 0`), which costs less than
 //! a run's position.
 
-use obscura_math::hint_delta::{self, EntryDelta};
+use obscura_math::hint_delta::{self, ColumnRuns};
 
 use super::setup::{Layer, PublicSetup};
 use crate::wire::{self, Digest, Kind, Reader};
@@ -35,9 +35,9 @@ use crate::PirError;
 const MAX_GAP: usize = 8;
 
 /// The patch that turns the setup of digest `base` into `next`, whose databases differ by
-/// `deltas`: sorted by column, then row, each entry once, every `δ` nonzero and within
-/// `(-p, p)`.
-pub(super) fn encode(base: &Digest, next: &PublicSetup, deltas: &[EntryDelta]) -> Vec<u8> {
+/// `changes`: runs in column order, a column's top to bottom without overlapping, every `δ`
+/// within `(-p, p)`.
+pub(super) fn encode(base: &Digest, next: &PublicSetup, changes: &ColumnRuns) -> Vec<u8> {
     let width = delta_width(next.layer());
     let mut out = Vec::new();
     wire::write_header(&mut out, Kind::LWE_SETUP_PATCH, next.digest());
@@ -45,43 +45,46 @@ pub(super) fn encode(base: &Digest, next: &PublicSetup, deltas: &[EntryDelta]) -
     next.layer().write(&mut out);
     out.extend_from_slice(&next.version().to_le_bytes());
     out.extend_from_slice(next.hint_sha256());
-    let runs = runs(deltas);
+    let runs = runs(changes);
     wire::write_varint(&mut out, runs.len() as u64);
     let mut column = 0;
     for run in runs {
-        let first = &run[0];
-        wire::write_varint(&mut out, (first.col - column) as u64);
-        column = first.col;
-        let rows = run[run.len() - 1].row - first.row + 1;
-        wire::write_varint(&mut out, first.row as u64);
-        wire::write_varint(&mut out, rows as u64);
-        let mut at = first.row;
-        let values = run.iter().flat_map(|d| {
-            let zeros = d.row - at;
-            at = d.row + 1;
-            std::iter::repeat_n(0, zeros).chain([two_complement(d.delta, width)])
-        });
+        wire::write_varint(&mut out, (run.col - column) as u64);
+        column = run.col;
+        wire::write_varint(&mut out, run.first_row as u64);
+        wire::write_varint(&mut out, run.deltas.len() as u64);
+        let values = run.deltas.iter().map(|&delta| two_complement(delta, width));
         wire::write_packed(&mut out, values, width);
     }
     out
 }
 
-/// `deltas` (sorted by column, then row) cut into runs: entries of one column at most
-/// [`MAX_GAP`] unchanged rows apart share a run.
-fn runs(deltas: &[EntryDelta]) -> Vec<&[EntryDelta]> {
-    let mut runs = Vec::new();
-    let mut start = 0;
-    for i in 1..=deltas.len() {
-        let split = deltas.get(i).is_none_or(|d| {
-            let previous = &deltas[i - 1];
-            d.col != previous.col || d.row > previous.row + 1 + MAX_GAP
-        });
-        if split {
-            runs.push(&deltas[start..i]);
-            start = i;
+/// The runs a patch sends for `changes`: each run of `changes` without the unchanged entries
+/// at its ends, cut where more than [`MAX_GAP`] unchanged entries lie between two changed
+/// ones.
+fn runs(changes: &ColumnRuns) -> Vec<hint_delta::Run<'_>> {
+    // Each piece of consecutive changed entries with no more than `MAX_GAP` unchanged between.
+    let mut pieces: Vec<hint_delta::Run<'_>> = Vec::new();
+    for run in changes.iter() {
+        let mut k = 0;
+        while let Some(skip) = run.deltas[k..].iter().position(|&d| d != 0) {
+            let start = k + skip;
+            let mut end = start + 1;
+            while let Some(next) = run.deltas[end..].iter().position(|&d| d != 0) {
+                if next > MAX_GAP {
+                    break;
+                }
+                end += next + 1;
+            }
+            pieces.push(hint_delta::Run {
+                col: run.col,
+                first_row: run.first_row + start,
+                deltas: &run.deltas[start..end],
+            });
+            k = end;
         }
     }
-    runs
+    pieces
 }
 
 /// Bits of one `δ` in a patch of `layer`: `log p` and a sign.
@@ -90,8 +93,8 @@ fn delta_width(layer: &Layer) -> u32 {
 }
 
 /// `delta` as a `width`-bit two's complement field.
-fn two_complement(delta: i32, width: u32) -> u64 {
-    u64::from(delta as u32) & ((1 << width) - 1)
+fn two_complement(delta: i16, width: u32) -> u64 {
+    u64::from(delta as u16) & ((1 << width) - 1)
 }
 
 impl PublicSetup {
@@ -143,9 +146,9 @@ impl PublicSetup {
     }
 }
 
-/// Entry changes held at a time while a patch is read (24 bytes each): a patch of any size
-/// is applied in batches of this many.
-const BATCH: usize = 1 << 22;
+/// Entry changes held at a time while a patch is read (two bytes each, with a run's position):
+/// a patch of any size is applied in batches of about this many.
+const BATCH: usize = 1 << 24;
 
 /// Hands the entry changes of a patch's runs to `apply`, a batch at a time, each checked to
 /// lie inside the matrix of `layer`, in column order without overlaps, its `δ` within
@@ -154,7 +157,7 @@ const BATCH: usize = 1 << 22;
 fn read_runs(
     reader: &mut Reader<'_>,
     layer: &Layer,
-    apply: &mut dyn FnMut(&[EntryDelta]),
+    apply: &mut dyn FnMut(&ColumnRuns),
 ) -> Result<(), PirError> {
     let (rows, cols) = (layer.geometry().rows(), layer.geometry().cols());
     let width = delta_width(layer);
@@ -164,6 +167,7 @@ fn read_runs(
     if count > reader.rest().len() as u64 / 4 {
         return Err(reader.error(format!("{count} runs do not fit the patch")));
     }
+    let mut batch = ColumnRuns::new();
     let mut deltas = Vec::new();
     let (mut column, mut end) = (0u64, 0u64);
     for k in 0..count {
@@ -181,26 +185,21 @@ fn read_runs(
             return Err(reader.error("runs of a column overlap or are out of order"));
         }
         end = last;
-        let values = reader.packed(len as usize, width)?;
-        for (row, value) in (first..).zip(values) {
+        deltas.clear();
+        for value in reader.packed(len as usize, width)? {
             let delta = value as i64 - (((value >> (width - 1)) & 1) << width) as i64;
             if delta <= -p {
                 return Err(reader.error(format!("a change of {delta} exceeds the digits")));
             }
-            if delta != 0 {
-                deltas.push(EntryDelta {
-                    row: row as usize,
-                    col: column as usize,
-                    delta: delta as i32,
-                });
-            }
+            deltas.push(delta as i16);
         }
-        if deltas.len() >= BATCH {
-            apply(&deltas);
-            deltas.clear();
+        batch.push(column as usize, first as usize, &deltas);
+        if batch.entries() >= BATCH {
+            apply(&batch);
+            batch = ColumnRuns::new();
         }
     }
-    apply(&deltas);
+    apply(&batch);
     Ok(())
 }
 
@@ -281,15 +280,22 @@ mod tests {
 
     #[test]
     fn entries_a_few_rows_apart_share_a_run() {
-        let delta = |row, col| EntryDelta { row, col, delta: 1 };
-        let deltas = [
-            delta(0, 0),
-            delta(1, 0),
-            delta(1 + MAX_GAP + 1, 0),
-            delta(1 + MAX_GAP + 1 + MAX_GAP + 2, 0),
-            delta(0, 1),
-        ];
-        let lens: Vec<usize> = runs(&deltas).iter().map(|r| r.len()).collect();
-        assert_eq!(lens, [3, 1, 1]);
+        // Column 0 from row 2: changed at rows 3, 4, 4 + MAX_GAP + 1 and 4 + 2·MAX_GAP + 3,
+        // unchanged around them; column 1 changed at row 0.
+        let mut deltas = vec![0i16; 2 * MAX_GAP + 6];
+        for row in [3, 4, 4 + MAX_GAP + 1, 4 + 2 * MAX_GAP + 3] {
+            deltas[row - 2] = 1;
+        }
+        let mut changes = ColumnRuns::new();
+        changes.push(0, 2, &deltas);
+        changes.push(1, 0, &[-1]);
+        let runs: Vec<(usize, usize, usize)> = runs(&changes)
+            .iter()
+            .map(|r| (r.col, r.first_row, r.deltas.len()))
+            .collect();
+        assert_eq!(
+            runs,
+            [(0, 3, MAX_GAP + 3), (0, 4 + 2 * MAX_GAP + 3, 1), (1, 0, 1)]
+        );
     }
 }

@@ -3,10 +3,10 @@
 //! A record's bytes lie in one column, over the rows its bits cover (the first and last of them
 //! possibly shared with its neighbours, see [`Geometry::locate`]). Replacing it rewrites those
 //! digits (each column's changes in turn, so neighbours sharing a digit compose) and adds
-//! `ΔD·A` to the hint in place, entry by entry ([`obscura_math::hint_delta`]): work in
-//! proportion to the changed entries, `n` multiply-adds each, besides hashing the hint (the
-//! first update of a server also reads its database once for the rows' norms, which it then
-//! keeps). Everything is checked first ([`Server::prepare`]); only then are the digits and the
+//! `ΔD·A` to the hint in place, a run of entries down a column at a time
+//! ([`obscura_math::hint_delta`]): work in proportion to the changed entries, `n` multiply-adds
+//! each, besides hashing the hint (the first update of a server also reads its database once
+//! for the rows' norms, which it then keeps). Everything is checked first ([`Server::prepare`]); only then are the digits and the
 //! hint changed ([`Server::commit`]). The new version's setup has a new digest (its version and
 //! its hint's hash enter it), so queries made with the old one are refused.
 //!
@@ -17,7 +17,7 @@
 
 use std::borrow::Cow;
 
-use obscura_math::hint_delta::{self, EntryDelta};
+use obscura_math::hint_delta::{self, ColumnRuns};
 use obscura_math::pack;
 use rayon::prelude::*;
 
@@ -31,22 +31,42 @@ use crate::{Change, PirError};
 /// A record changed: its index, where it lies and the bytes its slot is to hold.
 pub(crate) type Slot<'a, L = RecordLocation> = (u64, L, Cow<'a, [u8]>);
 
-/// One entry of the database matrix to rewrite: row, column, old and new digit (centered).
-#[derive(Clone, Copy, Debug)]
-struct Rewrite {
-    row: usize,
-    col: usize,
-    old: u8,
-    new: u8,
+/// The entries of the database matrix to rewrite, as runs down columns: each entry's change
+/// (new digit minus old, both centered and read as signed) and, in the same order, its new
+/// digit.
+#[derive(Default)]
+struct Rewrites {
+    deltas: ColumnRuns,
+    digits: Vec<u8>,
+}
+
+impl Rewrites {
+    /// Adds the other's runs after these.
+    fn append(&mut self, other: &Rewrites) {
+        self.deltas.append(&other.deltas);
+        self.digits.extend_from_slice(&other.digits);
+    }
+
+    /// Each run's column, first row and new digits.
+    fn runs(&self) -> Vec<(usize, usize, &[u8])> {
+        let mut at = 0;
+        self.deltas
+            .iter()
+            .map(|run| {
+                let digits = &self.digits[at..at + run.deltas.len()];
+                at += run.deltas.len();
+                (run.col, run.first_row, digits)
+            })
+            .collect()
+    }
 }
 
 /// A server's next version, checked, not yet made ([`Server::prepare`]): its layer, the
-/// digits to write and the rows' new norms, and the entries' changes its hint takes.
+/// digits to write and the entries' changes its hint takes, and the rows' new norms.
 pub(crate) struct Prepared {
     layer: Layer,
-    rewrites: Vec<Rewrite>,
+    rewrites: Rewrites,
     norms: Vec<u64>,
-    deltas: Vec<EntryDelta>,
 }
 
 impl Prepared {
@@ -54,7 +74,7 @@ impl Prepared {
     /// whose hint it copies.
     pub(crate) fn next_setup(&self, current: &PublicSetup) -> Result<PublicSetup, PirError> {
         let mut hint = current.hint().clone();
-        hint_delta::apply(&mut hint, &current.matrix_a(), &self.deltas);
+        hint_delta::apply(&mut hint, &current.matrix_a(), &self.rewrites.deltas);
         current.next_version(self.layer.clone(), hint)
     }
 }
@@ -88,11 +108,14 @@ impl Server {
         let setup = self.public_setup();
         let geometry = grown(setup.geometry(), changes)?;
         let rewrites = self.rewrites(&geometry, changes)?;
-        let square = |digit: u8| (i64::from(digit as i8) * i64::from(digit as i8)) as u64;
+        let square = |digit: i32| (digit * digit) as u64;
         let (_, norms) = self.database_and_norms_mut();
         let mut new_norms = norms.clone();
-        for w in &rewrites {
-            new_norms[w.row] = new_norms[w.row] - square(w.old) + square(w.new);
+        for ((_, row, digits), run) in rewrites.runs().into_iter().zip(rewrites.deltas.iter()) {
+            for ((norm, &new), &delta) in new_norms[row..].iter_mut().zip(digits).zip(run.deltas) {
+                let new = i32::from(new as i8);
+                *norm = *norm + square(new) - square(new - i32::from(delta));
+            }
         }
         let row_norm = new_norms.iter().copied().max().unwrap_or(0);
         let setup = self.public_setup();
@@ -101,19 +124,10 @@ impl Server {
             .layer()
             .with_contents(geometry, row_norm)
             .map_err(|cause| PirError::NeedsNewSetup(Box::new(cause)))?;
-        let deltas: Vec<EntryDelta> = rewrites
-            .iter()
-            .map(|w| EntryDelta {
-                row: w.row,
-                col: w.col,
-                delta: i32::from(w.new as i8) - i32::from(w.old as i8),
-            })
-            .collect();
         Ok(Prepared {
             layer,
             rewrites,
             norms: new_norms,
-            deltas,
         })
     }
 
@@ -125,13 +139,12 @@ impl Server {
             layer,
             rewrites,
             norms,
-            deltas,
         } = prepared;
         self.rewrite(&rewrites, norms);
         let a = self.public_setup().matrix_a();
         self.setup_mut()
-            .advance(layer, |hint| hint_delta::apply(hint, &a, &deltas));
-        patch::encode(&base, self.public_setup(), &deltas)
+            .advance(layer, |hint| hint_delta::apply(hint, &a, &rewrites.deltas));
+        patch::encode(&base, self.public_setup(), &rewrites.deltas)
     }
 
     /// Makes `prepared` the server's next version with `next`, the setup
@@ -142,15 +155,15 @@ impl Server {
     }
 
     /// Writes the digits of `rewrites` and keeps the rows' new `norms`.
-    fn rewrite(&mut self, rewrites: &[Rewrite], new_norms: Vec<u64>) {
+    fn rewrite(&mut self, rewrites: &Rewrites, new_norms: Vec<u64>) {
         let (database, norms) = self.database_and_norms_mut();
-        database.set_many(rewrites.iter().map(|w| (w.row, w.col, w.new)));
+        database.write_columns(&rewrites.runs());
         *norms = new_norms;
     }
 
-    /// The entries `changes` rewrite in a database of `geometry` (only those whose digit
-    /// changes), checked; in column order, each column's top to bottom.
-    fn rewrites(&self, geometry: &Geometry, changes: &[Change]) -> Result<Vec<Rewrite>, PirError> {
+    /// The entries `changes` rewrite in a database of `geometry`, checked; in column order,
+    /// each column's top to bottom.
+    fn rewrites(&self, geometry: &Geometry, changes: &[Change]) -> Result<Rewrites, PirError> {
         let format = self.public_setup().format();
         let slots = record_slots(changes, format, |index| {
             let location = geometry.locate(index)?;
@@ -159,41 +172,62 @@ impl Server {
         // Records lie in their columns in index order, so index order is column order, each
         // column's records top to bottom.
         let columns: Vec<&[Slot<'_>]> = slots.chunk_by(|a, b| a.1.column == b.1.column).collect();
-        let rewrites: Vec<Vec<Rewrite>> = columns
+        let per_column: Vec<Rewrites> = columns
             .par_iter()
             .map(|records| self.column_rewrites(records))
             .collect();
-        Ok(rewrites.into_iter().flatten().collect())
+        let mut rewrites = Rewrites::default();
+        for column in &per_column {
+            rewrites.append(column);
+        }
+        Ok(rewrites)
     }
 
-    /// The entries of the one column of `records` (top to bottom) that writing them changes:
-    /// each record in turn over the column's current digits, so two neighbours sharing a digit
-    /// both keep their bits.
-    fn column_rewrites(&self, records: &[Slot<'_>]) -> Vec<Rewrite> {
+    /// The entries of the one column of `records` (top to bottom) that writing them rewrites,
+    /// as runs: each record in turn over the column's current digits, so two neighbours sharing
+    /// a digit both keep their bits (and share a run).
+    fn column_rewrites(&self, records: &[Slot<'_>]) -> Rewrites {
         let geometry = self.public_setup().geometry();
         let width = u32::from(geometry.log_p());
         let mask = ((1u16 << width) - 1) as u8;
         let database = self.database();
         let col = records[0].1.column as usize;
-        // Each touched row with its old digit and its new raw digit (in `[0, 2^width)`), in
-        // increasing row order; a record's first row may be the previous one's last.
-        let mut rows: Vec<(usize, u8, u8)> = Vec::new();
+        let mut rewrites = Rewrites::default();
+        // The current run: its first row, and each row's old digit and new raw digit (in
+        // `[0, 2^width)`); a record's first row may be the previous one's last.
+        let mut first = 0;
+        let mut rows: Vec<(u8, u8)> = Vec::new();
+        let mut flush = |first: usize, rows: &mut Vec<(u8, u8)>| {
+            let deltas: Vec<i16> = rows
+                .iter()
+                .map(|&(old, raw)| i16::from(centered(raw, width) as i8) - i16::from(old as i8))
+                .collect();
+            rewrites.deltas.push(col, first, &deltas);
+            rewrites
+                .digits
+                .extend(rows.iter().map(|&(_, raw)| centered(raw, width)));
+            rows.clear();
+        };
         let (mut olds, mut digits, mut stream) = (Vec::new(), Vec::new(), Vec::new());
         for (_, location, bytes) in records {
-            let first = location.first_row as usize;
-            let span = first..first + location.row_count as usize;
-            let shared = rows.last().filter(|(row, _, _)| *row == first).copied();
+            let start = location.first_row as usize;
+            let end = start + location.row_count as usize;
+            let shared = !rows.is_empty() && first + rows.len() - 1 == start;
+            if !rows.is_empty() && !shared && first + rows.len() != start {
+                flush(first, &mut rows);
+            }
+            if rows.is_empty() {
+                first = start;
+            }
             // Each row's old digit, read once, and its raw digit as the earlier records left it.
-            olds.clear();
-            olds.extend(span.clone().map(|r| match shared {
-                Some((row, old, raw)) if row == r => (old, raw),
-                _ => {
-                    let old = database.get(r, col);
-                    (old, old & mask)
-                }
-            }));
+            olds.resize(end - start, 0);
+            database.read_column(col, start..end, &mut olds);
             digits.clear();
-            digits.extend(olds.iter().map(|&(_, raw)| raw));
+            digits.extend(olds.iter().map(|&old| old & mask));
+            if shared {
+                let (old, raw) = rows.pop().expect("the shared row");
+                (olds[0], digits[0]) = (old, raw);
+            }
             let total = digits.len() as u64 * u64::from(width);
             // Enough zero digits after the rows for whole bytes of the stream.
             digits.extend([0; 8]);
@@ -201,20 +235,15 @@ impl Server {
             stream.resize(total.div_ceil(8) as usize, 0);
             pack::unpack_into(&digits, width, 0, &mut stream);
             write_bits(&mut stream, location.skip_bits, bytes);
-            if shared.is_some() {
-                rows.pop();
-            }
-            for (i, (r, &(old, _))) in span.zip(&olds).enumerate() {
-                let raw = pack::digit_at(&stream, i as u64 * u64::from(width), width, total);
-                rows.push((r, old, raw));
-            }
+            rows.extend(olds.iter().enumerate().map(|(i, &old)| {
+                (
+                    old,
+                    pack::digit_at(&stream, i as u64 * u64::from(width), width, total),
+                )
+            }));
         }
-        rows.into_iter()
-            .filter_map(|(row, old, raw)| {
-                let new = centered(raw, width);
-                (old != new).then_some(Rewrite { row, col, old, new })
-            })
-            .collect()
+        flush(first, &mut rows);
+        rewrites
     }
 }
 

@@ -25,7 +25,7 @@
 
 use std::time::{Duration, Instant};
 
-use obscura_math::hint_delta::{self, EntryDelta};
+use obscura_math::hint_delta::{self, ColumnRuns};
 use obscura_math::matrix::PlaintextMatrix;
 use obscura_math::ring::words::{word_at, word_writes};
 use rayon::prelude::*;
@@ -126,28 +126,24 @@ impl Server {
             .collect();
         let news: Vec<u8> = writes.iter().map(|w| w.2).collect();
         first.replace_many(&mut writes);
-        let deltas: Vec<EntryDelta> = writes
-            .into_iter()
-            .zip(news)
-            .filter(|((_, _, old), new)| old != new)
-            .map(|((row, col, old), new)| EntryDelta {
-                row,
-                col,
-                delta: i32::from(new as i8) - i32::from(old as i8),
-            })
-            .collect();
-        let mut touched: Vec<usize> = deltas.iter().map(|d| d.row).collect();
+        // Each changed digit, a run of one.
+        let mut deltas = ColumnRuns::new();
+        let mut touched: Vec<usize> = Vec::new();
+        for ((row, col, old), new) in writes.into_iter().zip(news) {
+            if old != new {
+                deltas.push(col, row, &[i16::from(new as i8) - i16::from(old as i8)]);
+                touched.push(row);
+            }
+        }
         touched.dedup();
         if touched.len() * FEW_ROWS < shape.rows() as usize {
             // A few rows: read and written back entry by entry.
             let mut hint = exact_hint_rows(&self.packed, residues, shape, &touched);
-            let local: Vec<EntryDelta> = deltas
-                .iter()
-                .map(|d| EntryDelta {
-                    row: touched.partition_point(|&r| r < d.row),
-                    ..*d
-                })
-                .collect();
+            let mut local = ColumnRuns::new();
+            for run in deltas.iter() {
+                let row = touched.partition_point(|&r| r < run.first_row);
+                local.push(run.col, row, run.deltas);
+            }
             hint_delta::apply(&mut hint, &a, &local);
             write_hint_rows(&mut self.packed, residues, shape, &touched, &hint);
         } else {
