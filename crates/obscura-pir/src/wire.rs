@@ -26,13 +26,14 @@ use crate::PirError;
 /// The first four bytes of every message.
 pub const MAGIC: [u8; 4] = *b"OBSC";
 
-/// The format version this build writes and reads (11: a YPIR database keeps its first hint's
+/// The format version this build writes and reads (12: an LWE setup's hint hash is the
+/// SHA-256 of its pieces' SHA-256, hashed in parallel; 11: a YPIR database keeps its first hint's
 /// residues beside its chunks; 10: a keyword setup carries its version and
 /// a delta table beside its main table; 9: a TreePIR setup carries its height and version; 8: an LWE layer carries its capacity; 7: an LWE setup carries its version and its
 /// hint's SHA-256, both in its digest; 5: a keyword row's check covers its value as
 /// well as its key, see [`crate::keyword::row_check`]; 4: database matrices are stored in column
 /// panels of row groups of tiles, see `obscura_math::layout`).
-pub const VERSION: u16 = 11;
+pub const VERSION: u16 = 12;
 
 /// Length of the envelope before the body.
 pub const HEADER_BYTES: usize = 4 + 2 + 2 + 32;

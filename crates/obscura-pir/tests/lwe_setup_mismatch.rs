@@ -89,7 +89,7 @@ fn a_setup_whose_fields_do_not_fit_keeps_the_reason_as_its_cause() {
     let (a, _, _) = two_servers();
     let mut bytes = a.public_setup().to_bytes();
     // The layer follows the header: four codes, six u64 fields (per_column the fifth) and the
-    // 16-byte seed; then the version (u64), the hint's SHA-256 and the hint.
+    // 16-byte seed; then the version (u64), the hint's hash and the hint.
     let hint = 4 * a.public_setup().hint().as_slice().len();
     let layer = bytes.len() - hint - 32 - 8 - (4 + 6 * 8 + 16);
     let per_column = layer + 4 + 4 * 8;

@@ -4,7 +4,7 @@
 //! the hint, by `ΔH = ΔD·A`. A patch carries the first two and `ΔD`: the database entries that
 //! changed, each by its `δ` (new digit minus old, both read as signed, so `|δ| < p`). The
 //! client adds `δ·A[c]` to row `r` of its hint for each ([`obscura_math::hint_delta`]), checks
-//! the result against the hint's SHA-256 and the new setup's digest, both in the patch, and
+//! the result against the hint's hash and the new setup's digest, both in the patch, and
 //! holds the setup a download would have given it. A record's digits lie down one column, so
 //! the entries come as runs down a column: a changed record of `b` bytes costs about
 //! `b·(log p + 1) / log p` bytes and a few bytes of position, whatever the layout.
@@ -12,7 +12,7 @@
 //! ```text
 //! envelope (magic, version, kind = LWE setup patch, digest of the setup it makes)  40 bytes
 //! digest of the setup it applies to                                                32 bytes
-//! the new setup's layer (Layer::ENCODED_BYTES), version (u64 LE), hint SHA-256 (32 bytes)
+//! the new setup's layer (Layer::ENCODED_BYTES), version (u64 LE), hint hash (32 bytes)
 //! runs: their count (varint), then each run:
 //!   its column minus the previous run's (varint; the first run's column itself)
 //!   its first row (varint), its entries (varint, at least 1)
@@ -44,7 +44,7 @@ pub(super) fn encode(base: &Digest, next: &PublicSetup, changes: &ColumnRuns) ->
     out.extend_from_slice(base);
     next.layer().write(&mut out);
     out.extend_from_slice(&next.version().to_le_bytes());
-    out.extend_from_slice(next.hint_sha256());
+    out.extend_from_slice(next.hint_hash());
     let runs = runs(changes);
     wire::write_varint(&mut out, runs.len() as u64);
     let mut column = 0;
@@ -100,7 +100,7 @@ fn two_complement(delta: i16, width: u32) -> u64 {
 impl PublicSetup {
     /// The setup `patch` makes of this one: its next version, as the server that made the
     /// patch holds it. The patch must name this setup, keep its parameters, seed and matrix
-    /// shape, and make a hint with the SHA-256 and a setup with the digest it names; anything
+    /// shape, and make a hint with the hash and a setup with the digest it names; anything
     /// else is refused ([`PirError::SetupMismatch`] for a patch of another setup,
     /// [`PirError::Malformed`] otherwise).
     pub fn patched(self, patch: &[u8]) -> Result<PublicSetup, PirError> {
@@ -111,7 +111,7 @@ impl PublicSetup {
         }
         let layer = Layer::read(&mut reader)?;
         let version = reader.u64()?;
-        let hint_sha256: [u8; 32] = reader.take(32)?.try_into().expect("32 bytes");
+        let hint_hash: [u8; 32] = reader.take(32)?.try_into().expect("32 bytes");
         let (old, new) = (self.layer(), &layer);
         let same_matrix = old.params().set == new.params().set
             && old.params().matrix == new.params().matrix
@@ -136,7 +136,7 @@ impl PublicSetup {
         })?;
         reader.finish()?;
         let next = PublicSetup::versioned(layer, version, hint)?;
-        if *next.hint_sha256() != hint_sha256 || *next.digest() != digest {
+        if *next.hint_hash() != hint_hash || *next.digest() != digest {
             return Err(PirError::malformed(
                 what,
                 "the patched setup is not the one the patch names",

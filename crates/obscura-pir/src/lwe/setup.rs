@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use obscura_math::expand::{MatrixSeed, NegacyclicMatrix, PublicMatrix, SeededMatrix, SEED_BYTES};
 use obscura_math::matrix::Matrix;
+use rayon::prelude::*;
 use sha2::{Digest as _, Sha256};
 
 use super::layout::{Geometry, Layout};
@@ -272,14 +273,14 @@ impl Layer {
 }
 
 /// The public setup of a database: its [`Layer`], its version, and the hint `H = D·A` with its
-/// SHA-256. Its [`digest`](PublicSetup::digest) names it in every query and answer, and covers
+/// hash (SHA-256 over the SHA-256 of each MiB of it). Its [`digest`](PublicSetup::digest) names it in every query and answer, and covers
 /// the version and the hint's hash, so a query made with the setup of another version is
 /// refused instead of decoding against data it does not describe.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PublicSetup {
     layer: Layer,
     version: u64,
-    hint_sha256: [u8; 32],
+    hint_hash: [u8; 32],
     /// Shared by the setup's copies (a scheme's setup holds its sub-databases' setups beside
     /// their servers), so a copy costs no copy of the hint; an update changes it in place when
     /// no other copy holds it.
@@ -327,23 +328,23 @@ impl PublicSetup {
                 layer.params.n()
             )));
         }
-        let hint_sha256 = hint_sha256(&hint);
-        Ok(Self::assemble(layer, version, hint_sha256, hint))
+        let hint_hash = hint_hash(&hint);
+        Ok(Self::assemble(layer, version, hint_hash, hint))
     }
 
     /// The setup of these parts, with its digest.
-    fn assemble(layer: Layer, version: u64, hint_sha256: [u8; 32], hint: Matrix) -> Self {
+    fn assemble(layer: Layer, version: u64, hint_hash: [u8; 32], hint: Matrix) -> Self {
         Self {
-            digest: digest_of(&layer, version, &hint_sha256),
+            digest: digest_of(&layer, version, &hint_hash),
             layer,
             version,
-            hint_sha256,
+            hint_hash,
             hint: Arc::new(hint),
         }
     }
 
     /// Makes this setup its next version in place: `layer` (of the same matrix shape), the hint
-    /// changed by `change`, the version one more, and the hint's SHA-256 and the digest
+    /// changed by `change`, the version one more, and the hint's hash and the digest
     /// computed again.
     pub(super) fn advance(&mut self, layer: Layer, change: impl FnOnce(&mut Matrix)) {
         debug_assert_eq!(
@@ -353,8 +354,8 @@ impl PublicSetup {
         change(Arc::make_mut(&mut self.hint));
         self.layer = layer;
         self.version += 1;
-        self.hint_sha256 = hint_sha256(&self.hint);
-        self.digest = digest_of(&self.layer, self.version, &self.hint_sha256);
+        self.hint_hash = hint_hash(&self.hint);
+        self.digest = digest_of(&self.layer, self.version, &self.hint_hash);
     }
 
     /// The version: 0 for a database as built, one more for each update.
@@ -392,9 +393,10 @@ impl PublicSetup {
         &self.hint
     }
 
-    /// The SHA-256 of the hint's entries (little-endian, row by row), as the server computed it.
-    pub fn hint_sha256(&self) -> &[u8; 32] {
-        &self.hint_sha256
+    /// The hash of the hint's entries (SHA-256 over the SHA-256 of each MiB of them,
+    /// little-endian, row by row), as the server computed it.
+    pub fn hint_hash(&self) -> &[u8; 32] {
+        &self.hint_hash
     }
 
     /// The hint, taken out of the setup.
@@ -418,7 +420,7 @@ impl PublicSetup {
     }
 
     /// Bytes of the encoded setup of a database of `geometry` under `set`: the header, the
-    /// layer ([`Layer::ENCODED_BYTES`]), the version, the hint's SHA-256 and the hint.
+    /// layer ([`Layer::ENCODED_BYTES`]), the version, the hint's hash and the hint.
     pub(crate) fn encoded_len(geometry: &Geometry, set: ParamSet) -> u64 {
         let hint = geometry.rows().saturating_mul(set.n() as u64 * 4);
         hint.saturating_add((wire::HEADER_BYTES + Layer::ENCODED_BYTES + 8 + 32) as u64)
@@ -443,7 +445,7 @@ impl PublicSetup {
         wire::write_header(out, Kind::LWE_PUBLIC_SETUP, &self.digest);
         self.layer.write(out);
         out.extend_from_slice(&self.version.to_le_bytes());
-        out.extend_from_slice(&self.hint_sha256);
+        out.extend_from_slice(&self.hint_hash);
         out.extend_from_slice(&wire::le_bytes(self.hint.as_slice()));
         debug_assert_eq!(out.len() - start, self.encoded_bytes(), "encoded_len");
     }
@@ -455,7 +457,7 @@ impl PublicSetup {
         let (mut reader, digest) = Reader::open(bytes, Kind::LWE_PUBLIC_SETUP)?;
         let layer = Layer::read(&mut reader)?;
         let version = reader.u64()?;
-        let hint_sha256: [u8; 32] = reader.take(32)?.try_into().expect("32 bytes");
+        let hint_hash: [u8; 32] = reader.take(32)?.try_into().expect("32 bytes");
         let (rows, n) = (layer.geometry.rows(), layer.params.n());
         let expected = (rows as usize).checked_mul(n);
         let present = reader.rest().len() / 4;
@@ -468,7 +470,7 @@ impl PublicSetup {
         let hint = reader.words_raw::<u32>(present)?;
         reader.finish()?;
         let hint = Matrix::from_vec(rows as usize, n, hint).expect("length checked");
-        let setup = Self::assemble(layer, version, hint_sha256, hint);
+        let setup = Self::assemble(layer, version, hint_hash, hint);
         if setup.digest != digest {
             return Err(PirError::malformed(
                 "public setup",
@@ -479,20 +481,37 @@ impl PublicSetup {
     }
 }
 
-/// The digest that names the setup of `layer` at `version` with a hint of SHA-256
-/// `hint_sha256`.
-fn digest_of(layer: &Layer, version: u64, hint_sha256: &[u8; 32]) -> Digest {
+/// The digest that names the setup of `layer` at `version` with a hint of hash `hint_hash`
+/// ([`hint_hash`]).
+fn digest_of(layer: &Layer, version: u64, hint_hash: &[u8; 32]) -> Digest {
     let mut hash = Sha256::new();
     hash.update(b"obscura/lwe/setup/v3");
     layer.hash_into(&mut hash);
     hash.update(version.to_le_bytes());
-    hash.update(hint_sha256);
+    hash.update(hint_hash);
     hash.finalize().into()
 }
 
-/// SHA-256 of a hint's entries, little-endian, row by row.
-fn hint_sha256(hint: &Matrix) -> [u8; 32] {
-    Sha256::digest(wire::le_bytes(hint.as_slice())).into()
+/// Bytes of each piece of a hint hashed on its own by [`hint_hash`].
+const HINT_PIECE_BYTES: usize = 1 << 20;
+
+/// The hash of a hint: SHA-256 over a domain tag, the hint's length in bytes (u64) and the
+/// SHA-256 of each [`HINT_PIECE_BYTES`] of its entries (little-endian, row by row; the last
+/// piece shorter), the pieces hashed in parallel on the rayon pool (a single SHA-256 of a
+/// 128 MiB hint takes 0.1 s on one core).
+fn hint_hash(hint: &Matrix) -> [u8; 32] {
+    let bytes = wire::le_bytes(hint.as_slice());
+    let pieces: Vec<[u8; 32]> = bytes
+        .par_chunks(HINT_PIECE_BYTES)
+        .map(|piece| Sha256::digest(piece).into())
+        .collect();
+    let mut hash = Sha256::new();
+    hash.update(b"obscura/lwe/hint/v1");
+    hash.update((bytes.len() as u64).to_le_bytes());
+    for piece in &pieces {
+        hash.update(piece);
+    }
+    hash.finalize().into()
 }
 
 /// The public matrix `A` of a setup.
@@ -503,5 +522,35 @@ pub(super) fn matrix_a(params: &LweParams, seed: MatrixSeed, geometry: &Geometry
         MatrixKind::Negacyclic => PublicMatrix::Negacyclic(
             NegacyclicMatrix::new(seed, DOMAIN_A, rows, n).expect("checked by LweParams::new"),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A hint of several pieces and a part of one: the hash is the same for the same entries
+    /// and changes with an entry of any piece, the last one included, and with the length.
+    #[test]
+    fn a_hint_hash_covers_every_piece() {
+        let n = 64;
+        let rows = 3 * HINT_PIECE_BYTES / (4 * n) + 5;
+        let entries: Vec<u32> = (0..rows * n)
+            .map(|i| (i as u32).wrapping_mul(0x9e37_79b9))
+            .collect();
+        let hint = Matrix::from_vec(rows, n, entries.clone()).unwrap();
+        let hash = hint_hash(&hint);
+        assert_eq!(hash, hint_hash(&hint.clone()));
+        for at in [0, HINT_PIECE_BYTES / 4 + 3, rows * n - 1] {
+            let mut changed = entries.clone();
+            changed[at] ^= 1 << 31;
+            assert_ne!(
+                hint_hash(&Matrix::from_vec(rows, n, changed).unwrap()),
+                hash,
+                "{at}"
+            );
+        }
+        let shorter = Matrix::from_vec(rows - 1, n, entries[..(rows - 1) * n].to_vec()).unwrap();
+        assert_ne!(hint_hash(&shorter), hash);
     }
 }
