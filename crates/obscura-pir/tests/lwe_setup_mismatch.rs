@@ -89,9 +89,11 @@ fn a_setup_whose_fields_do_not_fit_keeps_the_reason_as_its_cause() {
     let (a, _, _) = two_servers();
     let mut bytes = a.public_setup().to_bytes();
     // The layer follows the header: four codes, six u64 fields (per_column the fifth) and the
-    // 16-byte seed; then the version (u64), the hint's hash and the hint.
+    // 16-byte seed; then the version (u64), the hint's hash, the SHA-256 of each MiB of the
+    // hint and the hint.
     let hint = 4 * a.public_setup().hint().as_slice().len();
-    let layer = bytes.len() - hint - 32 - 8 - (4 + 6 * 8 + 16);
+    let pieces = 32 * hint.div_ceil(1 << 20);
+    let layer = bytes.len() - hint - pieces - 32 - 8 - (4 + 6 * 8 + 16);
     let per_column = layer + 4 + 4 * 8;
     bytes[per_column..per_column + 8].copy_from_slice(&0u64.to_le_bytes());
     let error = PublicSetup::from_bytes(&bytes).unwrap_err();

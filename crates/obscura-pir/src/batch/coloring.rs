@@ -306,6 +306,68 @@ pub fn path_positions(h: u32, sizes: &[u64], m: u64) -> Result<Vec<(u8, u64)>, C
     Ok(out)
 }
 
+/// A node as `(level, index)` and its place as `(colour, position in the colour's class)`.
+pub type PlacedNode = ((u32, u64), (u8, u64));
+
+/// The positions [`path_positions`] gives for the paths of every leaf of `leaves` at once, with
+/// their siblings: the colour and class position of both children of every node whose subtree
+/// holds one of the leaves, as `(level, index)` (level 0 the leaves, index from the left) and
+/// the position, each node once, a level's nodes in increasing index. O(h) work per node
+/// reported instead of O(h²) per leaf.
+pub fn range_positions(
+    h: u32,
+    sizes: &[u64],
+    leaves: std::ops::Range<u64>,
+) -> Result<Vec<PlacedNode>, ColoringError> {
+    check(sizes, h, MAX_HEIGHT)?;
+    let leaves = leaves.start..leaves.end.min(1u64 << h);
+    let mut found = Vec::new();
+    if leaves.is_empty() {
+        return Ok(found);
+    }
+    // Each node to descend from: its depth, its index at that depth, the sequence of its
+    // subtree below it and the per-colour counts of the nodes left of it. Right children are
+    // pushed first, so each level is reported left to right.
+    let mut stack = vec![(0u32, 0u64, sequence(sizes), vec![0u64; sizes.len()])];
+    let mut by_level: Vec<Vec<PlacedNode>> = vec![Vec::new(); h as usize];
+    while let Some((depth, index, c, count)) = stack.pop() {
+        let level = h - depth - 1;
+        let (left_color, right_color) = children_colors(&c);
+        let halves = (level > 0).then(|| split(&c));
+        let mut right_count = count.clone();
+        right_count[usize::from(left_color)] += 1;
+        if let Some((a, _)) = &halves {
+            for part in a {
+                right_count[usize::from(part.color)] += part.size;
+            }
+        }
+        let (left, right) = (2 * index, 2 * index + 1);
+        by_level[level as usize]
+            .push(((level, left), (left_color, count[usize::from(left_color)])));
+        by_level[level as usize].push((
+            (level, right),
+            (right_color, right_count[usize::from(right_color)]),
+        ));
+        if let Some((a, b)) = halves {
+            let holds = |child: u64| {
+                let first = child << level;
+                first < leaves.end && leaves.start < first + (1u64 << level)
+            };
+            if holds(right) {
+                stack.push((depth + 1, right, b, right_count));
+            }
+            if holds(left) {
+                stack.push((depth + 1, left, a, count));
+            }
+        }
+    }
+    for level in by_level.iter_mut() {
+        level.sort_unstable_by_key(|(node, _)| node.1);
+    }
+    found.extend(by_level.into_iter().rev().flatten());
+    Ok(found)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,6 +481,43 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Every node a range of leaves' paths and their siblings hold, with the position the
+    /// class lists give it, level by level from the top, each once.
+    #[test]
+    fn range_positions_are_the_classes_positions() {
+        for h in 1..=9 {
+            let coloring = Coloring::balanced(h).unwrap();
+            let mut place = vec![(0u8, 0u64); 2 << h];
+            for (color, class) in (0u8..).zip(&coloring.classes()) {
+                for (i, &v) in (0u64..).zip(class) {
+                    place[v as usize] = (color, i);
+                }
+            }
+            let all = 1u64 << h;
+            for leaves in [
+                0..all,
+                0..1,
+                all - 1..all,
+                3..all / 2 + 5,
+                all / 3..all / 3 + 1,
+            ] {
+                let leaves = leaves.start.min(all - 1)..leaves.end.min(all);
+                let found = range_positions(h, coloring.sizes(), leaves.clone()).unwrap();
+                let mut expected = Vec::new();
+                for level in (0..h).rev() {
+                    let parents = (leaves.start >> (level + 1))..=((leaves.end - 1) >> (level + 1));
+                    for index in parents.flat_map(|p| [2 * p, 2 * p + 1]) {
+                        let v = (1u64 << (h - level)) + index;
+                        expected.push(((level, index), place[v as usize]));
+                    }
+                }
+                assert_eq!(found, expected, "h {h} leaves {leaves:?}");
+            }
+        }
+        assert!(range_positions(3, &[4, 5], 0..1).is_err());
+        assert_eq!(range_positions(3, &[4, 5, 5], 5..5).unwrap(), []);
     }
 
     /// The colouring without copying, node by node: the reference for the memoized one.

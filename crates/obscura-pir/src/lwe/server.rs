@@ -219,7 +219,7 @@ impl Server {
             .map_err(|cause| PirError::NeedsNewSetup(Box::new(cause)))?;
         let hint = hint::hint_product(&database, &layer.matrix_a(), progress);
         Ok(Self {
-            setup: setup.next_version(layer, hint)?,
+            setup: setup.next_version(layer, hint, None)?,
             database,
             row_norms: None,
         })

@@ -1,5 +1,6 @@
 //! The public setup: what a client needs before it can query.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use obscura_math::expand::{MatrixSeed, NegacyclicMatrix, PublicMatrix, SeededMatrix, SEED_BYTES};
@@ -273,14 +274,15 @@ impl Layer {
 }
 
 /// The public setup of a database: its [`Layer`], its version, and the hint `H = D·A` with its
-/// hash (SHA-256 over the SHA-256 of each MiB of it). Its [`digest`](PublicSetup::digest) names it in every query and answer, and covers
-/// the version and the hint's hash, so a query made with the setup of another version is
-/// refused instead of decoding against data it does not describe.
+/// hash (SHA-256 over the SHA-256 of each MiB of it, which the setup also carries). Its
+/// [`digest`](PublicSetup::digest) names it in every query and answer, and covers the version
+/// and the hint's hash, so a query made with the setup of another version is refused instead
+/// of decoding against data it does not describe.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PublicSetup {
     layer: Layer,
     version: u64,
-    hint_hash: [u8; 32],
+    hint_hash: HintHash,
     /// Shared by the setup's copies (a scheme's setup holds its sub-databases' setups beside
     /// their servers), so a copy costs no copy of the hint; an update changes it in place when
     /// no other copy holds it.
@@ -312,30 +314,34 @@ impl PublicSetup {
     }
 
     /// The next version of this setup, with `layer` (this setup's, with the database's new row
-    /// norm: see [`Layer::with_contents`]) and `hint`.
-    pub(crate) fn next_version(&self, layer: Layer, hint: Matrix) -> Result<Self, PirError> {
-        Self::versioned(layer, self.version + 1, hint)
+    /// norm: see [`Layer::with_contents`]) and `hint`: a new hint, or this setup's changed in
+    /// rows `touched` only, whose hash is then made again from those rows.
+    pub(crate) fn next_version(
+        &self,
+        layer: Layer,
+        hint: Matrix,
+        touched: Option<&[Range<usize>]>,
+    ) -> Result<Self, PirError> {
+        let Some(touched) = touched else {
+            return Self::versioned(layer, self.version + 1, hint);
+        };
+        fits(&layer, &hint)?;
+        let mut hint_hash = self.hint_hash.clone();
+        hint_hash.rehash(&hint, touched);
+        Ok(Self::assemble(layer, self.version + 1, hint_hash, hint))
     }
 
     /// Version `version` of a setup of `layer` with `hint`, checked to have the layer's shape.
     pub(super) fn versioned(layer: Layer, version: u64, hint: Matrix) -> Result<Self, PirError> {
-        if hint.rows() as u64 != layer.geometry.rows() || hint.cols() != layer.params.n() {
-            return Err(PirError::InvalidParameters(format!(
-                "a {} x {} hint does not fit a {} x {} setup",
-                hint.rows(),
-                hint.cols(),
-                layer.geometry.rows(),
-                layer.params.n()
-            )));
-        }
-        let hint_hash = hint_hash(&hint);
+        fits(&layer, &hint)?;
+        let hint_hash = HintHash::of(&hint);
         Ok(Self::assemble(layer, version, hint_hash, hint))
     }
 
     /// The setup of these parts, with its digest.
-    fn assemble(layer: Layer, version: u64, hint_hash: [u8; 32], hint: Matrix) -> Self {
+    fn assemble(layer: Layer, version: u64, hint_hash: HintHash, hint: Matrix) -> Self {
         Self {
-            digest: digest_of(&layer, version, &hint_hash),
+            digest: digest_of(&layer, version, &hint_hash.root),
             layer,
             version,
             hint_hash,
@@ -344,9 +350,14 @@ impl PublicSetup {
     }
 
     /// Makes this setup its next version in place: `layer` (of the same matrix shape), the hint
-    /// changed by `change`, the version one more, and the hint's hash and the digest
-    /// computed again.
-    pub(super) fn advance(&mut self, layer: Layer, change: impl FnOnce(&mut Matrix)) {
+    /// changed by `change` in rows `touched` only, the version one more, and the hint's hash
+    /// (the pieces those rows lie in) and the digest computed again.
+    pub(super) fn advance(
+        &mut self,
+        layer: Layer,
+        change: impl FnOnce(&mut Matrix),
+        touched: &[Range<usize>],
+    ) {
         debug_assert_eq!(
             (layer.geometry.rows(), layer.params.n()),
             (self.layer.geometry.rows(), self.layer.params.n())
@@ -354,8 +365,8 @@ impl PublicSetup {
         change(Arc::make_mut(&mut self.hint));
         self.layer = layer;
         self.version += 1;
-        self.hint_hash = hint_hash(&self.hint);
-        self.digest = digest_of(&self.layer, self.version, &self.hint_hash);
+        self.hint_hash.rehash(&self.hint, touched);
+        self.digest = digest_of(&self.layer, self.version, &self.hint_hash.root);
     }
 
     /// The version: 0 for a database as built, one more for each update.
@@ -396,7 +407,7 @@ impl PublicSetup {
     /// The hash of the hint's entries (SHA-256 over the SHA-256 of each MiB of them,
     /// little-endian, row by row), as the server computed it.
     pub fn hint_hash(&self) -> &[u8; 32] {
-        &self.hint_hash
+        &self.hint_hash.root
     }
 
     /// The hint, taken out of the setup.
@@ -420,10 +431,13 @@ impl PublicSetup {
     }
 
     /// Bytes of the encoded setup of a database of `geometry` under `set`: the header, the
-    /// layer ([`Layer::ENCODED_BYTES`]), the version, the hint's hash and the hint.
+    /// layer ([`Layer::ENCODED_BYTES`]), the version, the hint's hash, its pieces' hashes and
+    /// the hint.
     pub(crate) fn encoded_len(geometry: &Geometry, set: ParamSet) -> u64 {
         let hint = geometry.rows().saturating_mul(set.n() as u64 * 4);
-        hint.saturating_add((wire::HEADER_BYTES + Layer::ENCODED_BYTES + 8 + 32) as u64)
+        let pieces = hint.div_ceil(HINT_PIECE_BYTES as u64).saturating_mul(32);
+        hint.saturating_add(pieces)
+            .saturating_add((wire::HEADER_BYTES + Layer::ENCODED_BYTES + 8 + 32) as u64)
     }
 
     /// The encoded setup.
@@ -445,7 +459,10 @@ impl PublicSetup {
         wire::write_header(out, Kind::LWE_PUBLIC_SETUP, &self.digest);
         self.layer.write(out);
         out.extend_from_slice(&self.version.to_le_bytes());
-        out.extend_from_slice(&self.hint_hash);
+        out.extend_from_slice(&self.hint_hash.root);
+        for piece in self.hint_hash.pieces.iter() {
+            out.extend_from_slice(piece);
+        }
         out.extend_from_slice(&wire::le_bytes(self.hint.as_slice()));
         debug_assert_eq!(out.len() - start, self.encoded_bytes(), "encoded_len");
     }
@@ -457,17 +474,31 @@ impl PublicSetup {
         let (mut reader, digest) = Reader::open(bytes, Kind::LWE_PUBLIC_SETUP)?;
         let layer = Layer::read(&mut reader)?;
         let version = reader.u64()?;
-        let hint_hash: [u8; 32] = reader.take(32)?.try_into().expect("32 bytes");
+        let root: [u8; 32] = reader.take(32)?.try_into().expect("32 bytes");
         let (rows, n) = (layer.geometry.rows(), layer.params.n());
-        let expected = (rows as usize).checked_mul(n);
-        let present = reader.rest().len() / 4;
-        if expected != Some(present) || reader.rest().len() % 4 != 0 {
+        let hint_bytes = (rows as usize)
+            .checked_mul(n)
+            .and_then(|entries| entries.checked_mul(4));
+        let pieces = hint_bytes.map(|bytes| bytes.div_ceil(HINT_PIECE_BYTES));
+        let expected = hint_bytes
+            .zip(pieces)
+            .and_then(|(h, p)| h.checked_add(32 * p));
+        if expected != Some(reader.rest().len()) {
             return Err(reader.error(format!(
-                "the hint has {} bytes where a {rows} x {n} hint is expected",
+                "the hint and its pieces' hashes have {} bytes where a {rows} x {n} hint takes {}",
                 reader.rest().len(),
+                expected.map_or("more".into(), |e| e.to_string()),
             )));
         }
-        let hint = reader.words_raw::<u32>(present)?;
+        let (hint_bytes, pieces) = (hint_bytes.expect("checked"), pieces.expect("checked"));
+        let pieces: Vec<[u8; 32]> = (0..pieces)
+            .map(|_| Ok(reader.take(32)?.try_into().expect("32 bytes")))
+            .collect::<Result<_, PirError>>()?;
+        let hint_hash = HintHash::from_pieces(hint_bytes, pieces);
+        if hint_hash.root != root {
+            return Err(reader.error("the hint's hash is not the hash of its pieces' hashes"));
+        }
+        let hint = reader.words_raw::<u32>(hint_bytes / 4)?;
         reader.finish()?;
         let hint = Matrix::from_vec(rows as usize, n, hint).expect("length checked");
         let setup = Self::assemble(layer, version, hint_hash, hint);
@@ -492,26 +523,88 @@ fn digest_of(layer: &Layer, version: u64, hint_hash: &[u8; 32]) -> Digest {
     hash.finalize().into()
 }
 
-/// Bytes of each piece of a hint hashed on its own by [`hint_hash`].
+/// Whether `hint` has the shape of `layer`'s hint.
+fn fits(layer: &Layer, hint: &Matrix) -> Result<(), PirError> {
+    if hint.rows() as u64 != layer.geometry.rows() || hint.cols() != layer.params.n() {
+        return Err(PirError::InvalidParameters(format!(
+            "a {} x {} hint does not fit a {} x {} setup",
+            hint.rows(),
+            hint.cols(),
+            layer.geometry.rows(),
+            layer.params.n()
+        )));
+    }
+    Ok(())
+}
+
+/// Bytes of each piece of a hint hashed on its own ([`HintHash`]).
 const HINT_PIECE_BYTES: usize = 1 << 20;
 
 /// The hash of a hint: SHA-256 over a domain tag, the hint's length in bytes (u64) and the
 /// SHA-256 of each [`HINT_PIECE_BYTES`] of its entries (little-endian, row by row; the last
-/// piece shorter), the pieces hashed in parallel on the rayon pool (a single SHA-256 of a
-/// 128 MiB hint takes 0.1 s on one core).
-fn hint_hash(hint: &Matrix) -> [u8; 32] {
-    let bytes = wire::le_bytes(hint.as_slice());
-    let pieces: Vec<[u8; 32]> = bytes
-        .par_chunks(HINT_PIECE_BYTES)
-        .map(|piece| Sha256::digest(piece).into())
-        .collect();
-    let mut hash = Sha256::new();
-    hash.update(b"obscura/lwe/hint/v1");
-    hash.update((bytes.len() as u64).to_le_bytes());
-    for piece in &pieces {
-        hash.update(piece);
+/// piece shorter), which it keeps. The pieces are hashed in parallel on the rayon pool (a
+/// single SHA-256 of a 128 MiB hint takes 0.1 s on one core), and a new version hashes again
+/// only the pieces its changed rows lie in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct HintHash {
+    /// The hint's length in bytes.
+    len: usize,
+    /// Each piece's SHA-256 (shared by the setup's copies).
+    pieces: Arc<Vec<[u8; 32]>>,
+    /// The hash over them.
+    root: [u8; 32],
+}
+
+impl HintHash {
+    /// The hash of `hint`, every piece hashed.
+    fn of(hint: &Matrix) -> Self {
+        let bytes = wire::le_bytes(hint.as_slice());
+        let pieces = bytes
+            .par_chunks(HINT_PIECE_BYTES)
+            .map(|piece| Sha256::digest(piece).into())
+            .collect();
+        Self::from_pieces(bytes.len(), pieces)
     }
-    hash.finalize().into()
+
+    /// The hash of a hint of `len` bytes whose pieces have the SHA-256s `pieces`.
+    fn from_pieces(len: usize, pieces: Vec<[u8; 32]>) -> Self {
+        let mut hash = Sha256::new();
+        hash.update(b"obscura/lwe/hint/v1");
+        hash.update((len as u64).to_le_bytes());
+        for piece in &pieces {
+            hash.update(piece);
+        }
+        Self {
+            len,
+            pieces: Arc::new(pieces),
+            root: hash.finalize().into(),
+        }
+    }
+
+    /// The hash of `hint` (of the length this one was made for), which differs from the hint
+    /// this one was made of in rows `touched` only.
+    fn rehash(&mut self, hint: &Matrix, touched: &[Range<usize>]) {
+        let bytes = wire::le_bytes(hint.as_slice());
+        debug_assert_eq!(bytes.len(), self.len);
+        let row_bytes = 4 * hint.cols();
+        let mut stale = vec![false; self.pieces.len()];
+        for rows in touched
+            .iter()
+            .filter(|rows| !rows.is_empty() && row_bytes > 0)
+        {
+            let first = rows.start * row_bytes / HINT_PIECE_BYTES;
+            let last = (rows.end * row_bytes - 1) / HINT_PIECE_BYTES;
+            stale[first..=last].fill(true);
+        }
+        let mut pieces = std::mem::take(Arc::make_mut(&mut self.pieces));
+        pieces
+            .par_iter_mut()
+            .zip(bytes.par_chunks(HINT_PIECE_BYTES))
+            .zip(stale.par_iter())
+            .filter(|(_, &stale)| stale)
+            .for_each(|((hash, piece), _)| *hash = Sha256::digest(piece).into());
+        *self = Self::from_pieces(self.len, pieces);
+    }
 }
 
 /// The public matrix `A` of a setup.
@@ -530,27 +623,35 @@ mod tests {
     use super::*;
 
     /// A hint of several pieces and a part of one: the hash is the same for the same entries
-    /// and changes with an entry of any piece, the last one included, and with the length.
+    /// and changes with an entry of any piece, the last one included, and with the length; a
+    /// hash made again for the rows that changed is the hash of the new hint.
     #[test]
-    fn a_hint_hash_covers_every_piece() {
+    fn a_hint_hash_covers_every_piece_and_is_made_again_for_changed_rows() {
         let n = 64;
         let rows = 3 * HINT_PIECE_BYTES / (4 * n) + 5;
         let entries: Vec<u32> = (0..rows * n)
             .map(|i| (i as u32).wrapping_mul(0x9e37_79b9))
             .collect();
         let hint = Matrix::from_vec(rows, n, entries.clone()).unwrap();
-        let hash = hint_hash(&hint);
-        assert_eq!(hash, hint_hash(&hint.clone()));
+        let hash = HintHash::of(&hint);
+        assert_eq!(hash, HintHash::of(&hint.clone()));
+        assert_eq!(hash.pieces.len(), 4);
         for at in [0, HINT_PIECE_BYTES / 4 + 3, rows * n - 1] {
             let mut changed = entries.clone();
             changed[at] ^= 1 << 31;
-            assert_ne!(
-                hint_hash(&Matrix::from_vec(rows, n, changed).unwrap()),
-                hash,
-                "{at}"
-            );
+            let changed = Matrix::from_vec(rows, n, changed).unwrap();
+            let fresh = HintHash::of(&changed);
+            assert_ne!(fresh.root, hash.root, "{at}");
+            let row = at / n;
+            let mut again = hash.clone();
+            again.rehash(&changed, &[0..0, row..row + 1]);
+            assert_eq!(again, fresh, "{at}");
+            let mut elsewhere = hash.clone();
+            let far = (row + rows / 2) % rows;
+            elsewhere.rehash(&changed, &[far..far + 1, far..far]);
+            assert_ne!(elsewhere, fresh, "{at}");
         }
         let shorter = Matrix::from_vec(rows - 1, n, entries[..(rows - 1) * n].to_vec()).unwrap();
-        assert_ne!(hint_hash(&shorter), hash);
+        assert_ne!(HintHash::of(&shorter).root, hash.root);
     }
 }

@@ -16,6 +16,7 @@
 //! [`PirError::NeedsNewSetup`] before anything changes.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use obscura_math::hint_delta::{self, ColumnRuns};
 use obscura_math::pack;
@@ -47,6 +48,11 @@ impl Rewrites {
         self.digits.extend_from_slice(&other.digits);
     }
 
+    /// The rows the runs cover.
+    fn touched_rows(&self) -> Vec<Range<usize>> {
+        self.deltas.iter().map(|run| run.rows()).collect()
+    }
+
     /// Each run's column, first row and new digits.
     fn runs(&self) -> Vec<(usize, usize, &[u8])> {
         let mut at = 0;
@@ -75,7 +81,8 @@ impl Prepared {
     pub(crate) fn next_setup(&self, current: &PublicSetup) -> Result<PublicSetup, PirError> {
         let mut hint = current.hint().clone();
         hint_delta::apply(&mut hint, &current.matrix_a(), &self.rewrites.deltas);
-        current.next_version(self.layer.clone(), hint)
+        let touched = self.rewrites.touched_rows();
+        current.next_version(self.layer.clone(), hint, Some(&touched))
     }
 }
 
@@ -142,8 +149,12 @@ impl Server {
         } = prepared;
         self.rewrite(&rewrites, norms);
         let a = self.public_setup().matrix_a();
-        self.setup_mut()
-            .advance(layer, |hint| hint_delta::apply(hint, &a, &rewrites.deltas));
+        let touched = rewrites.touched_rows();
+        self.setup_mut().advance(
+            layer,
+            |hint| hint_delta::apply(hint, &a, &rewrites.deltas),
+            &touched,
+        );
         patch::encode(&base, self.public_setup(), &rewrites.deltas)
     }
 

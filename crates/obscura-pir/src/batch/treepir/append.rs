@@ -70,9 +70,23 @@ impl TreePirServer {
                     .map(move |(index, value)| (swapped::node_at(h, level, index) ^ 1, *value))
             })
             .collect();
+        // The places of the new leaves' paths and their siblings, worked out together, a level's
+        // nodes (contiguous) in one slice, the top level first.
+        let positions = coloring::range_positions(h, &coloring::balanced_sizes(h), n..total)?;
+        let levels: Vec<_> = positions.chunk_by(|a, b| a.0 .0 == b.0 .0).collect();
         let placed: Vec<((u8, u64), Hash)> = changed
             .par_iter()
-            .map(|&(node, value)| Ok((self.position(node)?, value)))
+            .map(|&(node, value)| {
+                let (level, index) = swapped::node_position(h, node);
+                let listed = levels
+                    .get((h - 1 - level) as usize)
+                    .and_then(|nodes| nodes.get(index.checked_sub(nodes[0].0 .1)? as usize))
+                    .filter(|listed| listed.0 == (level, index));
+                match listed {
+                    Some(&(_, position)) => Ok((position, value)),
+                    None => Ok((self.position(node)?, value)),
+                }
+            })
             .collect::<Result<_, PirError>>()?;
         let mut by_shard: Vec<Vec<Change>> = vec![Vec::new(); h as usize];
         for ((color, position), value) in placed {
