@@ -4,9 +4,10 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use obscura_math::backend::Backend;
 use obscura_math::expand::{MatrixSeed, NegacyclicMatrix, PublicMatrix};
 use obscura_math::hint::hint_product;
+use obscura_math::hint_delta::{apply, ColumnRuns};
 use obscura_math::kernels::{plaintext_mat_mul_acc_with, plaintext_mat_vecs_with};
 use obscura_math::layout::{Group, GROUP_ROWS, PANEL_COLS};
-use obscura_math::matrix::PlaintextMatrix;
+use obscura_math::matrix::{Matrix, PlaintextMatrix};
 
 fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;
@@ -105,5 +106,41 @@ fn hint_negacyclic(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, answer, gemv_in_cache, hint_block, hint_negacyclic);
+/// `H += ΔD·A` for a hint of 4096 rows and a negacyclic `A` of 16 blocks (n = 1024): 168
+/// records of 1,024 digits changed down their columns (runs), and as many entries scattered one
+/// by one (set the backend with `OBSCURA_BACKEND`).
+fn hint_delta(c: &mut Criterion) {
+    let (rows, cols, n) = (4096, 16384, 1024);
+    let a = PublicMatrix::Negacyclic(
+        NegacyclicMatrix::new(MatrixSeed([9; 16]), 1, cols, n).expect("degree"),
+    );
+    let words = random_words(3 * 168 * 1024, 10);
+    let delta = |w: u32| (w % 511) as i16 - 255;
+    let mut records = ColumnRuns::new();
+    let mut scattered = ColumnRuns::new();
+    for (k, w) in words.chunks_exact(3 * 1024).take(168).enumerate() {
+        let deltas: Vec<i16> = w[..1024].iter().map(|&x| delta(x)).collect();
+        let (col, slot) = (w[0] as usize % cols, k % (rows / 1024));
+        records.push(col, slot * 1024, &deltas);
+        for (i, &x) in w[1024..2048].iter().enumerate() {
+            scattered.push(x as usize % cols, w[2048 + i] as usize % rows, &[delta(x)]);
+        }
+    }
+    let mut hint = Matrix::zeros(rows, n);
+    let mut group = c.benchmark_group("hint_delta");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements((records.entries() * n) as u64));
+    group.bench_function("records", |b| b.iter(|| apply(&mut hint, &a, &records)));
+    group.bench_function("scattered", |b| b.iter(|| apply(&mut hint, &a, &scattered)));
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    answer,
+    gemv_in_cache,
+    hint_block,
+    hint_negacyclic,
+    hint_delta
+);
 criterion_main!(benches);

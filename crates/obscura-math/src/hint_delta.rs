@@ -8,11 +8,11 @@
 //! table per block; a uniform `A`'s changed rows are expanded once each.
 //!
 //! Changes come as runs down columns ([`ColumnRuns`]), as a record's digits lie. Work is split
-//! by bands of rows of `H`, and within a band by groups of four rows: where the group's changes
-//! are runs crossing all four rows (a record's digits down its column), each row of `A` they
-//! need is read once for the four rows and each strip of their hint rows is summed in
-//! registers; scattered changes are added row by row, each row of `H` read and written once
-//! whatever the number of its changes.
+//! by bands of rows of `H`, and within a band by groups of four rows: the part of a run that
+//! crosses all four rows of a group (a record's digits down its column) is added to the four at
+//! once, each row of `A` read once for them and each strip of the four rows summed in registers;
+//! the other changed entries are added row by row. Either way each row of `H` is read and
+//! written once per kind of change, whatever the number of its changes.
 
 use std::collections::HashMap;
 
@@ -62,6 +62,14 @@ impl ColumnRuns {
     /// No changes.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// No changes, with room for `runs` runs of `entries` entries in all.
+    pub fn with_capacity(runs: usize, entries: usize) -> Self {
+        Self {
+            heads: Vec::with_capacity(runs),
+            deltas: Vec::with_capacity(entries),
+        }
     }
 
     /// Adds the run of `deltas` down column `col` from row `first_row` (an empty run is
@@ -246,49 +254,49 @@ pub fn apply(hint: &mut Matrix, a: &PublicMatrix, runs: &ColumnRuns) {
         .for_each(|(k, band)| {
             let first = k * BAND;
             let band_rows = band.len() / n;
-            // Each group's terms: a row of A and its factor for each of the group's rows.
+            // The terms of runs crossing all of a group's rows, with a factor per row, by group;
+            // the other entries' terms by row. A term is a row of A and its factor.
             let mut groups: Vec<Vec<(&[u32], [u32; GROUP])>> =
                 vec![Vec::new(); band_rows.div_ceil(GROUP)];
+            let mut singles: Vec<Vec<(&[u32], u32)>> = vec![Vec::new(); band_rows];
             for &i in &by_band[starts[k]..starts[k + 1]] {
                 let run = runs.run(i as usize);
                 let window = rows.row(run.col);
                 let covered = run.rows();
-                let (low, high) = (covered.start.max(first), covered.end.min(first + band_rows));
-                let touched = (low - first) / GROUP..(high - 1 - first) / GROUP + 1;
-                for (terms, g) in groups[touched.clone()].iter_mut().zip(touched) {
-                    let mut factors = [0u32; GROUP];
-                    for (j, factor) in factors.iter_mut().enumerate() {
-                        let row = first + g * GROUP + j;
-                        if covered.contains(&row) {
-                            *factor = i32::from(run.deltas[row - run.first_row]) as u32;
+                let mut row = covered.start.max(first);
+                let end = covered.end.min(first + band_rows);
+                while row < end {
+                    let g = (row - first) / GROUP;
+                    let group = first + g * GROUP..first + (g + 1) * GROUP;
+                    if row == group.start && group.end <= end {
+                        let deltas = &run.deltas[row - run.first_row..][..GROUP];
+                        groups[g].push((window, std::array::from_fn(|j| factor(deltas[j]))));
+                        row = group.end;
+                    } else {
+                        let delta = run.deltas[row - run.first_row];
+                        if delta != 0 {
+                            singles[row - first].push((window, factor(delta)));
                         }
+                        row += 1;
                     }
-                    terms.push((window, factors));
                 }
             }
-            let mut single: Vec<(&[u32], u32)> = Vec::new();
-            for (terms, h) in groups.iter().zip(band.chunks_mut(GROUP * n)) {
-                let nonzero: usize = terms
-                    .iter()
-                    .map(|(_, factors)| factors.iter().filter(|&&f| f != 0).count())
-                    .sum();
-                // Four rows at a time where at least half the products are of changed entries.
-                if h.len() == GROUP * n && 2 * nonzero >= GROUP * terms.len() {
+            for ((terms, h), g) in groups.iter().zip(band.chunks_mut(GROUP * n)).zip(0..) {
+                if !terms.is_empty() {
                     add_scaled_group(backend, h, terms);
-                } else {
-                    for (j, h) in h.chunks_mut(n).enumerate() {
-                        single.clear();
-                        single.extend(
-                            terms
-                                .iter()
-                                .filter(|(_, factors)| factors[j] != 0)
-                                .map(|&(a, factors)| (a, factors[j])),
-                        );
-                        add_scaled(backend, h, &single);
+                }
+                for (h, terms) in h.chunks_mut(n).zip(&singles[g * GROUP..]) {
+                    if !terms.is_empty() {
+                        add_scaled(backend, h, terms);
                     }
                 }
             }
         });
+}
+
+/// `δ` as a factor modulo 2^32.
+fn factor(delta: i16) -> u32 {
+    i32::from(delta) as u32
 }
 
 /// The distinct values of `values` (each below `bound`), in increasing order.

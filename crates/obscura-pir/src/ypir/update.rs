@@ -127,7 +127,7 @@ impl Server {
         let news: Vec<u8> = writes.iter().map(|w| w.2).collect();
         first.replace_many(&mut writes);
         // Each changed digit, a run of one.
-        let mut deltas = ColumnRuns::new();
+        let mut deltas = ColumnRuns::with_capacity(writes.len(), writes.len());
         let mut touched: Vec<usize> = Vec::new();
         for ((row, col, old), new) in writes.into_iter().zip(news) {
             if old != new {
