@@ -217,26 +217,25 @@ impl Rows {
 pub fn apply(hint: &mut Matrix, a: &PublicMatrix, runs: &ColumnRuns) {
     let n = a.cols();
     assert_eq!(hint.cols(), n, "H has A's width");
-    assert!(
-        runs.iter()
-            .all(|run| run.rows().end <= hint.rows() && run.col < a.rows()),
-        "a change outside the matrices"
-    );
-    if runs.is_empty() || n == 0 {
-        return;
-    }
-    let rows = Rows::new(a, runs.heads.iter().map(|h| h.col as usize));
-    let backend = Backend::selected();
     // The runs crossing each band of rows (a counting sort): band `k`'s are
     // `by_band[starts[k]..starts[k + 1]]`.
     let bands = hint.rows().div_ceil(BAND);
     let span = |run: &Run<'_>| run.first_row / BAND..(run.rows().end - 1) / BAND + 1;
     let mut starts = vec![0usize; bands + 1];
     for run in runs.iter() {
+        assert!(
+            run.rows().end <= hint.rows() && run.col < a.rows(),
+            "a change outside the matrices"
+        );
         for band in span(&run) {
             starts[band + 1] += 1;
         }
     }
+    if runs.is_empty() || n == 0 {
+        return;
+    }
+    let rows = Rows::new(a, runs.heads.iter().map(|h| h.col as usize));
+    let backend = Backend::selected();
     for k in 0..bands {
         starts[k + 1] += starts[k];
     }
