@@ -5,9 +5,10 @@
 //! digits (each column's changes in turn, so neighbours sharing a digit compose) and adds
 //! `ΔD·A` to the hint in place, a run of entries down a column at a time
 //! ([`obscura_math::hint_delta`]): work in proportion to the changed entries, `n` multiply-adds
-//! each, besides hashing the hint (the first update of a server also reads its database once
-//! for the rows' norms, which it then keeps). Everything is checked first ([`Server::prepare`]); only then are the digits and the
-//! hint changed ([`Server::commit`]). The new version's setup has a new digest (its version and
+//! each, besides hashing the pieces of the hint those rows lie in (the first update of a server
+//! also reads its database once for the rows' norms, which it then keeps). Everything is
+//! checked first ([`Server::prepare`]); only then are the digits and the hint changed
+//! ([`Server::commit`]). The new version's setup has a new digest (its version and
 //! its hint's hash enter it), so queries made with the old one are refused.
 //!
 //! The result is the setup and database a build of the new records would make with the same
