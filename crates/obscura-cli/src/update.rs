@@ -147,10 +147,7 @@ pub fn run(args: UpdateArgs) -> Result<()> {
             updated.setup.bytes
         );
     }
-    let versions = match updated.log_versions {
-        1 => "1 version".to_string(),
-        n => format!("{n} versions"),
-    };
+    let versions = versions(updated.log_versions);
     println!(
         "loaded in {:.2} s, changed in {:.2} s, committed in {:.2} s to {}, which holds {versions} ({} bytes); send SIGHUP to `obscura serve` to serve it",
         updated.load_seconds,
@@ -175,6 +172,14 @@ pub fn checkpoint(args: CheckpointArgs) -> Result<()> {
     run_checkpoint(&args.db)
 }
 
+/// "1 version", "2 versions", ...
+fn versions(count: usize) -> String {
+    match count {
+        1 => "1 version".to_string(),
+        n => format!("{n} versions"),
+    }
+}
+
 /// Folds the change log of `db` into it and says what was done.
 fn run_checkpoint(db: &Path) -> Result<()> {
     let done = checkpoint_file(db, &Registry::default())?;
@@ -182,11 +187,11 @@ fn run_checkpoint(db: &Path) -> Result<()> {
         println!("{}: no change log to fold", db.display());
     } else {
         println!(
-            "{}: version {} written ({} bytes, {} versions of the log folded in) in {:.2} s after {:.2} s loading",
+            "{}: version {} written ({} bytes, {} of the log folded in) in {:.2} s after {:.2} s loading",
             db.display(),
             done.version,
             done.file_bytes,
-            done.versions,
+            versions(done.versions),
             done.write_seconds,
             done.load_seconds
         );

@@ -429,7 +429,7 @@ fn double_presets_print_their_json() {
     assert_eq!(report["scheme"], "double");
     assert_eq!(report["correct"], true);
     assert_eq!(report["record_bytes"], 1);
-    assert_eq!(report["bytes"]["hint"], 16_777_472);
+    assert_eq!(report["bytes"]["hint"], 16_777_984);
     assert!(report["answer_reads"]["database"].as_u64().unwrap() >= 20000);
     assert!(report["answer_reads"]["second_layer"].as_u64().unwrap() > 0);
     assert!(
