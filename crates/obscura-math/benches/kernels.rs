@@ -108,7 +108,7 @@ fn hint_negacyclic(c: &mut Criterion) {
 
 /// `H += ΔD·A` for a hint of 4096 rows and a negacyclic `A` of 16 blocks (n = 1024): 168
 /// records of 1,024 digits changed down their columns (runs), and as many entries scattered one
-/// by one (set the backend with `OBSCURA_BACKEND`).
+/// by one, at random and in row order (set the backend with `OBSCURA_BACKEND`).
 fn hint_delta(c: &mut Criterion) {
     let (rows, cols, n) = (4096, 16384, 1024);
     let a = PublicMatrix::Negacyclic(
@@ -132,6 +132,15 @@ fn hint_delta(c: &mut Criterion) {
     group.throughput(Throughput::Elements((records.entries() * n) as u64));
     group.bench_function("records", |b| b.iter(|| apply(&mut hint, &a, &records)));
     group.bench_function("scattered", |b| b.iter(|| apply(&mut hint, &a, &scattered)));
+    let mut in_order: Vec<_> = scattered.iter().collect();
+    in_order.sort_by_key(|run| run.first_row);
+    let mut sorted = ColumnRuns::new();
+    for run in in_order {
+        sorted.push(run.col, run.first_row, run.deltas);
+    }
+    group.bench_function("scattered_in_row_order", |b| {
+        b.iter(|| apply(&mut hint, &a, &sorted))
+    });
     group.finish();
 }
 

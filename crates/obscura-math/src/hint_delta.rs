@@ -217,36 +217,55 @@ impl Rows {
 pub fn apply(hint: &mut Matrix, a: &PublicMatrix, runs: &ColumnRuns) {
     let n = a.cols();
     assert_eq!(hint.cols(), n, "H has A's width");
-    // The runs crossing each band of rows (a counting sort): band `k`'s are
-    // `by_band[starts[k]..starts[k + 1]]`.
     let bands = hint.rows().div_ceil(BAND);
     let span = |run: &Run<'_>| run.first_row / BAND..(run.rows().end - 1) / BAND + 1;
-    let mut starts = vec![0usize; bands + 1];
-    for run in runs.iter() {
-        assert!(
-            run.rows().end <= hint.rows() && run.col < a.rows(),
-            "a change outside the matrices"
-        );
-        for band in span(&run) {
-            starts[band + 1] += 1;
-        }
-    }
+    let outside = (0..runs.len()).into_par_iter().any(|k| {
+        let run = runs.run(k);
+        run.rows().end > hint.rows() || run.col >= a.rows()
+    });
+    assert!(!outside, "a change outside the matrices");
     if runs.is_empty() || n == 0 {
         return;
     }
     let rows = Rows::new(a, runs.heads.iter().map(|h| h.col as usize));
     let backend = Backend::selected();
-    for k in 0..bands {
-        starts[k + 1] += starts[k];
-    }
-    let mut next = starts.clone();
-    let mut by_band = vec![0u32; starts[bands]];
-    for (k, run) in runs.iter().enumerate() {
-        for band in span(&run) {
-            by_band[next[band]] = k as u32;
-            next[band] += 1;
+    // The runs crossing each band of rows: band `k`'s are `by_band[starts[k]..starts[k + 1]]`.
+    let (starts, by_band) = if runs.heads.is_sorted_by_key(|h| h.first_row)
+        && (0..runs.len())
+            .into_par_iter()
+            .all(|k| span(&runs.run(k)).len() == 1)
+    {
+        // In row order, each within a band (scattered entries, as a row-major layout's
+        // records): already grouped.
+        let starts: Vec<usize> = (0..=bands)
+            .map(|k| {
+                runs.heads
+                    .partition_point(|h| (h.first_row as usize) < k * BAND)
+            })
+            .collect();
+        let by_band: Vec<u32> = (0..runs.len() as u32).into_par_iter().collect();
+        (starts, by_band)
+    } else {
+        // A counting sort.
+        let mut starts = vec![0usize; bands + 1];
+        for run in runs.iter() {
+            for band in span(&run) {
+                starts[band + 1] += 1;
+            }
         }
-    }
+        for k in 0..bands {
+            starts[k + 1] += starts[k];
+        }
+        let mut next = starts.clone();
+        let mut by_band = vec![0u32; starts[bands]];
+        for (k, run) in runs.iter().enumerate() {
+            for band in span(&run) {
+                by_band[next[band]] = k as u32;
+                next[band] += 1;
+            }
+        }
+        (starts, by_band)
+    };
     hint.as_mut_slice()
         .par_chunks_mut(BAND * n)
         .enumerate()
@@ -416,6 +435,8 @@ mod tests {
                 (any::<usize>(), any::<usize>(), proptest::collection::vec(-255i16..=255, 1..80)),
                 0..40,
             ),
+            in_row_order in any::<bool>(),
+            short in any::<bool>(),
             seed in any::<[u8; 16]>(),
         ) {
             // Narrower than a strip of either kernel, a whole number of strips, and (a uniform
@@ -432,12 +453,22 @@ mod tests {
                 false => PublicMatrix::Uniform(SeededMatrix::new(MatrixSeed(seed), 7, cols, n)),
             };
             // Runs from one entry (row by row) to longer than a band (groups of rows), over
-            // several bands, overlapping or not, with zeros among their changes.
+            // several bands, overlapping or not, with zeros among their changes; or entries
+            // one by one; in row order (entries so are grouped by band already) or not.
+            let longest = if short { 1 } else { usize::MAX };
+            let mut changes: Vec<(usize, usize, &[i16])> = changes
+                .iter()
+                .map(|(r, c, deltas)| {
+                    let first = r % rows;
+                    (first, c % cols, &deltas[..deltas.len().min(rows - first).min(longest)])
+                })
+                .collect();
+            if in_row_order {
+                changes.sort_by_key(|&(first, _, _)| first);
+            }
             let mut runs = ColumnRuns::new();
-            for (r, c, deltas) in &changes {
-                let first = r % rows;
-                let len = deltas.len().min(rows - first);
-                runs.push(c % cols, first, &deltas[..len]);
+            for &(first, c, deltas) in &changes {
+                runs.push(c, first, deltas);
             }
             let start: Vec<u32> = (0..rows * n).map(|i| (i as u32).wrapping_mul(0x9e37_79b9)).collect();
             let mut expected = start.clone();
