@@ -251,7 +251,7 @@ impl Session {
         Ok((exchange, request))
     }
 
-    /// The first request of `exchange`, made from this session's setup (the one a
+    /// The first request of `exchange`, made from this `Session`'s setup (the one a
     /// [`Step::Refresh`] asks for), with the exchange's pending answer state and leaf hash
     /// cleared.
     pub fn restart(&mut self, exchange: &mut Exchange) -> Result<Request, ClientError> {
