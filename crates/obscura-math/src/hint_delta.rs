@@ -219,22 +219,23 @@ pub fn apply(hint: &mut Matrix, a: &PublicMatrix, runs: &ColumnRuns) {
     assert_eq!(hint.cols(), n, "H has A's width");
     let bands = hint.rows().div_ceil(BAND);
     let span = |run: &Run<'_>| run.first_row / BAND..(run.rows().end - 1) / BAND + 1;
-    let outside = (0..runs.len()).into_par_iter().any(|k| {
-        let run = runs.run(k);
-        run.rows().end > hint.rows() || run.col >= a.rows()
-    });
-    assert!(!outside, "a change outside the matrices");
+    // Whether every run lies inside the matrices, and whether each lies within one band.
+    let (inside, in_one_band) = (0..runs.len())
+        .into_par_iter()
+        .map(|k| {
+            let run = runs.run(k);
+            let inside = run.rows().end <= hint.rows() && run.col < a.rows();
+            (inside, inside && span(&run).len() == 1)
+        })
+        .reduce(|| (true, true), |x, y| (x.0 && y.0, x.1 && y.1));
+    assert!(inside, "a change outside the matrices");
     if runs.is_empty() || n == 0 {
         return;
     }
     let rows = Rows::new(a, runs.heads.iter().map(|h| h.col as usize));
     let backend = Backend::selected();
     // The runs crossing each band of rows: band `k`'s are `by_band[starts[k]..starts[k + 1]]`.
-    let (starts, by_band) = if runs.heads.is_sorted_by_key(|h| h.first_row)
-        && (0..runs.len())
-            .into_par_iter()
-            .all(|k| span(&runs.run(k)).len() == 1)
-    {
+    let (starts, by_band) = if in_one_band && runs.heads.is_sorted_by_key(|h| h.first_row) {
         // In row order, each within a band (scattered entries, as a row-major layout's
         // records): already grouped.
         let starts: Vec<usize> = (0..=bands)
