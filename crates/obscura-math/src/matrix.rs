@@ -137,6 +137,34 @@ impl ColumnBand<'_> {
     }
 }
 
+/// Rows `rows()` of an existing [`PlaintextMatrix`] across all its columns, writable apart
+/// from the other bands (from [`PlaintextMatrix::par_row_bands_mut`]): per panel, the band's
+/// part of it, which storage order keeps in one piece.
+pub struct RowBand<'a> {
+    rows: Range<usize>,
+    place: Place,
+    panels: Vec<&'a mut [u8]>,
+}
+
+impl RowBand<'_> {
+    /// The matrix rows the band holds.
+    pub fn rows(&self) -> Range<usize> {
+        self.rows.clone()
+    }
+
+    /// Writes `digit` at row `r`, column `c` and returns the digit it replaces.
+    ///
+    /// # Panics
+    /// If the position is outside the band.
+    pub fn replace(&mut self, r: usize, c: usize, digit: u8) -> u8 {
+        assert!(self.rows.contains(&r), "a row outside the band");
+        assert!(c < self.place.cols, "position outside the matrix");
+        let (panel, first, width) = self.place.panel_of(c);
+        let at = self.place.in_panel(r, c - first, width) - self.rows.start * width;
+        std::mem::replace(&mut self.panels[panel][at], digit)
+    }
+}
+
 /// Rows of a panel tiled by one task of [`PlaintextMatrix::from_column_runs_reusing`]: a cache
 /// line of each column.
 pub const RUN_BAND_ROWS: usize = 64;
@@ -568,42 +596,46 @@ impl PlaintextMatrix {
             });
     }
 
-    /// Writes the digit of each `(r, c, digit)` of `writes` (positions inside the matrix, each
-    /// at most once) and puts the digit it replaces in its place: panels in parallel on the
-    /// rayon pool, each panel's writes in the order given, so that writes in row order run
-    /// through each panel's storage once instead of landing at random. Shared bytes are first
-    /// copied as by [`PlaintextMatrix::set`].
+    /// Runs `f` on each band of `band_rows` rows (the last one shorter), on the rayon pool, and
+    /// returns its results in band order: each band writes its own rows, as a change listed
+    /// in row order is cut. Shared bytes are first copied as by [`PlaintextMatrix::set`].
     ///
     /// # Panics
-    /// If a position is outside the matrix.
-    pub fn replace_many(&mut self, writes: &mut [(usize, usize, u8)]) {
-        let panels = self.cols.div_ceil(self.panel_cols).max(1);
-        // Each write's offset and its place in `writes`, by panel.
-        let mut by_panel: Vec<Vec<(usize, usize)>> = vec![Vec::new(); panels];
-        for (i, &(r, c, _)) in writes.iter().enumerate() {
-            by_panel[c / self.panel_cols].push((self.offset(r, c), i));
-        }
-        let panel_bytes = self.rows * self.panel_cols;
-        let news: Vec<u8> = writes.iter().map(|w| w.2).collect();
-        let olds: Vec<Vec<u8>> = self
-            .owned_bytes_mut()
-            .par_chunks_mut(panel_bytes.max(1))
-            .zip(by_panel.par_iter())
-            .enumerate()
-            .map(|(p, (bytes, writes))| {
-                writes
-                    .iter()
-                    .map(|&(offset, i)| {
-                        std::mem::replace(&mut bytes[offset - p * panel_bytes], news[i])
-                    })
-                    .collect()
-            })
+    /// If `band_rows` is not a positive multiple of [`GROUP_ROWS`].
+    pub fn par_row_bands_mut<T: Send>(
+        &mut self,
+        band_rows: usize,
+        f: impl Fn(RowBand<'_>) -> T + Sync,
+    ) -> Vec<T> {
+        assert!(
+            band_rows > 0 && band_rows.is_multiple_of(GROUP_ROWS),
+            "bands of whole row groups"
+        );
+        let place = self.place();
+        let (rows, cols, panel_cols) = (self.rows, self.cols, self.panel_cols);
+        let mut bands: Vec<Vec<&mut [u8]>> = (0..rows.div_ceil(band_rows))
+            .map(|_| Vec::with_capacity(cols.div_ceil(panel_cols)))
             .collect();
-        for (panel, olds) in by_panel.iter().zip(olds) {
-            for (&(_, i), old) in panel.iter().zip(olds) {
-                writes[i].2 = old;
+        let mut rest = self.owned_bytes_mut();
+        for first in (0..cols).step_by(panel_cols) {
+            let width = panel_cols.min(cols - first);
+            let (panel, tail) = std::mem::take(&mut rest).split_at_mut(rows * width);
+            rest = tail;
+            for (band, part) in bands.iter_mut().zip(panel.chunks_mut(band_rows * width)) {
+                band.push(part);
             }
         }
+        bands
+            .into_par_iter()
+            .enumerate()
+            .map(|(k, panels)| {
+                f(RowBand {
+                    rows: k * band_rows..((k + 1) * band_rows).min(rows),
+                    place,
+                    panels,
+                })
+            })
+            .collect()
     }
 
     /// Copies the digits of column `c` over `rows` into `out` (as long as `rows`).
@@ -773,18 +805,25 @@ impl Place {
             r < self.rows && c < self.cols,
             "position outside the matrix"
         );
-        let first = c / self.panel_cols * self.panel_cols;
-        let width = self.panel_cols.min(self.cols - first);
+        let (_, first, width) = self.panel_of(c);
+        self.rows * first + self.in_panel(r, c - first, width)
+    }
+
+    /// The panel holding column `c`: its number, first column and width.
+    fn panel_of(&self, c: usize) -> (usize, usize, usize) {
+        let panel = c / self.panel_cols;
+        let first = panel * self.panel_cols;
+        (panel, first, self.panel_cols.min(self.cols - first))
+    }
+
+    /// Where the digit at row `r`, column `column` of a panel `width` columns wide lies in the
+    /// panel's storage.
+    fn in_panel(&self, r: usize, column: usize, width: usize) -> usize {
         let first_row = r / GROUP_ROWS * GROUP_ROWS;
         let group_rows = GROUP_ROWS.min(self.rows - first_row);
-        let column = c - first;
         let step = column / STEP_COLS * STEP_COLS;
         let step_width = STEP_COLS.min(width - step);
-        self.rows * first
-            + first_row * width
-            + step * group_rows
-            + (r - first_row) * step_width
-            + column % STEP_COLS
+        first_row * width + step * group_rows + (r - first_row) * step_width + column % STEP_COLS
     }
 
     /// Where each row of column `c` lies in storage order: [`Place::offset`] for
@@ -794,8 +833,7 @@ impl Place {
     /// If `c` is outside the matrix (and the offset, if the row is).
     fn column_offsets(&self, c: usize) -> impl Fn(usize) -> usize {
         assert!(c < self.cols, "position outside the matrix");
-        let first = c / self.panel_cols * self.panel_cols;
-        let width = self.panel_cols.min(self.cols - first);
+        let (_, first, width) = self.panel_of(c);
         let column = c - first;
         let step = column / STEP_COLS * STEP_COLS;
         let step_width = STEP_COLS.min(width - step);
@@ -865,28 +903,32 @@ mod tests {
     }
 
     proptest! {
-        /// Replaced digits come back in the order given, and the matrix then holds the new
-        /// ones where written and the old ones elsewhere, in panels of any width.
+        /// Digits replaced band by band come back as they were, and the matrix then holds the
+        /// new ones where written and the old ones elsewhere, in panels and bands of any width.
         #[test]
-        fn replaced_digits_come_back_and_the_new_ones_stay(rows in 1usize..30, cols in 1usize..300, panel in 1usize..130, picks in proptest::collection::vec((any::<usize>(), any::<usize>(), any::<u8>()), 0..200)) {
+        fn digits_replaced_by_row_bands_come_back_and_the_new_ones_stay(rows in 1usize..30, cols in 1usize..300, panel in 1usize..130, band in 1usize..5, picks in proptest::collection::vec((any::<usize>(), any::<usize>(), any::<u8>()), 0..200)) {
             let digit = |r: usize, c: usize| (r * 31 + c * 7) as u8;
-            let expected_old: Vec<u8> = (0..rows * cols).map(|x| digit(x / cols, x % cols)).collect();
-            let mut matrix = PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &expected_old);
-            let mut seen = std::collections::HashSet::new();
-            let mut writes: Vec<(usize, usize, u8)> = picks
-                .into_iter()
-                .map(|(r, c, d)| (r % rows, c % cols, d))
-                .filter(|&(r, c, _)| seen.insert((r, c)))
-                .collect();
-            let mut expected = expected_old.clone();
+            let before: Vec<u8> = (0..rows * cols).map(|x| digit(x / cols, x % cols)).collect();
+            let mut matrix = PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &before);
+            let mut writes: Vec<(usize, usize, u8)> =
+                picks.into_iter().map(|(r, c, d)| (r % rows, c % cols, d)).collect();
+            writes.sort_by_key(|&(r, c, _)| (r, c));
+            writes.dedup_by_key(|&mut (r, c, _)| (r, c));
+            let mut expected = before.clone();
             for &(r, c, d) in &writes {
                 expected[r * cols + c] = d;
             }
-            let positions: Vec<(usize, usize)> = writes.iter().map(|&(r, c, _)| (r, c)).collect();
-            matrix.replace_many(&mut writes);
-            for (&(r, c), &(wr, wc, old)) in positions.iter().zip(&writes) {
-                prop_assert_eq!((wr, wc, old), (r, c, digit(r, c)));
-            }
+            let olds: Vec<Vec<(usize, usize, u8)>> = matrix.par_row_bands_mut(4 * band, |mut band| {
+                let rows = band.rows();
+                writes
+                    .iter()
+                    .filter(|w| rows.contains(&w.0))
+                    .map(|&(r, c, d)| (r, c, band.replace(r, c, d)))
+                    .collect()
+            });
+            let olds: Vec<(usize, usize, u8)> = olds.into_iter().flatten().collect();
+            let want: Vec<(usize, usize, u8)> = writes.iter().map(|&(r, c, _)| (r, c, digit(r, c))).collect();
+            prop_assert_eq!(olds, want);
             prop_assert_eq!(matrix, PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &expected));
         }
     }

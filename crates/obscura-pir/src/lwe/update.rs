@@ -18,6 +18,7 @@
 
 use std::borrow::Cow;
 use std::ops::Range;
+use std::sync::{Mutex, PoisonError};
 
 use obscura_math::hint_delta::{self, ColumnRuns};
 use obscura_math::pack;
@@ -309,38 +310,59 @@ fn grown(geometry: &Geometry, changes: &[Change]) -> Result<Geometry, PirError> 
 /// The records `changes` set, append or delete, in index order, each with where it lies and
 /// its length (`locate` of its index) and the bytes its slot is to hold ([`slot`]). Refused: a
 /// change by key, an index given twice, and whatever `locate` or [`slot`] refuses.
-pub(crate) fn record_slots<'a, L: Send>(
+pub(crate) fn record_slots<'a, L: Send + Sync>(
     changes: &'a [Change],
     format: RecordFormat,
     locate: impl Fn(u64) -> Result<(L, u64), PirError> + Sync,
 ) -> Result<Vec<Slot<'a, L>>, PirError> {
-    let mut slots = changes
+    // Collected by position, straight into their places (a collection of results would
+    // gather pieces and copy them again); the refusal reported is the earliest change's.
+    let refusal = Mutex::new(None::<(usize, PirError)>);
+    let slots: Vec<Option<Slot<'a, L>>> = changes
         .par_iter()
-        .map(|change| {
-            let (index, value) = match change {
-                Change::Set { index, value } | Change::Append { index, value } => {
-                    (*index, Some(value.as_slice()))
+        .enumerate()
+        .map(|(position, change)| {
+            let made = (|| {
+                let (index, value) = match change {
+                    Change::Set { index, value } | Change::Append { index, value } => {
+                        (*index, Some(value.as_slice()))
+                    }
+                    Change::Delete { index } => (*index, None),
+                    Change::Upsert { .. } | Change::Remove { .. } => {
+                        return Err(PirError::InvalidParameters(
+                            "a database of records by index takes set, append and delete, not keys"
+                                .into(),
+                        ))
+                    }
+                };
+                let (location, len) = locate(index)?;
+                Ok((index, location, slot(format, index, value, len)?))
+            })();
+            made.map_err(|error| {
+                let mut first = refusal.lock().unwrap_or_else(PoisonError::into_inner);
+                if first.as_ref().is_none_or(|(at, _)| position < *at) {
+                    *first = Some((position, error));
                 }
-                Change::Delete { index } => (*index, None),
-                Change::Upsert { .. } | Change::Remove { .. } => {
-                    return Err(PirError::InvalidParameters(
-                        "a database of records by index takes set, append and delete, not keys"
-                            .into(),
-                    ))
-                }
-            };
-            let (location, len) = locate(index)?;
-            Ok((index, location, slot(format, index, value, len)?))
+            })
+            .ok()
         })
-        .collect::<Result<Vec<_>, PirError>>()?;
-    if !slots.is_sorted_by_key(|(index, _, _)| *index) {
-        slots.par_sort_unstable_by_key(|(index, _, _)| *index);
+        .collect();
+    if let Some((_, error)) = refusal.into_inner().unwrap_or_else(PoisonError::into_inner) {
+        return Err(error);
     }
-    if let Some(pair) = slots.windows(2).find(|pair| pair[0].0 == pair[1].0) {
-        return Err(PirError::InvalidParameters(format!(
-            "record {} is changed twice",
-            pair[0].0
-        )));
+    // In place: every change made a slot, or a refusal was returned above.
+    let mut slots: Vec<Slot<'a, L>> = slots
+        .into_iter()
+        .map(|slot| slot.expect("a slot for every change"))
+        .collect();
+    if !slots.par_windows(2).all(|pair| pair[0].0 < pair[1].0) {
+        slots.par_sort_unstable_by_key(|(index, _, _)| *index);
+        if let Some(pair) = slots.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+            return Err(PirError::InvalidParameters(format!(
+                "record {} is changed twice",
+                pair[0].0
+            )));
+        }
     }
     Ok(slots)
 }
@@ -681,6 +703,14 @@ mod tests {
                 index: 10,
                 records: 10
             })
+        ));
+        // Of many refused changes, checked in parallel, the earliest is reported.
+        let many: Vec<(u64, Vec<u8>)> = (0..10_000)
+            .map(|i| (if i < 5000 { i % 10 } else { 10 + i }, new.to_vec()))
+            .collect();
+        assert!(matches!(
+            server.update(&sets(&many)),
+            Err(PirError::IndexOutOfRange { index: 5010, .. })
         ));
         assert!(
             matches!(server.update(&sets(&[(3, new.to_vec()), (3, new.to_vec())])), Err(PirError::InvalidParameters(m)) if m.contains("twice"))

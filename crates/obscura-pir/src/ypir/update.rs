@@ -5,7 +5,7 @@
 //! from the version served. What the server recomputes:
 //!
 //! - **YPIR.** A changed record rewrites its `k` digits in its row of the first layer (all
-//!   of them in one pass through the matrix, [`PlaintextMatrix::replace_many`]), and the
+//!   band of rows by band in parallel, [`PlaintextMatrix::par_row_bands_mut`]), and the
 //!   first hint `H1 = D·A1` takes `ΔD·A1` entry by entry ([`obscura_math::hint_delta`]):
 //!   `n = 1024` multiply-adds per changed digit, in proportion to the change. The exact hint
 //!   is the packed layer's rounded chunks with the low bits the rounding drops, which the
@@ -39,6 +39,9 @@ use super::server::{
 use super::shape::{Shape, YpirShape, YpirSpShape};
 use crate::lwe::{record_slots, write_bits, Slot};
 use crate::{Change, PirError};
+
+/// Rows of YPIR's first layer whose records one task writes.
+const ROW_BAND: usize = 64;
 
 /// YPIR's hint rows are read and written back entry by entry when fewer than one in this many
 /// change, else read and cut again whole.
@@ -115,27 +118,41 @@ impl Server {
             unreachable!("a YPIR server holds its first layer and residues")
         };
         let (digits, width) = (shape.digits() as usize, u32::from(shape.log_p()));
-        // Each record's digits, written in one pass through the matrix, which hands back the
-        // digits they replace; in row order, as the records are.
-        let mut writes: Vec<(usize, usize, u8)> = slots
-            .par_iter()
-            .flat_map_iter(|(_, (row, column), bytes)| {
+        // Each record's digits written band by band of rows (the records lie in row order),
+        // each changed digit a run of one; rows in order, each with its changes.
+        let bands = first.par_row_bands_mut(ROW_BAND, |mut band| {
+            let rows = band.rows();
+            let start = slots.partition_point(|slot| (slot.1 .0 as usize) < rows.start);
+            let end = slots.partition_point(|slot| (slot.1 .0 as usize) < rows.end);
+            let mut deltas = ColumnRuns::new();
+            let mut touched: Vec<usize> = Vec::new();
+            for (_, (row, column), bytes) in &slots[start..end] {
                 let (row, column) = (*row as usize, *column as usize);
-                (0..digits).map(move |j| (row, column + j, record_digit(bytes, j, width)))
-            })
-            .collect();
-        let news: Vec<u8> = writes.iter().map(|w| w.2).collect();
-        first.replace_many(&mut writes);
-        // Each changed digit, a run of one.
-        let mut deltas = ColumnRuns::with_capacity(writes.len(), writes.len());
-        let mut touched: Vec<usize> = Vec::new();
-        for ((row, col, old), new) in writes.into_iter().zip(news) {
-            if old != new {
-                deltas.push(col, row, &[i16::from(new as i8) - i16::from(old as i8)]);
-                touched.push(row);
+                for j in 0..digits {
+                    let new = record_digit(bytes, j, width);
+                    let old = band.replace(row, column + j, new);
+                    if old != new {
+                        deltas.push(
+                            column + j,
+                            row,
+                            &[i16::from(new as i8) - i16::from(old as i8)],
+                        );
+                        if touched.last() != Some(&row) {
+                            touched.push(row);
+                        }
+                    }
+                }
             }
+            (deltas, touched)
+        });
+        let entries = bands.iter().map(|(deltas, _)| deltas.entries()).sum();
+        let mut deltas = ColumnRuns::with_capacity(entries, entries);
+        let mut touched: Vec<usize> = Vec::new();
+        for (part, rows) in &bands {
+            deltas.append(part);
+            touched.extend_from_slice(rows);
         }
-        touched.dedup();
+        drop(bands);
         if touched.len() * FEW_ROWS < shape.rows() as usize {
             // A few rows: read and written back entry by entry.
             let mut hint = exact_hint_rows(&self.packed, residues, shape, &touched);
