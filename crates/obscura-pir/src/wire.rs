@@ -21,6 +21,8 @@
 //! raw little-endian arrays. [`Reader`] checks every length against the bytes actually present
 //! before anything is allocated.
 
+use rayon::prelude::*;
+
 use crate::PirError;
 
 /// The first four bytes of every message.
@@ -242,6 +244,15 @@ pub fn le_bytes(words: &[u32]) -> std::borrow::Cow<'_, [u8]> {
     return std::borrow::Cow::Borrowed(bytemuck::cast_slice(words));
     #[cfg(not(target_endian = "little"))]
     return std::borrow::Cow::Owned(words.iter().flat_map(|w| w.to_le_bytes()).collect());
+}
+
+/// Bytes one task of [`extend_parallel`] copies at least.
+const PARALLEL_BYTES: usize = 1 << 18;
+
+/// Appends `bytes` to `out`, copied on the rayon pool: a hint of a hundred megabytes is copied
+/// by every core, each also taking the first touches of its part of the new memory.
+pub fn extend_parallel(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.par_extend(bytes.par_iter().copied().with_min_len(PARALLEL_BYTES));
 }
 
 /// Appends `value` as an unsigned LEB128 varint (seven bits a byte, low bits first).

@@ -463,7 +463,7 @@ impl PublicSetup {
         for piece in self.hint_hash.pieces.iter() {
             out.extend_from_slice(piece);
         }
-        out.extend_from_slice(&wire::le_bytes(self.hint.as_slice()));
+        wire::extend_parallel(out, &wire::le_bytes(self.hint.as_slice()));
         debug_assert_eq!(out.len() - start, self.encoded_bytes(), "encoded_len");
     }
 
