@@ -31,8 +31,8 @@ merkle build`, whose --capacity (and --value-bytes) leave room. Nothing is writt
 change applies; the batch is then appended to FILE.log and flushed, which commits the version
 (a crash leaves the old or the new version, whole). Loading the file replays its log; once the
 log holds 8 versions or a 16th of the file, a checkpoint writes the file of the newest version
-and removes the log (in the background unless --checkpoint says otherwise; `obscura
-checkpoint` does it on demand). `obscura serve` serves the new version after SIGHUP.";
+and removes the log (in the background unless --checkpoint says otherwise, its report appended
+to FILE.checkpoint.txt; `obscura checkpoint` does it on demand). `obscura serve` serves the new version after SIGHUP.";
 
 /// Arguments of `obscura update`.
 #[derive(Args)]
@@ -159,8 +159,12 @@ pub fn run(args: UpdateArgs) -> Result<()> {
     match args.checkpoint {
         Checkpoint::Now => run_checkpoint(&args.db)?,
         Checkpoint::Due if updated.checkpoint_due => {
-            let pid = checkpoint_in_background(&args.db)?;
-            println!("checkpoint: folding the log into the file in the background (process {pid})");
+            let report = report_of(&args.db);
+            let pid = checkpoint_in_background(&args.db, &report)?;
+            println!(
+                "checkpoint: folding the log into the file in the background (process {pid}; its report is appended to {})",
+                report.display()
+            );
         }
         _ => {}
     }
@@ -199,17 +203,42 @@ fn run_checkpoint(db: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Where a checkpoint run in the background reports, beside the database `db`:
+/// `DB.checkpoint.txt`.
+fn report_of(db: &Path) -> PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push(".checkpoint.txt");
+    PathBuf::from(name)
+}
+
 /// Starts `obscura checkpoint --db DB` as a process of its own, in its own process group (an
-/// interrupt of this one's terminal leaves it running), and returns its id.
-fn checkpoint_in_background(db: &Path) -> Result<u32> {
+/// interrupt of this one's terminal leaves it running), its output and errors appended to
+/// `report`, and returns its id.
+fn checkpoint_in_background(db: &Path, report: &Path) -> Result<u32> {
     use std::os::unix::process::CommandExt;
+    let output = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(report)
+        .with_context(|| {
+            format!(
+                "cannot open {} for the checkpoint's report",
+                report.display()
+            )
+        })?;
+    let errors = output.try_clone().with_context(|| {
+        format!(
+            "cannot open {} for the checkpoint's report",
+            report.display()
+        )
+    })?;
     let child = Command::new(std::env::current_exe().context("cannot find this program")?)
         .arg("checkpoint")
         .arg("--db")
         .arg(db)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(output)
+        .stderr(errors)
         .process_group(0)
         .spawn()
         .context("cannot start the checkpoint")?;

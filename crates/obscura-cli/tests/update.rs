@@ -219,12 +219,16 @@ fn versions_go_to_the_log_until_a_checkpoint_folds_them_in() {
             v == 11,
             "version {v}: {printed}"
         );
+        assert_eq!(printed.contains("phones.obs.checkpoint.txt"), v == 11);
     }
+    // Done when its report, beside the file, says so.
+    let report = dir.path().join("phones.obs.checkpoint.txt");
     let started = Instant::now();
-    while log.exists() {
+    while !std::fs::read_to_string(&report).is_ok_and(|r| r.contains("version 11 written")) {
         assert!(started.elapsed() < Duration::from_secs(60), "no checkpoint");
         std::thread::sleep(Duration::from_millis(50));
     }
+    assert!(!log.exists());
     get(&db, 5).success().stdout("v11\n");
 }
 

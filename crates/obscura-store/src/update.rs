@@ -149,8 +149,6 @@ pub fn update_file(
     let started = Instant::now();
     let setup = database.setup_bytes();
     let new_sha256 = setup_sha256(&setup);
-    // A file of patches that cannot be read is replaced: it only saves clients downloads.
-    let mut patches = Patches::read(path).unwrap_or_default();
     let patch_bytes = match patch {
         Some(bytes) if keep_patches > 0 => {
             let len = bytes.len() as u64;
@@ -159,15 +157,14 @@ pub fn update_file(
                 to: new_sha256,
                 bytes,
             };
-            patches.push(patch, keep_patches, setup.len() as u64);
+            Patches::append(path, patch, keep_patches, setup.len() as u64)?;
             Some(len)
         }
         _ => {
-            patches = Patches::default();
+            Patches::default().write(path)?;
             None
         }
     };
-    patches.write(path)?;
     let setup_changed = new_sha256 != old_sha256;
     log.append(path, &changes)?;
     let write_seconds = started.elapsed().as_secs_f64();
