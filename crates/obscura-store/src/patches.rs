@@ -17,14 +17,15 @@
 //! file or its log commits the version ([`crate::update`]); the file is written again whole,
 //! with only what is kept, when what it holds past that outgrows what is kept, so an update
 //! writes about its own patch's bytes, not every kept patch's. A record cut short or damaged
-//! ends the file there (a crash during an append leaves the patches before it; the next append
-//! cuts it off). What is kept is read from the newest patch back: each earlier one that leads
+//! ends the file there for a reader, which checks every record's checksum; an append reads the
+//! records' fields alone and checks the last record's checksum, as a crash during an append
+//! leaves only the last one cut short, and cuts it off. What is kept is read from the newest patch back: each earlier one that leads
 //! to the next (a patch to a version that was never committed, left by a crash before its
 //! update committed, leads nowhere and is skipped), the newest `keep` of them, and no more of
 //! them than add up to the setup's size (a longer chain costs more than the setup it replaces),
 //! both bounds the newest patch's.
 
-use std::io::{Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use obscura_pir::wire::{self, Kind, Reader};
@@ -73,7 +74,12 @@ impl Patches {
     /// The patches kept for the database file at `database`: none when there is no file of
     /// them or it is not one (it only saves clients downloads).
     pub fn read(database: &Path) -> Result<Self, StoreError> {
-        Ok(Stored::read(database)?.kept())
+        let path = Self::path_of(database);
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(Self::from_bytes(&bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(source) => Err(StoreError::Io { path, source }),
+        }
     }
 
     /// Adds `patch`, the newest, and keeps what the database still needs: the patches that
@@ -85,6 +91,18 @@ impl Patches {
         *self = Self::kept_of(all, u32::try_from(keep).unwrap_or(u32::MAX), setup_bytes);
     }
 
+    /// Of `all` (oldest first), those kept under the bounds `keep` and `setup_bytes`.
+    fn kept_of(all: Vec<Patch>, keep: u32, setup_bytes: u64) -> Self {
+        let links: Vec<Link> = all.iter().map(Link::of).collect();
+        let kept = kept_indexes(&links, keep, setup_bytes);
+        let mut all: Vec<Option<Patch>> = all.into_iter().map(Some).collect();
+        Self {
+            patches: kept.iter().filter_map(|&i| all[i].take()).collect(),
+            keep,
+            setup_bytes,
+        }
+    }
+
     /// Keeps `patch` for the database file at `database` as [`Patches::push`] does, durably:
     /// appended to the file and flushed, or the file written again whole with what is kept
     /// when what it holds besides outgrows it. Returns what is now kept.
@@ -93,31 +111,50 @@ impl Patches {
         patch: Patch,
         keep: usize,
         setup_bytes: u64,
-    ) -> Result<Self, StoreError> {
+    ) -> Result<(), StoreError> {
         let path = Self::path_of(database);
         let io = |source| StoreError::Io {
             path: path.clone(),
             source,
         };
-        let stored = Stored::read(database)?;
-        let (end, held) = (stored.end, stored.records_bytes);
-        let mut kept = stored.kept();
-        kept.push(patch.clone(), keep, setup_bytes);
-        let record = kept.record(&patch);
-        let held = held + record.len() as u64;
-        if end == 0 || held > 2 * kept.records_bytes() {
-            kept.write(database)?;
-            return Ok(kept);
+        let keep = u32::try_from(keep).unwrap_or(u32::MAX);
+        let stored = Stored::scan(&path).map_err(io)?;
+        let mut links: Vec<Link> = stored.records.iter().map(|r| r.link).collect();
+        links.push(Link::of(&patch));
+        let kept = kept_indexes(&links, keep, setup_bytes);
+        let bytes_of = |i: usize| RECORD_BYTES as u64 + links[i].len;
+        let kept_bytes: u64 = kept.iter().map(|&i| bytes_of(i)).sum();
+        let held: u64 = (0..links.len()).map(bytes_of).sum();
+        let bounds = Self {
+            patches: Vec::new(),
+            keep,
+            setup_bytes,
+        };
+        if stored.end == 0 || held > 2 * kept_bytes {
+            // Written again whole with what is kept, the earlier patches read back.
+            let mut file = std::fs::File::open(&path).ok();
+            let mut patches = Vec::with_capacity(kept.len());
+            for &i in &kept {
+                match stored.records.get(i) {
+                    Some(record) => {
+                        let file = file.as_mut().ok_or_else(|| {
+                            io(std::io::Error::other("the patches file went away"))
+                        })?;
+                        patches.push(record.read(file).map_err(io)?);
+                    }
+                    None => patches.push(patch.clone()),
+                }
+            }
+            return Self { patches, ..bounds }.write(database);
         }
         let mut file = std::fs::OpenOptions::new()
             .write(true)
             .open(&path)
             .map_err(io)?;
-        file.set_len(end).map_err(io)?;
-        file.seek(SeekFrom::Start(end)).map_err(io)?;
-        file.write_all(&record).map_err(io)?;
-        file.sync_data().map_err(io)?;
-        Ok(kept)
+        file.set_len(stored.end).map_err(io)?;
+        file.seek(SeekFrom::Start(stored.end)).map_err(io)?;
+        file.write_all(&bounds.record(&patch)).map_err(io)?;
+        file.sync_data().map_err(io)
     }
 
     /// Keeps these patches for the database file at `database`, replacing what was kept
@@ -164,35 +201,6 @@ impl Patches {
         self.patches.iter()
     }
 
-    /// What of `all` (oldest first) is kept under the bounds `keep` and `setup_bytes`: the
-    /// newest, and from it back each earlier patch that leads to the next, while they number
-    /// at most `keep` and add up to at most `setup_bytes` (the newest is kept whatever its size).
-    fn kept_of(all: Vec<Patch>, keep: u32, setup_bytes: u64) -> Self {
-        let mut kept: Vec<Patch> = Vec::new();
-        let mut total = 0u64;
-        for earlier in all.into_iter().rev() {
-            if kept.len() >= keep as usize {
-                break;
-            }
-            if let Some(last) = kept.last() {
-                if earlier.to != last.from {
-                    continue;
-                }
-                if total + earlier.bytes.len() as u64 > setup_bytes {
-                    break;
-                }
-            }
-            total += earlier.bytes.len() as u64;
-            kept.push(earlier);
-        }
-        kept.reverse();
-        Self {
-            patches: kept,
-            keep,
-            setup_bytes,
-        }
-    }
-
     /// `patch`'s record, with these bounds.
     fn record(&self, patch: &Patch) -> Vec<u8> {
         let mut out = Vec::with_capacity(RECORD_BYTES + patch.bytes.len());
@@ -207,14 +215,6 @@ impl Patches {
         out
     }
 
-    /// Bytes of the kept patches' records.
-    fn records_bytes(&self) -> u64 {
-        self.patches
-            .iter()
-            .map(|p| (RECORD_BYTES + p.bytes.len()) as u64)
-            .sum()
-    }
-
     /// The encoded file.
     fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
@@ -226,30 +226,54 @@ impl Patches {
     }
 }
 
-/// A file of kept patches as it lies: every whole record, in turn, and where the last ends.
-#[derive(Default)]
-struct Stored {
-    /// The records' patches and their bounds, oldest first.
-    records: Vec<(Patch, u32, u64)>,
-    /// Bytes of the records.
-    records_bytes: u64,
-    /// Where the last whole record ends; 0 when there is no file or its header is not one.
-    end: u64,
+/// The setups a patch goes between and its length: what decides whether it is kept.
+#[derive(Clone, Copy, Debug)]
+struct Link {
+    from: SetupSha256,
+    to: SetupSha256,
+    len: u64,
 }
 
-impl Stored {
-    /// The file of the database file at `database`.
-    fn read(database: &Path) -> Result<Self, StoreError> {
-        let path = Patches::path_of(database);
-        match std::fs::read(&path) {
-            Ok(bytes) => Ok(Self::from_bytes(&bytes)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
-            Err(source) => Err(StoreError::Io { path, source }),
+impl Link {
+    fn of(patch: &Patch) -> Self {
+        Self {
+            from: patch.from,
+            to: patch.to,
+            len: patch.bytes.len() as u64,
         }
     }
+}
 
-    /// Decodes a file of kept patches up to its first record cut short or damaged; every
-    /// length is checked before it is read.
+/// Which of the patches `links` (oldest first) are kept under the bounds `keep` and
+/// `setup_bytes`, oldest first: the newest, and from it back each earlier patch that leads to
+/// the next, while they number at most `keep` and add up to at most `setup_bytes` (the newest is
+/// kept whatever its size).
+fn kept_indexes(links: &[Link], keep: u32, setup_bytes: u64) -> Vec<usize> {
+    let mut kept: Vec<usize> = Vec::new();
+    let mut total = 0u64;
+    for (i, earlier) in links.iter().enumerate().rev() {
+        if kept.len() >= keep as usize {
+            break;
+        }
+        if let Some(&last) = kept.last() {
+            if earlier.to != links[last].from {
+                continue;
+            }
+            if total + earlier.len > setup_bytes {
+                break;
+            }
+        }
+        total += earlier.len;
+        kept.push(i);
+    }
+    kept.reverse();
+    kept
+}
+
+impl Patches {
+    /// Decodes a file of kept patches up to its first record cut short or damaged (every
+    /// record's checksum checked, every length before it is read): what is kept of them, under
+    /// the newest one's bounds.
     fn from_bytes(bytes: &[u8]) -> Self {
         let (mut reader, zeros) = match Reader::open(bytes, Kind::KEPT_PATCHES) {
             Ok(opened) => opened,
@@ -258,54 +282,161 @@ impl Stored {
         if zeros != [0; 32] {
             return Self::default();
         }
+        let mut all = Vec::new();
+        let mut bounds = (0, 0);
+        while let Some((head, body)) = Head::parse(reader.rest()) {
+            let record = &reader.rest()[..head.record_bytes()];
+            if Sha256::digest(&record[..record.len() - 32]).as_slice()
+                != &record[record.len() - 32..]
+            {
+                break;
+            }
+            all.push(Patch {
+                from: head.link.from,
+                to: head.link.to,
+                bytes: body.to_vec(),
+            });
+            bounds = (head.keep, head.setup_bytes);
+            if reader.take(head.record_bytes()).is_err() {
+                break;
+            }
+        }
+        Self::kept_of(all, bounds.0, bounds.1)
+    }
+}
+
+/// A record's fixed fields.
+#[derive(Clone, Copy, Debug)]
+struct Head {
+    link: Link,
+    keep: u32,
+    setup_bytes: u64,
+}
+
+/// Bytes of a record's fields before its patch.
+const HEAD_BYTES: usize = RECORD_BYTES - 32;
+
+impl Head {
+    /// The record at the start of `rest` if all its bytes are there: its fields and its
+    /// patch's bytes.
+    fn parse(rest: &[u8]) -> Option<(Self, &[u8])> {
+        let head = Self::decode(rest.get(..HEAD_BYTES)?.try_into().expect("a head"));
+        let body = rest
+            .get(HEAD_BYTES..)?
+            .get(..usize::try_from(head.link.len).ok()?)?;
+        (rest.len() as u64 >= head.record_bytes() as u64).then_some((head, body))
+    }
+
+    /// The fields of a record's first [`HEAD_BYTES`].
+    fn decode(bytes: &[u8; HEAD_BYTES]) -> Self {
+        let word = |at: usize, n: usize| {
+            let mut le = [0u8; 8];
+            le[..n].copy_from_slice(&bytes[at..at + n]);
+            u64::from_le_bytes(le)
+        };
+        Self {
+            link: Link {
+                from: bytes[..32].try_into().expect("32 bytes"),
+                to: bytes[32..64].try_into().expect("32 bytes"),
+                len: word(76, 8),
+            },
+            keep: word(64, 4) as u32,
+            setup_bytes: word(68, 8),
+        }
+    }
+
+    /// Bytes of the whole record (saturating: a length past memory is never whole).
+    fn record_bytes(&self) -> usize {
+        usize::try_from(self.link.len)
+            .unwrap_or(usize::MAX)
+            .saturating_add(RECORD_BYTES)
+    }
+}
+
+/// A file of kept patches as an append finds it, read record head by record head: the last
+/// record's checksum is checked (a crash during an append leaves only the last one cut short;
+/// a damaged one before it costs clients a download, as their patched setup fails its ETag).
+#[derive(Default)]
+struct Stored {
+    /// The whole records, oldest first, each with where it starts.
+    records: Vec<StoredRecord>,
+    /// Where the last whole record ends; 0 when there is no file or its header is not one.
+    end: u64,
+}
+
+/// A record of a [`Stored`] file.
+struct StoredRecord {
+    link: Link,
+    start: u64,
+}
+
+impl StoredRecord {
+    /// Its patch, read from `file`.
+    fn read(&self, file: &mut std::fs::File) -> std::io::Result<Patch> {
+        let mut bytes = vec![0u8; (RECORD_BYTES as u64 + self.link.len) as usize];
+        file.seek(SeekFrom::Start(self.start))?;
+        file.read_exact(&mut bytes)?;
+        Ok(Patch {
+            from: self.link.from,
+            to: self.link.to,
+            bytes: bytes[HEAD_BYTES..bytes.len() - 32].to_vec(),
+        })
+    }
+}
+
+impl Stored {
+    /// The file at `path`.
+    fn scan(path: &Path) -> std::io::Result<Self> {
+        let mut file = match std::fs::File::open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(e) => return Err(e),
+        };
+        let len = file.metadata()?.len();
+        let mut header = [0u8; wire::HEADER_BYTES];
+        if file.read_exact(&mut header).is_err() {
+            return Ok(Self::default());
+        }
+        match Reader::open(&header, Kind::KEPT_PATCHES) {
+            Ok((_, zeros)) if zeros == [0; 32] => {}
+            _ => return Ok(Self::default()),
+        }
         let mut stored = Self {
+            records: Vec::new(),
             end: wire::HEADER_BYTES as u64,
-            ..Self::default()
         };
-        while let Some((record, len)) = Self::record(&mut reader) {
-            stored.records.push(record);
-            stored.records_bytes += len as u64;
-            stored.end += len as u64;
+        let mut head = [0u8; HEAD_BYTES];
+        loop {
+            file.seek(SeekFrom::Start(stored.end))?;
+            if file.read_exact(&mut head).is_err() {
+                break;
+            }
+            let link = Head::decode(&head).link;
+            let Some(end) = stored
+                .end
+                .checked_add(RECORD_BYTES as u64)
+                .and_then(|e| e.checked_add(link.len))
+                .filter(|&e| e <= len)
+            else {
+                break;
+            };
+            stored.records.push(StoredRecord {
+                link,
+                start: stored.end,
+            });
+            stored.end = end;
         }
-        stored
-    }
-
-    /// The next record and its length, if whole and undamaged.
-    fn record(reader: &mut Reader<'_>) -> Option<((Patch, u32, u64), usize)> {
-        let rest = reader.rest();
-        let fixed = RECORD_BYTES - 32;
-        let head = rest.get(..fixed)?;
-        let len = u64::from_le_bytes(head[fixed - 8..].try_into().expect("8 bytes"));
-        let body_len = usize::try_from(len).ok()?.checked_add(fixed)?;
-        let body = rest.get(..body_len)?;
-        let sum = rest.get(body_len..body_len.checked_add(32)?)?;
-        if Sha256::digest(body).as_slice() != sum {
-            return None;
+        if let Some(last) = stored.records.last() {
+            let mut bytes = vec![0u8; (stored.end - last.start) as usize];
+            file.seek(SeekFrom::Start(last.start))?;
+            file.read_exact(&mut bytes)?;
+            let (body, sum) = bytes.split_at(bytes.len() - 32);
+            if Sha256::digest(body).as_slice() != sum {
+                stored.end = last.start;
+                stored.records.pop();
+            }
         }
-        reader.take(body_len + 32).ok()?;
-        let patch = Patch {
-            from: head[..32].try_into().expect("32 bytes"),
-            to: head[32..64].try_into().expect("32 bytes"),
-            bytes: body[fixed..].to_vec(),
-        };
-        let keep = u32::from_le_bytes(head[64..68].try_into().expect("4 bytes"));
-        let setup_bytes = u64::from_le_bytes(head[68..76].try_into().expect("8 bytes"));
-        Some(((patch, keep, setup_bytes), body_len + 32))
-    }
-
-    /// What is kept of the records, under the newest one's bounds.
-    fn kept(self) -> Patches {
-        let Some(&(_, keep, setup_bytes)) = self.records.last() else {
-            return Patches::default();
-        };
-        Patches::kept_of(
-            self.records
-                .into_iter()
-                .map(|(patch, _, _)| patch)
-                .collect(),
-            keep,
-            setup_bytes,
-        )
+        Ok(stored)
     }
 }
 
@@ -399,7 +530,7 @@ mod tests {
         for at in 0..bytes.len() {
             let mut bad = bytes.clone();
             bad[at] ^= 1;
-            let read = Stored::from_bytes(&bad).kept();
+            let read = Patches::from_bytes(&bad);
             let whole = if at < wire::HEADER_BYTES {
                 0
             } else {
@@ -408,7 +539,7 @@ mod tests {
             assert_eq!(kept(&read), kept(&patches)[..whole], "byte {at}");
         }
         for len in 0..bytes.len() {
-            let read = Stored::from_bytes(&bytes[..len]).kept();
+            let read = Patches::from_bytes(&bytes[..len]);
             assert_eq!(
                 kept(&read),
                 kept(&patches)[..whole_before(len)],
@@ -428,9 +559,8 @@ mod tests {
         let mut expected = Patches::default();
         let mut sizes = Vec::new();
         for v in 0..12 {
-            let kept = Patches::append(&database, patch(v, v + 1, 10), 4, 1000).unwrap();
+            Patches::append(&database, patch(v, v + 1, 10), 4, 1000).unwrap();
             expected.push(patch(v, v + 1, 10), 4, 1000);
-            assert_eq!(kept, expected);
             assert_eq!(Patches::read(&database).unwrap(), expected);
             sizes.push(
                 (std::fs::metadata(&path).unwrap().len() - wire::HEADER_BYTES as u64) / record,
@@ -449,6 +579,18 @@ mod tests {
             std::fs::metadata(&path).unwrap().len(),
             bytes.len() as u64 + record
         );
+        // So is a last record whose bytes are all there but damaged: the update that wrote it
+        // did not commit, and the next one writes its patch again.
+        let bytes = std::fs::read(&path).unwrap();
+        let mut bad = bytes.clone();
+        *bad.last_mut().unwrap() ^= 1;
+        std::fs::write(&path, &bad).unwrap();
+        assert_eq!(
+            kept(&Patches::read(&database).unwrap()),
+            [(8, 9), (9, 10), (10, 11), (11, 12)]
+        );
+        Patches::append(&database, patch(12, 13, 10), 4, 1000).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
         // A patch to a version never committed is passed over by the next version's.
         Patches::append(&database, patch(13, 99, 10), 4, 1000).unwrap();
         Patches::append(&database, patch(13, 14, 10), 4, 1000).unwrap();
