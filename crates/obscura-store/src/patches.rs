@@ -105,7 +105,7 @@ impl Patches {
 
     /// Keeps `patch` for the database file at `database` as [`Patches::push`] does, durably:
     /// appended to the file and flushed, or the file written again whole with what is kept
-    /// when what it holds besides outgrows it. Returns what is now kept.
+    /// when what it holds besides outgrows it (or is not a file of patches).
     pub fn append(
         database: &Path,
         patch: Patch,
@@ -132,18 +132,18 @@ impl Patches {
         };
         if stored.end == 0 || held > 2 * kept_bytes {
             // Written again whole with what is kept, the earlier patches read back.
-            let mut file = std::fs::File::open(&path).ok();
+            let mut file = None;
             let mut patches = Vec::with_capacity(kept.len());
             for &i in &kept {
-                match stored.records.get(i) {
-                    Some(record) => {
-                        let file = file.as_mut().ok_or_else(|| {
-                            io(std::io::Error::other("the patches file went away"))
-                        })?;
-                        patches.push(record.read(file).map_err(io)?);
-                    }
-                    None => patches.push(patch.clone()),
-                }
+                let Some(record) = stored.records.get(i) else {
+                    patches.push(patch.clone());
+                    continue;
+                };
+                let file = match &mut file {
+                    Some(file) => file,
+                    None => file.insert(std::fs::File::open(&path).map_err(io)?),
+                };
+                patches.push(record.read(file).map_err(io)?);
             }
             return Self { patches, ..bounds }.write(database);
         }
