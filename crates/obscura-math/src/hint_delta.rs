@@ -234,7 +234,8 @@ pub fn apply(hint: &mut Matrix, a: &PublicMatrix, runs: &ColumnRuns) {
     }
     let rows = Rows::new(a, runs.heads.iter().map(|h| h.col as usize));
     let backend = Backend::selected();
-    // The runs crossing each band of rows: band `k`'s are `by_band[starts[k]..starts[k + 1]]`.
+    // The runs crossing each band of rows: band `k`'s are those at `starts[k]..starts[k + 1]`
+    // of `by_band`, or of the runs themselves when `by_band` is `None`.
     let (starts, by_band) = if in_one_band && runs.heads.is_sorted_by_key(|h| h.first_row) {
         // In row order, each within a band (scattered entries, as a row-major layout's
         // records): already grouped.
@@ -244,8 +245,7 @@ pub fn apply(hint: &mut Matrix, a: &PublicMatrix, runs: &ColumnRuns) {
                     .partition_point(|h| (h.first_row as usize) < k * BAND)
             })
             .collect();
-        let by_band: Vec<u32> = (0..runs.len() as u32).into_par_iter().collect();
-        (starts, by_band)
+        (starts, None)
     } else {
         // A counting sort.
         let mut starts = vec![0usize; bands + 1];
@@ -265,7 +265,7 @@ pub fn apply(hint: &mut Matrix, a: &PublicMatrix, runs: &ColumnRuns) {
                 next[band] += 1;
             }
         }
-        (starts, by_band)
+        (starts, Some(by_band))
     };
     hint.as_mut_slice()
         .par_chunks_mut(BAND * n)
@@ -278,8 +278,8 @@ pub fn apply(hint: &mut Matrix, a: &PublicMatrix, runs: &ColumnRuns) {
             let mut groups: Vec<Vec<(&[u32], [u32; GROUP])>> =
                 vec![Vec::new(); band_rows.div_ceil(GROUP)];
             let mut singles: Vec<Vec<(&[u32], u32)>> = vec![Vec::new(); band_rows];
-            for &i in &by_band[starts[k]..starts[k + 1]] {
-                let run = runs.run(i as usize);
+            for i in starts[k]..starts[k + 1] {
+                let run = runs.run(by_band.as_ref().map_or(i, |by_band| by_band[i] as usize));
                 let window = rows.row(run.col);
                 let covered = run.rows();
                 let mut row = covered.start.max(first);
