@@ -165,6 +165,31 @@ impl RowBand<'_> {
     }
 }
 
+/// The `rows x cols` digits `bytes`, in panels of `panel_cols` columns, cut into bands of
+/// `band_rows` rows (the last one shorter): per band, its stretch of each panel, which is one
+/// run as a panel's rows lie top to bottom.
+fn band_stretches(
+    bytes: &mut [u8],
+    rows: usize,
+    cols: usize,
+    panel_cols: usize,
+    band_rows: usize,
+) -> Vec<Vec<&mut [u8]>> {
+    let mut bands: Vec<Vec<&mut [u8]>> = (0..rows.div_ceil(band_rows))
+        .map(|_| Vec::with_capacity(cols.div_ceil(panel_cols)))
+        .collect();
+    let mut rest = bytes;
+    for first in (0..cols).step_by(panel_cols) {
+        let width = panel_cols.min(cols - first);
+        let (panel, tail) = std::mem::take(&mut rest).split_at_mut(rows * width);
+        rest = tail;
+        for (band, stretch) in bands.iter_mut().zip(panel.chunks_mut(band_rows * width)) {
+            band.push(stretch);
+        }
+    }
+    bands
+}
+
 /// Rows of a panel tiled by one task of [`PlaintextMatrix::from_column_runs_reusing`]: a cache
 /// line of each column.
 pub const RUN_BAND_ROWS: usize = 64;
@@ -304,25 +329,17 @@ impl PlaintextMatrix {
             "bands of whole groups"
         );
         let mut bytes = LargeBuffer::zeroed(rows.checked_mul(cols).expect("matrix size"));
-        let mut bands: Vec<ColumnBand<'_>> = (0..rows)
-            .step_by(band_rows)
-            .map(|first_row| ColumnBand {
-                first_row,
-                rows: band_rows.min(rows - first_row),
-                panel_cols,
-                panels: Vec::with_capacity(cols.div_ceil(panel_cols)),
-            })
-            .collect();
-        // A panel's rows lie top to bottom, so a band's stretch of it is one run.
-        let mut rest: &mut [u8] = &mut bytes;
-        for first in (0..cols).step_by(panel_cols) {
-            let width = panel_cols.min(cols - first);
-            for band in &mut bands {
-                let (stretch, tail) = std::mem::take(&mut rest).split_at_mut(band.rows * width);
-                band.panels.push(stretch);
-                rest = tail;
-            }
-        }
+        let mut bands: Vec<ColumnBand<'_>> =
+            band_stretches(&mut bytes, rows, cols, panel_cols, band_rows)
+                .into_iter()
+                .zip((0..rows).step_by(band_rows))
+                .map(|(panels, first_row)| ColumnBand {
+                    first_row,
+                    rows: band_rows.min(rows - first_row),
+                    panel_cols,
+                    panels,
+                })
+                .collect();
         bands.par_iter_mut().for_each(&fill);
         let stretches: Vec<(usize, &mut [u8])> = bands
             .into_iter()
@@ -613,19 +630,7 @@ impl PlaintextMatrix {
         );
         let place = self.place();
         let (rows, cols, panel_cols) = (self.rows, self.cols, self.panel_cols);
-        let mut bands: Vec<Vec<&mut [u8]>> = (0..rows.div_ceil(band_rows))
-            .map(|_| Vec::with_capacity(cols.div_ceil(panel_cols)))
-            .collect();
-        let mut rest = self.owned_bytes_mut();
-        for first in (0..cols).step_by(panel_cols) {
-            let width = panel_cols.min(cols - first);
-            let (panel, tail) = std::mem::take(&mut rest).split_at_mut(rows * width);
-            rest = tail;
-            for (band, part) in bands.iter_mut().zip(panel.chunks_mut(band_rows * width)) {
-                band.push(part);
-            }
-        }
-        bands
+        band_stretches(self.owned_bytes_mut(), rows, cols, panel_cols, band_rows)
             .into_par_iter()
             .enumerate()
             .map(|(k, panels)| {
