@@ -206,9 +206,7 @@ fn run_checkpoint(db: &Path) -> Result<()> {
 /// Where a checkpoint run in the background reports, beside the database `db`:
 /// `DB.checkpoint.txt`.
 fn report_of(db: &Path) -> PathBuf {
-    let mut name = db.as_os_str().to_owned();
-    name.push(".checkpoint.txt");
-    PathBuf::from(name)
+    obscura_store::companion(db, ".checkpoint.txt")
 }
 
 /// Starts `obscura checkpoint --db DB` as a process of its own, in its own process group (an
@@ -216,22 +214,18 @@ fn report_of(db: &Path) -> PathBuf {
 /// `report`, and returns its id.
 fn checkpoint_in_background(db: &Path, report: &Path) -> Result<u32> {
     use std::os::unix::process::CommandExt;
-    let output = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(report)
-        .with_context(|| {
-            format!(
-                "cannot open {} for the checkpoint's report",
-                report.display()
-            )
-        })?;
-    let errors = output.try_clone().with_context(|| {
+    let cannot = || {
         format!(
             "cannot open {} for the checkpoint's report",
             report.display()
         )
-    })?;
+    };
+    let output = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(report)
+        .with_context(cannot)?;
+    let errors = output.try_clone().with_context(cannot)?;
     let child = Command::new(std::env::current_exe().context("cannot find this program")?)
         .arg("checkpoint")
         .arg("--db")

@@ -21,3 +21,11 @@ pub mod partial;
 pub mod patches;
 pub mod store;
 pub mod update;
+
+/// The file beside the database file `database` that keeps one of its companions: its path
+/// with `suffix` appended (`FILE.log`, `FILE.patches`, ...).
+pub fn companion(database: &std::path::Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = database.as_os_str().to_owned();
+    name.push(suffix);
+    std::path::PathBuf::from(name)
+}

@@ -44,9 +44,7 @@ const BATCH_HEADER_BYTES: usize = 8 + 32;
 
 /// Where the change log of the database file at `database` is kept: `FILE.log`.
 pub fn path_of(database: &Path) -> PathBuf {
-    let mut name = database.as_os_str().to_owned();
-    name.push(".log");
-    PathBuf::from(name)
+    crate::companion(database, ".log")
 }
 
 /// The change log of a database file: the file it follows, how many versions it holds and

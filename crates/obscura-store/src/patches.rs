@@ -66,9 +66,7 @@ pub struct Patches {
 impl Patches {
     /// Where the patches of the database file at `database` are kept: `FILE.patches`.
     pub fn path_of(database: &Path) -> PathBuf {
-        let mut name = database.as_os_str().to_owned();
-        name.push(".patches");
-        PathBuf::from(name)
+        crate::companion(database, ".patches")
     }
 
     /// The patches kept for the database file at `database`: none when there is no file of
