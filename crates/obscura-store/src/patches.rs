@@ -123,11 +123,6 @@ impl Patches {
         let bytes_of = |i: usize| RECORD_BYTES as u64 + links[i].len;
         let kept_bytes: u64 = kept.iter().map(|&i| bytes_of(i)).sum();
         let held: u64 = (0..links.len()).map(bytes_of).sum();
-        let bounds = Self {
-            patches: Vec::new(),
-            keep,
-            setup_bytes,
-        };
         if stored.end == 0 || held > 2 * kept_bytes {
             // Written again whole with what is kept, the earlier patches read back.
             let mut file = None;
@@ -143,7 +138,12 @@ impl Patches {
                 };
                 patches.push(record.read(file).map_err(io)?);
             }
-            return Self { patches, ..bounds }.write(database);
+            return Self {
+                patches,
+                keep,
+                setup_bytes,
+            }
+            .write(database);
         }
         let mut file = std::fs::OpenOptions::new()
             .write(true)
@@ -151,7 +151,8 @@ impl Patches {
             .map_err(io)?;
         file.set_len(stored.end).map_err(io)?;
         file.seek(SeekFrom::Start(stored.end)).map_err(io)?;
-        file.write_all(&bounds.record(&patch)).map_err(io)?;
+        file.write_all(&record(&patch, keep, setup_bytes))
+            .map_err(io)?;
         file.sync_data().map_err(io)
     }
 
@@ -199,29 +200,35 @@ impl Patches {
         self.patches.iter()
     }
 
-    /// `patch`'s record, with these bounds.
-    fn record(&self, patch: &Patch) -> Vec<u8> {
-        let mut out = Vec::with_capacity(RECORD_BYTES + patch.bytes.len());
-        out.extend_from_slice(&patch.from);
-        out.extend_from_slice(&patch.to);
-        out.extend_from_slice(&self.keep.to_le_bytes());
-        out.extend_from_slice(&self.setup_bytes.to_le_bytes());
-        out.extend_from_slice(&(patch.bytes.len() as u64).to_le_bytes());
-        out.extend_from_slice(&patch.bytes);
-        let sum: [u8; 32] = Sha256::digest(&out).into();
-        out.extend_from_slice(&sum);
-        out
-    }
-
     /// The encoded file.
     fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
         wire::write_header(&mut out, Kind::KEPT_PATCHES, &[0; 32]);
         for patch in &self.patches {
-            out.extend_from_slice(&self.record(patch));
+            out.extend_from_slice(&record(patch, self.keep, self.setup_bytes));
         }
         out
     }
+}
+
+/// `patch`'s record, with the bounds `keep` and `setup_bytes`.
+fn record(patch: &Patch, keep: u32, setup_bytes: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(RECORD_BYTES + patch.bytes.len());
+    out.extend_from_slice(&patch.from);
+    out.extend_from_slice(&patch.to);
+    out.extend_from_slice(&keep.to_le_bytes());
+    out.extend_from_slice(&setup_bytes.to_le_bytes());
+    out.extend_from_slice(&(patch.bytes.len() as u64).to_le_bytes());
+    out.extend_from_slice(&patch.bytes);
+    let sum: [u8; 32] = Sha256::digest(&out).into();
+    out.extend_from_slice(&sum);
+    out
+}
+
+/// Whether `record`'s bytes (a whole record's length) end with the SHA-256 of those before.
+fn undamaged(record: &[u8]) -> bool {
+    let (body, sum) = record.split_at(record.len() - 32);
+    Sha256::digest(body).as_slice() == sum
 }
 
 /// The setups a patch goes between and its length: what decides whether it is kept.
@@ -283,10 +290,7 @@ impl Patches {
         let mut all = Vec::new();
         let mut bounds = (0, 0);
         while let Some((head, body)) = Head::parse(reader.rest()) {
-            let record = &reader.rest()[..head.record_bytes()];
-            if Sha256::digest(&record[..record.len() - 32]).as_slice()
-                != &record[record.len() - 32..]
-            {
+            if !undamaged(&reader.rest()[..head.record_bytes()]) {
                 break;
             }
             all.push(Patch {
@@ -428,8 +432,7 @@ impl Stored {
             let mut bytes = vec![0u8; (stored.end - last.start) as usize];
             file.seek(SeekFrom::Start(last.start))?;
             file.read_exact(&mut bytes)?;
-            let (body, sum) = bytes.split_at(bytes.len() - 32);
-            if Sha256::digest(body).as_slice() != sum {
+            if !undamaged(&bytes) {
                 stored.end = last.start;
                 stored.records.pop();
             }
