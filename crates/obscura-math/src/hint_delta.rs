@@ -31,6 +31,11 @@ pub struct ColumnRuns {
     deltas: Vec<i16>,
 }
 
+/// The `δ` of an entry whose digit `old` becomes `new` (both read as `i8`).
+pub fn delta(old: u8, new: u8) -> i16 {
+    i16::from(new as i8) - i16::from(old as i8)
+}
+
 /// Where a run lies and where its `δ` start in [`ColumnRuns::deltas`] (it ends where the next
 /// run's start).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -213,7 +213,7 @@ impl Server {
         let mut flush = |first: usize, rows: &mut Vec<(u8, u8)>| {
             let deltas: Vec<i16> = rows
                 .iter()
-                .map(|&(old, raw)| i16::from(centered(raw, width) as i8) - i16::from(old as i8))
+                .map(|&(old, raw)| hint_delta::delta(old, centered(raw, width)))
                 .collect();
             rewrites.deltas.push(col, first, &deltas);
             rewrites

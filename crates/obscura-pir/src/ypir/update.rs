@@ -132,11 +132,7 @@ impl Server {
                     let new = record_digit(bytes, j, width);
                     let old = band.replace(row, column + j, new);
                     if old != new {
-                        deltas.push(
-                            column + j,
-                            row,
-                            &[i16::from(new as i8) - i16::from(old as i8)],
-                        );
+                        deltas.push(column + j, row, &[hint_delta::delta(old, new)]);
                         if touched.last() != Some(&row) {
                             touched.push(row);
                         }
