@@ -178,8 +178,9 @@ fn describe(entry: &Entry) {
     );
 }
 
-/// Reloads the database files on every SIGHUP: files that changed (renamed over, or changed in
-/// place) are loaded again and served from then on; requests in flight finish on the old ones.
+/// Reloads the database files on every SIGHUP: a file whose change log grew is caught up (its
+/// new versions applied to a copy), one that changed otherwise is loaded again, and either is
+/// served from then on; requests in flight finish on the old ones.
 #[cfg(unix)]
 async fn reload_on_hangup(databases: Databases, paths: Vec<PathBuf>, tokens: Option<PathBuf>) {
     use tokio::signal::unix::{signal, SignalKind};
@@ -202,7 +203,7 @@ async fn reload_on_hangup(databases: Databases, paths: Vec<PathBuf>, tokens: Opt
                         "error: not reloaded, still serving the previous version: {failure:#}"
                     );
                 }
-                let changed: Vec<&str> = catalog
+                let changed: Vec<&std::sync::Arc<Entry>> = catalog
                     .entries()
                     .filter(|e| {
                         databases
@@ -210,20 +211,16 @@ async fn reload_on_hangup(databases: Databases, paths: Vec<PathBuf>, tokens: Opt
                             .get(&e.name)
                             .is_none_or(|old| !std::sync::Arc::ptr_eq(old, e))
                     })
-                    .map(|e| e.name.as_str())
                     .collect();
-                eprintln!(
-                    "reloaded: {}",
-                    if changed.is_empty() {
-                        "no database changed".to_string()
-                    } else {
-                        format!("new version of {}", changed.join(", "))
-                    }
-                );
-                for entry in catalog.entries() {
-                    if changed.contains(&entry.name.as_str()) {
-                        describe(entry);
-                    }
+                if changed.is_empty() {
+                    eprintln!("reloaded: no database changed");
+                }
+                for entry in changed {
+                    eprintln!(
+                        "reloaded {} at version {}: {}",
+                        entry.name, entry.info.version, entry.arrival
+                    );
+                    describe(entry);
                 }
                 databases.replace(catalog);
             }

@@ -198,10 +198,11 @@ const _: () = assert!(RUN_BAND_ROWS.is_multiple_of(GROUP_ROWS));
 /// Bytes kept alive by someone else (for instance a database file read into memory whole).
 pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
-/// Where the bytes of a plaintext matrix live.
+/// Where the bytes of a plaintext matrix live. A clone shares them; whichever copy is written
+/// first copies them (a served database's next version is made beside the one answering).
 #[derive(Clone)]
 enum Storage {
-    Owned(LargeBuffer),
+    Owned(Arc<LargeBuffer>),
     Shared {
         owner: SharedBytes,
         start: usize,
@@ -232,7 +233,7 @@ impl PlaintextMatrix {
             rows,
             cols,
             panel_cols: PANEL_COLS,
-            storage: Storage::Owned(data.into()),
+            storage: Storage::Owned(Arc::new(data.into())),
         })
     }
 
@@ -356,7 +357,7 @@ impl PlaintextMatrix {
             rows,
             cols,
             panel_cols,
-            storage: Storage::Owned(bytes),
+            storage: Storage::Owned(Arc::new(bytes)),
         }
     }
 
@@ -415,14 +416,15 @@ impl PlaintextMatrix {
             rows,
             cols,
             panel_cols,
-            storage: Storage::Owned(bytes),
+            storage: Storage::Owned(Arc::new(bytes)),
         }
     }
 
-    /// The buffer of a matrix that owns its bytes (`None` for one over shared bytes).
+    /// The buffer of a matrix that owns its bytes alone (`None` for one over shared bytes or
+    /// sharing them with a clone).
     pub fn into_buffer(self) -> Option<LargeBuffer> {
         match self.storage {
-            Storage::Owned(bytes) => Some(bytes),
+            Storage::Owned(bytes) => Arc::into_inner(bytes),
             Storage::Shared { .. } => None,
         }
     }
@@ -579,8 +581,8 @@ impl PlaintextMatrix {
         self.as_bytes()[self.offset(r, c)]
     }
 
-    /// Writes `digit` at row `r`, column `c`; a matrix over shared bytes first copies them into
-    /// a buffer of its own (once).
+    /// Writes `digit` at row `r`, column `c`; a matrix over shared bytes, or sharing its bytes
+    /// with a clone, first copies them into a buffer of its own (once).
     ///
     /// # Panics
     /// If the position is outside the matrix.
@@ -694,16 +696,18 @@ impl PlaintextMatrix {
             });
     }
 
-    /// The bytes in storage order, to write: shared bytes are copied into a buffer of the
-    /// matrix's own first.
+    /// The bytes in storage order, to write: bytes shared with their owner or a clone are
+    /// copied into a buffer of the matrix's own first.
     fn owned_bytes_mut(&mut self) -> &mut [u8] {
-        if let Storage::Shared { .. } = self.storage {
-            let mut copy = LargeBuffer::zeroed(self.rows * self.cols);
-            copy.copy_from_slice(self.as_bytes());
-            self.storage = Storage::Owned(copy);
+        let alone = match &mut self.storage {
+            Storage::Owned(bytes) => Arc::get_mut(bytes).is_some(),
+            Storage::Shared { .. } => false,
+        };
+        if !alone {
+            self.storage = Storage::Owned(Arc::new(LargeBuffer::copy_of(self.as_bytes())));
         }
         match &mut self.storage {
-            Storage::Owned(bytes) => bytes,
+            Storage::Owned(bytes) => Arc::get_mut(bytes).expect("held alone"),
             Storage::Shared { .. } => unreachable!("copied above"),
         }
     }
@@ -1166,5 +1170,17 @@ mod tests {
         assert_eq!(written.as_bytes(), &[2, 3, 4, 5, 6, 9]);
         assert_eq!(shared.as_bytes(), &[2, 3, 4, 5, 6, 7]);
         assert_eq!((*owner).as_ref(), &[1, 2, 3, 4, 5, 6, 7]);
+        // Owned bytes are shared by a clone until one of them writes: the writer copies them,
+        // and a matrix that holds its bytes alone then writes in place.
+        let clone = written.clone();
+        assert_eq!(clone.as_bytes().as_ptr(), written.as_bytes().as_ptr());
+        written.set(0, 0, 5);
+        assert_ne!(clone.as_bytes().as_ptr(), written.as_bytes().as_ptr());
+        assert_eq!(written.as_bytes(), &[5, 3, 4, 5, 6, 9]);
+        assert_eq!(clone.as_bytes(), &[2, 3, 4, 5, 6, 9]);
+        let alone = written.as_bytes().as_ptr();
+        written.set(0, 1, 1);
+        assert_eq!(written.as_bytes().as_ptr(), alone);
+        assert!(clone.into_buffer().is_some());
     }
 }

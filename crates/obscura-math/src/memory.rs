@@ -3,6 +3,8 @@
 
 use std::ops::{Deref, DerefMut};
 
+use rayon::prelude::*;
+
 /// Buffers at least this large are mapped with a huge-page hint (one 2 MiB page).
 #[cfg(target_os = "linux")]
 const HUGE_PAGE_BYTES: usize = 2 << 20;
@@ -39,7 +41,19 @@ impl LargeBuffer {
         }
         Self(Inner::Heap(vec![0; len]))
     }
+
+    /// A copy of `bytes`, copied on every core in pieces of [`COPY_PIECE`] bytes.
+    pub fn copy_of(bytes: &[u8]) -> Self {
+        let mut copy = Self::zeroed(bytes.len());
+        copy.par_chunks_mut(COPY_PIECE)
+            .zip(bytes.par_chunks(COPY_PIECE))
+            .for_each(|(to, from)| to.copy_from_slice(from));
+        copy
+    }
 }
+
+/// Bytes [`LargeBuffer::copy_of`] copies per task: a huge page.
+const COPY_PIECE: usize = 2 << 20;
 
 /// A zeroed slice of `len` plain values (all-zero bytes being a value, see [`bytemuck::Pod`])
 /// for data read at random: like [`LargeBuffer`], a huge-page mapping on Linux when it is 2 MiB
@@ -121,9 +135,7 @@ impl DerefMut for LargeBuffer {
 
 impl Clone for LargeBuffer {
     fn clone(&self) -> Self {
-        let mut copy = Self::zeroed(self.len());
-        copy.copy_from_slice(self);
-        copy
+        Self::copy_of(self)
     }
 }
 

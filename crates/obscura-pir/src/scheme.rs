@@ -150,8 +150,10 @@ pub trait Message<S>: Encode + Sized + Send + 'static {
     fn from_bytes(bytes: &[u8], setup: &S) -> Result<Self, PirError>;
 }
 
-/// The server side of a scheme: sets a database up and answers queries it cannot read.
-pub trait PirServer: Sized + Send + Sync + 'static {
+/// The server side of a scheme: sets a database up and answers queries it cannot read. A clone
+/// shares its matrices until one of them is written (see [`PlaintextMatrix`]), so the next
+/// version of a served database is made on a clone while the original answers.
+pub trait PirServer: Clone + Sized + Send + Sync + 'static {
     /// The scheme it serves.
     type Scheme: Scheme<Server = Self>;
     /// What a database is made of (records, key-value pairs, a Merkle tree).

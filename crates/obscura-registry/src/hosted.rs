@@ -24,6 +24,7 @@ trait Hosted: Send + Sync {
     fn decode_query(&self, bytes: &[u8]) -> Result<DecodedQuery, PirError>;
     fn answer(&self, queries: Vec<DecodedQuery>) -> Result<Vec<Vec<u8>>, PirError>;
     fn update(&mut self, changes: &[Change]) -> Result<Option<Vec<u8>>, PirError>;
+    fn duplicate(&self) -> Arc<dyn Hosted>;
     fn as_any(&self) -> &dyn Any;
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }
@@ -75,6 +76,10 @@ impl<S: Scheme> Hosted for Server<S> {
 
     fn update(&mut self, changes: &[Change]) -> Result<Option<Vec<u8>>, PirError> {
         self.0.update(changes)
+    }
+
+    fn duplicate(&self) -> Arc<dyn Hosted> {
+        Arc::new(Self(self.0.clone()))
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -134,16 +139,17 @@ impl Database {
 
     /// Applies `changes` as the database's next version ([`PirServer::update`]): a new
     /// setup digest, everything checked before anything changes. A database shared with
-    /// others (a clone is answering) is not changed in place: [`PirError::InvalidParameters`].
-    /// Returns the patch from the previous version's setup to the new one, if the scheme makes
-    /// patches ([`Registry::patch_setup`](crate::Registry::patch_setup) applies it).
+    /// others (a clone is answering) is not changed under them: this one becomes a copy (its
+    /// matrices are copied only where the changes write), and the others keep the version
+    /// they had. Returns the patch from the previous version's setup to the new one, if the
+    /// scheme makes patches ([`Registry::patch_setup`](crate::Registry::patch_setup) applies
+    /// it).
     pub fn update(&mut self, changes: &[Change]) -> Result<Option<Vec<u8>>, PirError> {
+        if Arc::get_mut(&mut self.0).is_none() {
+            self.0 = self.0.duplicate();
+        }
         Arc::get_mut(&mut self.0)
-            .ok_or_else(|| {
-                PirError::InvalidParameters(
-                    "a database shared with those answering it is not changed in place".into(),
-                )
-            })?
+            .expect("held alone")
             .update(changes)
     }
 

@@ -3,13 +3,15 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Instant;
 
 use obscura_client::api::{DatabaseInfo, ParamsInfo};
 use obscura_client::setup::etag_of;
 use obscura_pir::Lookup;
 use obscura_registry::{setup_sha256, Registry};
 use obscura_store::patches::Patches;
-use obscura_store::store::{self, Database, FileVersion, StoreError};
+use obscura_store::served::{self, FileVersion};
+use obscura_store::store::{Database, StoreError};
 
 /// One served database.
 pub struct Entry {
@@ -32,6 +34,57 @@ pub struct Entry {
     pub info: DatabaseInfo,
     /// The version of the file it was loaded from (none for a database given in memory).
     pub file: Option<FileVersion>,
+    /// How it came to be served.
+    pub arrival: Arrival,
+}
+
+/// How a served database came to be served.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Arrival {
+    /// Given in memory.
+    Given,
+    /// Its file read and verified and its change log replayed, in `seconds`.
+    Loaded {
+        /// Seconds it took.
+        seconds: f64,
+    },
+    /// Brought up to date from the version served before ([`served::catch_up`]): `versions`
+    /// batches of its change log applied, after adopting the new file a checkpoint wrote if
+    /// `adopted`, in `seconds`.
+    CaughtUp {
+        /// Versions applied.
+        versions: usize,
+        /// Whether a checkpoint's file was adopted.
+        adopted: bool,
+        /// Seconds it took.
+        seconds: f64,
+    },
+}
+
+impl std::fmt::Display for Arrival {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Arrival::Given => write!(f, "given in memory"),
+            Arrival::Loaded { seconds } => write!(f, "loaded from its file in {seconds:.2} s"),
+            Arrival::CaughtUp {
+                versions,
+                adopted,
+                seconds,
+            } => {
+                let plural = if versions == 1 { "" } else { "s" };
+                let adopted = if adopted {
+                    "adopted the file its checkpoint wrote, "
+                } else {
+                    ""
+                };
+                write!(
+                    f,
+                    "{adopted}caught up {versions} version{plural} from its change log \
+                     in {seconds:.2} s"
+                )
+            }
+        }
+    }
 }
 
 impl Entry {
@@ -65,17 +118,29 @@ impl Entry {
             lookup: listing.lookup,
             info,
             file: None,
+            arrival: Arrival::Given,
         }
     }
 
-    /// The entry of `database`, loaded from the file at `path` as of `file`, with the patches
-    /// kept beside it.
+    /// The entry of `database`, from the file at `path` as of `file`, with the patches kept
+    /// beside it (its arrival is for the caller to say).
     fn from_file(name: String, database: Database, path: &Path, file: FileVersion) -> Self {
         Self {
             file: Some(file),
             patches: Patches::read(path).unwrap_or_default(),
             ..Entry::new(name, database)
         }
+    }
+
+    /// The entry of the file at `path`, read and verified, under `name`.
+    fn load(name: String, path: &Path, registry: &Registry) -> Result<Self, StoreError> {
+        let started = Instant::now();
+        let (database, file) = served::open_versioned(path, registry)?;
+        let mut entry = Self::from_file(name, database, path, file);
+        entry.arrival = Arrival::Loaded {
+            seconds: started.elapsed().as_secs_f64(),
+        };
+        Ok(entry)
     }
 
     /// The patches that take the setup with SHA-256 `from` to this one, framed as one body
@@ -114,7 +179,7 @@ pub enum CatalogError {
 
 impl Catalog {
     /// Loads each database file, of a built-in scheme, into memory and verifies it
-    /// ([`store::open_versioned`]); a database is named after its file stem.
+    /// ([`served::open_versioned`]); a database is named after its file stem.
     pub fn open(paths: &[impl AsRef<Path>]) -> Result<Self, CatalogError> {
         Self::open_with(paths, Registry::default())
     }
@@ -128,16 +193,17 @@ impl Catalog {
         for path in paths {
             let path = path.as_ref();
             let name = name_of(path)?;
-            let (database, file) = store::open_versioned(path, &catalog.registry)?;
-            catalog.insert_entry(Entry::from_file(name, database, path, file))?;
+            catalog.insert_entry(Entry::load(name, path, &catalog.registry)?)?;
         }
         Ok(catalog)
     }
 
     /// The catalog of `paths` after their files changed on disk: a file that is still the one
-    /// this catalog loaded, unchanged, keeps its entry as it is; every other file is loaded
-    /// again. A file that cannot be loaded keeps its current entry, and the reason is returned
-    /// beside the new catalog.
+    /// this catalog loaded, unchanged, keeps its entry as it is; one whose change log grew, or
+    /// that a checkpoint replaced, is caught up from its entry ([`served::catch_up`]: only the
+    /// new versions are read and applied, to a copy, while the entry answers); every other
+    /// file is loaded again. A file that cannot be loaded keeps its current entry, and the
+    /// reason is returned beside the new catalog.
     pub fn reload(
         &self,
         paths: &[impl AsRef<Path>],
@@ -151,27 +217,52 @@ impl Catalog {
             let path = path.as_ref();
             let name = name_of(path)?;
             let current = self.entries.get(&name);
-            let keep = current.filter(|e| e.file.as_ref().is_some_and(|f| f.is_current(path)));
-            let entry = match keep {
-                Some(entry) => entry.clone(),
-                None => match store::open_versioned(path, &self.registry) {
-                    Ok((database, file)) => {
-                        Arc::new(Entry::from_file(name.clone(), database, path, file))
+            let entry = match self.refreshed(&name, path, current) {
+                Ok(entry) => entry,
+                Err(error) => {
+                    failures.push(error.into());
+                    match current {
+                        Some(entry) => entry.clone(),
+                        None => continue,
                     }
-                    Err(error) => {
-                        failures.push(error.into());
-                        match current {
-                            Some(entry) => entry.clone(),
-                            None => continue,
-                        }
-                    }
-                },
+                }
             };
             if catalog.entries.insert(name.clone(), entry).is_some() {
                 return Err(CatalogError::DuplicateName(name));
             }
         }
         Ok((catalog, failures))
+    }
+
+    /// The entry `name` of the file at `path`, served as `current` until now: kept when the
+    /// file is as it was or holds no new version, caught up when it can be, loaded otherwise.
+    fn refreshed(
+        &self,
+        name: &str,
+        path: &Path,
+        current: Option<&Arc<Entry>>,
+    ) -> Result<Arc<Entry>, StoreError> {
+        if let Some((entry, file)) = current.and_then(|e| Some((e, e.file.as_ref()?))) {
+            if file.is_current(path) {
+                return Ok(entry.clone());
+            }
+            let started = Instant::now();
+            if let Some(caught) = served::catch_up(path, &entry.database, file)? {
+                if caught.versions == 0 && !caught.adopted {
+                    return Ok(entry.clone());
+                }
+                let (versions, adopted) = (caught.versions, caught.adopted);
+                let mut entry =
+                    Entry::from_file(name.to_string(), caught.database, path, caught.file);
+                entry.arrival = Arrival::CaughtUp {
+                    versions,
+                    adopted,
+                    seconds: started.elapsed().as_secs_f64(),
+                };
+                return Ok(Arc::new(entry));
+            }
+        }
+        Entry::load(name.to_string(), path, &self.registry).map(Arc::new)
     }
 
     /// Adds a database under `name`.

@@ -5,8 +5,9 @@
 //! Temporary files are named so no build leaves debris ([`partial`]). [`build`] plans and runs
 //! a build from records, values, key-value pairs or a Merkle tree's leaves within a memory
 //! limit ([`memory`]). [`update`] applies a batch of changes (read from a change file by
-//! [`changes`]) as a database's next version, replacing its file atomically, and keeps the
-//! patches that bring clients of earlier versions up to date ([`patches`]).
+//! [`changes`]) as a database's next version, committed to the file's change log ([`log`]),
+//! and keeps the patches that bring clients of earlier versions up to date ([`patches`]); a
+//! server follows the versions of the files it serves ([`served`]).
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -19,6 +20,7 @@ pub mod log;
 pub mod memory;
 pub mod partial;
 pub mod patches;
+pub mod served;
 pub mod store;
 pub mod update;
 

@@ -48,8 +48,9 @@ pub fn path_of(database: &Path) -> PathBuf {
 }
 
 /// The change log of a database file: the file it follows, how many versions it holds and
-/// where the last whole one ends (where the next is appended).
-#[derive(Debug, Default)]
+/// where the last whole one ends (where the next is appended). A log read earlier tells a later
+/// reader where to go on from ([`ChangeLog::read_after`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ChangeLog {
     /// The file's checksum the log follows.
     base: FileChecksum,
@@ -57,6 +58,8 @@ pub struct ChangeLog {
     versions: usize,
     /// Bytes of the log up to the end of its last whole batch (0: no log for this file).
     valid_len: u64,
+    /// The SHA-256 of its last whole batch (zero without one).
+    last: [u8; 32],
 }
 
 /// The batches of a change log, oldest first, as [`ChangeLog::read`] decodes them to replay.
@@ -68,56 +71,68 @@ impl ChangeLog {
     /// one otherwise. A log whose envelope does not decode is an error: it may hold committed
     /// versions.
     pub fn read(database: &Path, base: &FileChecksum) -> Result<(Self, Batches), StoreError> {
+        let read = Self::read_after(database, &Self::following(base))?;
+        Ok(read.expect("every log continues one with no batch"))
+    }
+
+    /// The log of the database file at `database` now, and the batches appended since `seen`
+    /// was read (a log of the same file): `None` when the log no longer continues `seen` (it
+    /// is gone, shorter, follows another file, or its batch where `seen` ended differs).
+    pub fn read_after(database: &Path, seen: &Self) -> Result<Option<(Self, Batches)>, StoreError> {
         let path = path_of(database);
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok((Self::empty(base), Vec::new()));
+                return Ok((seen.valid_len == 0).then(|| (*seen, Vec::new())));
             }
             Err(source) => return Err(StoreError::Io { path, source }),
         };
-        Self::from_bytes(&bytes, base).map_err(|source| StoreError::Invalid {
+        Self::continued(&bytes, seen).map_err(|source| StoreError::Invalid {
             path,
             source: InvalidFile::Format(source),
         })
     }
 
-    /// No log, for the file with checksum `base`.
-    fn empty(base: &FileChecksum) -> Self {
+    /// No log yet, for the file with checksum `base`.
+    pub(crate) fn following(base: &FileChecksum) -> Self {
         Self {
             base: *base,
             ..Self::default()
         }
     }
 
-    /// The log of `bytes` and its batches, if it is the log of the file with checksum `base`.
-    fn from_bytes(bytes: &[u8], base: &FileChecksum) -> Result<(Self, Batches), PirError> {
+    /// The log of `bytes` and the batches it holds after `seen`, if it continues `seen`. The
+    /// batches `seen` holds are neither hashed nor decoded again; the SHA-256 of its last one
+    /// is compared with the log's.
+    fn continued(bytes: &[u8], seen: &Self) -> Result<Option<(Self, Batches)>, PirError> {
         let (mut reader, follows) = Reader::open(bytes, Kind::CHANGE_LOG)?;
         let mut batches = Vec::new();
-        if follows != *base {
-            return Ok((Self::empty(base), batches));
+        if follows != seen.base {
+            return Ok((seen.valid_len == 0).then_some((*seen, batches)));
         }
-        let mut log = Self::empty(base);
-        log.valid_len = wire::HEADER_BYTES as u64;
-        while reader.rest().len() >= BATCH_HEADER_BYTES {
-            let rest = reader.rest();
-            let len = u64::from_le_bytes(rest[..8].try_into().expect("8 bytes"));
-            let body = &rest[BATCH_HEADER_BYTES..];
-            let Some(batch) = usize::try_from(len)
-                .ok()
-                .filter(|&len| len <= body.len())
-                .map(|len| &body[..len])
-                .filter(|batch| Sha256::digest(batch).as_slice() == &rest[8..BATCH_HEADER_BYTES])
-            else {
-                // A batch cut short or torn by a crash while it was appended: not committed.
-                break;
-            };
-            batches.push(decode_batch(batch)?);
+        let mut log = Self {
+            valid_len: wire::HEADER_BYTES as u64,
+            ..Self::following(&seen.base)
+        };
+        while let Some((sum, batch)) = next_batch(reader.rest()) {
+            let end = log.valid_len + (BATCH_HEADER_BYTES + batch.len()) as u64;
+            if end > seen.valid_len {
+                if log.valid_len < seen.valid_len {
+                    return Ok(None);
+                }
+                if Sha256::digest(batch).as_slice() != sum {
+                    // Torn by a crash while it was appended: not committed.
+                    break;
+                }
+                batches.push(decode_batch(batch)?);
+            } else if end == seen.valid_len && sum != seen.last {
+                return Ok(None);
+            }
             reader.take(BATCH_HEADER_BYTES + batch.len())?;
-            log.valid_len += (BATCH_HEADER_BYTES + batch.len()) as u64;
+            (log.valid_len, log.last) = (end, sum);
+            log.versions += 1;
         }
-        log.versions = batches.len();
-        Ok((log, batches))
+        Ok((log.valid_len >= seen.valid_len).then_some((log, batches)))
     }
 
     /// Bytes of the log's whole batches and envelope (0 when there is none).
@@ -162,8 +177,18 @@ impl ChangeLog {
             self.valid_len += record.len() as u64;
         }
         self.versions += 1;
+        self.last.copy_from_slice(&record[8..BATCH_HEADER_BYTES]);
         Ok(())
     }
+}
+
+/// The batch at the start of `rest` and the SHA-256 its header gives, unless it is cut short
+/// (its SHA-256 is not checked here).
+fn next_batch(rest: &[u8]) -> Option<([u8; 32], &[u8])> {
+    let header = rest.get(..BATCH_HEADER_BYTES)?;
+    let len = usize::try_from(u64::from_le_bytes(header[..8].try_into().ok()?)).ok()?;
+    let batch = rest[BATCH_HEADER_BYTES..].get(..len)?;
+    Some((header[8..].try_into().ok()?, batch))
 }
 
 /// Removes the change log of the database file at `database`, if any, and flushes its folder.
@@ -300,13 +325,31 @@ mod tests {
             let (mut log, none) = ChangeLog::read(&db, &base).unwrap();
             prop_assert!(log.is_empty() && none.is_empty());
             let mut ends = Vec::new();
+            let mut seen = vec![log];
             for batch in &batches {
                 log.append(&db, batch).unwrap();
                 ends.push(log.len());
+                seen.push(log);
             }
             let (read, back) = ChangeLog::read(&db, &base).unwrap();
             prop_assert_eq!(read.versions(), batches.len());
             prop_assert_eq!(&back, &batches);
+            prop_assert_eq!(read, log);
+            // A reader that had read some of the batches gets the rest, and the log as a whole
+            // reader gets it; one whose last batch is not the log's gets nothing.
+            for (k, seen) in seen.iter().enumerate() {
+                let after = ChangeLog::read_after(&db, seen).unwrap();
+                prop_assert_eq!(after, Some((read, batches[k..].to_vec())));
+                if k > 0 {
+                    let mut other = *seen;
+                    other.last[0] ^= 1;
+                    prop_assert_eq!(ChangeLog::read_after(&db, &other).unwrap(), None);
+                    let other = ChangeLog { valid_len: seen.valid_len - 1, ..*seen };
+                    prop_assert_eq!(ChangeLog::read_after(&db, &other).unwrap(), None);
+                }
+            }
+            let longer = ChangeLog { valid_len: log.valid_len + 1, ..log };
+            prop_assert_eq!(ChangeLog::read_after(&db, &longer).unwrap(), None);
             prop_assert!(ChangeLog::read(&db, &[8u8; 32]).unwrap().1.is_empty());
             let bytes = std::fs::read(path_of(&db)).unwrap();
             let cut = wire::HEADER_BYTES + cut.index(bytes.len() - wire::HEADER_BYTES + 1);

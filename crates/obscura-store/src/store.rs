@@ -37,7 +37,7 @@ use obscura_pir::PirError;
 use crate::checksum::payload_checksum;
 pub use crate::checksum::{checksum_of_payload, MatrixHasher};
 use crate::direct::{self, SequentialWriter};
-use crate::log::{ChangeLog, FileChecksum};
+use crate::log::{Batches, ChangeLog, FileChecksum};
 use crate::memory;
 use crate::partial::Partial;
 pub use obscura_registry::Database;
@@ -163,11 +163,12 @@ pub(crate) fn write_with_setup(
         .map(PlaintextMatrix::as_bytes)
         .collect();
     let matrix_bytes: u64 = matrices.iter().map(|m| m.len() as u64).sum();
-    let mut hasher = MatrixHasher::default();
-    for matrix in &matrices {
-        hasher.update(matrix);
-    }
-    let preamble = preamble(&database.digest(), setup, matrix_bytes, &hasher.finish());
+    let preamble = preamble(
+        &database.digest(),
+        setup,
+        matrix_bytes,
+        &matrices_digest(&matrices),
+    );
     let temp = temporary_beside(path)?;
     {
         let mut out = BufWriter::with_capacity(1 << 20, temp.file());
@@ -296,33 +297,7 @@ pub fn read_database(path: &Path) -> Result<Database, StoreError> {
 /// Loads and verifies the database file at `path`, of any scheme of `registry`, into memory,
 /// with the versions its change log holds ([`crate::log`]).
 pub fn read_database_with(path: &Path, registry: &Registry) -> Result<Database, StoreError> {
-    open_versioned(path, registry).map(|(database, _)| database)
-}
-
-/// How many times a reader opens a database file again when a checkpoint replaced it while it
-/// was read.
-const REPLACED_RETRIES: usize = 8;
-
-/// Loads and verifies the database file at `path` for serving, with the versions its change
-/// log holds, and the [`FileVersion`] it was read from: a reload asks that version whether the
-/// file or its log has changed since. A file a checkpoint renamed over `path` while it was read
-/// (whose log may then be gone) is read again.
-pub fn open_versioned(
-    path: &Path,
-    registry: &Registry,
-) -> Result<(Database, FileVersion), StoreError> {
-    for _ in 0..REPLACED_RETRIES {
-        let file = open_regular(path)?;
-        let version = FileVersion::of(path, &file)?;
-        let (database, _) = load(path, &file, registry)?;
-        if version.same_file(path) {
-            return Ok((database, version));
-        }
-    }
-    Err(StoreError::Io {
-        path: path.to_path_buf(),
-        source: std::io::Error::other("the file was replaced again each time it was read"),
-    })
+    crate::served::open_versioned(path, registry).map(|(database, _)| database)
 }
 
 /// Opens `path` for reading, refusing what is not a regular file with a clear reason.
@@ -365,40 +340,25 @@ pub(crate) fn load(
         path: path.to_path_buf(),
         source,
     };
-    let file_len = file.metadata().map_err(io)?.len();
-    let mut head = [0u8; PREAMBLE_BYTES + 8];
-    if file_len < head.len() as u64 {
-        return Err(invalid(InvalidFile::Short(file_len)));
-    }
-    file.read_exact_at(&mut head, 0).map_err(io)?;
-    let (mut reader, digest) = Reader::open(&head[..PREAMBLE_BYTES], Kind::DATABASE_FILE)
-        .map_err(|e| invalid(e.into()))?;
-    let payload_len = reader.u64().map_err(|e| invalid(e.into()))?;
-    let checksum = reader.take(32).map_err(|e| invalid(e.into()))?;
-    let held = file_len - PREAMBLE_BYTES as u64;
-    if payload_len != held {
-        return Err(invalid(InvalidFile::Length {
-            announced: payload_len,
-            held,
-        }));
-    }
-    let setup_len = u64::from_le_bytes(head[PREAMBLE_BYTES..].try_into().expect("8 bytes"));
-    if setup_len > payload_len - 8 {
-        return Err(invalid(InvalidFile::SetupLength(setup_len)));
-    }
+    let Head {
+        digest,
+        checksum,
+        file_len,
+        setup_len,
+    } = Head::read(path, file)?;
     memory::check_resident(file_len).map_err(|source| StoreError::Memory {
         path: path.to_path_buf(),
         source,
     })?;
     let beyond = |_| invalid(InvalidFile::AddressSpace(file_len));
-    let matrices_offset = head.len() as u64 + setup_len;
+    let matrices_offset = HEAD_BYTES as u64 + setup_len;
     let matrices_len = usize::try_from(file_len - matrices_offset).map_err(beyond)?;
     let mut setup = vec![0u8; usize::try_from(setup_len).map_err(beyond)?];
-    file.read_exact_at(&mut setup, head.len() as u64)
+    file.read_exact_at(&mut setup, HEAD_BYTES as u64)
         .map_err(io)?;
     let stored = Arc::new(direct::read_range(file, matrices_offset, matrices_len).map_err(io)?);
     let stored_bytes: &[u8] = (*stored).as_ref();
-    if payload_checksum(&setup, &MatrixHasher::digest(stored_bytes)).as_slice() != checksum {
+    if payload_checksum(&setup, &MatrixHasher::digest(stored_bytes)) != checksum {
         return Err(invalid(InvalidFile::Checksum));
     }
     let owner: SharedBytes = stored.clone();
@@ -436,79 +396,106 @@ pub(crate) fn load(
     if database.digest() != digest {
         return Err(invalid(InvalidFile::Digest));
     }
-    let checksum: FileChecksum = checksum.try_into().expect("32 bytes");
     let (log, batches) = ChangeLog::read(path, &checksum)?;
+    replay(path, &mut database, batches, 0)?;
+    Ok((database, log))
+}
+
+/// Bytes before a database file's public setup: the preamble and the setup's length.
+const HEAD_BYTES: usize = PREAMBLE_BYTES + 8;
+
+/// What the first bytes of a database file say, checked against its length.
+pub(crate) struct Head {
+    /// The setup's digest.
+    pub(crate) digest: wire::Digest,
+    /// The payload's checksum.
+    pub(crate) checksum: FileChecksum,
+    /// Bytes of the file.
+    pub(crate) file_len: u64,
+    /// Bytes of the public setup.
+    setup_len: u64,
+}
+
+impl Head {
+    /// The head of the open database file `file`, read from `path`.
+    pub(crate) fn read(path: &Path, file: &File) -> Result<Self, StoreError> {
+        let invalid = |source: InvalidFile| StoreError::Invalid {
+            path: path.to_path_buf(),
+            source,
+        };
+        let io = |source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file_len = file.metadata().map_err(io)?.len();
+        let mut head = [0u8; HEAD_BYTES];
+        if file_len < head.len() as u64 {
+            return Err(invalid(InvalidFile::Short(file_len)));
+        }
+        file.read_exact_at(&mut head, 0).map_err(io)?;
+        let (mut reader, digest) = Reader::open(&head[..PREAMBLE_BYTES], Kind::DATABASE_FILE)
+            .map_err(|e| invalid(e.into()))?;
+        let payload_len = reader.u64().map_err(|e| invalid(e.into()))?;
+        let checksum = reader.take(32).map_err(|e| invalid(e.into()))?;
+        let held = file_len - PREAMBLE_BYTES as u64;
+        if payload_len != held {
+            return Err(invalid(InvalidFile::Length {
+                announced: payload_len,
+                held,
+            }));
+        }
+        let setup_len = u64::from_le_bytes(head[PREAMBLE_BYTES..].try_into().expect("8 bytes"));
+        if setup_len > payload_len - 8 {
+            return Err(invalid(InvalidFile::SetupLength(setup_len)));
+        }
+        Ok(Self {
+            digest,
+            checksum: checksum.try_into().expect("32 bytes"),
+            file_len,
+            setup_len,
+        })
+    }
+}
+
+/// The checksum a database file of `database`, with its public setup encoded as `setup`, has.
+pub(crate) fn checksum_of(database: &Database, setup: &[u8]) -> FileChecksum {
+    let matrices: Vec<&[u8]> = database
+        .matrices()
+        .into_iter()
+        .map(PlaintextMatrix::as_bytes)
+        .collect();
+    payload_checksum(setup, &matrices_digest(&matrices))
+}
+
+/// The [`MatrixHasher`] digest of `matrices`, one after another.
+fn matrices_digest(matrices: &[&[u8]]) -> [u8; 32] {
+    let mut hasher = MatrixHasher::default();
+    for matrix in matrices {
+        hasher.update(matrix);
+    }
+    hasher.finish()
+}
+
+/// Applies `batches`, the batches of the change log of the database file at `path` after its
+/// first `before`, to `database`, one version each.
+pub(crate) fn replay(
+    path: &Path,
+    database: &mut Database,
+    batches: Batches,
+    before: usize,
+) -> Result<(), StoreError> {
     for (i, batch) in batches.into_iter().enumerate() {
         database
             .update(&batch)
             .map_err(|source| StoreError::Invalid {
                 path: crate::log::path_of(path),
                 source: InvalidFile::Replay {
-                    batch: i + 1,
+                    batch: before + i + 1,
                     source,
                 },
             })?;
     }
-    Ok((database, log))
-}
-
-/// One version of a database file, told from others without reading it: its device, inode,
-/// length and modification time when it was opened.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FileVersion {
-    device: u64,
-    inode: u64,
-    len: u64,
-    modified: Option<std::time::SystemTime>,
-    /// The change log's length and modification time, if there is one.
-    log: Option<(u64, Option<std::time::SystemTime>)>,
-}
-
-impl FileVersion {
-    fn of(path: &Path, file: &File) -> Result<Self, StoreError> {
-        let metadata = file.metadata().map_err(|source| StoreError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        Ok(Self::from_metadata(&metadata, path))
-    }
-
-    /// The version of the file with `metadata` at `path`, with its change log's now.
-    fn from_metadata(metadata: &std::fs::Metadata, path: &Path) -> Self {
-        #[cfg(unix)]
-        let (device, inode) = {
-            use std::os::unix::fs::MetadataExt;
-            (metadata.dev(), metadata.ino())
-        };
-        #[cfg(not(unix))]
-        let (device, inode) = (0, 0);
-        let log = std::fs::metadata(crate::log::path_of(path))
-            .ok()
-            .map(|log| (log.len(), log.modified().ok()));
-        Self {
-            device,
-            inode,
-            len: metadata.len(),
-            modified: metadata.modified().ok(),
-            log,
-        }
-    }
-
-    /// Whether `path` still names this very file and its change log is as it was, both
-    /// unchanged since they were opened (same files, lengths and modification times): then a
-    /// reload may keep what was loaded from them.
-    pub fn is_current(&self, path: &Path) -> bool {
-        std::fs::metadata(path).is_ok_and(|m| Self::from_metadata(&m, path) == *self)
-    }
-
-    /// Whether `path` still names the file this version was taken of (its log aside).
-    fn same_file(&self, path: &Path) -> bool {
-        std::fs::metadata(path).is_ok_and(|m| {
-            let now = Self::from_metadata(&m, path);
-            (now.device, now.inode, now.len, now.modified)
-                == (self.device, self.inode, self.len, self.modified)
-        })
-    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -197,6 +197,7 @@ impl<const CODE: u8> Message<WholeSetup<CODE>> for WholeAnswer<CODE> {
 }
 
 /// The server: the records, one per matrix row.
+#[derive(Clone)]
 pub struct WholeServer<const CODE: u8> {
     setup: WholeSetup<CODE>,
     database: PlaintextMatrix,

@@ -232,6 +232,19 @@ pub struct PackingPlan {
     buffers: Mutex<Vec<Vec<u32>>>,
 }
 
+/// A copy of the plan, with no working memory of its own yet.
+impl Clone for PackingPlan {
+    fn clone(&self) -> Self {
+        Self {
+            count: self.count,
+            mask: self.mask.clone(),
+            digits: self.digits.clone(),
+            monomials: self.monomials.clone(),
+            buffers: Mutex::new(Vec::new()),
+        }
+    }
+}
+
 impl PackingPlan {
     /// The plan for inputs with masks `masks` (a power of two of them, at most `n`), with the
     /// keys' masks from `keys` (their bodies are not read).

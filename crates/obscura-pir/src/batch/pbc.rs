@@ -275,6 +275,7 @@ impl PbcSetup {
 }
 
 /// The server: one LWE database per bucket, each padded to the fullest bucket.
+#[derive(Clone)]
 pub struct PbcServer {
     setup: PbcSetup,
     shards: ShardServers,

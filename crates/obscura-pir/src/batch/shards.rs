@@ -119,6 +119,7 @@ pub(crate) fn read_setups(
 }
 
 /// The server side: one LWE database per shard.
+#[derive(Clone)]
 pub(crate) struct ShardServers {
     servers: Vec<Server>,
 }

@@ -70,6 +70,7 @@ fn peel_with_retries(
 
 /// A table's server: the index scheme's server of its rows, and its keys' digests (what a
 /// new version or a compaction of the table needs besides the rows).
+#[derive(Clone)]
 pub(super) struct Stored<I: KeywordIndex> {
     pub(super) index: I::Server,
     pub(super) digests: PlaintextMatrix,
@@ -77,6 +78,7 @@ pub(super) struct Stored<I: KeywordIndex> {
 
 /// The server side of a keyword database, on index scheme `I`: the main table and, between
 /// compactions, the delta table of the keys changed since.
+#[derive(Clone)]
 pub struct Server<I: KeywordIndex> {
     pub(super) main: Stored<I>,
     pub(super) delta: Option<Stored<I>>,

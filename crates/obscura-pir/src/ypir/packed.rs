@@ -43,6 +43,7 @@ pub(super) const KEY_POLYNOMIALS: usize = LEVELS * GADGET_DIGITS;
 
 /// The public side of a packed layer of `columns` columns: the ring, the gadget, the query
 /// matrix's polynomials and the packing keys' masks (both in evaluation form).
+#[derive(Clone)]
 pub(super) struct PackedLayer {
     ring: Arc<Ring>,
     gadget: Gadget,

@@ -48,6 +48,7 @@ pub struct AnswerPhases {
 }
 
 /// The server side of YPIR.
+#[derive(Clone)]
 pub struct Server {
     setup: PublicSetup,
     layer: PackedLayer,

@@ -7,9 +7,15 @@ use obscura_service::service::{BackgroundService, ServiceConfig};
 
 /// A service of the database file at `path` on a free loopback port, with the default limits.
 pub fn serve_file(path: &Path) -> BackgroundService {
+    serve_file_with(path, ServiceConfig::default())
+}
+
+/// A service of the database file at `path` on a free loopback port, configured by `config`.
+#[allow(dead_code)] // Not every test file configures its service.
+pub fn serve_file_with(path: &Path, config: ServiceConfig) -> BackgroundService {
     BackgroundService::start(
         Catalog::open(&[path]).unwrap(),
-        ServiceConfig::default(),
+        config,
         "127.0.0.1:0".parse().unwrap(),
     )
     .unwrap()

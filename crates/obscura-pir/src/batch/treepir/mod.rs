@@ -209,6 +209,7 @@ impl TreePirSetup {
 }
 
 /// The server: one LWE database per colour class.
+#[derive(Clone)]
 pub struct TreePirServer {
     setup: TreePirSetup,
     shards: ShardServers,

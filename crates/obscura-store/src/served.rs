@@ -1,0 +1,178 @@
+//! A database file as a server follows it: loaded once ([`open_versioned`]), then brought up to
+//! the file's newest version without reading the file again ([`catch_up`]).
+//!
+//! A new version is a batch appended to the file's change log ([`crate::log`]). A server that
+//! holds the database as of some batch reads only the batches after it and applies them to a
+//! copy of its database, while the database it holds goes on answering; the copy shares the
+//! matrices until the batches write them, so what it costs is the update's own work and one
+//! copy of each matrix written. A checkpoint renames a new file over the old one, holding the
+//! version the log reached: a server whose database has that file's checksum (its own matrices
+//! and setup hashed, no read of the file) adopts the new file and goes on with its log.
+//! Anything else (a file built anew, a version the server never held, a log that does not
+//! continue the batches applied) is loaded again in full.
+
+use std::fs::File;
+use std::path::Path;
+use std::time::SystemTime;
+
+use obscura_registry::Registry;
+
+use crate::log::{self, ChangeLog};
+use crate::store::{checksum_of, load, open_regular, replay, Database, Head, StoreError};
+
+/// How many times a reader opens a database file again when a checkpoint replaced it while it
+/// was read.
+const REPLACED_RETRIES: usize = 8;
+
+/// The version of a database file a server holds: the file and its change log as they were
+/// when it last looked (told from others without reading them), and how much of the log it
+/// applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileVersion {
+    stat: FileStat,
+    applied: ChangeLog,
+}
+
+/// A database file and its change log as the file system describes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileStat {
+    device: u64,
+    inode: u64,
+    len: u64,
+    modified: Option<SystemTime>,
+    /// The change log's length and modification time, if there is one.
+    log: Option<(u64, Option<SystemTime>)>,
+}
+
+impl FileStat {
+    /// The file open as `file`, at `path`, with the log now beside `path`.
+    fn of_file(path: &Path, file: &File) -> Result<Self, StoreError> {
+        let metadata = file.metadata().map_err(|source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(Self::of(path, &metadata))
+    }
+
+    /// The file `path` names now, if any.
+    fn now(path: &Path) -> Option<Self> {
+        std::fs::metadata(path).ok().map(|m| Self::of(path, &m))
+    }
+
+    /// The file with `metadata` at `path`, with its change log's now.
+    fn of(path: &Path, metadata: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        let log = std::fs::metadata(log::path_of(path))
+            .ok()
+            .map(|log| (log.len(), log.modified().ok()));
+        Self {
+            device: metadata.dev(),
+            inode: metadata.ino(),
+            len: metadata.len(),
+            modified: metadata.modified().ok(),
+            log,
+        }
+    }
+
+    /// Whether both describe one file, unchanged (their logs aside).
+    fn same_file(&self, other: &Self) -> bool {
+        self.same_inode(other) && (self.len, self.modified) == (other.len, other.modified)
+    }
+
+    /// Whether both describe one file, changed or not.
+    fn same_inode(&self, other: &Self) -> bool {
+        (self.device, self.inode) == (other.device, other.inode)
+    }
+}
+
+impl FileVersion {
+    /// Whether `path` still names this very file and its change log is as it was, both
+    /// unchanged since they were looked at (same files, lengths and modification times): then a
+    /// server holds the file's newest version.
+    pub fn is_current(&self, path: &Path) -> bool {
+        FileStat::now(path) == Some(self.stat)
+    }
+
+    /// The versions of the change log applied.
+    pub fn log_versions(&self) -> usize {
+        self.applied.versions()
+    }
+}
+
+/// Loads and verifies the database file at `path` for serving, with the versions its change
+/// log holds, and the [`FileVersion`] it was read from: [`catch_up`] goes on from it. A file a
+/// checkpoint renamed over `path` while it was read (whose log may then be gone) is read
+/// again.
+pub fn open_versioned(
+    path: &Path,
+    registry: &Registry,
+) -> Result<(Database, FileVersion), StoreError> {
+    for _ in 0..REPLACED_RETRIES {
+        let file = open_regular(path)?;
+        let stat = FileStat::of_file(path, &file)?;
+        let (database, applied) = load(path, &file, registry)?;
+        if FileStat::now(path).is_some_and(|now| now.same_file(&stat)) {
+            return Ok((database, FileVersion { stat, applied }));
+        }
+    }
+    Err(StoreError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other("the file was replaced again each time it was read"),
+    })
+}
+
+/// A database brought up to its file's newest version by [`catch_up`].
+pub struct CaughtUp {
+    /// The database at the newest version (a copy: the one caught up from is as it was).
+    pub database: Database,
+    /// The file's version it holds.
+    pub file: FileVersion,
+    /// The versions applied.
+    pub versions: usize,
+    /// Whether a new file (a checkpoint's) holding the database's version was adopted.
+    pub adopted: bool,
+}
+
+/// `database`, loaded from the file at `path` as of `version`, brought up to the versions the
+/// file's change log holds now: only the batches appended since are read, and applied to a
+/// copy. A new file renamed over `path` is adopted when it holds the database's version (its
+/// checksum is the database's), and its log followed. `None` when neither holds, or the file
+/// was written in place: it must be loaded again ([`open_versioned`]), and verified whole.
+pub fn catch_up(
+    path: &Path,
+    database: &Database,
+    version: &FileVersion,
+) -> Result<Option<CaughtUp>, StoreError> {
+    let file = open_regular(path)?;
+    let stat = FileStat::of_file(path, &file)?;
+    let adopted = !stat.same_file(&version.stat);
+    if adopted && stat.same_inode(&version.stat) {
+        // Written in place, not renamed over: damaged, perhaps, and to be verified whole.
+        return Ok(None);
+    }
+    let applied = if adopted {
+        let head = Head::read(path, &file)?;
+        if head.digest != database.digest()
+            || head.checksum != checksum_of(database, &database.setup_bytes())
+        {
+            return Ok(None);
+        }
+        ChangeLog::following(&head.checksum)
+    } else {
+        version.applied
+    };
+    let Some((log, batches)) = ChangeLog::read_after(path, &applied)? else {
+        return Ok(None);
+    };
+    let mut database = database.clone();
+    let versions = batches.len();
+    // A checkpoint renaming a new file over `path` meanwhile changes nothing here: the batches
+    // read are committed versions all the same, and the next catch-up adopts the new file.
+    replay(path, &mut database, batches, applied.versions())?;
+    Ok(Some(CaughtUp {
+        database,
+        file: FileVersion { stat, applied: log },
+        versions,
+        adopted,
+    }))
+}
