@@ -32,6 +32,7 @@ use obscura_store::store::{self, Database, MatrixHasher};
 use crate::measure::{generate, splitmix64, timed};
 use crate::progress::Progress;
 use crate::report::{human, print_bandwidth, print_correct, Pair, Tables};
+use obscura_math::matrix::PlaintextMatrix;
 use obscura_math::threads::Pools;
 
 /// Seconds to commit `changes` as `obscura update` does: appended to the change log of the
@@ -82,11 +83,17 @@ pub struct UpdateCase {
     pub records: u64,
     /// Entries of the database matrix whose digit changed.
     pub entries: u64,
-    /// Seconds to make the version (digits rewritten, `ΔD·A` added to the hint, the setup's
-    /// new digest).
+    /// Seconds to make the version in a database held alone (digits rewritten, `ΔD·A` added
+    /// to the hint, the setup's new digest).
     pub seconds: f64,
     /// `seconds` over the full setup's.
     pub over_setup: f64,
+    /// Seconds to make the version beside the one answering, as `obscura serve` does when it
+    /// catches up: `seconds`' work plus the copy of each matrix written (a clone shares them
+    /// until then).
+    pub served_seconds: f64,
+    /// `served_seconds` over the full setup's.
+    pub served_over_setup: f64,
     /// Seconds to commit the version as `obscura update` does: its batch appended to the
     /// database file's change log and the log flushed to disk.
     pub commit_seconds: f64,
@@ -259,7 +266,14 @@ impl Run<'_> {
                     },
                 })
                 .collect();
-            let mut version = server.clone();
+            // Made beside the version answering, as a server catching up makes it: the clone
+            // shares the matrices until the update writes them.
+            let mut beside = server.clone();
+            let (updated, served_seconds) = timed(|| pools.all.install(|| beside.update(&changes)));
+            updated?;
+            drop(beside);
+            // Made in a database held alone, its matrices its own.
+            let mut version = held_alone(&server)?;
             let (updated, seconds) = timed(|| pools.all.install(|| version.update(&changes)));
             let patch = updated?;
             let entries = changed_entries(server.matrices()[0], version.matrices()[0]);
@@ -298,6 +312,8 @@ impl Run<'_> {
                 entries,
                 seconds,
                 over_setup: seconds / setup_seconds,
+                served_seconds,
+                served_over_setup: served_seconds / setup_seconds,
                 commit_seconds,
                 durable_over_setup: (seconds + commit_seconds) / setup_seconds,
                 checksum_seconds,
@@ -319,6 +335,17 @@ impl Run<'_> {
             cases: measured,
         })
     }
+}
+
+/// A copy of `server` that holds its matrices alone (its setup's hint is still shared, and
+/// copied at the first change).
+fn held_alone<T: PirServer>(server: &T) -> Result<T> {
+    let matrices = server
+        .matrices()
+        .into_iter()
+        .map(PlaintextMatrix::copied)
+        .collect();
+    Ok(T::from_parts(server.public_setup().clone(), matrices)?)
 }
 
 /// A patch as a client of the previous version receives it (framed, as the service sends it)
@@ -454,7 +481,7 @@ impl Tables for UpdateReport {
             self.setup_bytes
         );
         println!(
-            "| change | records | entries | new version | / full setup | committed to the log | durable / full setup | checkpoint: checksum | checkpoint: file written | patch bytes | / changed | client applies | correct |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+            "| change | records | entries | new version | / full setup | served beside the old | / full setup | committed to the log | durable / full setup | checkpoint: checksum | checkpoint: file written | patch bytes | / changed | client applies | correct |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
         );
         for case in &self.cases {
             let (patch, over, client) = match &case.patch {
@@ -466,12 +493,14 @@ impl Tables for UpdateReport {
                 None => ("none (new setup)".into(), "-".into(), "-".into()),
             };
             println!(
-                "| {} | {} | {} | {} | {:.3} | {} | {:.3} | {} | {} | {patch} | {over} | {client} | {} |",
+                "| {} | {} | {} | {} | {:.3} | {} | {:.3} | {} | {:.3} | {} | {} | {patch} | {over} | {client} | {} |",
                 case.name,
                 case.records,
                 case.entries,
                 human(case.seconds),
                 case.over_setup,
+                human(case.served_seconds),
+                case.served_over_setup,
                 human(case.commit_seconds),
                 case.durable_over_setup,
                 human(case.checksum_seconds),

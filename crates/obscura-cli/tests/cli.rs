@@ -304,6 +304,9 @@ fn update_preset_reports_each_version() {
         );
         let ratio = case["over_setup"].as_f64().unwrap();
         assert!((ratio - case["seconds"].as_f64().unwrap() / setup).abs() < 1e-9);
+        let served = case["served_over_setup"].as_f64().unwrap();
+        assert!((served - case["served_seconds"].as_f64().unwrap() / setup).abs() < 1e-9);
+        assert!(served > 0.0);
         // The patch: each changed record's digits with a sign bit each (at most twice its
         // bytes), a run's position, and the envelope; less than the setup.
         let patch = case["patch_bytes"].as_u64().unwrap();

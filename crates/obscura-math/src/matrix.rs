@@ -11,11 +11,29 @@ use crate::layout::{self, Group, Panel, GROUP_ROWS, PANEL_COLS, STEP_COLS};
 use crate::memory::LargeBuffer;
 
 /// A dense row-major matrix over Z_{2^32} (wrapping arithmetic).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Matrix {
     rows: usize,
     cols: usize,
     data: Vec<u32>,
+}
+
+/// A copy; a large one is written on the rayon pool, as [`Matrix::zeros`] writes its zeros.
+impl Clone for Matrix {
+    fn clone(&self) -> Self {
+        let data = if self.data.len() * 4 < kernels::SEQUENTIAL_BYTES {
+            self.data.clone()
+        } else {
+            let mut data = Vec::with_capacity(self.data.len());
+            data.par_extend(self.data.par_iter().copied());
+            data
+        };
+        Self {
+            rows: self.rows,
+            cols: self.cols,
+            data,
+        }
+    }
 }
 
 impl Matrix {
@@ -417,6 +435,15 @@ impl PlaintextMatrix {
             cols,
             panel_cols,
             storage: Storage::Owned(Arc::new(bytes)),
+        }
+    }
+
+    /// A copy that holds its bytes alone, copied now (a clone shares them until one of the two
+    /// is written).
+    pub fn copied(&self) -> Self {
+        Self {
+            storage: Storage::Owned(Arc::new(LargeBuffer::copy_of(self.as_bytes()))),
+            ..self.clone()
         }
     }
 
@@ -1181,6 +1208,9 @@ mod tests {
         let alone = written.as_bytes().as_ptr();
         written.set(0, 1, 1);
         assert_eq!(written.as_bytes().as_ptr(), alone);
+        let copy = clone.copied();
+        assert_ne!(copy.as_bytes().as_ptr(), clone.as_bytes().as_ptr());
+        assert_eq!(copy, clone);
         assert!(clone.into_buffer().is_some());
     }
 }

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use axum::body::Bytes;
 use obscura_client::api::{DatabaseInfo, ParamsInfo};
 use obscura_client::setup::etag_of;
 use obscura_pir::Lookup;
@@ -19,8 +20,8 @@ pub struct Entry {
     pub name: String,
     /// The database, of any scheme.
     pub database: Database,
-    /// The encoded public setup, served as is.
-    pub setup_bytes: Arc<[u8]>,
+    /// The encoded public setup, served as is (each response shares it).
+    pub setup_bytes: Bytes,
     /// The SHA-256 of the setup (`obscura_registry::setup_sha256`).
     pub sha256: [u8; 32],
     /// The entity tag of the setup: its SHA-256 in hex, quoted.
@@ -91,7 +92,7 @@ impl Entry {
     /// An entry for `database` under `name`.
     pub fn new(name: String, database: Database) -> Self {
         let listing = database.listing();
-        let setup_bytes: Arc<[u8]> = database.setup_bytes().into();
+        let setup_bytes = Bytes::from(database.setup_bytes());
         let sha256 = setup_sha256(&setup_bytes);
         let info = DatabaseInfo {
             name: name.clone(),

@@ -234,7 +234,7 @@ pub(super) async fn setup(
         )
             .into_response());
     }
-    let body = Bytes::from_owner(SetupBytes(entry.setup_bytes.clone()));
+    let body = entry.setup_bytes.clone();
     Ok((
         cache,
         [(header::CONTENT_TYPE, "application/octet-stream")],
@@ -264,15 +264,6 @@ fn patch_for(entry: &Entry, headers: &HeaderMap) -> Option<([u8; 32], Vec<u8>)> 
     let held = headers.get(header::IF_NONE_MATCH)?.to_str().ok()?;
     let base = sha256_of_etag(held)?;
     Some((base, entry.patch_chain(&base)?))
-}
-
-/// Shares the encoded setup with the response body without copying it.
-struct SetupBytes(Arc<[u8]>);
-
-impl AsRef<[u8]> for SetupBytes {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
-    }
 }
 
 /// Reads the body of `request`, of at most `served.max_body` bytes (413 beyond), within the
