@@ -266,14 +266,14 @@ impl Run<'_> {
                     },
                 })
                 .collect();
-            // Made beside the version answering, as a server catching up makes it: the clone
-            // shares the matrices until the update writes them.
+            // Made in a database held alone, its matrices its own (copied before the clock
+            // starts), and beside the version answering, as a server catching up makes it (the
+            // clone shares the matrices until the update writes them).
+            let mut version = held_alone(&server)?;
             let mut beside = server.clone();
             let (updated, served_seconds) = timed(|| pools.all.install(|| beside.update(&changes)));
             updated?;
             drop(beside);
-            // Made in a database held alone, its matrices its own.
-            let mut version = held_alone(&server)?;
             let (updated, seconds) = timed(|| pools.all.install(|| version.update(&changes)));
             let patch = updated?;
             let entries = changed_entries(server.matrices()[0], version.matrices()[0]);
