@@ -42,7 +42,7 @@ impl LargeBuffer {
         Self(Inner::Heap(vec![0; len]))
     }
 
-    /// A copy of `bytes`, copied on every core in pieces of [`COPY_PIECE`] bytes.
+    /// A copy of `bytes`, copied on every core in pieces of 2 MiB (a huge page).
     pub fn copy_of(bytes: &[u8]) -> Self {
         let mut copy = Self::zeroed(bytes.len());
         copy.par_chunks_mut(COPY_PIECE)
@@ -52,7 +52,7 @@ impl LargeBuffer {
     }
 }
 
-/// Bytes [`LargeBuffer::copy_of`] copies per task: a huge page.
+/// Bytes [`LargeBuffer::copy_of`] copies per task.
 const COPY_PIECE: usize = 2 << 20;
 
 /// A zeroed slice of `len` plain values (all-zero bytes being a value, see [`bytemuck::Pod`])

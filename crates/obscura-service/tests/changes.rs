@@ -9,15 +9,14 @@ mod common;
 use std::fs::OpenOptions;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use obscura_client::blocking::Client as BlockingClient;
 use obscura_client::http::HttpClient;
 use obscura_client::ClientError;
 use obscura_pir::lwe::{Client, EngineOptions, Layout, Lwe, Server};
 use obscura_pir::PirClient;
-use obscura_service::catalog::{Catalog, CatalogError};
-use obscura_service::service::{BackgroundService, ServiceConfig};
+use obscura_service::catalog::CatalogError;
+use obscura_service::service::BackgroundService;
 use obscura_store::store::{self, Database, InvalidFile, StoreError};
 
 fn records(seed: u8) -> Vec<u8> {
@@ -201,28 +200,9 @@ fn requests_in_flight_finish_across_a_reload() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db.obs");
     let data = build(&path, 4);
-    let config = ServiceConfig {
-        batch_window: Duration::from_millis(400),
-        ..ServiceConfig::default()
-    };
-    let service = BackgroundService::start(
-        Catalog::open(&[&path]).unwrap(),
-        config,
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .unwrap();
-    let url = service.url();
-    let http = HttpClient::new(&url, None);
-    let mut client = Client::new(http.setup::<Lwe>("db").unwrap());
-    let (query, state) = client.query(11).unwrap();
-    std::thread::scope(|scope| {
-        let waiting = scope.spawn(|| http.query::<Lwe>("db", client.setup(), &query));
-        std::thread::sleep(Duration::from_millis(100));
+    let service = common::serve_file_batching(&path);
+    let read = common::read_across_reload(&service, &path, 11, || {
         build(&path, 5);
-        let databases = service.databases();
-        let (catalog, _) = databases.catalog().reload(&[&path]).unwrap();
-        databases.replace(catalog);
-        let answer = waiting.join().unwrap().unwrap();
-        assert_eq!(client.decode(state, &answer).unwrap(), record(&data, 11));
     });
+    assert_eq!(read, record(&data, 11));
 }

@@ -8,17 +8,15 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use obscura_client::blocking::Client as BlockingClient;
 use obscura_client::http::HttpClient;
 use obscura_pir::keyword::{KeywordOptions, KeywordServer};
-use obscura_pir::lwe::{Client, EngineOptions, Lwe, Server};
+use obscura_pir::lwe::{EngineOptions, Server};
 use obscura_pir::ypir::{self, Variant, YpirOptions};
-use obscura_pir::{Change, PirClient};
+use obscura_pir::Change;
 use obscura_registry::{setup_sha256, Registry};
 use obscura_service::catalog::{Arrival, Catalog, Entry};
-use obscura_service::service::ServiceConfig;
 use obscura_store::log;
 use obscura_store::store::{self, Database};
 use obscura_store::update::{checkpoint_file, update_file};
@@ -206,26 +204,12 @@ fn requests_in_flight_finish_across_a_catch_up() {
     let values: Vec<Vec<u8>> = (0..120).map(|i| value(0, i)).collect();
     let server = Server::from_values(&values, EngineOptions::default(), &|_, _| {}).unwrap();
     store::write_database(&path, &Database::from(server)).unwrap();
-    let config = ServiceConfig {
-        batch_window: Duration::from_millis(400),
-        ..ServiceConfig::default()
-    };
-    let service = common::serve_file_with(&path, config);
-    let url = service.url();
-    let http = HttpClient::new(&url, None);
-    let mut client = Client::new(http.setup::<Lwe>("db").unwrap());
-    let (query, state) = client.query(11).unwrap();
-    std::thread::scope(|scope| {
-        let waiting = scope.spawn(|| http.query::<Lwe>("db", client.setup(), &query));
-        std::thread::sleep(Duration::from_millis(100));
-        update(&path, 1, false);
-        common::reload(&service, &path);
-        let answer = waiting.join().unwrap().unwrap();
-        assert_eq!(client.decode(state, &answer).unwrap(), value(0, 11));
-    });
+    let service = common::serve_file_batching(&path);
+    let read = common::read_across_reload(&service, &path, 11, || update(&path, 1, false));
+    assert_eq!(read, value(0, 11));
     let entry = service.databases().catalog().get("db").unwrap().clone();
     assert_eq!(how(&entry), ("caught up", 1, false));
-    let mut session = BlockingClient::connect(HttpClient::new(&url, None), "db").unwrap();
+    let mut session = BlockingClient::connect(HttpClient::new(&service.url(), None), "db").unwrap();
     assert_eq!(session.get(11).unwrap().unwrap(), value(1, 11));
     assert_eq!(session.get(12).unwrap().unwrap(), value(0, 12));
 }
