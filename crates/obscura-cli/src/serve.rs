@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -11,6 +12,7 @@ use obscura_service::auth::Tokens;
 use obscura_service::catalog::{Catalog, Entry};
 use obscura_service::service::{self, CorsOrigins, Databases, ServiceConfig, Ui};
 use obscura_service::tls;
+use obscura_store::served::FileStat;
 
 use obscura_math::threads as pools;
 
@@ -57,6 +59,21 @@ pub struct ServeArgs {
     /// value fetched privately by the browser, with the sizes and timings of each step.
     #[arg(long)]
     ui: bool,
+    /// Look at the database files every SECONDS and serve their new versions as SIGHUP would
+    /// (the tokens file is read again only on SIGHUP).
+    #[arg(long, value_name = "SECONDS", value_parser = watch_interval)]
+    watch: Option<Duration>,
+}
+
+/// A `--watch` interval: a number of seconds from 0.05 to a day.
+fn watch_interval(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !(0.05..=86_400.0).contains(&seconds) {
+        return Err(format!("{seconds} s is not between 0.05 s and a day"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
 }
 
 /// Runs `obscura serve` until ctrl-c or SIGTERM; SIGHUP reloads the database files.
@@ -110,17 +127,24 @@ pub fn run(args: ServeArgs) -> Result<()> {
             if tls.is_some() { "https" } else { "http" },
             listener.local_addr()?
         );
-        eprintln!("serving on {url} (ctrl-c to stop, SIGHUP to reload the files)");
+        let watching = match args.watch {
+            Some(every) => format!(
+                ", new versions looked for every {:.2} s",
+                every.as_secs_f64()
+            ),
+            None => String::new(),
+        };
+        eprintln!("serving on {url} (ctrl-c to stop, SIGHUP to reload the files{watching})");
         if ui.is_some() {
             eprintln!("the lookup page: {url}/");
         }
         let limits = config.connections;
         let (router, databases) = service::router_with_databases(catalog, config);
-        tokio::spawn(reload_on_hangup(
-            databases,
-            args.databases.clone(),
-            args.tokens.clone(),
-        ));
+        let reloads = Reloads::new(databases, args.databases.clone());
+        if let Some(every) = args.watch {
+            tokio::spawn(reloads.clone().watch(every));
+        }
+        tokio::spawn(reload_on_hangup(reloads, args.tokens.clone()));
         service::serve(listener, router, limits, tls, service::shutdown_signal())
             .await
             .context("the server failed")
@@ -178,60 +202,96 @@ fn describe(entry: &Entry) {
     );
 }
 
-/// Reloads the database files on every SIGHUP: a file whose change log grew is caught up (its
-/// new versions applied to a copy), one that changed otherwise is loaded again, and either is
-/// served from then on; requests in flight finish on the old ones.
+/// Reloads of the database files served: a file whose change log grew is caught up (its new
+/// versions applied to a copy), one that changed otherwise is loaded again, and either is served
+/// from then on; requests in flight finish on the old ones. One reload runs at a time.
+#[derive(Clone)]
+struct Reloads {
+    databases: Databases,
+    paths: Arc<[PathBuf]>,
+    running: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Reloads {
+    fn new(databases: Databases, paths: Vec<PathBuf>) -> Self {
+        Self {
+            databases,
+            paths: paths.into(),
+            running: Arc::default(),
+        }
+    }
+
+    /// Reloads the files, saying what changed.
+    async fn run(&self) {
+        let _running = self.running.lock().await;
+        let (current, paths) = (self.databases.catalog(), self.paths.clone());
+        let reloaded = tokio::task::spawn_blocking(move || current.reload(&paths)).await;
+        let (catalog, failures) = match reloaded {
+            Ok(Ok(reloaded)) => reloaded,
+            Ok(Err(error)) => {
+                let error = anyhow::Error::from(error);
+                return eprintln!("error: reload failed, still serving as before: {error:#}");
+            }
+            Err(_) => return eprintln!("error: the reload stopped, still serving as before"),
+        };
+        for failure in failures {
+            let failure = anyhow::Error::from(failure);
+            eprintln!("error: not reloaded, still serving the previous version: {failure:#}");
+        }
+        let old = self.databases.catalog();
+        let changed: Vec<&Arc<Entry>> = catalog
+            .entries()
+            .filter(|e| old.get(&e.name).is_none_or(|old| !Arc::ptr_eq(old, e)))
+            .collect();
+        if changed.is_empty() {
+            eprintln!("reloaded: no database changed");
+        }
+        for entry in changed {
+            eprintln!(
+                "reloaded {} at version {}: {}",
+                entry.name, entry.info.version, entry.arrival
+            );
+            describe(entry);
+        }
+        self.databases.replace(catalog);
+    }
+
+    /// Reloads the files whenever one of them or its change log changed, looking every
+    /// `every`; a file that fails to load is tried again once it changes again.
+    async fn watch(self, every: Duration) {
+        let look = |paths: &[PathBuf]| -> Vec<Option<FileStat>> {
+            paths.iter().map(|path| FileStat::now(path)).collect()
+        };
+        let mut seen = look(&self.paths);
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            let now = look(&self.paths);
+            if now != seen {
+                seen = now;
+                self.run().await;
+            }
+        }
+    }
+}
+
+/// Reads the tokens file again and reloads the database files on every SIGHUP.
 #[cfg(unix)]
-async fn reload_on_hangup(databases: Databases, paths: Vec<PathBuf>, tokens: Option<PathBuf>) {
+async fn reload_on_hangup(reloads: Reloads, tokens: Option<PathBuf>) {
     use tokio::signal::unix::{signal, SignalKind};
     let Ok(mut hangups) = signal(SignalKind::hangup()) else {
         eprintln!("warning: cannot listen for SIGHUP: the files are not reloaded");
         return;
     };
     while hangups.recv().await.is_some() {
-        match read_tokens(tokens.as_deref(), &paths) {
-            Ok(tokens) => databases.replace_tokens(tokens),
+        match read_tokens(tokens.as_deref(), &reloads.paths) {
+            Ok(tokens) => reloads.databases.replace_tokens(tokens),
             Err(error) => eprintln!("error: {error:#}; the previous tokens stay in force"),
         }
-        let (current, paths) = (databases.catalog(), paths.clone());
-        let reloaded = tokio::task::spawn_blocking(move || current.reload(&paths)).await;
-        match reloaded {
-            Ok(Ok((catalog, failures))) => {
-                for failure in failures {
-                    let failure = anyhow::Error::from(failure);
-                    eprintln!(
-                        "error: not reloaded, still serving the previous version: {failure:#}"
-                    );
-                }
-                let changed: Vec<&std::sync::Arc<Entry>> = catalog
-                    .entries()
-                    .filter(|e| {
-                        databases
-                            .catalog()
-                            .get(&e.name)
-                            .is_none_or(|old| !std::sync::Arc::ptr_eq(old, e))
-                    })
-                    .collect();
-                if changed.is_empty() {
-                    eprintln!("reloaded: no database changed");
-                }
-                for entry in changed {
-                    eprintln!(
-                        "reloaded {} at version {}: {}",
-                        entry.name, entry.info.version, entry.arrival
-                    );
-                    describe(entry);
-                }
-                databases.replace(catalog);
-            }
-            Ok(Err(error)) => eprintln!(
-                "error: reload failed, still serving as before: {:#}",
-                anyhow::Error::from(error)
-            ),
-            Err(_) => eprintln!("error: the reload stopped, still serving as before"),
-        }
+        reloads.run().await;
     }
 }
 
 #[cfg(not(unix))]
-async fn reload_on_hangup(_databases: Databases, _paths: Vec<PathBuf>, _tokens: Option<PathBuf>) {}
+async fn reload_on_hangup(_reloads: Reloads, _tokens: Option<PathBuf>) {}

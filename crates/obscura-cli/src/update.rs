@@ -149,7 +149,7 @@ pub fn run(args: UpdateArgs) -> Result<()> {
     }
     let versions = versions(updated.log_versions);
     println!(
-        "loaded in {:.2} s, changed in {:.2} s, committed in {:.2} s to {}, which holds {versions} ({} bytes); send SIGHUP to `obscura serve` to serve it",
+        "loaded in {:.2} s, changed in {:.2} s, committed in {:.2} s to {}, which holds {versions} ({} bytes); `obscura serve` serves it on SIGHUP (or by itself with --watch)",
         updated.load_seconds,
         updated.apply_seconds,
         updated.write_seconds,

@@ -1,6 +1,7 @@
 //! `obscura update`: change files applied as a database's next version, read back by
-//! `obscura get` from the file and from a server reloaded on SIGHUP; refused changes leave the
-//! file as it was; `kill -9` at any moment leaves a version that loads and answers correctly.
+//! `obscura get` from the file and from a server reloaded on SIGHUP or watching the file;
+//! refused changes leave the file as it was; `kill -9` at any moment leaves a version that
+//! loads and answers correctly.
 
 mod common;
 
@@ -444,6 +445,34 @@ fn a_server_serves_the_new_version_after_sighup_and_stale_clients_catch_up() {
         metrics.contains("obscura_patched_setups_total 1\n"),
         "{metrics}"
     );
+}
+
+/// With `--watch`, a server serves each new version by itself, caught up from the change log
+/// (no SIGHUP), and says so; a file that did not change is not read again.
+#[test]
+fn a_watching_server_catches_up_with_new_versions_by_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_phones(dir.path(), 300);
+    let served = Served::start(&[path(&db), OsStr::new("--watch"), OsStr::new("0.1")]);
+    let cache = dir.path().join("cache");
+    get_phone(&served.url, &cache, 9)
+        .success()
+        .stdout("555-0009\n");
+    update(&db, &CHANGE).success();
+    reads_the_change(&served.url, &cache);
+    update(&db, &[r#"{"op":"set","index":11,"value":"765-4321"}"#]).success();
+    await_phone(&served.url, &cache, 11, b"555-0011\n", b"765-4321\n");
+    std::thread::sleep(Duration::from_millis(300));
+    let (stopped, said) = served.terminate();
+    assert!(stopped, "{said:?}");
+    let reloads: Vec<&String> = said.iter().filter(|l| l.starts_with("reloaded")).collect();
+    assert_eq!(reloads.len(), 2, "{said:?}");
+    for (line, version) in reloads.iter().zip(1..) {
+        let caught_up = format!(
+            "reloaded phones at version {version}: caught up 1 version from its change log"
+        );
+        assert!(line.starts_with(&caught_up), "{line}");
+    }
 }
 
 #[test]

@@ -33,9 +33,10 @@ pub struct FileVersion {
     applied: ChangeLog,
 }
 
-/// A database file and its change log as the file system describes them.
+/// A database file and its change log as the file system describes them (identity, length,
+/// modification time): two differ when either file changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct FileStat {
+pub struct FileStat {
     device: u64,
     inode: u64,
     len: u64,
@@ -54,8 +55,8 @@ impl FileStat {
         Ok(Self::of(path, &metadata))
     }
 
-    /// The file `path` names now, if any.
-    fn now(path: &Path) -> Option<Self> {
+    /// The file `path` names now and its log, if there is such a file.
+    pub fn now(path: &Path) -> Option<Self> {
         std::fs::metadata(path).ok().map(|m| Self::of(path, &m))
     }
 
