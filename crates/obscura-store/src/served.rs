@@ -177,3 +177,102 @@ pub fn catch_up(
         adopted,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{read_database, write_database};
+    use crate::update::{checkpoint_file, update_file};
+    use obscura_pir::lwe::{EngineOptions, Server};
+    use obscura_pir::Change;
+    use proptest::prelude::*;
+
+    /// What happens to the file between two looks of a server.
+    #[derive(Clone, Debug)]
+    enum Step {
+        /// A version setting `value` at each of the indexes.
+        Update(Vec<u64>, u8),
+        /// A checkpoint folding the log into the file.
+        Checkpoint,
+        /// Bytes of a batch torn by a crash at the log's end.
+        Tear(usize),
+        /// The server looks: it catches up, or loads the file again.
+        Look,
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            3 => (proptest::collection::btree_set(0u64..40, 1..4), any::<u8>())
+                .prop_map(|(indexes, value)| Step::Update(indexes.into_iter().collect(), value)),
+            1 => Just(Step::Checkpoint),
+            1 => (1usize..60).prop_map(Step::Tear),
+            3 => Just(Step::Look),
+        ]
+    }
+
+    /// The bytes of a database's setup and matrices.
+    fn state(database: &Database) -> (Vec<u8>, Vec<Vec<u8>>) {
+        let matrices = database.matrices();
+        let matrices = matrices.iter().map(|m| m.as_bytes().to_vec()).collect();
+        (database.setup_bytes(), matrices)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Whatever happens to the file between looks, a server that catches up (or, when it
+        /// cannot, loads the file again) holds what a fresh load of the file gives; a database
+        /// it caught up from is left as it was.
+        #[test]
+        fn a_server_holds_what_a_fresh_load_gives(steps in proptest::collection::vec(step(), 1..12)) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("db.obs");
+            let values: Vec<Vec<u8>> = (0..40u8).map(|i| vec![i; 3]).collect();
+            let server = Server::from_values(&values, EngineOptions::default(), &|_, _| {}).unwrap();
+            write_database(&path, &Database::from(server)).unwrap();
+            let registry = Registry::default();
+            let (mut held, mut version) = open_versioned(&path, &registry).unwrap();
+            // Whether a checkpoint ran since the server last looked: until one does, the
+            // server always catches up.
+            let mut checkpointed = false;
+            for step in steps.iter().chain([&Step::Look]) {
+                match step {
+                    Step::Update(indexes, value) => {
+                        let changes = indexes
+                            .iter()
+                            .map(|&index| Change::Set { index, value: vec![*value; 2] })
+                            .collect();
+                        update_file(&path, |_| Ok(changes), &registry, 2, &|_, _| {}).unwrap();
+                    }
+                    Step::Checkpoint => {
+                        checkpoint_file(&path, &registry).unwrap();
+                        checkpointed = true;
+                    }
+                    Step::Tear(bytes) => {
+                        use std::io::Write;
+                        let log = log::path_of(&path);
+                        if log.exists() {
+                            let mut file = std::fs::OpenOptions::new().append(true).open(log).unwrap();
+                            file.write_all(&vec![7u8; *bytes]).unwrap();
+                        }
+                    }
+                    Step::Look => {
+                        let before = state(&held);
+                        match catch_up(&path, &held, &version).unwrap() {
+                            Some(caught) => {
+                                prop_assert_eq!(state(&held), before);
+                                (held, version) = (caught.database, caught.file);
+                            }
+                            None => {
+                                prop_assert!(checkpointed, "loaded again with no checkpoint");
+                                (held, version) = open_versioned(&path, &registry).unwrap();
+                            }
+                        }
+                        checkpointed = false;
+                        prop_assert_eq!(state(&held), state(&read_database(&path).unwrap()));
+                    }
+                }
+            }
+        }
+    }
+}
