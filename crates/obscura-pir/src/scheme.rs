@@ -116,6 +116,13 @@ pub trait SetupMessage:
             "setups of this scheme take no patches".into(),
         ))
     }
+
+    /// The encoded setup `patch` makes of the encoded setup `setup`: that of
+    /// [`SetupMessage::patched`], decoded and encoded again here; a scheme may make it in
+    /// `setup`'s own bytes instead.
+    fn patch_encoded(setup: Vec<u8>, patch: &[u8]) -> Result<Vec<u8>, PirError> {
+        Ok(Self::from_bytes(&setup)?.patched(patch)?.to_bytes())
+    }
 }
 
 /// What a public setup says about its database, for listings.

@@ -113,8 +113,8 @@ pub trait Entry: Send + Sync {
     fn client(&self, setup: &[u8]) -> Result<Client, PirError>;
 
     /// The encoded setup that `patch` makes of the encoded setup `setup`
-    /// ([`SetupMessage::patched`]).
-    fn patch_setup(&self, setup: &[u8], patch: &[u8]) -> Result<Vec<u8>, PirError>;
+    /// ([`SetupMessage::patch_encoded`]).
+    fn patch_setup(&self, setup: Vec<u8>, patch: &[u8]) -> Result<Vec<u8>, PirError>;
 }
 
 /// Why a stored database could not be loaded.
@@ -160,9 +160,8 @@ impl<S: Scheme> Entry for Of<S> {
         Ok(Client::new::<S>(SetupOf::<S>::from_bytes(setup)?))
     }
 
-    fn patch_setup(&self, setup: &[u8], patch: &[u8]) -> Result<Vec<u8>, PirError> {
-        let setup = SetupOf::<S>::from_bytes(setup)?.patched(patch)?;
-        Ok(SetupMessage::to_bytes(&setup))
+    fn patch_setup(&self, setup: Vec<u8>, patch: &[u8]) -> Result<Vec<u8>, PirError> {
+        SetupOf::<S>::patch_encoded(setup, patch)
     }
 }
 
@@ -224,18 +223,18 @@ impl Registry {
     }
 
     /// The encoded setup that the patch chain `chain` makes of the encoded setup `setup` (the
-    /// envelope's kind picks the scheme). A chain is one or more patches, oldest first, each
-    /// the next version's, framed ([`obscura_pir::framing`]); each is checked to name the
-    /// setup it applies to and to make the setup it names.
-    pub fn patch_setup(&self, setup: &[u8], chain: &[u8]) -> Result<Vec<u8>, LoadError> {
-        let entry = self.entry_of(setup)?;
+    /// envelope's kind picks the scheme), in its own bytes where the scheme can. A chain is one
+    /// or more patches, oldest first, each the next version's, framed
+    /// ([`obscura_pir::framing`]); each is checked to name the setup it applies to and to make
+    /// the setup it names. On an error the bytes are dropped: they may be half patched.
+    pub fn patch_setup(&self, mut setup: Vec<u8>, chain: &[u8]) -> Result<Vec<u8>, LoadError> {
+        let entry = self.entry_of(&setup)?;
         let patches = framing::decode(chain, usize::MAX)
             .map_err(|reason| PirError::malformed("patch chain", reason))?;
-        let mut setup = std::borrow::Cow::Borrowed(setup);
         for patch in patches {
-            setup = entry.patch_setup(&setup, patch)?.into();
+            setup = entry.patch_setup(setup, patch)?;
         }
-        Ok(setup.into_owned())
+        Ok(setup)
     }
 }
 

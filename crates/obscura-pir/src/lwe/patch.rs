@@ -26,7 +26,7 @@
 
 use obscura_math::hint_delta::{self, ColumnRuns};
 
-use super::setup::{Layer, PublicSetup};
+use super::setup::{Encoded, Layer, PublicSetup};
 use crate::wire::{self, Digest, Kind, Reader};
 use crate::PirError;
 
@@ -104,15 +104,71 @@ impl PublicSetup {
     /// else is refused ([`PirError::SetupMismatch`] for a patch of another setup,
     /// [`PirError::Malformed`] otherwise).
     pub fn patched(self, patch: &[u8]) -> Result<PublicSetup, PirError> {
+        let (mut reader, head) = Head::read(patch, self.digest(), self.layer(), self.version())?;
+        let mut hint = self.into_hint();
+        let a = head.layer.matrix_a();
+        read_runs(&mut reader, &head.layer, &mut |deltas| {
+            hint_delta::apply(&mut hint, &a, deltas)
+        })?;
+        reader.finish()?;
+        let next = PublicSetup::versioned(head.layer.clone(), head.version, hint)?;
+        head.check(next.hint_hash(), next.digest())?;
+        Ok(next)
+    }
+}
+
+/// The encoded setup `patch` makes of the encoded setup `setup`: the encoding of
+/// [`PublicSetup::patched`]'s setup, made in `setup`'s own bytes where its hint's bytes can be
+/// taken as words (the hint changed where it lies and the fields before it written again, with
+/// no copy of the setup decoded or encoded), and by decoding, patching and encoding it
+/// otherwise. On an error the bytes are dropped: they may be half patched.
+pub(super) fn patch_encoded(mut setup: Vec<u8>, patch: &[u8]) -> Result<Vec<u8>, PirError> {
+    let encoded = Encoded::read(&setup)?;
+    let Some(words) = encoded.hint_words_mut(&mut setup) else {
+        return Ok(PublicSetup::from_bytes(&setup)?.patched(patch)?.to_bytes());
+    };
+    let (mut reader, head) = Head::read(patch, &encoded.digest, &encoded.layer, encoded.version)?;
+    let a = head.layer.matrix_a();
+    read_runs(&mut reader, &head.layer, &mut |deltas| {
+        hint_delta::apply_to_rows(words, &a, deltas)
+    })?;
+    reader.finish()?;
+    let (hint_hash, digest) = encoded.rewrite(&mut setup, &head.layer, head.version)?;
+    head.check(&hint_hash, &digest)?;
+    Ok(setup)
+}
+
+/// What a patch says of the setup it makes, read and checked against the setup it applies to.
+struct Head {
+    /// The digest of the setup it makes.
+    digest: Digest,
+    /// The new setup's layer.
+    layer: Layer,
+    /// The new setup's version.
+    version: u64,
+    /// The new setup's hint's hash.
+    hint_hash: [u8; 32],
+}
+
+impl Head {
+    /// The head of `patch`, and its reader at the runs, for the setup of digest `base`, layer
+    /// `old` and version `version`: the patch must name that setup, keep its parameters, seed
+    /// and matrix shape, and make the next version.
+    fn read<'a>(
+        patch: &'a [u8],
+        base: &Digest,
+        old: &Layer,
+        version: u64,
+    ) -> Result<(Reader<'a>, Self), PirError> {
         let what = Kind::LWE_SETUP_PATCH.describe();
         let (mut reader, digest) = Reader::open(patch, Kind::LWE_SETUP_PATCH)?;
-        if reader.take(32)? != self.digest() {
+        if reader.take(32)? != base {
             return Err(PirError::SetupMismatch { what });
         }
         let layer = Layer::read(&mut reader)?;
-        let version = reader.u64()?;
+        let next = reader.u64()?;
         let hint_hash: [u8; 32] = reader.take(32)?.try_into().expect("32 bytes");
-        let (old, new) = (self.layer(), &layer);
+        let new = &layer;
         let same_matrix = old.params().set == new.params().set
             && old.params().matrix == new.params().matrix
             && old.format() == new.format()
@@ -123,26 +179,29 @@ impl PublicSetup {
         if !same_matrix {
             return Err(reader.error("the patch changes the parameters, seed or matrix shape"));
         }
-        if Some(version) != self.version().checked_add(1) {
+        if Some(next) != version.checked_add(1) {
             return Err(reader.error(format!(
-                "the patch makes version {version} of a setup at version {}",
-                self.version()
+                "the patch makes version {next} of a setup at version {version}"
             )));
         }
-        let mut hint = self.into_hint();
-        let a = layer.matrix_a();
-        read_runs(&mut reader, &layer, &mut |deltas| {
-            hint_delta::apply(&mut hint, &a, deltas)
-        })?;
-        reader.finish()?;
-        let next = PublicSetup::versioned(layer, version, hint)?;
-        if *next.hint_hash() != hint_hash || *next.digest() != digest {
+        let head = Self {
+            digest,
+            layer,
+            version: next,
+            hint_hash,
+        };
+        Ok((reader, head))
+    }
+
+    /// Whether the setup patched has the hint's hash and the digest the patch names.
+    fn check(&self, hint_hash: &[u8; 32], digest: &Digest) -> Result<(), PirError> {
+        if *hint_hash != self.hint_hash || *digest != self.digest {
             return Err(PirError::malformed(
-                what,
+                Kind::LWE_SETUP_PATCH.describe(),
                 "the patched setup is not the one the patch names",
             ));
         }
-        Ok(next)
+        Ok(())
     }
 }
 
@@ -232,6 +291,12 @@ mod tests {
     fn a_patch_makes_the_next_setup_and_costs_about_the_changed_digits() {
         let (before, patch, after) = patched_server();
         assert_eq!(before.clone().patched(&patch).unwrap(), after);
+        // Made in the encoded setup's own bytes, the hint changed where it lies (a vector's
+        // bytes hold its words aligned), it is the same setup's encoding.
+        let mut bytes = before.to_bytes();
+        let encoded = Encoded::read(&bytes).unwrap();
+        assert!(encoded.hint_words_mut(&mut bytes).is_some());
+        assert_eq!(patch_encoded(bytes, &patch).unwrap(), after.to_bytes());
         // Two records of 32 bytes, each (8 + 1) / 8 of its bytes as δ with p = 2^8 or a little
         // more with a smaller p, and the envelope, digests and layer.
         let log_p = u64::from(after.geometry().log_p());
@@ -255,7 +320,12 @@ mod tests {
             other.patched(&patch),
             Err(PirError::SetupMismatch { .. })
         ));
-        assert!(before.patched(&patch[..patch.len() - 1]).is_err());
+        assert!(before.clone().patched(&patch[..patch.len() - 1]).is_err());
+        assert!(matches!(
+            patch_encoded(after.to_bytes(), &patch),
+            Err(PirError::SetupMismatch { .. })
+        ));
+        assert!(patch_encoded(before.to_bytes(), &patch[..patch.len() - 1]).is_err());
     }
 
     #[test]
@@ -271,6 +341,7 @@ mod tests {
                     "byte {at} flipped by {flip:#x}: {:?}",
                     result.map(|s| s == after)
                 );
+                assert!(patch_encoded(before.to_bytes(), &bad).is_err(), "byte {at}");
             }
         }
         for len in 0..patch.len() {

@@ -143,6 +143,10 @@ impl SetupMessage for PublicSetup {
         PublicSetup::patched(self, patch)
     }
 
+    fn patch_encoded(setup: Vec<u8>, patch: &[u8]) -> Result<Vec<u8>, PirError> {
+        super::patch::patch_encoded(setup, patch)
+    }
+
     fn query_bytes(&self) -> u64 {
         Query::encoded_len(self)
     }

@@ -334,7 +334,7 @@ impl PublicSetup {
     /// Version `version` of a setup of `layer` with `hint`, checked to have the layer's shape.
     pub(super) fn versioned(layer: Layer, version: u64, hint: Matrix) -> Result<Self, PirError> {
         fits(&layer, &hint)?;
-        let hint_hash = HintHash::of(&hint);
+        let hint_hash = HintHash::of(hint.as_slice());
         Ok(Self::assemble(layer, version, hint_hash, hint))
     }
 
@@ -456,13 +456,13 @@ impl PublicSetup {
     /// into its own bytes, with no copy of each).
     pub(crate) fn write(&self, out: &mut Vec<u8>) {
         let start = out.len();
-        wire::write_header(out, Kind::LWE_PUBLIC_SETUP, &self.digest);
-        self.layer.write(out);
-        out.extend_from_slice(&self.version.to_le_bytes());
-        out.extend_from_slice(&self.hint_hash.root);
-        for piece in self.hint_hash.pieces.iter() {
-            out.extend_from_slice(piece);
-        }
+        write_head(
+            out,
+            &self.digest,
+            &self.layer,
+            self.version,
+            &self.hint_hash,
+        );
         wire::extend_parallel(out, &wire::le_bytes(self.hint.as_slice()));
         debug_assert_eq!(out.len() - start, self.encoded_bytes(), "encoded_len");
     }
@@ -471,6 +471,41 @@ impl PublicSetup {
     /// from the fields. The hint's hash is the server's, as encoded: a client that needs the
     /// bytes it holds to be the server's pins the whole setup's SHA-256.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, PirError> {
+        let encoded = Encoded::read(bytes)?;
+        let mut reader = Reader::new(&bytes[encoded.hint_at..], Kind::LWE_PUBLIC_SETUP);
+        let hint_bytes = encoded.hint_hash.len;
+        let hint = reader.words_raw::<u32>(hint_bytes / 4)?;
+        reader.finish()?;
+        let (rows, n) = (encoded.layer.geometry.rows(), encoded.layer.params.n());
+        let hint = Matrix::from_vec(rows as usize, n, hint).expect("length checked");
+        Ok(Self::assemble(
+            encoded.layer,
+            encoded.version,
+            encoded.hint_hash,
+            hint,
+        ))
+    }
+}
+
+/// An encoded setup read up to its hint: every field decoded and checked as
+/// [`PublicSetup::from_bytes`] checks them (lengths, the hint's hash over its pieces' hashes,
+/// the digest over the fields), and where the hint's bytes begin.
+pub(super) struct Encoded {
+    /// The digest the envelope names.
+    pub(super) digest: Digest,
+    /// The layer.
+    pub(super) layer: Layer,
+    /// The version.
+    pub(super) version: u64,
+    /// The hint's hash, as encoded.
+    hint_hash: HintHash,
+    /// Where the hint's bytes begin.
+    hint_at: usize,
+}
+
+impl Encoded {
+    /// Reads the fields of the encoded setup `bytes`.
+    pub(super) fn read(bytes: &[u8]) -> Result<Self, PirError> {
         let (mut reader, digest) = Reader::open(bytes, Kind::LWE_PUBLIC_SETUP)?;
         let layer = Layer::read(&mut reader)?;
         let version = reader.u64()?;
@@ -498,17 +533,69 @@ impl PublicSetup {
         if hint_hash.root != root {
             return Err(reader.error("the hint's hash is not the hash of its pieces' hashes"));
         }
-        let hint = reader.words_raw::<u32>(hint_bytes / 4)?;
-        reader.finish()?;
-        let hint = Matrix::from_vec(rows as usize, n, hint).expect("length checked");
-        let setup = Self::assemble(layer, version, hint_hash, hint);
-        if setup.digest != digest {
+        if digest_of(&layer, version, &root) != digest {
             return Err(PirError::malformed(
                 "public setup",
                 "the parameter digest does not match the contents",
             ));
         }
-        Ok(setup)
+        Ok(Self {
+            digest,
+            layer,
+            version,
+            hint_hash,
+            hint_at: bytes.len() - hint_bytes,
+        })
+    }
+
+    /// The hint's entries in `bytes` (the encoded setup this was read from), to change where
+    /// they lie: `None` where its bytes cannot be taken as words in place (not aligned to 4
+    /// bytes, or a machine that is not little-endian).
+    pub(super) fn hint_words_mut<'a>(&self, bytes: &'a mut [u8]) -> Option<&'a mut [u32]> {
+        if cfg!(target_endian = "little") {
+            bytemuck::try_cast_slice_mut(&mut bytes[self.hint_at..]).ok()
+        } else {
+            None
+        }
+    }
+
+    /// Makes `bytes` (the encoded setup this was read from, its hint changed in place by
+    /// [`Encoded::hint_words_mut`]) the encoding of the setup of `layer` (of the same matrix
+    /// shape) at `version` with that hint: the hint's hash and the digest computed, the fields
+    /// before the hint written. Returns the new hint's hash and digest.
+    pub(super) fn rewrite(
+        self,
+        bytes: &mut [u8],
+        layer: &Layer,
+        version: u64,
+    ) -> Result<([u8; 32], Digest), PirError> {
+        let words = self
+            .hint_words_mut(bytes)
+            .ok_or_else(|| PirError::malformed("public setup", "the hint is not in place"))?;
+        let hint_hash = HintHash::of(words);
+        let digest = digest_of(layer, version, &hint_hash.root);
+        let mut head = Vec::with_capacity(self.hint_at);
+        write_head(&mut head, &digest, layer, version, &hint_hash);
+        if head.len() != self.hint_at {
+            return Err(PirError::malformed(
+                "setup patch",
+                "the patched setup's fields take another length",
+            ));
+        }
+        bytes[..self.hint_at].copy_from_slice(&head);
+        Ok((hint_hash.root, digest))
+    }
+}
+
+/// Writes the fields of an encoded setup before its hint: the envelope naming `digest`, the
+/// layer, the version, the hint's hash and its pieces' hashes.
+fn write_head(out: &mut Vec<u8>, digest: &Digest, layer: &Layer, version: u64, hash: &HintHash) {
+    wire::write_header(out, Kind::LWE_PUBLIC_SETUP, digest);
+    layer.write(out);
+    out.extend_from_slice(&version.to_le_bytes());
+    out.extend_from_slice(&hash.root);
+    for piece in hash.pieces.iter() {
+        out.extend_from_slice(piece);
     }
 }
 
@@ -556,9 +643,9 @@ struct HintHash {
 }
 
 impl HintHash {
-    /// The hash of `hint`, every piece hashed.
-    fn of(hint: &Matrix) -> Self {
-        let bytes = wire::le_bytes(hint.as_slice());
+    /// The hash of the hint of entries `hint` (row-major), every piece hashed.
+    fn of(hint: &[u32]) -> Self {
+        let bytes = wire::le_bytes(hint);
         let pieces = bytes
             .par_chunks(HINT_PIECE_BYTES)
             .map(|piece| Sha256::digest(piece).into())
@@ -633,14 +720,14 @@ mod tests {
             .map(|i| (i as u32).wrapping_mul(0x9e37_79b9))
             .collect();
         let hint = Matrix::from_vec(rows, n, entries.clone()).unwrap();
-        let hash = HintHash::of(&hint);
-        assert_eq!(hash, HintHash::of(&hint.clone()));
+        let hash = HintHash::of(hint.as_slice());
+        assert_eq!(hash, HintHash::of(hint.clone().as_slice()));
         assert_eq!(hash.pieces.len(), 4);
         for at in [0, HINT_PIECE_BYTES / 4 + 3, rows * n - 1] {
             let mut changed = entries.clone();
             changed[at] ^= 1 << 31;
             let changed = Matrix::from_vec(rows, n, changed).unwrap();
-            let fresh = HintHash::of(&changed);
+            let fresh = HintHash::of(changed.as_slice());
             assert_ne!(fresh.root, hash.root, "{at}");
             let row = at / n;
             let mut again = hash.clone();
@@ -652,6 +739,6 @@ mod tests {
             assert_ne!(elsewhere, fresh, "{at}");
         }
         let shorter = Matrix::from_vec(rows - 1, n, entries[..(rows - 1) * n].to_vec()).unwrap();
-        assert_ne!(HintHash::of(&shorter).root, hash.root);
+        assert_ne!(HintHash::of(shorter.as_slice()).root, hash.root);
     }
 }

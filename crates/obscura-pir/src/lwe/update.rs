@@ -487,7 +487,10 @@ mod tests {
                 }
                 let before = server.public_setup().clone();
                 let patch = server.update(&sets(&changes)).unwrap().unwrap();
+                let encoded = before.to_bytes();
                 prop_assert_eq!(&before.patched(&patch).unwrap(), server.public_setup());
+                let in_place = super::super::patch::patch_encoded(encoded, &patch).unwrap();
+                prop_assert_eq!(in_place, server.public_setup().to_bytes());
                 for (index, value) in &changes {
                     let start = *index as usize * record_bytes;
                     data[start..start + value.len()].copy_from_slice(value);
