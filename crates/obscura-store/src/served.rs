@@ -93,11 +93,6 @@ impl FileVersion {
     pub fn is_current(&self, path: &Path) -> bool {
         FileStat::now(path) == Some(self.stat)
     }
-
-    /// The versions of the change log applied.
-    pub fn log_versions(&self) -> usize {
-        self.applied.versions()
-    }
 }
 
 /// Loads and verifies the database file at `path` for serving, with the versions its change
