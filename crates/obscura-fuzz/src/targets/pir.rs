@@ -557,9 +557,20 @@ fn patched_setup<S: SetupMessage>(
     outcome(&patched)
 }
 
-/// A patch of the index fixture's setup: it must make the next version, which serves a client.
+/// A patch of the index fixture's setup: it must make the next version, which serves a client,
+/// and the same bytes when a client patches the encoded setup in place (and fail when it does).
 fn lwe_setup_patch(input: &[u8]) -> Verdict {
-    patched_setup(index_setup().clone().patched(input), |setup| {
+    let patched = index_setup().clone().patched(input);
+    let in_place = PublicSetup::patch_encoded(index_setup().to_bytes(), input);
+    match (&patched, &in_place) {
+        (Ok(setup), Ok(bytes)) if setup.to_bytes() != *bytes => {
+            return Err("the setup patched in place differs from the one decoded".into());
+        }
+        (Ok(_), Err(e)) => return Err(format!("patched decoded, refused in place: {e}")),
+        (Err(_), Ok(_)) => return Err("refused decoded, patched in place".into()),
+        _ => {}
+    }
+    patched_setup(patched, |setup| {
         if setup.version() != index_setup().version() + 1 {
             return Err("a patch that does not make the next version".into());
         }
