@@ -686,19 +686,19 @@ impl PlaintextMatrix {
         }
     }
 
-    /// Writes runs of digits down columns: each `(c, first_row, digits)` of `runs` puts
-    /// `digits` in column `c` from row `first_row` on. Runs sorted by column are written panel
-    /// by panel in parallel on the rayon pool (others one by one); shared bytes are first
-    /// copied as by [`PlaintextMatrix::set`].
+    /// Writes runs of digits down columns: each `(c, first_row, digits)` of `runs` (sorted by
+    /// column) puts `digits` in column `c` from row `first_row` on, panel by panel in parallel
+    /// on the rayon pool; shared bytes are first copied as by [`PlaintextMatrix::set`].
     ///
     /// # Panics
-    /// If a run lies outside the matrix.
+    /// If a run lies outside the matrix, or the runs are not sorted by column.
     pub fn write_columns(&mut self, runs: &[(usize, usize, &[u8])]) {
         assert!(
             runs.iter()
                 .all(|&(c, first, digits)| c < self.cols && first + digits.len() <= self.rows),
             "a run outside the matrix"
         );
+        assert!(runs.is_sorted_by_key(|run| run.0), "runs sorted by column");
         let place = self.place();
         let panel_bytes = (self.rows * self.panel_cols).max(1);
         let write = |bytes: &mut [u8], base: usize, runs: &[(usize, usize, &[u8])]| {
@@ -709,11 +709,7 @@ impl PlaintextMatrix {
                 }
             }
         };
-        let bytes = self.owned_bytes_mut();
-        if !runs.is_sorted_by_key(|run| run.0) {
-            return write(bytes, 0, runs);
-        }
-        bytes
+        self.owned_bytes_mut()
             .par_chunks_mut(panel_bytes)
             .enumerate()
             .for_each(|(p, bytes)| {
@@ -973,7 +969,7 @@ mod tests {
         /// Runs written down columns land where a row-major copy puts them and read back, in
         /// panels of any width, sorted by column (panels in parallel) or not.
         #[test]
-        fn runs_down_columns_are_written_and_read_back(rows in 1usize..40, cols in 1usize..300, panel in 1usize..130, picks in proptest::collection::vec((any::<usize>(), any::<usize>(), proptest::collection::vec(any::<u8>(), 1..12)), 0..30), sorted in any::<bool>()) {
+        fn runs_down_columns_are_written_and_read_back(rows in 1usize..40, cols in 1usize..300, panel in 1usize..130, picks in proptest::collection::vec((any::<usize>(), any::<usize>(), proptest::collection::vec(any::<u8>(), 1..12)), 0..30)) {
             let before: Vec<u8> = (0..rows * cols).map(|x| (x * 31 + 7) as u8).collect();
             let mut matrix = PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &before);
             let mut expected = before.clone();
@@ -990,9 +986,7 @@ mod tests {
                 }
                 runs.push((c, first, digits));
             }
-            if sorted {
-                runs.sort_by_key(|run| run.0);
-            }
+            runs.sort_by_key(|run| run.0);
             matrix.write_columns(&runs);
             prop_assert_eq!(&matrix, &PlaintextMatrix::from_row_major_in_panels(rows, cols, panel, &expected));
             for c in 0..cols {
