@@ -210,6 +210,12 @@ pub trait PirServer: Clone + Sized + Send + Sync + 'static {
             )),
         )))
     }
+
+    /// [`PirServer::update`] without making the patch: a version replayed from a change log,
+    /// whose patch was made when it was committed.
+    fn replay(&mut self, changes: &[crate::Change]) -> Result<(), PirError> {
+        self.update(changes).map(drop)
+    }
 }
 
 /// A server of records by index (Apple's `IndexPirServer`): built by [`PirServer::build`] from

@@ -24,6 +24,7 @@ trait Hosted: Send + Sync {
     fn decode_query(&self, bytes: &[u8]) -> Result<DecodedQuery, PirError>;
     fn answer(&self, queries: Vec<DecodedQuery>) -> Result<Vec<Vec<u8>>, PirError>;
     fn update(&mut self, changes: &[Change]) -> Result<Option<Vec<u8>>, PirError>;
+    fn replay(&mut self, changes: &[Change]) -> Result<(), PirError>;
     fn duplicate(&self) -> Arc<dyn Hosted>;
     fn as_any(&self) -> &dyn Any;
     fn as_any_mut(&mut self) -> &mut dyn Any;
@@ -76,6 +77,10 @@ impl<S: Scheme> Hosted for Server<S> {
 
     fn update(&mut self, changes: &[Change]) -> Result<Option<Vec<u8>>, PirError> {
         self.0.update(changes)
+    }
+
+    fn replay(&mut self, changes: &[Change]) -> Result<(), PirError> {
+        self.0.replay(changes)
     }
 
     fn duplicate(&self) -> Arc<dyn Hosted> {
@@ -145,12 +150,21 @@ impl Database {
     /// scheme makes patches ([`Registry::patch_setup`](crate::Registry::patch_setup) applies
     /// it).
     pub fn update(&mut self, changes: &[Change]) -> Result<Option<Vec<u8>>, PirError> {
+        self.alone().update(changes)
+    }
+
+    /// [`Database::update`] without making the patch ([`PirServer::replay`]): a version
+    /// replayed from a change log.
+    pub fn replay(&mut self, changes: &[Change]) -> Result<(), PirError> {
+        self.alone().replay(changes)
+    }
+
+    /// The server, held alone: a database shared with others becomes a copy of its own.
+    fn alone(&mut self) -> &mut dyn Hosted {
         if Arc::get_mut(&mut self.0).is_none() {
             self.0 = self.0.duplicate();
         }
-        Arc::get_mut(&mut self.0)
-            .expect("held alone")
-            .update(changes)
+        Arc::get_mut(&mut self.0).expect("held alone")
     }
 
     /// The server, if the database is of scheme `S`.

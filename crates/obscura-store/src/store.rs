@@ -486,7 +486,7 @@ pub(crate) fn replay(
 ) -> Result<(), StoreError> {
     for (i, batch) in batches.into_iter().enumerate() {
         database
-            .update(&batch)
+            .replay(&batch)
             .map_err(|source| StoreError::Invalid {
                 path: crate::log::path_of(path),
                 source: InvalidFile::Replay {

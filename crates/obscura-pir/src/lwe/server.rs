@@ -383,6 +383,10 @@ impl PirServer for Server {
         self.apply_changes(changes).map(Some)
     }
 
+    fn replay(&mut self, changes: &[Change]) -> Result<(), PirError> {
+        self.replay_changes(changes)
+    }
+
     fn answer(&self, query: &Query) -> Result<Answer, PirError> {
         query.check(&self.setup)?;
         Ok(Answer {

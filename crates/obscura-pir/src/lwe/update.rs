@@ -144,6 +144,20 @@ impl Server {
     /// its hint changed in place by `ΔD·A`; returns its patch.
     pub(crate) fn commit(&mut self, prepared: Prepared) -> Vec<u8> {
         let base = *self.public_setup().digest();
+        let rewrites = self.advance(prepared);
+        patch::encode(&base, self.public_setup(), &rewrites.deltas)
+    }
+
+    /// [`Server::apply_changes`] without making the patch ([`crate::PirServer::replay`]).
+    pub(super) fn replay_changes(&mut self, changes: &[Change]) -> Result<(), PirError> {
+        let prepared = self.prepare(changes)?;
+        self.advance(prepared);
+        Ok(())
+    }
+
+    /// Makes `prepared` the server's next version as [`Server::commit`] does, without its
+    /// patch; returns the entries rewritten.
+    fn advance(&mut self, prepared: Prepared) -> Rewrites {
         let Prepared {
             layer,
             rewrites,
@@ -157,7 +171,7 @@ impl Server {
             |hint| hint_delta::apply(hint, &a, &rewrites.deltas),
             &touched,
         );
-        patch::encode(&base, self.public_setup(), &rewrites.deltas)
+        rewrites
     }
 
     /// Makes `prepared` the server's next version with `next`, the setup
@@ -486,7 +500,12 @@ mod tests {
                     changes.push((index as u64, value));
                 }
                 let before = server.public_setup().clone();
+                let mut replayed = server.clone();
                 let patch = server.update(&sets(&changes)).unwrap().unwrap();
+                // A version replayed from a log is the same version, without the patch.
+                replayed.replay(&sets(&changes)).unwrap();
+                prop_assert_eq!(replayed.public_setup(), server.public_setup());
+                prop_assert!(replayed.database() == server.database());
                 let encoded = before.to_bytes();
                 prop_assert_eq!(&before.patched(&patch).unwrap(), server.public_setup());
                 let in_place = super::super::patch::patch_encoded(encoded, &patch).unwrap();
