@@ -121,8 +121,9 @@ pub struct Patched {
     /// `bytes` over the changed records' bytes and their indexes (8 bytes each).
     #[serde(rename = "patch_over_changed")]
     pub over_changed: f64,
-    /// Seconds for a client to apply the patch: the old setup's bytes decoded, `ΔD·A` added
-    /// to its hint, the new setup checked, encoded and hashed (its ETag).
+    /// Seconds for a client to apply the patch to the old setup's bytes (`ΔD·A` added to its
+    /// hint where the scheme patches in place, decoded and encoded again otherwise), the new
+    /// setup checked and hashed (its ETag).
     pub client_seconds: f64,
 }
 
