@@ -88,9 +88,9 @@ pub struct UpdateCase {
     pub seconds: f64,
     /// `seconds` over the full setup's.
     pub over_setup: f64,
-    /// Seconds to make the version beside the one answering, as `obscura serve` does when it
-    /// catches up: `seconds`' work plus the copy of each matrix written (a clone shares them
-    /// until then).
+    /// Seconds to make the version beside the one answering, as `obscura serve` replays it when
+    /// it catches up: `seconds`' work without the patch, plus the copy of each matrix written
+    /// (a clone shares them until then).
     pub served_seconds: f64,
     /// `served_seconds` over the full setup's.
     pub served_over_setup: f64,
@@ -268,12 +268,13 @@ impl Run<'_> {
                 })
                 .collect();
             // Made in a database held alone, its matrices its own (copied before the clock
-            // starts), and beside the version answering, as a server catching up makes it (the
-            // clone shares the matrices until the update writes them).
+            // starts), and beside the version answering, as a server catching up replays it
+            // (the clone shares the matrices until the update writes them; no patch is made).
             let mut version = held_alone(&server)?;
             let mut beside = server.clone();
-            let (updated, served_seconds) = timed(|| pools.all.install(|| beside.update(&changes)));
-            updated?;
+            let (replayed, served_seconds) =
+                timed(|| pools.all.install(|| beside.replay(&changes)));
+            replayed?;
             drop(beside);
             let (updated, seconds) = timed(|| pools.all.install(|| version.update(&changes)));
             let patch = updated?;
