@@ -23,6 +23,7 @@ mod patch;
 mod scheme;
 pub(crate) mod server;
 mod setup;
+mod shard;
 mod stream;
 mod update;
 
@@ -39,5 +40,6 @@ pub(crate) use server::{
     value_slots, values_footprint, Encoded,
 };
 pub use setup::{describe, EngineOptions, Layer, PublicSetup, RecordFormat};
+pub use shard::{SetupPart, Shard, ShardPlan, Split};
 pub use stream::{StreamError, StreamedBuild};
 pub(crate) use update::{record_slots, write_bits, Slot};

@@ -1,5 +1,7 @@
 //! The server: encodes the database, computes the hint, answers queries.
 
+use std::ops::Range;
+
 use obscura_math::expand::MatrixSeed;
 use obscura_math::matrix::PlaintextMatrix;
 use obscura_math::memory::LargeBuffer;
@@ -538,36 +540,65 @@ pub(crate) fn encode_with_largest_p(
 /// `c·k .. (c+1)·k`, one `log_p`-bit digit per row, stored as a two's-complement `i8` in
 /// `[-p/2, p/2)`.
 pub(crate) fn encode_database(data: &[u8], geometry: &Geometry) -> PlaintextMatrix {
-    encode_database_reusing(data, geometry, None)
+    encode_block(
+        data,
+        0,
+        geometry,
+        0..geometry.rows(),
+        0..geometry.cols(),
+        None,
+    )
 }
 
-/// [`encode_database`] over `spare`, the buffer of a matrix no longer needed, when it has the
-/// size (see [`PlaintextMatrix::from_group_fn_reusing`]).
-pub(super) fn encode_database_reusing(
+/// Rows `rows` of columns `cols` of the matrix [`encode_database`] makes of the records of
+/// `geometry`, from `data`, the records' bytes from byte `offset` on (`offset` at most the first
+/// byte of column `cols.start`): a streamed setup's band, a shard's block. Written over `spare`,
+/// the buffer of a matrix no longer needed, when it has the size (see
+/// [`PlaintextMatrix::from_group_fn_reusing`]).
+pub(crate) fn encode_block(
     data: &[u8],
+    offset: u64,
     geometry: &Geometry,
+    rows: Range<u64>,
+    cols: Range<u64>,
     spare: Option<LargeBuffer>,
 ) -> PlaintextMatrix {
-    let rows = geometry.rows() as usize;
-    let cols = geometry.cols() as usize;
     let width = u32::from(geometry.log_p());
-    let columns: Vec<(u64, u64)> = (0..cols as u64).map(|c| geometry.column_bits(c)).collect();
+    let columns: Vec<(u64, u64)> = cols
+        .map(|c| {
+            // Columns past the data (room for appends) hold none of it.
+            let (start, last) = geometry.column_bits(c);
+            (
+                start.saturating_sub(offset * 8),
+                last.saturating_sub(offset * 8),
+            )
+        })
+        .collect();
+    let height = (rows.end - rows.start) as usize;
+    // Each column's bits above the block's first row.
+    let skip = rows.start * u64::from(width);
     if width == 8 {
         // Whole bytes: row `r` of a column is byte `r` of its stream, and a byte is its own
         // centered digit (the `i8` with the same bits).
-        return PlaintextMatrix::from_column_runs_reusing(rows, cols, spare, |c| {
+        return PlaintextMatrix::from_column_runs_reusing(height, columns.len(), spare, |c| {
             let (start, last) = columns[c];
-            &data[(start / 8) as usize..(last / 8) as usize]
+            let byte = |bit: u64| (bit.min(last) / 8) as usize;
+            &data[byte(start + skip)..byte(start + rows.end * 8)]
         });
     }
-    PlaintextMatrix::from_group_fn_reusing(rows, cols, spare, |r, first, group_cols, digits| {
-        for (i, row) in digits.chunks_exact_mut(group_cols).enumerate() {
-            let offset = (r + i) as u64 * u64::from(width);
-            for (entry, &(start, last)) in row.iter_mut().zip(&columns[first..]) {
-                *entry = centered(pack::digit_at(data, start + offset, width, last), width);
+    PlaintextMatrix::from_group_fn_reusing(
+        height,
+        columns.len(),
+        spare,
+        |r, first, group_cols, digits| {
+            for (i, row) in digits.chunks_exact_mut(group_cols).enumerate() {
+                let at = skip + (r + i) as u64 * u64::from(width);
+                for (entry, &(start, last)) in row.iter_mut().zip(&columns[first..]) {
+                    *entry = centered(pack::digit_at(data, start + at, width, last), width);
+                }
             }
-        }
-    })
+        },
+    )
 }
 
 /// The bytes `encode_database(data, geometry)` encoded: its inverse, the `geometry.data_bytes()`

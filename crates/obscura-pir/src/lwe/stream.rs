@@ -23,7 +23,7 @@ use obscura_math::matrix::{Matrix, PlaintextMatrix};
 use obscura_math::memory::LargeBuffer;
 
 use super::layout::Geometry;
-use super::server::encode_database_reusing;
+use super::server::encode_block;
 use super::setup::{matrix_a, EngineOptions, PublicSetup, RecordFormat};
 use crate::params::{worst_row_norm, LweParams, MatrixKind};
 use crate::scheme::Progress;
@@ -198,22 +198,14 @@ impl StreamedBuild {
             for (index, columns) in bands.iter().enumerate() {
                 let Ok(bytes) = read.recv() else { break };
                 let bytes = bytes.map_err(StreamError::Read)?;
-                let first_record = columns.start * g.per_column();
-                let band_records = (columns.end * g.per_column()).min(g.records()) - first_record;
-                let band_geometry = Geometry::new(
-                    band_records,
-                    g.record_bytes(),
-                    bytes.len() as u64,
-                    g.per_column(),
-                    g.log_p(),
-                )?;
                 // Past the first bands, wait for the writer to hand one back.
                 let spare = if index < BANDS_IN_FLIGHT as usize {
                     None
                 } else {
                     spares.recv().ok()
                 };
-                let band = encode_database_reusing(&bytes, &band_geometry, spare);
+                let offset = columns.start * column_bytes;
+                let band = encode_block(&bytes, offset, &g, 0..g.rows(), columns.clone(), spare);
                 let _ = give_back.send(bytes);
                 hint::hint_accumulate(&band, &a, columns.start as usize, &mut hint, &|_, _| {});
                 band.add_row_norms(&mut norms);

@@ -1,0 +1,568 @@
+//! One database matrix answered by several servers: the engine's database cut into shards.
+//!
+//! The engine's answer is linear in the database: `D·q` over Z_{2^32}. Cut `D` (R x C) into
+//! bands of rows, `D = [D_1; …; D_N]`, and every shard answers the whole query over its rows:
+//! `D·q = [D_1·q; …; D_N·q]`, the answers concatenated. Cut it into bands of columns, `D = [D_1
+//! | … | D_N]`, and each shard answers the query's entries of its columns: `D·q = Σ D_i·q_i`,
+//! the answers added. The hint splits the same way, since `H = D·A`: by rows `H = [D_1·A; …]`,
+//! by columns `H = Σ D_i·A_i` with `A_i` the rows of `A` for shard `i`'s columns. The rows'
+//! squared norms, which the plaintext modulus is checked against, concatenate and add alike.
+//! So shards built from one plan ([`ShardPlan`]: the geometry, parameters, plaintext modulus and
+//! seed fixed first) combine into exactly the public setup ([`ShardPlan::setup`]) and the
+//! answers ([`ShardPlan::answer`]) a build of the whole database with that seed makes, bit for
+//! bit; the client cannot tell them apart, and the servers see what one server sees: the query.
+//!
+//! The answer is rounded to its top bits ([`switch_modulus`]) only once combined: the column
+//! split adds the shards' answers first, so shards return full words. By rows, a shard holds a
+//! part of every record and every shard's answer is needed; by columns, a shard holds whole
+//! records (a column's records are consecutive) and reads a contiguous stretch of the input.
+//! A negacyclic `A` is expanded a block of `n` columns at a time, so a column split falls on
+//! whole blocks.
+//!
+//! The plaintext modulus is the one correct for any data ([`Geometry::plan_with_capacity`], as
+//! a streamed setup chooses it): a shard cannot see the other rows' norms, which a modulus
+//! chosen from the data needs.
+
+use std::ops::Range;
+
+use obscura_math::expand::MatrixSeed;
+use obscura_math::hint;
+use obscura_math::kernels;
+use obscura_math::matrix::{Matrix, PlaintextMatrix};
+use rayon::prelude::*;
+
+use super::layout::Geometry;
+use super::messages::Answer;
+use super::server::{encode_block, switch_modulus};
+use super::setup::{matrix_a, EngineOptions, PublicSetup, RecordFormat};
+use crate::params::{worst_row_norm, LweParams, MatrixKind, LOG_FAILURE};
+use crate::PirError;
+
+/// How a database matrix is cut into shards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Split {
+    /// Bands of rows: every shard answers the whole query over its rows; answers concatenate.
+    Rows,
+    /// Bands of columns: every shard answers its columns' part of the query; answers add.
+    Columns,
+}
+
+impl Split {
+    /// Its name: `rows` or `columns`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Rows => "rows",
+            Self::Columns => "columns",
+        }
+    }
+}
+
+/// Parses `rows` or `columns`.
+impl std::str::FromStr for Split {
+    type Err = crate::ParseError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "rows" => Ok(Self::Rows),
+            "columns" => Ok(Self::Columns),
+            _ => Err(crate::ParseError::new(text, "rows or columns")),
+        }
+    }
+}
+
+/// A database planned for shards: what every shard must share (parameters, record format,
+/// geometry, plaintext modulus, seed) and the rows or columns each holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShardPlan {
+    split: Split,
+    /// Checked at the worst row norm the geometry allows.
+    params: LweParams,
+    format: RecordFormat,
+    geometry: Geometry,
+    seed: MatrixSeed,
+    /// Each shard's rows or columns, in order, covering the matrix.
+    ranges: Vec<Range<u64>>,
+}
+
+impl ShardPlan {
+    /// Plans `data_bytes` bytes of slots of `record_bytes` bytes in `format` (records, or values
+    /// in slots), laid out as `options` says, cut by `split` into `shards` shards, with the
+    /// public matrix from `seed`. Refused when the matrix has fewer rows, or whole blocks of
+    /// columns, than shards.
+    pub fn new(
+        data_bytes: u64,
+        record_bytes: u64,
+        format: RecordFormat,
+        options: EngineOptions,
+        split: Split,
+        shards: usize,
+        seed: MatrixSeed,
+    ) -> Result<Self, PirError> {
+        let set = options.params;
+        let geometry = Geometry::plan_with_capacity(
+            data_bytes,
+            record_bytes,
+            options.layout,
+            set,
+            options.capacity,
+            |_| LOG_FAILURE,
+        )?;
+        let matrix = options.matrix.unwrap_or(MatrixKind::default_for(set));
+        let (cols, log_p) = (geometry.cols(), geometry.log_p());
+        let params = LweParams::new(set, matrix, log_p, cols, worst_row_norm(cols, log_p))?;
+        let (total, unit) = match split {
+            Split::Rows => (geometry.rows(), 1),
+            Split::Columns => match matrix {
+                MatrixKind::Negacyclic => (cols, params.n() as u64),
+                MatrixKind::Uniform => (cols, 1),
+            },
+        };
+        let units = total.div_ceil(unit);
+        if shards == 0 || shards as u64 > units {
+            let what = match (split, unit) {
+                (Split::Rows, _) => "rows".to_string(),
+                (Split::Columns, 1) => "columns".to_string(),
+                (Split::Columns, n) => format!("blocks of {n} columns (of its negacyclic A)"),
+            };
+            return Err(PirError::InvalidParameters(format!(
+                "{shards} shards by {}: the {} x {cols} matrix has {units} {what}, and a shard \
+                 needs at least one",
+                split.name(),
+                geometry.rows()
+            )));
+        }
+        let n = shards as u64;
+        let ranges = (0..n)
+            .map(|i| (i * units / n * unit).min(total)..((i + 1) * units / n * unit).min(total))
+            .collect();
+        Ok(Self {
+            split,
+            params,
+            format,
+            geometry,
+            seed,
+            ranges,
+        })
+    }
+
+    /// How the matrix is cut.
+    pub fn split(&self) -> Split {
+        self.split
+    }
+
+    /// The whole database's geometry.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    /// The parameters every shard shares.
+    pub fn params(&self) -> &LweParams {
+        &self.params
+    }
+
+    /// The seed of the public matrix.
+    pub fn seed(&self) -> MatrixSeed {
+        self.seed
+    }
+
+    /// How the records sit in their slots.
+    pub fn format(&self) -> RecordFormat {
+        self.format
+    }
+
+    /// How many shards.
+    pub fn shards(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// Shard `index`'s rows (for [`Split::Rows`]) or columns of the matrix.
+    ///
+    /// # Panics
+    /// If `index` is not a shard of the plan.
+    pub fn range(&self, index: usize) -> Range<u64> {
+        self.ranges[index].clone()
+    }
+
+    /// The bytes of the input shard `index` is built from ([`ShardPlan::build`]): by columns,
+    /// the records its columns hold (none for columns past the data, room for appends); by
+    /// rows, all of them, as every record has digits in every band of its column's rows.
+    pub fn input(&self, index: usize) -> Range<u64> {
+        let g = &self.geometry;
+        match self.split {
+            Split::Rows => 0..g.data_bytes(),
+            Split::Columns => {
+                let column_bytes = g.per_column() * g.record_bytes();
+                let cols = self.range(index);
+                let at = |c: u64| c.saturating_mul(column_bytes).min(g.data_bytes());
+                at(cols.start)..at(cols.end)
+            }
+        }
+    }
+
+    /// Builds shard `index` from `input`, the bytes [`ShardPlan::input`] names: its block of the
+    /// matrix, and its part of the hint and of the rows' norms.
+    pub fn build(&self, index: usize, input: &[u8]) -> Result<Shard, PirError> {
+        if index >= self.shards() {
+            return Err(PirError::InvalidParameters(format!(
+                "shard {index} of a plan of {} (they count from 0)",
+                self.shards()
+            )));
+        }
+        let expected = self.input(index);
+        if input.len() as u64 != expected.end - expected.start {
+            return Err(PirError::InvalidParameters(format!(
+                "shard {index} is built from {} bytes of input, not {}",
+                expected.end - expected.start,
+                input.len()
+            )));
+        }
+        let g = &self.geometry;
+        let range = self.range(index);
+        let a = matrix_a(&self.params, self.seed, g);
+        let (database, hint) = match self.split {
+            Split::Rows => {
+                let block = encode_block(input, 0, g, range, 0..g.cols(), None);
+                let hint = hint::hint_product(&block, &a, &|_, _| {});
+                (block, hint)
+            }
+            Split::Columns => {
+                let first = range.start;
+                let block = encode_block(input, expected.start, g, 0..g.rows(), range, None);
+                let mut hint = Matrix::zeros(g.rows() as usize, self.params.n());
+                hint::hint_accumulate(&block, &a, first as usize, &mut hint, &|_, _| {});
+                (block, hint)
+            }
+        };
+        let mut norms = vec![0u64; database.rows()];
+        database.add_row_norms(&mut norms);
+        Ok(Shard {
+            index,
+            database,
+            part: SetupPart { hint, norms },
+        })
+    }
+
+    /// Shard `index`'s part of the query `values` (one entry per column of the matrix): all of
+    /// it by rows, its columns' entries by columns.
+    pub fn query_part<'q>(&self, index: usize, values: &'q [u32]) -> &'q [u32] {
+        match self.split {
+            Split::Rows => values,
+            Split::Columns => {
+                let cols = self.range(index);
+                &values[cols.start as usize..cols.end as usize]
+            }
+        }
+    }
+
+    /// The public setup of the whole database from every shard's part, in shard order: the
+    /// setup a build of the whole with this plan's seed and modulus makes. Refused when a part
+    /// does not have its shard's shape, or the rows' norms are past what the modulus allows.
+    pub fn setup(&self, parts: &[&SetupPart]) -> Result<PublicSetup, PirError> {
+        let g = &self.geometry;
+        let (rows, n) = (g.rows() as usize, self.params.n());
+        self.check_parts(parts.len(), "setup parts")?;
+        for (index, part) in parts.iter().enumerate() {
+            let height = self.rows_of(index);
+            if (part.hint.rows(), part.hint.cols(), part.norms.len()) != (height, n, height) {
+                return Err(PirError::malformed(
+                    "shard setup part",
+                    format!("shard {index}'s part does not have its {height} rows"),
+                ));
+            }
+        }
+        let (hint, norms) = match self.split {
+            Split::Rows => {
+                let mut hint = Vec::with_capacity(rows * n);
+                let mut norms = Vec::with_capacity(rows);
+                for part in parts {
+                    hint.extend_from_slice(part.hint.as_slice());
+                    norms.extend_from_slice(&part.norms);
+                }
+                let hint = Matrix::from_vec(rows, n, hint).expect("the rows of every shard");
+                (hint, norms)
+            }
+            Split::Columns => {
+                let mut hint = Matrix::zeros(rows, n);
+                let mut norms = vec![0u64; rows];
+                for part in parts {
+                    add_words(hint.as_mut_slice(), part.hint.as_slice());
+                    for (sum, &norm) in norms.iter_mut().zip(&part.norms) {
+                        *sum += norm;
+                    }
+                }
+                (hint, norms)
+            }
+        };
+        let row_norm = norms.into_iter().max().unwrap_or(0);
+        PublicSetup::new(
+            self.params.set,
+            self.params.matrix,
+            self.format,
+            *g,
+            row_norm,
+            self.seed,
+            hint,
+        )
+    }
+
+    /// The answer of the whole database from every shard's answer (full words, from
+    /// [`Shard::answer`]), in shard order, for a query made with `setup` (this plan's, from
+    /// [`ShardPlan::setup`]).
+    pub fn answer(&self, setup: &PublicSetup, parts: &[Vec<u32>]) -> Result<Answer, PirError> {
+        self.check_parts(parts.len(), "answers")?;
+        for (index, part) in parts.iter().enumerate() {
+            if part.len() != self.rows_of(index) {
+                return Err(PirError::malformed(
+                    "shard answer",
+                    format!(
+                        "shard {index} answered {} entries where {} are expected",
+                        part.len(),
+                        self.rows_of(index)
+                    ),
+                ));
+            }
+        }
+        let values = match self.split {
+            Split::Rows => parts.concat(),
+            Split::Columns => {
+                let mut sum = parts[0].clone();
+                for part in &parts[1..] {
+                    add_words(&mut sum, part);
+                }
+                sum
+            }
+        };
+        Ok(Answer {
+            digest: *setup.digest(),
+            values: switch_modulus(&values),
+        })
+    }
+
+    /// Rows of shard `index`'s block, of its answer and of its part of the hint.
+    fn rows_of(&self, index: usize) -> usize {
+        match self.split {
+            Split::Rows => {
+                let rows = self.range(index);
+                (rows.end - rows.start) as usize
+            }
+            Split::Columns => self.geometry.rows() as usize,
+        }
+    }
+
+    /// Refuses `count` of something per shard when it is not one per shard.
+    fn check_parts(&self, count: usize, what: &'static str) -> Result<(), PirError> {
+        if count != self.shards() {
+            return Err(PirError::malformed(
+                what,
+                format!("{count} given for {} shards", self.shards()),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `sum += part` over Z_{2^32}, entry by entry, on the rayon pool.
+fn add_words(sum: &mut [u32], part: &[u32]) {
+    const CHUNK: usize = 1 << 16;
+    sum.par_chunks_mut(CHUNK)
+        .zip(part.par_chunks(CHUNK))
+        .for_each(|(sum, part)| {
+            for (s, &p) in sum.iter_mut().zip(part) {
+                *s = s.wrapping_add(p);
+            }
+        });
+}
+
+/// One shard: its block of the database matrix and its part of the public setup.
+#[derive(Clone)]
+pub struct Shard {
+    index: usize,
+    database: PlaintextMatrix,
+    part: SetupPart,
+}
+
+/// A shard's part of the public setup: its part of the hint (its rows of `D·A` by rows, its
+/// columns' `D_i·A_i` by columns) and of the rows' squared norms.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SetupPart {
+    hint: Matrix,
+    norms: Vec<u64>,
+}
+
+impl Shard {
+    /// Its index in the plan.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Its block of the database matrix.
+    pub fn database(&self) -> &PlaintextMatrix {
+        &self.database
+    }
+
+    /// Its part of the public setup.
+    pub fn setup_part(&self) -> &SetupPart {
+        &self.part
+    }
+
+    /// Its answers to `queries`, each its part of a query ([`ShardPlan::query_part`]), in one
+    /// pass over its block: full words, combined by [`ShardPlan::answer`].
+    pub fn answer(&self, queries: &[&[u32]]) -> Result<Vec<Vec<u32>>, PirError> {
+        let cols = self.database.cols();
+        if let Some(query) = queries.iter().find(|q| q.len() != cols) {
+            return Err(PirError::malformed(
+                "shard query",
+                format!("{} entries where {cols} are expected", query.len()),
+            ));
+        }
+        Ok(match queries {
+            [] => Vec::new(),
+            [query] => vec![self.database.mul_vec(query)],
+            _ => kernels::plaintext_mat_vecs(&self.database, queries),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lwe::layout::Layout;
+    use crate::lwe::server::{encode_database, Encoded, Server};
+    use crate::lwe::Client;
+    use crate::params::ParamSet;
+    use crate::PirClient as _;
+    use proptest::prelude::*;
+
+    /// A build of the whole of `data` with the plan's geometry and seed.
+    fn whole(plan: &ShardPlan, data: &[u8], options: EngineOptions) -> Server {
+        let g = *plan.geometry();
+        let encoded = Encoded::measured(g, encode_database(data, &g));
+        Server::with_database_seeded(encoded, plan.format(), options, plan.seed(), &|_, _| {})
+            .unwrap()
+    }
+
+    /// Builds every shard of `plan` from `data`, checks that they combine into the whole
+    /// database's setup, and that combined answers are its answers and decode to the records.
+    fn check_shards(plan: &ShardPlan, data: &[u8], options: EngineOptions, indexes: &[u64]) {
+        let shards: Vec<Shard> = (0..plan.shards())
+            .map(|i| {
+                let input = plan.input(i);
+                plan.build(i, &data[input.start as usize..input.end as usize])
+                    .unwrap()
+            })
+            .collect();
+        let parts: Vec<&SetupPart> = shards.iter().map(Shard::setup_part).collect();
+        let setup = plan.setup(&parts).unwrap();
+        let whole = whole(plan, data, options);
+        assert_eq!(setup.to_bytes(), whole.public_setup().to_bytes());
+        let mut client = Client::new(setup.clone());
+        let record_bytes = plan.geometry().record_bytes() as usize;
+        for &index in indexes {
+            let (query, state) = client.query(index).unwrap();
+            let answers: Vec<Vec<u32>> = shards
+                .iter()
+                .map(|shard| {
+                    let part = plan.query_part(shard.index(), query.values());
+                    shard.answer(&[part]).unwrap().pop().unwrap()
+                })
+                .collect();
+            let answer = plan.answer(&setup, &answers).unwrap();
+            assert_eq!(answer, crate::PirServer::answer(&whole, &query).unwrap());
+            let start = index as usize * record_bytes;
+            let end = (start + record_bytes).min(data.len());
+            assert_eq!(client.decode(state, &answer).unwrap(), &data[start..end]);
+        }
+    }
+
+    fn options(layout: Layout, matrix: MatrixKind) -> EngineOptions {
+        EngineOptions {
+            params: ParamSet::Ypir1024,
+            layout,
+            matrix: Some(matrix),
+            ..EngineOptions::default()
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Shards by rows or columns (a uniform `A`, any column) of any database combine into
+        /// the whole database's setup and answers, bit for bit.
+        #[test]
+        fn shards_combine_into_the_whole_database(
+            data in proptest::collection::vec(any::<u8>(), 1..3000),
+            record_bytes in 1u64..48,
+            layout in prop_oneof![
+                Just(Layout::Square),
+                Just(Layout::OnePerColumn),
+                (1u64..6).prop_map(Layout::PerColumn),
+            ],
+            columns in any::<bool>(),
+            shards in 1usize..5,
+            picks in proptest::collection::vec(any::<u64>(), 2),
+        ) {
+            let options = options(layout, MatrixKind::Uniform);
+            let split = if columns { Split::Columns } else { Split::Rows };
+            let len = data.len() as u64;
+            let seed = MatrixSeed::random().unwrap();
+            let g = Geometry::plan(len, record_bytes, layout, options.params).unwrap();
+            let units = if columns { g.cols() } else { g.rows() };
+            let plan = |shards| {
+                ShardPlan::new(len, record_bytes, RecordFormat::Raw, options, split, shards, seed)
+            };
+            if shards as u64 > units {
+                // A matrix too small for the shards is refused; it takes as many as it has
+                // rows or columns.
+                prop_assert!(
+                    matches!(plan(shards), Err(PirError::InvalidParameters(_))),
+                    "{shards} shards of {units}"
+                );
+            }
+            let plan = plan(shards.min(units as usize)).unwrap();
+            let records = plan.geometry().records();
+            let indexes: Vec<u64> = picks.iter().map(|p| p % records).collect();
+            check_shards(&plan, &data, options, &indexes);
+        }
+    }
+
+    /// With a negacyclic `A`, shards by columns take whole blocks of `n` columns, and combine
+    /// as any shards do; one block cannot be split.
+    #[test]
+    fn column_shards_of_a_negacyclic_matrix_take_whole_blocks() {
+        let options = options(Layout::OnePerColumn, MatrixKind::Negacyclic);
+        let data: Vec<u8> = (0..2500u32 * 3).map(|i| (i * 7 + i / 5) as u8).collect();
+        let seed = MatrixSeed::random().unwrap();
+        let plan =
+            ShardPlan::new(7500, 3, RecordFormat::Raw, options, Split::Columns, 3, seed).unwrap();
+        assert_eq!(
+            (0..3).map(|i| plan.range(i)).collect::<Vec<_>>(),
+            [0..1024, 1024..2048, 2048..2500]
+        );
+        check_shards(&plan, &data, options, &[0, 1023, 1024, 2047, 2048, 2499]);
+        let rows =
+            ShardPlan::new(7500, 3, RecordFormat::Raw, options, Split::Rows, 2, seed).unwrap();
+        check_shards(&rows, &data, options, &[0, 1500, 2499]);
+        let refused = ShardPlan::new(7500, 3, RecordFormat::Raw, options, Split::Columns, 4, seed);
+        assert!(
+            matches!(&refused, Err(PirError::InvalidParameters(reason)) if reason.contains("3 blocks of 1024 columns")),
+            "{:?}",
+            refused.err()
+        );
+    }
+
+    /// A database built with room for appends is planned with its capacity: the shards of
+    /// columns past the records hold zeros, and combine as the others.
+    #[test]
+    fn shards_of_a_database_with_room_combine() {
+        let options = EngineOptions {
+            capacity: Some(400),
+            ..options(Layout::PerColumn(4), MatrixKind::Uniform)
+        };
+        let data: Vec<u8> = (0..100u32 * 5).map(|i| (i * 13) as u8).collect();
+        let seed = MatrixSeed::random().unwrap();
+        let plan =
+            ShardPlan::new(500, 5, RecordFormat::Raw, options, Split::Columns, 4, seed).unwrap();
+        assert_eq!(plan.input(3), 500..500);
+        check_shards(&plan, &data, options, &[0, 57, 99]);
+    }
+}
