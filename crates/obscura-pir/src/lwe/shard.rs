@@ -243,15 +243,23 @@ impl ShardPlan {
     }
 
     /// Shard `index`'s part of the query `values` (one entry per column of the matrix): all of
-    /// it by rows, its columns' entries by columns.
-    pub fn query_part<'q>(&self, index: usize, values: &'q [u32]) -> &'q [u32] {
-        match self.split {
+    /// it by rows, its columns' entries by columns. Refused when `values` is not one entry per
+    /// column.
+    pub fn query_part<'q>(&self, index: usize, values: &'q [u32]) -> Result<&'q [u32], PirError> {
+        let cols = self.geometry.cols();
+        if values.len() as u64 != cols {
+            return Err(PirError::malformed(
+                "query",
+                format!("{} entries where {cols} are expected", values.len()),
+            ));
+        }
+        Ok(match self.split {
             Split::Rows => values,
             Split::Columns => {
                 let cols = self.range(index);
                 &values[cols.start as usize..cols.end as usize]
             }
-        }
+        })
     }
 
     /// The public setup of the whole database from every shard's part, in shard order: the
@@ -462,7 +470,7 @@ mod tests {
             let answers: Vec<Vec<u32>> = shards
                 .iter()
                 .map(|shard| {
-                    let part = plan.query_part(shard.index(), query.values());
+                    let part = plan.query_part(shard.index(), query.values()).unwrap();
                     shard.answer(&[part]).unwrap().pop().unwrap()
                 })
                 .collect();
@@ -547,6 +555,55 @@ mod tests {
             matches!(&refused, Err(PirError::InvalidParameters(reason)) if reason.contains("3 blocks of 1024 columns")),
             "{:?}",
             refused.err()
+        );
+    }
+
+    /// Inputs, parts, queries and answers that do not fit the plan are refused.
+    #[test]
+    fn what_does_not_fit_the_plan_is_refused() {
+        let options = options(Layout::PerColumn(4), MatrixKind::Uniform);
+        let data = vec![9u8; 400];
+        let seed = MatrixSeed::random().unwrap();
+        let plan =
+            ShardPlan::new(400, 4, RecordFormat::Raw, options, Split::Columns, 2, seed).unwrap();
+        let malformed = |result: Result<(), PirError>| {
+            assert!(
+                matches!(result, Err(PirError::Malformed { .. })),
+                "{result:?}"
+            )
+        };
+        let invalid = |result: Result<(), PirError>| {
+            assert!(
+                matches!(result, Err(PirError::InvalidParameters(_))),
+                "{result:?}"
+            )
+        };
+        invalid(plan.build(2, &data).map(drop));
+        invalid(plan.build(0, &data).map(drop));
+        let shards: Vec<Shard> = (0..2)
+            .map(|i| {
+                let input = plan.input(i);
+                plan.build(i, &data[input.start as usize..input.end as usize])
+                    .unwrap()
+            })
+            .collect();
+        let part = shards[0].setup_part();
+        malformed(plan.setup(&[part]).map(drop));
+        malformed(plan.setup(&[part, part, part]).map(drop));
+        let rows =
+            ShardPlan::new(400, 4, RecordFormat::Raw, options, Split::Rows, 2, seed).unwrap();
+        let row_shard = rows.build(0, &data).unwrap();
+        malformed(plan.setup(&[part, row_shard.setup_part()]).map(drop));
+        let cols = plan.geometry().cols() as usize;
+        malformed(plan.query_part(0, &vec![0; cols + 1]).map(drop));
+        malformed(shards[1].answer(&[&vec![0; cols]]).map(drop));
+        let parts: Vec<&SetupPart> = shards.iter().map(Shard::setup_part).collect();
+        let setup = plan.setup(&parts).unwrap();
+        let rows_of = plan.geometry().rows() as usize;
+        malformed(plan.answer(&setup, &[vec![0; rows_of]]).map(drop));
+        malformed(
+            plan.answer(&setup, &[vec![0; rows_of], vec![0; rows_of - 1]])
+                .map(drop),
         );
     }
 
