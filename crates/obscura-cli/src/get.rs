@@ -227,6 +227,8 @@ pub fn run(args: GetArgs) -> Result<()> {
                 Lookup::Key => "a keyword database: fetch with --key or --key-hex",
                 Lookup::Index | Lookup::Batch => "an index database: fetch with --index",
                 Lookup::AuditPath => "a Merkle tree: fetch audit paths with `obscura merkle prove`",
+                Lookup::Shard =>
+                    "a shard of a database: fetch from the gateway that serves the whole",
             }
         ),
         fetched => fetched??,

@@ -22,6 +22,9 @@ pub enum Lookup {
     Key,
     /// Audit paths of a Merkle tree by leaf, verified against its root (TreePIR).
     AuditPath,
+    /// None of its own: a shard of a database answers its part of the queries a gateway sends
+    /// ([`crate::lwe::ShardPlan`]).
+    Shard,
 }
 
 impl Lookup {
@@ -33,6 +36,7 @@ impl Lookup {
             Self::Batch => "batch",
             Self::Key => "keyword",
             Self::AuditPath => "audit-path",
+            Self::Shard => "shard",
         }
     }
 
@@ -40,7 +44,7 @@ impl Lookup {
     pub fn route(self) -> &'static str {
         match self {
             Self::AuditPath => "audit-path",
-            Self::Index | Self::Batch | Self::Key => "query",
+            Self::Index | Self::Batch | Self::Key | Self::Shard => "query",
         }
     }
 
@@ -51,6 +55,7 @@ impl Lookup {
             Self::Batch => "a batch database: fetch records by index",
             Self::Key => "a keyword database: fetch values by key",
             Self::AuditPath => "a Merkle tree: fetch audit paths by leaf",
+            Self::Shard => "a shard of a database: query the gateway that serves the whole",
         }
     }
 }

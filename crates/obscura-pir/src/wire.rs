@@ -118,6 +118,12 @@ impl Kind {
     /// A database file's change log: the batches of changes committed since the file was
     /// written.
     pub const CHANGE_LOG: Self = Self(21);
+    /// The public setup of one shard of an LWE database ([`crate::lwe::ShardSetup`]).
+    pub const LWE_SHARD_SETUP: Self = Self(22);
+    /// A shard's part of a query ([`crate::lwe::ShardQuery`]).
+    pub const LWE_SHARD_QUERY: Self = Self(23);
+    /// A shard's answer, in full words ([`crate::lwe::ShardAnswer`]).
+    pub const LWE_SHARD_ANSWER: Self = Self(24);
 
     /// The first code left for schemes defined outside this crate.
     pub const FIRST_EXTERNAL: u8 = 0xE0;
@@ -160,6 +166,9 @@ impl Kind {
             Self::TREEPIR_SETUP_PATCH => "TreePIR setup patch",
             Self::KEYWORD_SETUP_PATCH => "keyword setup patch",
             Self::CHANGE_LOG => "change log",
+            Self::LWE_SHARD_SETUP => "shard setup",
+            Self::LWE_SHARD_QUERY => "shard query",
+            Self::LWE_SHARD_ANSWER => "shard answer",
             _ => "message",
         }
     }

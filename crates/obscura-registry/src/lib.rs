@@ -43,7 +43,7 @@ use obscura_pir::batch::treepir::TreePir;
 use obscura_pir::double::Double;
 use obscura_pir::framing;
 use obscura_pir::keyword::Keyword;
-use obscura_pir::lwe::Lwe;
+use obscura_pir::lwe::{Lwe, LweShard};
 use obscura_pir::scheme::SetupOf;
 use obscura_pir::wire::{Kind, Reader};
 use obscura_pir::ypir::Ypir;
@@ -174,6 +174,7 @@ pub fn built_in(kind: Kind) -> Option<&'static dyn Entry> {
         Kind::PBC_SETUP => Some(&Of::<Pbc>::ENTRY),
         Kind::DOUBLE_SETUP => Some(&Of::<Double>::ENTRY),
         Kind::YPIR_SETUP => Some(&Of::<Ypir>::ENTRY),
+        Kind::LWE_SHARD_SETUP => Some(&Of::<LweShard>::ENTRY),
         #[cfg(feature = "test-scheme")]
         obscura_test_scheme::KIND => Some(&Of::<obscura_test_scheme::TestScheme>::ENTRY),
         _ => None,

@@ -20,8 +20,10 @@ pub struct Answer {
     pub(super) values: Vec<u16>,
 }
 
+/// The methods of a message that is one vector of words tagged with its setup's digest, its
+/// length fixed by the setup.
 macro_rules! vector_message {
-    ($type:ident, $word:ty, $kind:expr, $len:expr) => {
+    ($type:ident, $word:ty, $kind:expr, $setup:ty, $len:expr) => {
         impl $type {
             /// The digest of the setup this message belongs to.
             pub fn digest(&self) -> &Digest {
@@ -34,7 +36,7 @@ macro_rules! vector_message {
             }
 
             /// The length of the encoded message for `setup`.
-            pub fn encoded_len(setup: &PublicSetup) -> u64 {
+            pub fn encoded_len(setup: &$setup) -> u64 {
                 let expected: u64 = $len(setup);
                 wire::COMPACT_HEADER_BYTES as u64 + std::mem::size_of::<$word>() as u64 * expected
             }
@@ -53,7 +55,7 @@ macro_rules! vector_message {
 
             /// Decodes a message that must belong to `setup`: the setup tag and the length are
             /// checked before the entries are allocated.
-            pub fn from_bytes(bytes: &[u8], setup: &PublicSetup) -> Result<Self, PirError> {
+            pub fn from_bytes(bytes: &[u8], setup: &$setup) -> Result<Self, PirError> {
                 let mut reader = Reader::open_compact_for(bytes, $kind, setup.digest())?;
                 let expected: u64 = $len(setup);
                 let values = reader.words_raw::<$word>(expected as usize)?;
@@ -65,7 +67,7 @@ macro_rules! vector_message {
             }
 
             /// Checks that an in-memory message belongs to `setup`.
-            pub(super) fn check(&self, setup: &PublicSetup) -> Result<(), PirError> {
+            pub(super) fn check(&self, setup: &$setup) -> Result<(), PirError> {
                 if &self.digest != setup.digest() {
                     return Err(PirError::SetupMismatch {
                         what: $kind.describe(),
@@ -87,9 +89,17 @@ macro_rules! vector_message {
     };
 }
 
-vector_message!(Query, u32, Kind::LWE_QUERY, |s: &PublicSetup| s
-    .geometry()
-    .cols());
-vector_message!(Answer, u16, Kind::LWE_ANSWER, |s: &PublicSetup| s
-    .geometry()
-    .rows());
+vector_message!(
+    Query,
+    u32,
+    Kind::LWE_QUERY,
+    PublicSetup,
+    |s: &PublicSetup| s.geometry().cols()
+);
+vector_message!(
+    Answer,
+    u16,
+    Kind::LWE_ANSWER,
+    PublicSetup,
+    |s: &PublicSetup| s.geometry().rows()
+);

@@ -18,6 +18,7 @@
 mod client;
 mod footprint;
 mod layout;
+#[macro_use]
 mod messages;
 mod patch;
 mod scheme;
@@ -40,6 +41,9 @@ pub(crate) use server::{
     value_slots, values_footprint, Encoded,
 };
 pub use setup::{describe, EngineOptions, Layer, PublicSetup, RecordFormat};
-pub use shard::{SetupPart, Shard, ShardPlan, Split};
+pub use shard::{
+    LweShard, SetupPart, Shard, ShardAnswer, ShardClient, ShardInput, ShardPlan, ShardQuery,
+    ShardSetup, Split,
+};
 pub use stream::{StreamError, StreamedBuild};
 pub(crate) use update::{record_slots, write_bits, Slot};

@@ -31,11 +31,17 @@ use obscura_math::kernels;
 use obscura_math::matrix::{Matrix, PlaintextMatrix};
 use rayon::prelude::*;
 
+pub use messages::{ShardAnswer, ShardQuery, ShardSetup};
+pub use scheme::{LweShard, ShardClient, ShardInput};
+
+mod messages;
+mod scheme;
+
 use super::layout::Geometry;
 use super::messages::Answer;
 use super::server::{encode_block, switch_modulus};
-use super::setup::{matrix_a, EngineOptions, PublicSetup, RecordFormat};
-use crate::params::{worst_row_norm, LweParams, MatrixKind, LOG_FAILURE};
+use super::setup::{EngineOptions, Layer, PublicSetup, RecordFormat};
+use crate::params::{worst_row_norm, MatrixKind, LOG_FAILURE};
 use crate::PirError;
 
 /// How a database matrix is cut into shards.
@@ -71,15 +77,12 @@ impl std::str::FromStr for Split {
 }
 
 /// A database planned for shards: what every shard must share (parameters, record format,
-/// geometry, plaintext modulus, seed) and the rows or columns each holds.
+/// geometry, plaintext modulus, seed: a [`Layer`] checked at the worst row norm its geometry
+/// allows) and the rows or columns each holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShardPlan {
     split: Split,
-    /// Checked at the worst row norm the geometry allows.
-    params: LweParams,
-    format: RecordFormat,
-    geometry: Geometry,
-    seed: MatrixSeed,
+    layer: Layer,
     /// Each shard's rows or columns, in order, covering the matrix.
     ranges: Vec<Range<u64>>,
 }
@@ -108,15 +111,9 @@ impl ShardPlan {
             |_| LOG_FAILURE,
         )?;
         let matrix = options.matrix.unwrap_or(MatrixKind::default_for(set));
-        let (cols, log_p) = (geometry.cols(), geometry.log_p());
-        let params = LweParams::new(set, matrix, log_p, cols, worst_row_norm(cols, log_p))?;
-        let (total, unit) = match split {
-            Split::Rows => (geometry.rows(), 1),
-            Split::Columns => match matrix {
-                MatrixKind::Negacyclic => (cols, params.n() as u64),
-                MatrixKind::Uniform => (cols, 1),
-            },
-        };
+        let worst = worst_row_norm(geometry.cols(), geometry.log_p());
+        let layer = Layer::new(set, matrix, format, geometry, worst, seed)?;
+        let (total, unit) = Self::units(&layer, split);
         let units = total.div_ceil(unit);
         if shards == 0 || shards as u64 > units {
             let what = match (split, unit) {
@@ -125,10 +122,11 @@ impl ShardPlan {
                 (Split::Columns, n) => format!("blocks of {n} columns (of its negacyclic A)"),
             };
             return Err(PirError::InvalidParameters(format!(
-                "{shards} shards by {}: the {} x {cols} matrix has {units} {what}, and a shard \
+                "{shards} shards by {}: the {} x {} matrix has {units} {what}, and a shard \
                  needs at least one",
                 split.name(),
-                geometry.rows()
+                geometry.rows(),
+                geometry.cols()
             )));
         }
         let n = shards as u64;
@@ -137,12 +135,59 @@ impl ShardPlan {
             .collect();
         Ok(Self {
             split,
-            params,
-            format,
-            geometry,
-            seed,
+            layer,
             ranges,
         })
+    }
+
+    /// A plan of `layer` cut by `split` into `ranges` (as a stored plan holds them), checked:
+    /// the layer's row norm is the worst its geometry allows, and the ranges cover the rows or
+    /// columns in order, none empty, a column split's on whole blocks of a negacyclic `A`.
+    pub fn from_parts(
+        layer: Layer,
+        split: Split,
+        ranges: Vec<Range<u64>>,
+    ) -> Result<Self, PirError> {
+        let invalid = |reason: String| Err(PirError::InvalidParameters(reason));
+        let g = layer.geometry();
+        if layer.row_norm() != worst_row_norm(g.cols(), g.log_p()) {
+            return invalid("a shard plan's modulus is checked at the worst row norm".into());
+        }
+        let (total, unit) = Self::units(&layer, split);
+        let mut next = 0;
+        for range in &ranges {
+            let aligned = range.start % unit == 0 && (range.end % unit == 0 || range.end == total);
+            if range.start != next || range.end <= range.start || !aligned {
+                return invalid(format!(
+                    "the shards' {} {ranges:?} do not cover 0..{total} in order on whole units of {unit}",
+                    split.name()
+                ));
+            }
+            next = range.end;
+        }
+        if next != total {
+            return invalid(format!(
+                "the shards' {} end at {next}, not at {total}",
+                split.name()
+            ));
+        }
+        Ok(Self {
+            split,
+            layer,
+            ranges,
+        })
+    }
+
+    /// The rows or columns `split` cuts in `layer`'s matrix, and the unit a shard holds whole.
+    fn units(layer: &Layer, split: Split) -> (u64, u64) {
+        let g = layer.geometry();
+        match split {
+            Split::Rows => (g.rows(), 1),
+            Split::Columns => match layer.params().matrix {
+                MatrixKind::Negacyclic => (g.cols(), layer.params().n() as u64),
+                MatrixKind::Uniform => (g.cols(), 1),
+            },
+        }
     }
 
     /// How the matrix is cut.
@@ -150,24 +195,20 @@ impl ShardPlan {
         self.split
     }
 
+    /// What every shard shares: parameters, record format, geometry and seed (its row norm the
+    /// worst the geometry allows).
+    pub fn layer(&self) -> &Layer {
+        &self.layer
+    }
+
     /// The whole database's geometry.
     pub fn geometry(&self) -> &Geometry {
-        &self.geometry
+        self.layer.geometry()
     }
 
-    /// The parameters every shard shares.
-    pub fn params(&self) -> &LweParams {
-        &self.params
-    }
-
-    /// The seed of the public matrix.
-    pub fn seed(&self) -> MatrixSeed {
-        self.seed
-    }
-
-    /// How the records sit in their slots.
-    pub fn format(&self) -> RecordFormat {
-        self.format
+    /// Every shard's rows or columns, in order.
+    pub fn ranges(&self) -> &[Range<u64>] {
+        &self.ranges
     }
 
     /// How many shards.
@@ -187,7 +228,7 @@ impl ShardPlan {
     /// the records its columns hold (none for columns past the data, room for appends); by
     /// rows, all of them, as every record has digits in every band of its column's rows.
     pub fn input(&self, index: usize) -> Range<u64> {
-        let g = &self.geometry;
+        let g = self.layer.geometry();
         match self.split {
             Split::Rows => 0..g.data_bytes(),
             Split::Columns => {
@@ -216,9 +257,9 @@ impl ShardPlan {
                 input.len()
             )));
         }
-        let g = &self.geometry;
+        let g = self.layer.geometry();
         let range = self.range(index);
-        let a = matrix_a(&self.params, self.seed, g);
+        let a = self.layer.matrix_a();
         let (database, hint) = match self.split {
             Split::Rows => {
                 let block = encode_block(input, 0, g, range, 0..g.cols(), None);
@@ -228,17 +269,17 @@ impl ShardPlan {
             Split::Columns => {
                 let first = range.start;
                 let block = encode_block(input, expected.start, g, 0..g.rows(), range, None);
-                let mut hint = Matrix::zeros(g.rows() as usize, self.params.n());
+                let mut hint = Matrix::zeros(g.rows() as usize, self.layer.params().n());
                 hint::hint_accumulate(&block, &a, first as usize, &mut hint, &|_, _| {});
                 (block, hint)
             }
         };
         let mut norms = vec![0u64; database.rows()];
         database.add_row_norms(&mut norms);
+        let part = SetupPart { hint, norms };
         Ok(Shard {
-            index,
+            setup: ShardSetup::new(self.clone(), index, 0, part),
             database,
-            part: SetupPart { hint, norms },
         })
     }
 
@@ -246,7 +287,7 @@ impl ShardPlan {
     /// it by rows, its columns' entries by columns. Refused when `values` is not one entry per
     /// column.
     pub fn query_part<'q>(&self, index: usize, values: &'q [u32]) -> Result<&'q [u32], PirError> {
-        let cols = self.geometry.cols();
+        let cols = self.layer.geometry().cols();
         if values.len() as u64 != cols {
             return Err(PirError::malformed(
                 "query",
@@ -266,8 +307,8 @@ impl ShardPlan {
     /// setup a build of the whole with this plan's seed and modulus makes. Refused when a part
     /// does not have its shard's shape, or the rows' norms are past what the modulus allows.
     pub fn setup(&self, parts: &[&SetupPart]) -> Result<PublicSetup, PirError> {
-        let g = &self.geometry;
-        let (rows, n) = (g.rows() as usize, self.params.n());
+        let g = self.layer.geometry();
+        let (rows, n) = (g.rows() as usize, self.layer.params().n());
         self.check_parts(parts.len(), "setup parts")?;
         for (index, part) in parts.iter().enumerate() {
             let height = self.rows_of(index);
@@ -302,15 +343,7 @@ impl ShardPlan {
             }
         };
         let row_norm = norms.into_iter().max().unwrap_or(0);
-        PublicSetup::new(
-            self.params.set,
-            self.params.matrix,
-            self.format,
-            *g,
-            row_norm,
-            self.seed,
-            hint,
-        )
+        PublicSetup::with_layer(self.layer.with_contents(*g, row_norm)?, hint)
     }
 
     /// The answer of the whole database from every shard's answer (full words, from
@@ -346,6 +379,17 @@ impl ShardPlan {
         })
     }
 
+    /// Columns of shard `index`'s block and of its part of a query.
+    fn cols_of(&self, index: usize) -> usize {
+        match self.split {
+            Split::Rows => self.layer.geometry().cols() as usize,
+            Split::Columns => {
+                let cols = self.range(index);
+                (cols.end - cols.start) as usize
+            }
+        }
+    }
+
     /// Rows of shard `index`'s block, of its answer and of its part of the hint.
     fn rows_of(&self, index: usize) -> usize {
         match self.split {
@@ -353,7 +397,7 @@ impl ShardPlan {
                 let rows = self.range(index);
                 (rows.end - rows.start) as usize
             }
-            Split::Columns => self.geometry.rows() as usize,
+            Split::Columns => self.layer.geometry().rows() as usize,
         }
     }
 
@@ -381,12 +425,12 @@ fn add_words(sum: &mut [u32], part: &[u32]) {
         });
 }
 
-/// One shard: its block of the database matrix and its part of the public setup.
+/// One shard: its block of the database matrix and its public setup (its part of the whole
+/// database's).
 #[derive(Clone)]
 pub struct Shard {
-    index: usize,
+    setup: ShardSetup,
     database: PlaintextMatrix,
-    part: SetupPart,
 }
 
 /// A shard's part of the public setup: its part of the hint (its rows of `D·A` by rows, its
@@ -398,9 +442,42 @@ pub struct SetupPart {
 }
 
 impl Shard {
+    /// A shard of `setup` and `database` (as stored), checked: the block's shape is the
+    /// shard's, and its rows' norms are those its setup part holds (one pass over it).
+    pub fn from_parts(setup: ShardSetup, database: PlaintextMatrix) -> Result<Self, PirError> {
+        let shape = (setup.rows() as usize, setup.cols() as usize);
+        if (database.rows(), database.cols()) != shape {
+            return Err(PirError::malformed(
+                "shard",
+                format!(
+                    "a {} x {} block where shard {} holds {} x {}",
+                    database.rows(),
+                    database.cols(),
+                    setup.index(),
+                    shape.0,
+                    shape.1
+                ),
+            ));
+        }
+        let mut norms = vec![0u64; database.rows()];
+        database.add_row_norms(&mut norms);
+        if norms != setup.part().norms {
+            return Err(PirError::malformed(
+                "shard",
+                "the block's rows do not have the norms its setup part records",
+            ));
+        }
+        Ok(Self { setup, database })
+    }
+
+    /// Its public setup.
+    pub fn setup(&self) -> &ShardSetup {
+        &self.setup
+    }
+
     /// Its index in the plan.
     pub fn index(&self) -> usize {
-        self.index
+        self.setup.index()
     }
 
     /// Its block of the database matrix.
@@ -410,12 +487,12 @@ impl Shard {
 
     /// Its part of the public setup.
     pub fn setup_part(&self) -> &SetupPart {
-        &self.part
+        self.setup.part()
     }
 
     /// Its answers to `queries`, each its part of a query ([`ShardPlan::query_part`]), in one
     /// pass over its block: full words, combined by [`ShardPlan::answer`].
-    pub fn answer(&self, queries: &[&[u32]]) -> Result<Vec<Vec<u32>>, PirError> {
+    pub fn answer_parts(&self, queries: &[&[u32]]) -> Result<Vec<Vec<u32>>, PirError> {
         let cols = self.database.cols();
         if let Some(query) = queries.iter().find(|q| q.len() != cols) {
             return Err(PirError::malformed(
@@ -438,15 +515,21 @@ mod tests {
     use crate::lwe::server::{encode_database, Encoded, Server};
     use crate::lwe::Client;
     use crate::params::ParamSet;
-    use crate::PirClient as _;
+    use crate::{PirClient, PirServer};
     use proptest::prelude::*;
 
     /// A build of the whole of `data` with the plan's geometry and seed.
     fn whole(plan: &ShardPlan, data: &[u8], options: EngineOptions) -> Server {
         let g = *plan.geometry();
         let encoded = Encoded::measured(g, encode_database(data, &g));
-        Server::with_database_seeded(encoded, plan.format(), options, plan.seed(), &|_, _| {})
-            .unwrap()
+        Server::with_database_seeded(
+            encoded,
+            plan.layer().format(),
+            options,
+            plan.layer().seed(),
+            &|_, _| {},
+        )
+        .unwrap()
     }
 
     /// Builds every shard of `plan` from `data`, checks that they combine into the whole
@@ -467,15 +550,24 @@ mod tests {
         let record_bytes = plan.geometry().record_bytes() as usize;
         for &index in indexes {
             let (query, state) = client.query(index).unwrap();
+            // Each shard's part goes as the gateway sends it: encoded, decoded by the shard,
+            // answered, and the answer decoded by the shard's client.
             let answers: Vec<Vec<u32>> = shards
                 .iter()
                 .map(|shard| {
+                    let setup = ShardSetup::from_bytes(&shard.setup().to_bytes()).unwrap();
+                    assert_eq!(&setup, shard.setup());
+                    let mut client = ShardClient::new(setup);
                     let part = plan.query_part(shard.index(), query.values()).unwrap();
-                    shard.answer(&[part]).unwrap().pop().unwrap()
+                    let (part, ()) = client.query(part).unwrap();
+                    let part = ShardQuery::from_bytes(&part.to_bytes(), shard.setup()).unwrap();
+                    let answer = PirServer::answer(shard, &part).unwrap();
+                    let answer = ShardAnswer::from_bytes(&answer.to_bytes(), client.setup());
+                    client.decode((), &answer.unwrap()).unwrap()
                 })
                 .collect();
             let answer = plan.answer(&setup, &answers).unwrap();
-            assert_eq!(answer, crate::PirServer::answer(&whole, &query).unwrap());
+            assert_eq!(answer, PirServer::answer(&whole, &query).unwrap());
             let start = index as usize * record_bytes;
             let end = (start + record_bytes).min(data.len());
             assert_eq!(client.decode(state, &answer).unwrap(), &data[start..end]);
@@ -596,7 +688,7 @@ mod tests {
         malformed(plan.setup(&[part, row_shard.setup_part()]).map(drop));
         let cols = plan.geometry().cols() as usize;
         malformed(plan.query_part(0, &vec![0; cols + 1]).map(drop));
-        malformed(shards[1].answer(&[&vec![0; cols]]).map(drop));
+        malformed(shards[1].answer_parts(&[&vec![0; cols]]).map(drop));
         let parts: Vec<&SetupPart> = shards.iter().map(Shard::setup_part).collect();
         let setup = plan.setup(&parts).unwrap();
         let rows_of = plan.geometry().rows() as usize;
@@ -605,6 +697,33 @@ mod tests {
             plan.answer(&setup, &[vec![0; rows_of], vec![0; rows_of - 1]])
                 .map(drop),
         );
+    }
+
+    /// A shard's setup names everything in it: a change to any byte after the envelope, or a
+    /// setup cut short, is refused; a shard's block must have its part's norms.
+    #[test]
+    fn shard_setups_refuse_what_they_do_not_name() {
+        let options = options(Layout::PerColumn(3), MatrixKind::Uniform);
+        let data: Vec<u8> = (0..600u32).map(|i| (i * 31 + 7) as u8).collect();
+        let seed = MatrixSeed::random().unwrap();
+        let plan =
+            ShardPlan::new(600, 6, RecordFormat::Raw, options, Split::Rows, 3, seed).unwrap();
+        let shard = plan.build(1, &data).unwrap();
+        let bytes = shard.setup().to_bytes();
+        for at in [crate::wire::HEADER_BYTES, bytes.len() / 2, bytes.len() - 1] {
+            let mut changed = bytes.clone();
+            changed[at] ^= 1;
+            assert!(
+                ShardSetup::from_bytes(&changed).is_err(),
+                "byte {at} changed"
+            );
+        }
+        assert!(ShardSetup::from_bytes(&bytes[..bytes.len() - 8]).is_err());
+        let other = plan.build(2, &data).unwrap();
+        let mixed = Shard::from_parts(shard.setup().clone(), other.database().clone());
+        assert!(mixed.is_err());
+        let same = Shard::from_parts(shard.setup().clone(), shard.database().clone()).unwrap();
+        assert_eq!(same.setup(), shard.setup());
     }
 
     /// A database built with room for appends is planned with its capacity: the shards of
