@@ -7,7 +7,9 @@ use anyhow::{ensure, Context, Result};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 use obscura_pir::keyword::fuse::Arity;
-use obscura_pir::lwe::{self, EngineOptions, Layout, RecordShape, StreamedBuild};
+use obscura_pir::lwe::{
+    self, EngineOptions, Layout, RecordFormat, RecordShape, Split, StreamedBuild,
+};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_registry::builders::{builder, builders, default_builder, Builder};
 use obscura_store::build::{self as builder_of, BuildOptions, Records, Shape};
@@ -16,6 +18,7 @@ use obscura_store::memory as sizes;
 use obscura_store::store::{self, Database, WrittenSetup};
 
 use crate::ingest::{self, InputFormat};
+use crate::shards::{self, ShardIndex, Slots};
 use crate::usage::{self, Usage};
 use crate::{memory, progress};
 use obscura_math::threads as pools;
@@ -70,6 +73,22 @@ pub struct BuildArgs {
     /// correct for any data, where an in-memory setup may pick a larger one from the data.
     #[arg(long)]
     stream: bool,
+    /// Plan the database cut into this many shards, served together behind a gateway, instead
+    /// of building it: writes the plan (a JSON manifest) to --out. Build each shard with
+    /// --manifest and --shard, then check them with `obscura shards seal`.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), conflicts_with_all = ["manifest", "stream"])]
+    plan_shards: Option<u64>,
+    /// With --plan-shards: cut the matrix into bands of `rows` (every shard answers every query
+    /// over its rows) or of `columns` (each shard holds whole records and answers its columns'
+    /// part of a query) [default: rows].
+    #[arg(long, requires = "plan_shards")]
+    split: Option<Split>,
+    /// Build one shard of the plan --manifest names, from the input it was planned from.
+    #[arg(long, requires = "shard", conflicts_with = "stream")]
+    manifest: Option<PathBuf>,
+    /// With --manifest: the shard to build, I/N with I from 0.
+    #[arg(long, requires = "manifest")]
+    shard: Option<ShardIndex>,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -216,6 +235,11 @@ fn check_usage(args: &BuildArgs, format: InputFormat) -> Result<(), Usage> {
                 && args.scheme.changes_in_place()),
         "--value-bytes applies to index databases of CSV or JSON-lines values (--scheme index), the databases that change in place",
     )?;
+    usage::ensure(
+        !((args.plan_shards.is_some() || args.manifest.is_some())
+            && (indexed_only || args.key_column.is_some())),
+        "sharded databases (--plan-shards, --shard) are index databases (--scheme index, no --key-column)",
+    )?;
     if format == InputFormat::Raw {
         return usage::ensure(
             args.columns.is_empty(),
@@ -252,6 +276,9 @@ pub fn run(args: BuildArgs) -> Result<()> {
         },
         arity: args.arity,
     };
+    if args.plan_shards.is_some() || args.manifest.is_some() {
+        return run_sharded(&args, format, options.engine);
+    }
     let input = match format {
         InputFormat::Raw => {
             let record_size = args
@@ -323,6 +350,52 @@ pub fn run(args: BuildArgs) -> Result<()> {
             .check_build(&options, &shape, shape.held_bytes())?;
     }
     build_and_write(&args.engine, &args.out, records, &options)
+}
+
+/// Plans a sharded database (`--plan-shards`) or builds one of its shards (`--shard`).
+fn run_sharded(args: &BuildArgs, format: InputFormat, options: EngineOptions) -> Result<()> {
+    let slots = match format {
+        InputFormat::Raw => {
+            let record_size = args
+                .record_size
+                .ok_or_else(|| Usage("--record-size is needed for raw input".into()))?;
+            let size = std::fs::metadata(&args.input)
+                .with_context(|| format!("cannot read {}", args.input.display()))?
+                .len();
+            ensure!(
+                size > 0,
+                "{} is empty: there are no records to serve",
+                args.input.display()
+            );
+            Slots {
+                path: &args.input,
+                data_bytes: size,
+                slot_bytes: record_size,
+                format: RecordFormat::Raw,
+                held: None,
+            }
+        }
+        InputFormat::Csv => {
+            let values = ingest::csv_values(&args.input, &args.columns)?;
+            shards::value_slots(&args.input, &values, args.value_bytes)?
+        }
+        InputFormat::Jsonl => {
+            let values = ingest::jsonl_values(&args.input, &args.columns)?;
+            shards::value_slots(&args.input, &values, args.value_bytes)?
+        }
+    };
+    let pool = args.engine.pool()?;
+    pool.install(|| match (args.plan_shards, &args.manifest, args.shard) {
+        (Some(count), _, _) => shards::plan(
+            &slots,
+            options,
+            args.split.unwrap_or(Split::Rows),
+            count,
+            &args.out,
+        ),
+        (None, Some(manifest), Some(shard)) => shards::build(&slots, manifest, shard, &args.out),
+        _ => unreachable!("run_sharded is called with --plan-shards or --manifest and --shard"),
+    })
 }
 
 /// Builds the database of `records` as `options` say, in `engine`'s thread pool with progress

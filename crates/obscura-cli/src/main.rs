@@ -9,6 +9,7 @@ mod merkle;
 mod progress;
 mod psi;
 mod serve;
+mod shards;
 mod update;
 mod usage;
 
@@ -56,6 +57,8 @@ enum Command {
     Get(get::GetArgs),
     /// Serve database files over HTTP.
     Serve(serve::ServeArgs),
+    /// Sharded databases: seal the shards `obscura build --shard` built.
+    Shards(shards::ShardsArgs),
     /// Build a built-in database and show a private retrieval with sizes and timings.
     Demo(demo::DemoArgs),
     /// Run a standard benchmark workload (with the machine's memory bandwidth).
@@ -75,6 +78,7 @@ impl Command {
             Self::Checkpoint(_) => "checkpoint",
             Self::Get(_) => "get",
             Self::Serve(_) => "serve",
+            Self::Shards(_) => "shards",
             Self::Demo(_) => "demo",
             Self::Bench(_) => "bench",
             Self::Psi(_) => "psi",
@@ -99,6 +103,7 @@ fn main() -> ExitCode {
             | Command::Update(_)
             | Command::Checkpoint(_)
             | Command::Merkle(_)
+            | Command::Shards(_)
             | Command::Demo(_)
     ) {
         // An interrupted build leaves no half-written database file behind.
@@ -112,6 +117,7 @@ fn main() -> ExitCode {
         Command::Checkpoint(args) => update::checkpoint(args),
         Command::Get(args) => get::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Shards(args) => shards::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => obscura_bench::run(args, &progress::Bars),
         Command::Psi(args) => psi::run(args),

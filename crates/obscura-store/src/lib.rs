@@ -7,7 +7,8 @@
 //! limit ([`memory`]). [`update`] applies a batch of changes (read from a change file by
 //! [`changes`]) as a database's next version, committed to the file's change log ([`log`]),
 //! and keeps the patches that bring clients of earlier versions up to date ([`patches`]); a
-//! server follows the versions of the files it serves ([`served`]).
+//! server follows the versions of the files it serves ([`served`]). A database cut among
+//! servers is planned, built and sealed as [`shards`].
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -21,6 +22,7 @@ pub mod memory;
 pub mod partial;
 pub mod patches;
 pub mod served;
+pub mod shards;
 pub mod store;
 pub mod update;
 

@@ -35,10 +35,11 @@ pub use layout::{Geometry, Layout, RecordLocation, MAX_RECORD_BYTES};
 pub use messages::{Answer, Query};
 pub use scheme::{Lwe, RecordShape, Records};
 pub(crate) use server::centered;
+pub use server::value_slots;
 pub use server::Server;
 pub(crate) use server::{
     check_shape, decode_database, encode_database, encode_with_largest_p, switch_modulus,
-    value_slots, values_footprint, Encoded,
+    values_footprint, Encoded,
 };
 pub use setup::{describe, EngineOptions, Layer, PublicSetup, RecordFormat};
 pub use shard::{

@@ -419,8 +419,9 @@ impl PirServer for Server {
 }
 
 /// Variable-length values in slots as large as the longest, or as `room` bytes of value when
-/// given (see [`value_slot`]), laid end to end, and the slot size.
-pub(crate) fn value_slots<V: AsRef<[u8]>>(
+/// given (each slot the value's length as a `u32`, then its bytes), laid end to end, and the
+/// slot size: the records of a database of values ([`RecordFormat::LengthPrefixed`]).
+pub fn value_slots<V: AsRef<[u8]>>(
     values: &[V],
     room: Option<u64>,
 ) -> Result<(Vec<u8>, u64), PirError> {

@@ -116,10 +116,11 @@ impl ShardPlan {
         let (total, unit) = Self::units(&layer, split);
         let units = total.div_ceil(unit);
         if shards == 0 || shards as u64 > units {
+            let s = if units == 1 { "" } else { "s" };
             let what = match (split, unit) {
-                (Split::Rows, _) => "rows".to_string(),
-                (Split::Columns, 1) => "columns".to_string(),
-                (Split::Columns, n) => format!("blocks of {n} columns (of its negacyclic A)"),
+                (Split::Rows, _) => format!("row{s}"),
+                (Split::Columns, 1) => format!("column{s}"),
+                (Split::Columns, n) => format!("block{s} of {n} columns (of its negacyclic A)"),
             };
             return Err(PirError::InvalidParameters(format!(
                 "{shards} shards by {}: the {} x {} matrix has {units} {what}, and a shard \
