@@ -1,0 +1,152 @@
+//! A sharded database as an operator makes it: planned, each shard built on its own, sealed,
+//! the shards served over HTTP; their answers, combined as the plan says, retrieve the records
+//! with the sealed setup.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use obscura_client::http::HttpClient;
+use obscura_pir::lwe::{Client, LweShard, PublicSetup, ShardClient};
+use obscura_pir::PirClient;
+use obscura_store::shards::Manifest;
+use predicates::prelude::*;
+
+mod common;
+use common::Served;
+
+fn obscura() -> Command {
+    Command::cargo_bin("obscura").unwrap()
+}
+
+/// Plans `input` (records of 40 bytes) in three shards with `extra` arguments, builds each,
+/// seals them; returns the manifest's path and the shard files.
+fn plan_build_seal(
+    dir: &Path,
+    input: &Path,
+    extra: &[&str],
+) -> (std::path::PathBuf, Vec<std::path::PathBuf>) {
+    let manifest = dir.join("db.shards.json");
+    obscura()
+        .args([
+            "build",
+            "--record-size",
+            "40",
+            "--plan-shards",
+            "3",
+            "--input",
+        ])
+        .arg(input)
+        .arg("--out")
+        .arg(&manifest)
+        .args(extra)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("in 3 shards"));
+    let files: Vec<_> = (0..3).map(|i| dir.join(format!("db.{i}.obs"))).collect();
+    for (i, file) in files.iter().enumerate() {
+        obscura()
+            .args([
+                "build",
+                "--record-size",
+                "40",
+                "--shard",
+                &format!("{i}/3"),
+                "--input",
+            ])
+            .arg(input)
+            .arg("--manifest")
+            .arg(&manifest)
+            .arg("--out")
+            .arg(file)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(format!("shard {i} of 3")));
+    }
+    // Every shard is needed.
+    obscura()
+        .args(["shards", "seal"])
+        .arg(&manifest)
+        .args(&files[..2])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("shard 2 of 3 is missing"));
+    obscura()
+        .args(["shards", "seal"])
+        .arg(&manifest)
+        .args(&files)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("sealed"));
+    (manifest, files)
+}
+
+#[test]
+fn shards_served_over_http_retrieve_the_records_with_the_sealed_setup() {
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..600u32 * 40).map(|i| (i * 7 + i / 40) as u8).collect();
+    let input = dir.path().join("records.bin");
+    std::fs::write(&input, &data).unwrap();
+    for extra in [
+        &["--split", "rows"][..],
+        &["--split", "columns", "--matrix", "uniform", "--layout", "4"][..],
+    ] {
+        let (manifest, files) = plan_build_seal(dir.path(), &input, extra);
+        // A shard is not a database to fetch records from.
+        obscura()
+            .args(["get", "--index", "3", "--db"])
+            .arg(&files[0])
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains("a shard of a database"));
+        // A plan refuses input of another shape.
+        obscura()
+            .args(["build", "--record-size", "20", "--shard", "0/3", "--input"])
+            .arg(&input)
+            .arg("--manifest")
+            .arg(&manifest)
+            .arg("--out")
+            .arg(dir.path().join("wrong.obs"))
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains("is not the input"));
+
+        let sealed = Manifest::read(&manifest).unwrap();
+        let plan = sealed.plan().clone();
+        let setup = std::fs::read(Manifest::setup_path(&manifest)).unwrap();
+        let setup = PublicSetup::from_bytes(&setup).unwrap();
+        let args: Vec<&std::ffi::OsStr> = files.iter().map(|f| f.as_os_str()).collect();
+        let served = Served::start(&args);
+        let http = HttpClient::new(&served.url, None);
+        let shards: Vec<(String, ShardClient)> = (0..3)
+            .map(|i| {
+                let name = format!("db.{i}");
+                let setup = http.setup::<LweShard>(&name).unwrap();
+                assert_eq!(setup.index(), i);
+                (name, ShardClient::new(setup))
+            })
+            .collect();
+        let mut client = Client::new(setup.clone());
+        for index in [0u64, 1, 299, 599] {
+            let (query, state) = client.query(index).unwrap();
+            let answers: Vec<Vec<u32>> = shards
+                .iter()
+                .map(|(name, shard)| {
+                    let mut shard = ShardClient::new(shard.setup().clone());
+                    let part = plan
+                        .query_part(shard.setup().index(), query.values())
+                        .unwrap();
+                    let (part, ()) = shard.query(part).unwrap();
+                    let answer = http.query::<LweShard>(name, shard.setup(), &part).unwrap();
+                    shard.decode((), &answer).unwrap()
+                })
+                .collect();
+            let answer = plan.answer(&setup, &answers).unwrap();
+            let start = index as usize * 40;
+            assert_eq!(
+                client.decode(state, &answer).unwrap(),
+                &data[start..start + 40],
+                "record {index}"
+            );
+        }
+    }
+}
