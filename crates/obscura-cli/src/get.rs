@@ -1,7 +1,7 @@
 //! `obscura get`: one private retrieval by index or by key, from a database file or a server.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, ensure, Context, Result};
 use clap::Args;
@@ -82,28 +82,9 @@ impl ServerArgs {
         let Some(server) = &self.server else {
             return Ok(None);
         };
-        let trusted_roots = match &self.ca_cert {
-            Some(path) => {
-                let pem = std::fs::read(path)
-                    .with_context(|| format!("cannot read {}", path.display()))?;
-                let what = path.display().to_string();
-                let roots = tls::certificates_from_pem(&pem, &what)?;
-                Some(roots.iter().map(|c| c.to_vec()).collect())
-            }
-            None => None,
-        };
+        let trusted_roots = self.ca_cert.as_deref().map(read_roots).transpose()?;
         let token = match &self.token_file {
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("cannot read {}", path.display()))?;
-                let token = text.lines().next().unwrap_or("").trim().to_string();
-                ensure!(
-                    !token.is_empty(),
-                    "{}: no token on its first line",
-                    path.display()
-                );
-                Some(token)
-            }
+            Some(path) => Some(read_token(path)?),
             None => std::env::var("OBSCURA_TOKEN")
                 .ok()
                 .filter(|t| !t.is_empty()),
@@ -119,6 +100,26 @@ impl ServerArgs {
         };
         Ok(Some(HttpClient::with_options(server, options)))
     }
+}
+
+/// The certificates (DER) of the PEM file at `path`, to trust as roots for https:// servers.
+pub fn read_roots(path: &Path) -> Result<Vec<Vec<u8>>> {
+    let pem = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let roots = tls::certificates_from_pem(&pem, &path.display().to_string())?;
+    Ok(roots.iter().map(|c| c.to_vec()).collect())
+}
+
+/// The bearer token on the first line of the file at `path`.
+pub fn read_token(path: &Path) -> Result<String> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let token = text.lines().next().unwrap_or("").trim().to_string();
+    ensure!(
+        !token.is_empty(),
+        "{}: no token on its first line",
+        path.display()
+    );
+    Ok(token)
 }
 
 /// Parses a SHA-256 hash written in hex.

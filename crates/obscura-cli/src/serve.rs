@@ -10,20 +10,37 @@ use clap::Args;
 use obscura_service::allocator;
 use obscura_service::auth::Tokens;
 use obscura_service::catalog::{Catalog, Entry};
+use obscura_service::gateway::{Gateway, GatewayOptions};
 use obscura_service::service::{self, CorsOrigins, Databases, ServiceConfig, Ui};
 use obscura_service::tls;
 use obscura_store::served::FileStat;
 
 use obscura_math::threads as pools;
 
+use crate::get;
 use crate::usage::{self, Usage};
 
 /// Arguments of `obscura serve`.
 #[derive(Args)]
 pub struct ServeArgs {
     /// Database files written by `obscura build`; each is served under its file stem.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "gateway")]
     databases: Vec<PathBuf>,
+    /// Serve the sharded database of this sealed manifest (`obscura shards seal`) from its
+    /// shards' servers, given with --shard, as one database named after the manifest (its file
+    /// name up to the first dot).
+    #[arg(long, requires = "shards", conflicts_with_all = ["databases", "watch"])]
+    gateway: Option<PathBuf>,
+    /// With --gateway: the servers of shard I, `I=URL[,URL...]` (replicas, tried in turn);
+    /// once for every shard.
+    #[arg(long = "shard", value_name = "I=URL[,URL...]", requires = "gateway")]
+    shards: Vec<ShardServers>,
+    /// With --gateway: send the bearer token on this file's first line to the shards' servers.
+    #[arg(long, requires = "gateway")]
+    shard_token_file: Option<PathBuf>,
+    /// With --gateway: trust these certificates (PEM) as the roots for https:// shards.
+    #[arg(long, requires = "gateway")]
+    shard_ca_cert: Option<PathBuf>,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
@@ -65,6 +82,85 @@ pub struct ServeArgs {
     watch: Option<Duration>,
 }
 
+/// The servers of one shard: `I=URL[,URL...]`.
+#[derive(Clone, Debug)]
+struct ShardServers {
+    index: usize,
+    urls: Vec<String>,
+}
+
+impl std::str::FromStr for ShardServers {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (index, urls) = text
+            .split_once('=')
+            .ok_or_else(|| format!("{text:?}: give a shard's servers as I=URL[,URL...]"))?;
+        let index = index
+            .parse()
+            .map_err(|_| format!("{index:?} is not a shard index (0, 1, ...)"))?;
+        let urls: Vec<String> = urls.split(',').map(str::to_string).collect();
+        if urls.iter().any(String::is_empty) {
+            return Err(format!("{text:?}: a server URL is empty"));
+        }
+        Ok(Self { index, urls })
+    }
+}
+
+/// The catalog of the gateway over `manifest`'s shards at `shards`: one database, named after
+/// the manifest's file name up to its first dot.
+fn open_gateway(args: &ServeArgs, manifest: &Path) -> Result<Catalog> {
+    let mut replicas: Vec<Vec<String>> = Vec::new();
+    for ShardServers { index, urls } in &args.shards {
+        if replicas.len() <= *index {
+            replicas.resize(index + 1, Vec::new());
+        }
+        if !replicas[*index].is_empty() {
+            bail!(Usage(format!(
+                "--shard {index} is given twice: list its replicas in one, I=URL,URL"
+            )));
+        }
+        replicas[*index] = urls.clone();
+    }
+    let options = GatewayOptions {
+        timeout: Duration::from_secs(args.timeout_secs),
+        token: args
+            .shard_token_file
+            .as_deref()
+            .map(get::read_token)
+            .transpose()?,
+        trusted_roots: args
+            .shard_ca_cert
+            .as_deref()
+            .map(get::read_roots)
+            .transpose()?,
+    };
+    let gateway = Gateway::open(manifest, replicas, &options)
+        .with_context(|| format!("cannot serve {}", manifest.display()))?;
+    let mut catalog = Catalog::default();
+    catalog.insert(gateway_name(manifest), gateway.into_database())?;
+    Ok(catalog)
+}
+
+/// The name a gateway serves the database of `manifest` under: the manifest's file name up to
+/// its first dot.
+fn gateway_name(manifest: &Path) -> String {
+    manifest
+        .file_name()
+        .and_then(|name| name.to_str())
+        .and_then(|name| name.split('.').next())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The names database files are served under: their stems.
+fn stems(paths: &[PathBuf]) -> Vec<String> {
+    paths
+        .iter()
+        .filter_map(|p| Some(p.file_stem()?.to_str()?.to_string()))
+        .collect()
+}
+
 /// A `--watch` interval: a number of seconds from 0.05 to a day.
 fn watch_interval(text: &str) -> Result<Duration, String> {
     let seconds: f64 = text
@@ -89,7 +185,11 @@ pub fn run(args: ServeArgs) -> Result<()> {
         (Some(cert), Some(key)) => Some(tls::read_server_config(cert, key)?),
         _ => None,
     };
-    let tokens = read_tokens(args.tokens.as_deref(), &args.databases)?;
+    let served = match &args.gateway {
+        Some(manifest) => vec![gateway_name(manifest)],
+        None => stems(&args.databases),
+    };
+    let tokens = read_tokens(args.tokens.as_deref(), &served)?;
     let ui = args.ui.then(Ui::embedded).transpose().context("--ui")?;
     let config = ServiceConfig {
         max_concurrent: args.max_concurrent,
@@ -106,19 +206,24 @@ pub fn run(args: ServeArgs) -> Result<()> {
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .with_context(|| format!("cannot listen on {}", args.listen))?;
-        let paths = args.databases.clone();
-        let file_bytes = paths
-            .iter()
-            .filter_map(|path| std::fs::metadata(path).ok())
-            .map(|metadata| metadata.len())
-            .sum();
-        eprintln!(
-            "loading {} into memory and verifying it",
-            obscura_store::memory::human(file_bytes)
-        );
-        let catalog = tokio::task::spawn_blocking(move || Catalog::open(&paths))
-            .await
-            .context("loading the databases stopped")??;
+        let catalog = match &args.gateway {
+            Some(manifest) => open_gateway(&args, manifest)?,
+            None => {
+                let paths = args.databases.clone();
+                let file_bytes = paths
+                    .iter()
+                    .filter_map(|path| std::fs::metadata(path).ok())
+                    .map(|metadata| metadata.len())
+                    .sum();
+                eprintln!(
+                    "loading {} into memory and verifying it",
+                    obscura_store::memory::human(file_bytes)
+                );
+                tokio::task::spawn_blocking(move || Catalog::open(&paths))
+                    .await
+                    .context("loading the databases stopped")??
+            }
+        };
         for entry in catalog.entries() {
             describe(entry);
         }
@@ -134,17 +239,25 @@ pub fn run(args: ServeArgs) -> Result<()> {
             ),
             None => String::new(),
         };
-        eprintln!("serving on {url} (ctrl-c to stop, SIGHUP to reload the files{watching})");
+        let reloading = if args.gateway.is_some() {
+            ""
+        } else {
+            ", SIGHUP to reload the files"
+        };
+        eprintln!("serving on {url} (ctrl-c to stop{reloading}{watching})");
         if ui.is_some() {
             eprintln!("the lookup page: {url}/");
         }
         let limits = config.connections;
         let (router, databases) = service::router_with_databases(catalog, config);
-        let reloads = Reloads::new(databases, args.databases.clone());
-        if let Some(every) = args.watch {
-            tokio::spawn(reloads.clone().watch(every));
+        // A gateway's database is its shards': they take new versions, not the gateway.
+        if args.gateway.is_none() {
+            let reloads = Reloads::new(databases, args.databases.clone());
+            if let Some(every) = args.watch {
+                tokio::spawn(reloads.clone().watch(every));
+            }
+            tokio::spawn(reload_on_hangup(reloads, args.tokens.clone()));
         }
-        tokio::spawn(reload_on_hangup(reloads, args.tokens.clone()));
         service::serve(listener, router, limits, tls, service::shutdown_signal())
             .await
             .context("the server failed")
@@ -155,16 +268,15 @@ pub fn run(args: ServeArgs) -> Result<()> {
 
 /// The grants of the tokens file at `path` (none without one); every database it names must be
 /// one of `databases`.
-fn read_tokens(path: Option<&Path>, databases: &[PathBuf]) -> Result<Tokens> {
+fn read_tokens(path: Option<&Path>, served: &[String]) -> Result<Tokens> {
     let Some(path) = path else {
         return Ok(Tokens::default());
     };
     let tokens = Tokens::read(path)?;
-    let served: Vec<&str> = databases
-        .iter()
-        .filter_map(|p| p.file_stem()?.to_str())
-        .collect();
-    if let Some(unknown) = tokens.databases().find(|name| !served.contains(name)) {
+    if let Some(unknown) = tokens
+        .databases()
+        .find(|name| !served.iter().any(|s| s == name))
+    {
         bail!(
             "{}: grants a token for {unknown:?}, which is not served (served: {})",
             path.display(),
@@ -285,7 +397,7 @@ async fn reload_on_hangup(reloads: Reloads, tokens: Option<PathBuf>) {
         return;
     };
     while hangups.recv().await.is_some() {
-        match read_tokens(tokens.as_deref(), &reloads.paths) {
+        match read_tokens(tokens.as_deref(), &stems(&reloads.paths)) {
             Ok(tokens) => reloads.databases.replace_tokens(tokens),
             Err(error) => eprintln!("error: {error:#}; the previous tokens stay in force"),
         }

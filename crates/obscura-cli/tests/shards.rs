@@ -150,3 +150,117 @@ fn shards_served_over_http_retrieve_the_records_with_the_sealed_setup() {
         }
     }
 }
+
+/// `obscura get --server URL --db db --index INDEX --hex`.
+fn get(url: &str, index: u64) -> assert_cmd::assert::Assert {
+    obscura()
+        .args(["get", "--hex", "--server", url, "--db", "db", "--index"])
+        .arg(index.to_string())
+        .env_remove("OBSCURA_TOKEN")
+        .assert()
+}
+
+/// Record `index` of `data` (records of 40 bytes) as `obscura get --hex` prints it.
+fn hex_record(data: &[u8], index: u64) -> String {
+    let start = index as usize * 40;
+    let hex: String = data[start..start + 40]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    hex + "\n"
+}
+
+/// The URL of `served` with its port, as a listen address for a server started again there.
+fn address(served: &Served) -> String {
+    served.url.trim_start_matches("http://").to_string()
+}
+
+#[test]
+fn a_gateway_serves_the_shards_as_one_database_and_never_answers_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..600u32 * 40).map(|i| (i * 13 + i / 40) as u8).collect();
+    let input = dir.path().join("records.bin");
+    std::fs::write(&input, &data).unwrap();
+    let (manifest, files) = plan_build_seal(dir.path(), &input, &["--split", "rows"]);
+    let os = |p: &Path| p.as_os_str().to_owned();
+
+    // Shards 0 and 1 on one server, shard 2 on two replicas.
+    let first = Served::start(&[&os(&files[0]), &os(&files[1])]);
+    let mut replica = Served::start(&[&os(&files[2])]);
+    let other = Served::start(&[&os(&files[2])]);
+    let shard = |i: usize, urls: &[&str]| format!("{i}={}", urls.join(","));
+    let gateway_args: Vec<std::ffi::OsString> = vec![
+        "--gateway".into(),
+        os(&manifest),
+        "--shard".into(),
+        shard(0, &[&first.url]).into(),
+        "--shard".into(),
+        shard(1, &[&first.url]).into(),
+        "--shard".into(),
+        shard(2, &[&replica.url, &other.url]).into(),
+    ];
+    let args: Vec<&std::ffi::OsStr> = gateway_args.iter().map(|a| a.as_os_str()).collect();
+    let gateway = Served::start(&args);
+    for index in [0u64, 17, 300, 599] {
+        get(&gateway.url, index)
+            .success()
+            .stdout(hex_record(&data, index));
+    }
+
+    // A replica down: the other answers; both down: 503 naming the shard, never an answer.
+    let replica_at = address(&replica);
+    replica.child.kill().unwrap();
+    replica.child.wait().unwrap();
+    get(&gateway.url, 451)
+        .success()
+        .stdout(hex_record(&data, 451));
+    drop(other);
+    get(&gateway.url, 451)
+        .failure()
+        .stderr(predicate::str::contains("503").and(predicate::str::contains("shard 2 of 3")));
+    // A replica that comes back is used again.
+    let _back = Served::start_at(&replica_at, &[&os(&files[2])]);
+    get(&gateway.url, 452)
+        .success()
+        .stdout(hex_record(&data, 452));
+
+    // A server holding another version of shard 1 is refused, not used.
+    let first_at = address(&first);
+    drop(first);
+    let stranger_dir = dir.path().join("stranger");
+    std::fs::create_dir(&stranger_dir).unwrap();
+    let (_, strangers) = plan_build_seal(&stranger_dir, &input, &["--split", "rows"]);
+    let _mixed = Served::start_at(&first_at, &[&os(&files[0]), &os(&strangers[1])]);
+    get(&gateway.url, 3).failure().stderr(
+        predicate::str::contains("shard 1 of 3").and(predicate::str::contains("another version")),
+    );
+
+    // A manifest that was never sealed is not served.
+    let unsealed = dir.path().join("unsealed.json");
+    obscura()
+        .args([
+            "build",
+            "--record-size",
+            "40",
+            "--plan-shards",
+            "2",
+            "--input",
+        ])
+        .arg(&input)
+        .arg("--out")
+        .arg(&unsealed)
+        .assert()
+        .success();
+    obscura()
+        .args(["serve", "--listen", "127.0.0.1:0", "--gateway"])
+        .arg(&unsealed)
+        .args([
+            "--shard",
+            "0=http://127.0.0.1:9",
+            "--shard",
+            "1=http://127.0.0.1:9",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("not sealed"));
+}

@@ -2,11 +2,13 @@
 //! process (feature `file`) or over HTTP to `obscura serve` (feature `http`).
 
 use obscura_pir::batch::merkle::Hash;
+#[cfg(feature = "file")]
 use obscura_pir::PirError;
 use obscura_registry::Registry;
 
 use crate::error::ClientError;
 use crate::session::{Ask, AuditPath, Consistency, Outcome, Request, Session, Step};
+#[cfg(feature = "file")]
 use crate::setup::SetupPolicy;
 
 /// Where requests are answered.

@@ -23,6 +23,10 @@ pub enum PirError {
     /// the source).
     #[error("the change needs a new setup of the database")]
     NeedsNewSetup(#[source] Box<PirError>),
+    /// A part of the database that answers elsewhere (a gateway's shard) could not answer now:
+    /// nothing was answered, and a later try may be (why is the message).
+    #[error("{0}")]
+    Unavailable(String),
     /// The record was deleted: its index reads as absent.
     #[error("the record was deleted")]
     Absent,

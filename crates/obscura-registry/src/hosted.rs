@@ -5,6 +5,7 @@ use std::any::Any;
 use std::sync::Arc;
 
 use obscura_math::matrix::PlaintextMatrix;
+use obscura_pir::lwe::{self, Lwe};
 use obscura_pir::scheme::QueryOf;
 use obscura_pir::wire::{Digest, Kind};
 use obscura_pir::{Change, Encode, Message, PirError, PirServer, Scheme, SetupMessage};
@@ -96,6 +97,92 @@ impl<S: Scheme> Hosted for Server<S> {
     }
 }
 
+/// What answers the queries of a database held elsewhere ([`Database::remote`]): a gateway's
+/// shards.
+pub trait Remote: Send + Sync + 'static {
+    /// Answers `queries`, decoded against the database's setup, in order; a part of the
+    /// database out of reach is [`PirError::Unavailable`].
+    fn answer(&self, queries: &[lwe::Query]) -> Result<Vec<lwe::Answer>, PirError>;
+}
+
+/// A database of the LWE engine answered by a [`Remote`].
+#[derive(Clone)]
+struct RemoteLwe {
+    setup: lwe::PublicSetup,
+    remote: Arc<dyn Remote>,
+}
+
+impl Hosted for RemoteLwe {
+    fn kind(&self) -> Kind {
+        Lwe::KIND
+    }
+
+    fn setup_bytes(&self) -> Vec<u8> {
+        self.setup.to_bytes()
+    }
+
+    fn digest(&self) -> Digest {
+        *self.setup.digest()
+    }
+
+    fn listing(&self) -> Listing {
+        listing::<Lwe>(&self.setup)
+    }
+
+    fn matrices(&self) -> Vec<&PlaintextMatrix> {
+        Vec::new()
+    }
+
+    fn decode_query(&self, bytes: &[u8]) -> Result<DecodedQuery, PirError> {
+        let query = lwe::Query::from_bytes(bytes, &self.setup)?;
+        Ok(DecodedQuery(Box::new(query)))
+    }
+
+    fn answer(&self, queries: Vec<DecodedQuery>) -> Result<Vec<Vec<u8>>, PirError> {
+        let queries = queries
+            .into_iter()
+            .map(|query| {
+                query.0.downcast::<lwe::Query>().map(|q| *q).map_err(|_| {
+                    PirError::InvalidParameters(
+                        "a query decoded for another database reached a sharded one".into(),
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let answers = self.remote.answer(&queries)?;
+        Ok(answers.iter().map(lwe::Answer::to_bytes).collect())
+    }
+
+    fn update(&mut self, _changes: &[Change]) -> Result<Option<Vec<u8>>, PirError> {
+        Err(Self::held_elsewhere())
+    }
+
+    fn replay(&mut self, _changes: &[Change]) -> Result<(), PirError> {
+        Err(Self::held_elsewhere())
+    }
+
+    fn duplicate(&self) -> Arc<dyn Hosted> {
+        Arc::new(self.clone())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+impl RemoteLwe {
+    /// Why a database held elsewhere takes no changes here.
+    fn held_elsewhere() -> PirError {
+        PirError::InvalidParameters(
+            "a sharded database is changed on its shards, not at its gateway".into(),
+        )
+    }
+}
+
 /// A database of any scheme, shared by the tasks that answer it.
 #[derive(Clone)]
 pub struct Database(Arc<dyn Hosted>);
@@ -104,6 +191,13 @@ impl Database {
     /// Hosts `server`, of any scheme.
     pub fn new<T: PirServer>(server: T) -> Self {
         Self(Arc::new(Server::<T::Scheme>(server)))
+    }
+
+    /// A database of the LWE engine with public `setup` whose queries `remote` answers (a
+    /// gateway over the database's shards): listed, its setup served and its queries decoded
+    /// as any database's. It holds no matrices here and takes no changes: its shards do.
+    pub fn remote(setup: lwe::PublicSetup, remote: Arc<dyn Remote>) -> Self {
+        Self(Arc::new(RemoteLwe { setup, remote }))
     }
 
     /// The wire kind of its public setup, which names its scheme.

@@ -54,7 +54,7 @@ use obscura_pir::{PirError, Scheme, SetupMessage};
 pub use builders::{builder, builders, Builder};
 pub use client::{Client, Pending};
 #[cfg(feature = "server")]
-pub use hosted::{Database, DecodedQuery};
+pub use hosted::{Database, DecodedQuery, Remote};
 pub use listing::{Engine, Listing};
 
 /// Where a loaded database's matrices come from: given the `(rows, cols)` of each, in file

@@ -17,7 +17,8 @@
 //!  "record_bytes": …, "data_bytes": …, "per_column": …, "log_p": 8, "rows": …, "cols": …,
 //!  "seed": "<hex>", "split": "rows", "ranges": [[0, 8192], …],
 //!  "sealed": null | {"setup": "M.setup", "setup_sha256": "<hex>",
-//!                    "shards": [{"setup_sha256": "<hex>", "matrix_sha256": "<hex>"}, …]}}
+//!                    "shards": [{"digest": "<hex>", "setup_sha256": "<hex>",
+//!                                "matrix_sha256": "<hex>"}, …]}}
 //! ```
 
 use std::io::Write;
@@ -25,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use obscura_math::expand::{MatrixSeed, SEED_BYTES};
 use obscura_pir::lwe::{
-    Geometry, Layer, LweShard, RecordFormat, Shard, ShardPlan, ShardSetup, Split,
+    Geometry, Layer, LweShard, RecordFormat, Shard, ShardPlan, ShardSetup, ShardTag, Split,
 };
 use obscura_pir::params::{worst_row_norm, MatrixKind, ParamSet};
 use obscura_pir::PirError;
@@ -92,7 +93,9 @@ pub struct Sealed {
 /// What a seal recorded of one shard.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SealedShard {
-    /// Its setup's SHA-256, hex.
+    /// Its setup's digest (what its queries and answers carry), hex.
+    pub digest: String,
+    /// Its setup's SHA-256 (the ETag its server gives it), hex.
     pub setup_sha256: String,
     /// Its matrix's checksum (SHA-256 over the SHA-256s of its 64 MiB chunks), hex.
     pub matrix_sha256: String,
@@ -135,6 +138,14 @@ impl Manifest {
     /// What the seal recorded, once sealed.
     pub fn sealed(&self) -> Option<&Sealed> {
         self.sealed.as_ref()
+    }
+
+    /// What shard `index`'s queries and answers are checked against, once sealed.
+    pub fn shard_tag(&self, index: usize) -> Option<ShardTag> {
+        let sealed = self.sealed.as_ref()?.shards.get(index)?;
+        let digest = hex::decode(&sealed.digest).ok()?.try_into().ok()?;
+        let (rows, cols) = self.plan.shape(index);
+        Some(ShardTag { digest, rows, cols })
     }
 
     /// The file of the combined setup a seal writes beside the manifest at `path`.
@@ -244,6 +255,16 @@ impl Manifest {
             })
             .map_err(|e| invalid(format!("{e}")))?;
         if let Some(sealed) = &stored.sealed {
+            let hex32 = |text: &str| hex::decode(text).is_ok_and(|bytes| bytes.len() == 32);
+            let digests = sealed
+                .shards
+                .iter()
+                .flat_map(|s| [&s.digest, &s.setup_sha256]);
+            if !digests.chain([&sealed.setup_sha256]).all(|d| hex32(d)) {
+                return Err(invalid(
+                    "its seal holds a digest that is not 32 bytes in hex".into(),
+                ));
+            }
             if sealed.shards.len() != plan.shards() {
                 return Err(invalid(format!(
                     "its seal records {} shards of {}",
@@ -299,6 +320,7 @@ pub fn seal(manifest: &Path, shards: &[PathBuf]) -> Result<SealReport, ShardsErr
             )));
         }
         let record = SealedShard {
+            digest: hex::encode(setup.digest()),
             setup_sha256: hex::encode(setup_sha256(&database.setup_bytes())),
             matrix_sha256: hex::encode(MatrixHasher::digest(shard.database().as_bytes())),
         };
@@ -446,6 +468,9 @@ mod tests {
                         .clone()
                 })
                 .collect();
+            for shard in &shards {
+                assert_eq!(sealed.shard_tag(shard.index()), Some(shard.setup().tag()));
+            }
             let mut client = Client::new(setup.clone());
             for index in [0u64, 77, 199] {
                 let (query, state) = client.query(index).unwrap();

@@ -19,8 +19,13 @@ pub struct Served {
 impl Served {
     /// Starts `obscura serve --listen 127.0.0.1:0 ARGS` and waits for its address.
     pub fn start(args: &[&std::ffi::OsStr]) -> Self {
+        Self::start_at("127.0.0.1:0", args)
+    }
+
+    /// Starts `obscura serve --listen LISTEN ARGS` and waits for its address.
+    pub fn start_at(listen: &str, args: &[&std::ffi::OsStr]) -> Self {
         let mut child = Command::new(assert_cmd::cargo::cargo_bin("obscura"))
-            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(["serve", "--listen", listen])
             .args(args)
             .stderr(Stdio::piped())
             .spawn()

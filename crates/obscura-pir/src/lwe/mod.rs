@@ -44,7 +44,7 @@ pub(crate) use server::{
 pub use setup::{describe, EngineOptions, Layer, PublicSetup, RecordFormat};
 pub use shard::{
     LweShard, SetupPart, Shard, ShardAnswer, ShardClient, ShardInput, ShardPlan, ShardQuery,
-    ShardSetup, Split,
+    ShardSetup, ShardTag, Split,
 };
 pub use stream::{StreamError, StreamedBuild};
 pub(crate) use update::{record_slots, write_bits, Slot};

@@ -92,7 +92,8 @@ impl Failure {
     }
 
     /// The reply to a failed lookup: a stale query is a 409, one that is not valid a 400 with
-    /// its reason (and the reason's causes, on one line), anything else a 500.
+    /// its reason (and the reason's causes, on one line), a part of the database out of reach a
+    /// 503, anything else a 500.
     pub(super) fn from_pir(error: PirError, name: &str) -> Self {
         match error {
             PirError::SetupMismatch { what } => Self::new(
@@ -107,6 +108,10 @@ impl Failure {
             | PirError::InvalidParameters(_)
             | PirError::Coloring(_)
             | PirError::InvalidProof(_) => Self::bad_request(with_causes(&error)),
+            PirError::Unavailable(reason) => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("{name:?} cannot answer now: {reason}"),
+            ),
             _ => Self::internal(&error.to_string()),
         }
     }

@@ -83,12 +83,21 @@ impl ShardSetup {
 
     /// Rows of its block (of its answers, of its part of the hint).
     pub fn rows(&self) -> u64 {
-        self.plan.rows_of(self.index) as u64
+        self.plan.shape(self.index).0
     }
 
     /// Columns of its block (of its part of a query).
     pub fn cols(&self) -> u64 {
-        self.plan.cols_of(self.index) as u64
+        self.plan.shape(self.index).1
+    }
+
+    /// What its queries and answers are checked against.
+    pub fn tag(&self) -> ShardTag {
+        ShardTag {
+            digest: self.digest,
+            rows: self.rows(),
+            cols: self.cols(),
+        }
     }
 
     /// The encoded setup.
@@ -190,12 +199,45 @@ fn digest_of(body: &[u8]) -> Digest {
     hash.finalize().into()
 }
 
+/// What a shard's queries and answers are checked against: its setup's digest and its block's
+/// shape. A gateway holds these for each shard, not the shards' setups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShardTag {
+    /// The digest of the shard's setup.
+    pub digest: Digest,
+    /// Rows of its block: entries of an answer.
+    pub rows: u64,
+    /// Columns of its block: entries of a query.
+    pub cols: u64,
+}
+
+impl ShardTag {
+    /// The digest its messages carry.
+    pub fn digest(&self) -> &Digest {
+        &self.digest
+    }
+}
+
 /// A shard's part of a query: the query's entries of the shard's columns (all of them for a
 /// split by rows), tagged with the shard's setup.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShardQuery {
     pub(super) digest: Digest,
     pub(super) values: Vec<u32>,
+}
+
+impl ShardQuery {
+    /// The query of the shard `tag` names for `part`, its part of a query of the whole
+    /// database ([`ShardPlan::query_part`]); refused when `part` is not one entry per column
+    /// of the shard's block.
+    pub fn new(tag: &ShardTag, part: &[u32]) -> Result<Self, PirError> {
+        let query = Self {
+            digest: tag.digest,
+            values: part.to_vec(),
+        };
+        query.check(tag)?;
+        Ok(query)
+    }
 }
 
 /// A shard's answer: its block times its part of the query, in full words (one per row of the
@@ -210,13 +252,13 @@ vector_message!(
     ShardQuery,
     u32,
     Kind::LWE_SHARD_QUERY,
-    ShardSetup,
-    |s: &ShardSetup| s.cols()
+    ShardTag,
+    |t: &ShardTag| t.cols
 );
 vector_message!(
     ShardAnswer,
     u32,
     Kind::LWE_SHARD_ANSWER,
-    ShardSetup,
-    |s: &ShardSetup| s.rows()
+    ShardTag,
+    |t: &ShardTag| t.rows
 );

@@ -31,7 +31,7 @@ use obscura_math::kernels;
 use obscura_math::matrix::{Matrix, PlaintextMatrix};
 use rayon::prelude::*;
 
-pub use messages::{ShardAnswer, ShardQuery, ShardSetup};
+pub use messages::{ShardAnswer, ShardQuery, ShardSetup, ShardTag};
 pub use scheme::{LweShard, ShardClient, ShardInput};
 
 mod messages;
@@ -348,7 +348,7 @@ impl ShardPlan {
     }
 
     /// The answer of the whole database from every shard's answer (full words, from
-    /// [`Shard::answer`]), in shard order, for a query made with `setup` (this plan's, from
+    /// [`Shard::answer_parts`]), in shard order, for a query made with `setup` (this plan's, from
     /// [`ShardPlan::setup`]).
     pub fn answer(&self, setup: &PublicSetup, parts: &[Vec<u32>]) -> Result<Answer, PirError> {
         self.check_parts(parts.len(), "answers")?;
@@ -378,6 +378,15 @@ impl ShardPlan {
             digest: *setup.digest(),
             values: switch_modulus(&values),
         })
+    }
+
+    /// Shard `index`'s block: rows (entries of its answers) and columns (entries of its part
+    /// of a query).
+    ///
+    /// # Panics
+    /// If `index` is not a shard of the plan.
+    pub fn shape(&self, index: usize) -> (u64, u64) {
+        (self.rows_of(index) as u64, self.cols_of(index) as u64)
     }
 
     /// Columns of shard `index`'s block and of its part of a query.
@@ -561,9 +570,10 @@ mod tests {
                     let mut client = ShardClient::new(setup);
                     let part = plan.query_part(shard.index(), query.values()).unwrap();
                     let (part, ()) = client.query(part).unwrap();
-                    let part = ShardQuery::from_bytes(&part.to_bytes(), shard.setup()).unwrap();
+                    let part =
+                        ShardQuery::from_bytes(&part.to_bytes(), &shard.setup().tag()).unwrap();
                     let answer = PirServer::answer(shard, &part).unwrap();
-                    let answer = ShardAnswer::from_bytes(&answer.to_bytes(), client.setup());
+                    let answer = ShardAnswer::from_bytes(&answer.to_bytes(), &client.setup().tag());
                     client.decode((), &answer.unwrap()).unwrap()
                 })
                 .collect();

@@ -51,11 +51,11 @@ impl SetupMessage for ShardSetup {
     }
 
     fn query_bytes(&self) -> u64 {
-        ShardQuery::encoded_len(self)
+        ShardQuery::encoded_len(&self.tag())
     }
 
     fn answer_bytes(&self) -> u64 {
-        ShardAnswer::encoded_len(self)
+        ShardAnswer::encoded_len(&self.tag())
     }
 
     fn matrix_shapes(&self) -> Vec<(usize, usize)> {
@@ -104,7 +104,7 @@ impl Encode for ShardQuery {
 
 impl Message<ShardSetup> for ShardQuery {
     fn from_bytes(bytes: &[u8], setup: &ShardSetup) -> Result<Self, PirError> {
-        ShardQuery::from_bytes(bytes, setup)
+        ShardQuery::from_bytes(bytes, &setup.tag())
     }
 }
 
@@ -118,7 +118,7 @@ impl Encode for ShardAnswer {
 
 impl Message<ShardSetup> for ShardAnswer {
     fn from_bytes(bytes: &[u8], setup: &ShardSetup) -> Result<Self, PirError> {
-        ShardAnswer::from_bytes(bytes, setup)
+        ShardAnswer::from_bytes(bytes, &setup.tag())
     }
 }
 
@@ -155,7 +155,7 @@ impl PirServer for Shard {
 
     fn answer_batch(&self, queries: &[ShardQuery]) -> Result<Vec<ShardAnswer>, PirError> {
         for query in queries {
-            query.check(self.setup())?;
+            query.check(&self.setup().tag())?;
         }
         let parts: Vec<&[u32]> = queries.iter().map(|q| q.values.as_slice()).collect();
         Ok(self
@@ -193,17 +193,12 @@ impl PirClient for ShardClient {
 
     /// The shard's query for `part`, its part of a query of the whole database.
     fn query(&mut self, part: &[u32]) -> Result<(ShardQuery, ()), PirError> {
-        let query = ShardQuery {
-            digest: *self.setup.digest(),
-            values: part.to_vec(),
-        };
-        query.check(&self.setup)?;
-        Ok((query, ()))
+        Ok((ShardQuery::new(&self.setup.tag(), part)?, ()))
     }
 
     /// The shard's answer in full words, for [`ShardPlan::answer`].
     fn decode(&self, (): (), answer: &ShardAnswer) -> Result<Vec<u32>, PirError> {
-        answer.check(&self.setup)?;
+        answer.check(&self.setup.tag())?;
         Ok(answer.values.clone())
     }
 
