@@ -170,9 +170,28 @@ fn hex_record(data: &[u8], index: u64) -> String {
     hex + "\n"
 }
 
+/// The body of `GET path` from the server at `url` (plain HTTP).
+fn http_get(url: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address_of(url)).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    reply.split_once("\r\n\r\n").unwrap().1.to_string()
+}
+
+/// The `host:port` of a server's URL.
+fn address_of(url: &str) -> &str {
+    url.trim_start_matches("http://")
+}
+
 /// The URL of `served` with its port, as a listen address for a server started again there.
 fn address(served: &Served) -> String {
-    served.url.trim_start_matches("http://").to_string()
+    address_of(&served.url).to_string()
 }
 
 #[test]
@@ -223,6 +242,16 @@ fn a_gateway_serves_the_shards_as_one_database_and_never_answers_wrong() {
     get(&gateway.url, 452)
         .success()
         .stdout(hex_record(&data, 452));
+    // The gateway's metrics count each shard's requests and failures.
+    let metrics = http_get(&gateway.url, "/metrics");
+    for line in [
+        "obscura_shard_requests_total{database=\"db\",shard=\"0\"} 7",
+        "obscura_shard_requests_total{database=\"db\",shard=\"2\"} 7",
+        "obscura_shard_errors_total{database=\"db\",shard=\"0\"} 0",
+        "obscura_shard_errors_total{database=\"db\",shard=\"2\"} 1",
+    ] {
+        assert!(metrics.contains(line), "{line} in {metrics}");
+    }
 
     // A server holding another version of shard 1 is refused, not used.
     let first_at = address(&first);

@@ -27,6 +27,9 @@ trait Hosted: Send + Sync {
     fn update(&mut self, changes: &[Change]) -> Result<Option<Vec<u8>>, PirError>;
     fn replay(&mut self, changes: &[Change]) -> Result<(), PirError>;
     fn duplicate(&self) -> Arc<dyn Hosted>;
+    fn metrics(&self, _name: &str) -> String {
+        String::new()
+    }
     fn as_any(&self) -> &dyn Any;
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }
@@ -103,6 +106,9 @@ pub trait Remote: Send + Sync + 'static {
     /// Answers `queries`, decoded against the database's setup, in order; a part of the
     /// database out of reach is [`PirError::Unavailable`].
     fn answer(&self, queries: &[lwe::Query]) -> Result<Vec<lwe::Answer>, PirError>;
+
+    /// Its own metrics, in the Prometheus text format, for the database called `name`.
+    fn metrics(&self, name: &str) -> String;
 }
 
 /// A database of the LWE engine answered by a [`Remote`].
@@ -165,6 +171,10 @@ impl Hosted for RemoteLwe {
         Arc::new(self.clone())
     }
 
+    fn metrics(&self, name: &str) -> String {
+        self.remote.metrics(name)
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -223,6 +233,12 @@ impl Database {
     /// The matrices a database file stores, in file order.
     pub fn matrices(&self) -> Vec<&PlaintextMatrix> {
         self.0.matrices()
+    }
+
+    /// Metrics of its own, in the Prometheus text format, under `name` (a gateway's per shard;
+    /// none for a database answered here).
+    pub fn metrics(&self, name: &str) -> String {
+        self.0.metrics(name)
     }
 
     /// Decodes a query for this database: its setup tag and length are checked.

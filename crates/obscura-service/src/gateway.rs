@@ -19,7 +19,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use obscura_client::http::{ClientOptions, HttpClient};
 use obscura_client::{ClientError, Request};
@@ -28,6 +28,8 @@ use obscura_pir::lwe::{Answer, PublicSetup, Query, ShardAnswer, ShardPlan, Shard
 use obscura_pir::PirError;
 use obscura_registry::{setup_sha256, Database, Remote};
 use obscura_store::shards::{Manifest, ShardsError};
+
+use crate::metrics::{render_timings, Timings};
 
 /// How a gateway reaches its shards.
 #[derive(Clone, Debug, Default)]
@@ -86,6 +88,8 @@ struct ShardLink {
     replicas: Vec<Replica>,
     /// The replica the next request tries first.
     next: AtomicUsize,
+    /// Its requests (each to the replicas that answered or refused in turn).
+    timings: Timings,
 }
 
 /// One server of a shard.
@@ -157,6 +161,7 @@ impl Gateway {
                     })
                     .collect(),
                 next: AtomicUsize::new(0),
+                timings: Timings::default(),
             })
             .collect();
         Ok(Self {
@@ -175,6 +180,14 @@ impl Gateway {
     /// Shard `link`'s answers to `parts` (one per query), in full words, from the first of its
     /// replicas that gives them.
     fn answer_shard(&self, link: &ShardLink, parts: &[&[u32]]) -> Result<Vec<Vec<u32>>, PirError> {
+        let started = Instant::now();
+        let answered = self.ask_replicas(link, parts);
+        link.timings.record(answered.is_err(), started.elapsed());
+        answered
+    }
+
+    /// [`Gateway::answer_shard`]: each replica in turn until one answers.
+    fn ask_replicas(&self, link: &ShardLink, parts: &[&[u32]]) -> Result<Vec<Vec<u32>>, PirError> {
         let queries: Vec<Vec<u8>> = parts
             .iter()
             .map(|part| ShardQuery::new(&link.tag, part).map(|q| q.to_bytes()))
@@ -281,6 +294,27 @@ impl Replica {
 }
 
 impl Remote for Gateway {
+    fn metrics(&self, name: &str) -> String {
+        let series: Vec<(String, &Timings)> = self
+            .shards
+            .iter()
+            .map(|link| {
+                (
+                    format!("database=\"{name}\",shard=\"{}\"", link.index),
+                    &link.timings,
+                )
+            })
+            .collect();
+        let mut out = String::new();
+        render_timings(
+            &mut out,
+            "obscura_shard",
+            "Requests to a shard's replicas",
+            &series,
+        );
+        out
+    }
+
     fn answer(&self, queries: &[Query]) -> Result<Vec<Answer>, PirError> {
         let per_shard: Vec<Vec<&[u32]>> = self
             .shards

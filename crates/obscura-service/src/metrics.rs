@@ -21,19 +21,93 @@ const BUCKETS: [f64; 12] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
 ];
 
-/// Counters for one endpoint.
+/// Requests of one kind (an endpoint, a gateway's shard): how many, how many failed, and their
+/// latency.
 #[derive(Default)]
-struct EndpointMetrics {
+pub struct Timings {
     requests: AtomicU64,
     errors: AtomicU64,
     buckets: [AtomicU64; BUCKETS.len()],
     latency_micros: AtomicU64,
 }
 
+impl Timings {
+    /// Records one request.
+    pub fn record(&self, error: bool, latency: Duration) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        if error {
+            self.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        let seconds = latency.as_secs_f64();
+        for (bucket, &bound) in self.buckets.iter().zip(&BUCKETS) {
+            if seconds <= bound {
+                bucket.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.latency_micros
+            .fetch_add(latency.as_micros() as u64, Ordering::Relaxed);
+    }
+}
+
+/// Appends to `out` the Prometheus families `{prefix}_requests_total`, `{prefix}_errors_total`
+/// and the histogram `{prefix}_request_seconds` of `series`, each `Timings` with its labels
+/// (`endpoint="query"`, say); `what` says what they count.
+pub fn render_timings<'a>(
+    out: &mut String,
+    prefix: &str,
+    what: &str,
+    series: &[(String, &'a Timings)],
+) {
+    let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let _ = writeln!(
+        out,
+        "# HELP {prefix}_requests_total {what}.\n# TYPE {prefix}_requests_total counter"
+    );
+    for (labels, m) in series {
+        let _ = writeln!(
+            out,
+            "{prefix}_requests_total{{{labels}}} {}",
+            get(&m.requests)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# HELP {prefix}_errors_total {what} answered with an error.\n# TYPE {prefix}_errors_total counter"
+    );
+    for (labels, m) in series {
+        let _ = writeln!(out, "{prefix}_errors_total{{{labels}}} {}", get(&m.errors));
+    }
+    let _ = writeln!(
+        out,
+        "# HELP {prefix}_request_seconds Latency of {}.\n# TYPE {prefix}_request_seconds histogram",
+        what.to_lowercase()
+    );
+    for (labels, m) in series {
+        for (bucket, bound) in m.buckets.iter().zip(BUCKETS) {
+            let _ = writeln!(
+                out,
+                "{prefix}_request_seconds_bucket{{{labels},le=\"{bound}\"}} {}",
+                get(bucket)
+            );
+        }
+        let count = get(&m.requests);
+        let _ = writeln!(
+            out,
+            "{prefix}_request_seconds_bucket{{{labels},le=\"+Inf\"}} {count}"
+        );
+        let _ = writeln!(
+            out,
+            "{prefix}_request_seconds_sum{{{labels}}} {}",
+            get(&m.latency_micros) as f64 / 1e6
+        );
+        let _ = writeln!(out, "{prefix}_request_seconds_count{{{labels}}} {count}");
+    }
+}
+
 /// All counters of a service.
 #[derive(Default)]
 pub struct Metrics {
-    endpoints: [EndpointMetrics; ENDPOINTS.len()],
+    endpoints: [Timings; ENDPOINTS.len()],
     bytes_in: AtomicU64,
     bytes_out: AtomicU64,
     batches: AtomicU64,
@@ -44,19 +118,7 @@ pub struct Metrics {
 impl Metrics {
     /// Records one request to endpoint `index` of [`ENDPOINTS`].
     pub fn record(&self, index: usize, error: bool, latency: Duration) {
-        let m = &self.endpoints[index];
-        m.requests.fetch_add(1, Ordering::Relaxed);
-        if error {
-            m.errors.fetch_add(1, Ordering::Relaxed);
-        }
-        let seconds = latency.as_secs_f64();
-        for (bucket, &bound) in m.buckets.iter().zip(&BUCKETS) {
-            if seconds <= bound {
-                bucket.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        m.latency_micros
-            .fetch_add(latency.as_micros() as u64, Ordering::Relaxed);
+        self.endpoints[index].record(error, latency);
     }
 
     /// Counts request and response body bytes.
@@ -81,46 +143,12 @@ impl Metrics {
     pub fn render(&self) -> String {
         let mut out = String::new();
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        out.push_str("# HELP obscura_requests_total Requests by endpoint.\n# TYPE obscura_requests_total counter\n");
-        for (name, m) in ENDPOINTS.iter().zip(&self.endpoints) {
-            let _ = writeln!(
-                out,
-                "obscura_requests_total{{endpoint=\"{name}\"}} {}",
-                get(&m.requests)
-            );
-        }
-        out.push_str("# HELP obscura_errors_total Requests answered with an error status.\n# TYPE obscura_errors_total counter\n");
-        for (name, m) in ENDPOINTS.iter().zip(&self.endpoints) {
-            let _ = writeln!(
-                out,
-                "obscura_errors_total{{endpoint=\"{name}\"}} {}",
-                get(&m.errors)
-            );
-        }
-        out.push_str("# HELP obscura_request_seconds Request latency.\n# TYPE obscura_request_seconds histogram\n");
-        for (name, m) in ENDPOINTS.iter().zip(&self.endpoints) {
-            for (bucket, bound) in m.buckets.iter().zip(BUCKETS) {
-                let _ = writeln!(
-                    out,
-                    "obscura_request_seconds_bucket{{endpoint=\"{name}\",le=\"{bound}\"}} {}",
-                    get(bucket)
-                );
-            }
-            let count = get(&m.requests);
-            let _ = writeln!(
-                out,
-                "obscura_request_seconds_bucket{{endpoint=\"{name}\",le=\"+Inf\"}} {count}"
-            );
-            let _ = writeln!(
-                out,
-                "obscura_request_seconds_sum{{endpoint=\"{name}\"}} {}",
-                get(&m.latency_micros) as f64 / 1e6
-            );
-            let _ = writeln!(
-                out,
-                "obscura_request_seconds_count{{endpoint=\"{name}\"}} {count}"
-            );
-        }
+        let series: Vec<(String, &Timings)> = ENDPOINTS
+            .iter()
+            .zip(&self.endpoints)
+            .map(|(name, m)| (format!("endpoint=\"{name}\""), m))
+            .collect();
+        render_timings(&mut out, "obscura", "Requests by endpoint", &series);
         for (metric, help, value) in [
             (
                 "obscura_bytes_in_total",

@@ -177,10 +177,11 @@ pub(super) async fn list(
 }
 
 pub(super) async fn render_metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.metrics.render(),
-    )
+    let mut text = state.metrics.render();
+    for entry in state.current().catalog.entries() {
+        text.push_str(&entry.database.metrics(&entry.name));
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }
 
 /// The database called `name` (404 if there is none), if the request's headers carry a token
