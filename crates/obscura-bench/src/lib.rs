@@ -52,6 +52,11 @@ pub enum Preset {
     /// The HTTP service on loopback: queries per second and latency against concurrency
     /// (near-square layout; default 2^16 records x 1 KiB = 64 MiB).
     Service,
+    /// `simple-1g`'s database served directly and as 4 shards by rows behind a gateway, all
+    /// on loopback in this process: latency, queries per second and CPU per query at 1, 8 and
+    /// 32 clients, the two measured in turn.
+    #[value(name = "service-sharded")]
+    ServiceSharded,
     /// ECDH-PSI, 2^20 items of 16 bytes per side, half of them shared, both parties in this
     /// process over loopback TCP.
     #[value(name = "psi-ecdh")]
@@ -128,6 +133,7 @@ impl Preset {
             Self::Frodo => "frodo",
             Self::Simple1g => "simple-1g",
             Self::Service => "service",
+            Self::ServiceSharded => "service-sharded",
             Self::Chalamet => "chalamet",
             Self::PsiEcdh => "psi-ecdh",
             Self::PsiKkrt => "psi-kkrt",
@@ -156,6 +162,7 @@ impl Preset {
                 | Self::Simple1g
                 | Self::Chalamet
                 | Self::Service
+                | Self::ServiceSharded
                 | Self::TreepirE2e
                 | Self::StreamedBuild
                 | Self::Double1g
@@ -382,6 +389,17 @@ pub fn run(args: BenchArgs, progress: &dyn Progress) -> Result<()> {
         }
         Preset::Service => {
             service::run(
+                records,
+                record_bytes,
+                engine.lwe,
+                &pools,
+                progress,
+                &mut report,
+            )?;
+            vec![report]
+        }
+        Preset::ServiceSharded => {
+            service::run_sharded(
                 records,
                 record_bytes,
                 engine.lwe,

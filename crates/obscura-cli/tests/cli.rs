@@ -893,6 +893,32 @@ fn bench_service_reports_each_concurrency_level() {
     }
 }
 
+/// The sharded service preset at a small size: the database served directly and through a
+/// gateway over four shards at each concurrency level, every record checked both ways.
+#[test]
+fn bench_service_sharded_reports_both_ways() {
+    let report = bench_json(&[
+        "service-sharded",
+        "--records",
+        "2000",
+        "--record-bytes",
+        "32",
+    ]);
+    assert_eq!(report["correct"], true);
+    for key in ["service", "service_sharded"] {
+        let levels = report[key].as_array().unwrap();
+        let concurrency: Vec<u64> = levels
+            .iter()
+            .map(|l| l["concurrency"].as_u64().unwrap())
+            .collect();
+        assert_eq!(concurrency, [1, 8, 32], "{key}");
+        for level in levels {
+            assert!(level["queries_per_second"].as_f64().unwrap() > 0.0);
+            assert!(level["cpu_ms_per_query"].as_f64().unwrap() > 0.0);
+        }
+    }
+}
+
 /// CSV and JSON-lines input: one record per row, made of the chosen columns, returned exactly.
 #[test]
 fn build_from_csv_and_jsonl() {

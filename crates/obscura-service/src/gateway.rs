@@ -137,21 +137,41 @@ impl Gateway {
             return Err(GatewayError::SetupSha256(path.display().to_string()));
         }
         let setup = PublicSetup::from_bytes(&bytes)?;
+        let shards = replicas
+            .into_iter()
+            .enumerate()
+            .map(|(index, urls)| {
+                let tag = read
+                    .shard_tag(index)
+                    .expect("a sealed manifest tags every shard");
+                (tag, sealed.shards[index].setup_sha256.clone(), urls)
+            })
+            .collect();
+        Ok(Self::from_parts(plan, setup, shards, options))
+    }
+
+    /// The gateway of `plan`'s database, whose whole setup is `setup`, with shard `i` as
+    /// `shards[i]`: what its messages are checked against, its setup's SHA-256 (hex) and the
+    /// base URLs of its replicas. [`Gateway::open`] takes these from a sealed manifest.
+    pub fn from_parts(
+        plan: ShardPlan,
+        setup: PublicSetup,
+        shards: Vec<(ShardTag, String, Vec<String>)>,
+        options: &GatewayOptions,
+    ) -> Self {
         let client = ClientOptions {
             timeout: options.timeout,
             token: options.token.clone(),
             trusted_roots: options.trusted_roots.clone(),
             ..ClientOptions::default()
         };
-        let shards = replicas
+        let shards = shards
             .into_iter()
             .enumerate()
-            .map(|(index, urls)| ShardLink {
+            .map(|(index, (tag, setup_sha256, urls))| ShardLink {
                 index,
-                tag: read
-                    .shard_tag(index)
-                    .expect("a sealed manifest tags every shard"),
-                setup_sha256: sealed.shards[index].setup_sha256.clone(),
+                tag,
+                setup_sha256,
                 replicas: urls
                     .into_iter()
                     .map(|url| Replica {
@@ -164,11 +184,11 @@ impl Gateway {
                 timings: Timings::default(),
             })
             .collect();
-        Ok(Self {
+        Self {
             plan,
             setup,
             shards,
-        })
+        }
     }
 
     /// The database it serves.

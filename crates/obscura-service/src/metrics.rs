@@ -52,12 +52,7 @@ impl Timings {
 /// Appends to `out` the Prometheus families `{prefix}_requests_total`, `{prefix}_errors_total`
 /// and the histogram `{prefix}_request_seconds` of `series`, each `Timings` with its labels
 /// (`endpoint="query"`, say); `what` says what they count.
-pub fn render_timings(
-    out: &mut String,
-    prefix: &str,
-    what: &str,
-    series: &[(String, &Timings)],
-) {
+pub fn render_timings(out: &mut String, prefix: &str, what: &str, series: &[(String, &Timings)]) {
     let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let _ = writeln!(
         out,

@@ -115,6 +115,9 @@ pub struct Report {
     /// The HTTP service against concurrency.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub service: Vec<ServiceLevel>,
+    /// The same database as shards behind a gateway, against concurrency.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub service_sharded: Vec<ServiceLevel>,
     /// Whether every retrieved record matched the original.
     pub correct: bool,
 }
@@ -200,7 +203,14 @@ impl Tables for Report {
         );
         print_bandwidth(&self.bandwidth_gbs);
         if !self.service.is_empty() {
+            if !self.service_sharded.is_empty() {
+                println!("served directly:");
+            }
             service::print_levels(&self.service);
+            if !self.service_sharded.is_empty() {
+                println!("\nas shards behind a gateway:");
+                service::print_levels(&self.service_sharded);
+            }
             print_correct(self.correct, "every retrieved record matched", "NO");
             return;
         }

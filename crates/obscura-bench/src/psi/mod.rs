@@ -69,6 +69,7 @@ pub fn protocol(preset: Preset) -> Option<Protocol> {
         | Preset::Simple1g
         | Preset::Chalamet
         | Preset::Service
+        | Preset::ServiceSharded
         | Preset::TreepirSetup
         | Preset::TreepirE2e
         | Preset::StreamedBuild

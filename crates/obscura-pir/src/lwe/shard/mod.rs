@@ -39,7 +39,7 @@ mod scheme;
 
 use super::layout::Geometry;
 use super::messages::Answer;
-use super::server::{encode_block, switch_modulus};
+use super::server::{encode_block, switch_modulus, Encoded, Server};
 use super::setup::{EngineOptions, Layer, PublicSetup, RecordFormat};
 use crate::params::{worst_row_norm, MatrixKind, LOG_FAILURE};
 use crate::PirError;
@@ -284,6 +284,30 @@ impl ShardPlan {
         })
     }
 
+    /// The whole database of `data` (all the input the plan was made for) built as one, with
+    /// the plan's seed and modulus: the database its shards combine into, whose setup and
+    /// answers theirs equal (a baseline to compare them with).
+    pub fn whole(&self, data: &[u8]) -> Result<Server, PirError> {
+        let g = *self.layer.geometry();
+        if data.len() as u64 != g.data_bytes() {
+            return Err(PirError::InvalidParameters(format!(
+                "the plan is for {} bytes of input, not {}",
+                g.data_bytes(),
+                data.len()
+            )));
+        }
+        let database = encode_block(data, 0, &g, 0..g.rows(), 0..g.cols(), None);
+        let params = self.layer.params();
+        let options = EngineOptions {
+            params: params.set,
+            matrix: Some(params.matrix),
+            ..EngineOptions::default()
+        };
+        let encoded = Encoded::measured(g, database);
+        let (format, seed) = (self.layer.format(), self.layer.seed());
+        Server::with_database_seeded(encoded, format, options, seed, &|_, _| {})
+    }
+
     /// Shard `index`'s part of the query `values` (one entry per column of the matrix): all of
     /// it by rows, its columns' entries by columns. Refused when `values` is not one entry per
     /// column.
@@ -522,29 +546,14 @@ impl Shard {
 mod tests {
     use super::*;
     use crate::lwe::layout::Layout;
-    use crate::lwe::server::{encode_database, Encoded, Server};
     use crate::lwe::Client;
     use crate::params::ParamSet;
     use crate::{PirClient, PirServer};
     use proptest::prelude::*;
 
-    /// A build of the whole of `data` with the plan's geometry and seed.
-    fn whole(plan: &ShardPlan, data: &[u8], options: EngineOptions) -> Server {
-        let g = *plan.geometry();
-        let encoded = Encoded::measured(g, encode_database(data, &g));
-        Server::with_database_seeded(
-            encoded,
-            plan.layer().format(),
-            options,
-            plan.layer().seed(),
-            &|_, _| {},
-        )
-        .unwrap()
-    }
-
     /// Builds every shard of `plan` from `data`, checks that they combine into the whole
     /// database's setup, and that combined answers are its answers and decode to the records.
-    fn check_shards(plan: &ShardPlan, data: &[u8], options: EngineOptions, indexes: &[u64]) {
+    fn check_shards(plan: &ShardPlan, data: &[u8], indexes: &[u64]) {
         let shards: Vec<Shard> = (0..plan.shards())
             .map(|i| {
                 let input = plan.input(i);
@@ -554,7 +563,7 @@ mod tests {
             .collect();
         let parts: Vec<&SetupPart> = shards.iter().map(Shard::setup_part).collect();
         let setup = plan.setup(&parts).unwrap();
-        let whole = whole(plan, data, options);
+        let whole = plan.whole(data).unwrap();
         assert_eq!(setup.to_bytes(), whole.public_setup().to_bytes());
         let mut client = Client::new(setup.clone());
         let record_bytes = plan.geometry().record_bytes() as usize;
@@ -632,7 +641,7 @@ mod tests {
             let plan = plan(shards.min(units as usize)).unwrap();
             let records = plan.geometry().records();
             let indexes: Vec<u64> = picks.iter().map(|p| p % records).collect();
-            check_shards(&plan, &data, options, &indexes);
+            check_shards(&plan, &data, &indexes);
         }
     }
 
@@ -649,10 +658,10 @@ mod tests {
             (0..3).map(|i| plan.range(i)).collect::<Vec<_>>(),
             [0..1024, 1024..2048, 2048..2500]
         );
-        check_shards(&plan, &data, options, &[0, 1023, 1024, 2047, 2048, 2499]);
+        check_shards(&plan, &data, &[0, 1023, 1024, 2047, 2048, 2499]);
         let rows =
             ShardPlan::new(7500, 3, RecordFormat::Raw, options, Split::Rows, 2, seed).unwrap();
-        check_shards(&rows, &data, options, &[0, 1500, 2499]);
+        check_shards(&rows, &data, &[0, 1500, 2499]);
         let refused = ShardPlan::new(7500, 3, RecordFormat::Raw, options, Split::Columns, 4, seed);
         assert!(
             matches!(&refused, Err(PirError::InvalidParameters(reason)) if reason.contains("3 blocks of 1024 columns")),
@@ -750,6 +759,6 @@ mod tests {
         let plan =
             ShardPlan::new(500, 5, RecordFormat::Raw, options, Split::Columns, 4, seed).unwrap();
         assert_eq!(plan.input(3), 500..500);
-        check_shards(&plan, &data, options, &[0, 57, 99]);
+        check_shards(&plan, &data, &[0, 57, 99]);
     }
 }
