@@ -1,6 +1,7 @@
 //! A sharded database as an operator makes it: planned, each shard built on its own, sealed,
 //! the shards served over HTTP; their answers, combined as the plan says, retrieve the records
-//! with the sealed setup.
+//! with the sealed setup, and a gateway over them serves the database as one, failing clearly
+//! (never with a wrong answer) when a shard is out of reach or of another version.
 
 use std::path::Path;
 
@@ -81,7 +82,7 @@ fn plan_build_seal(
 }
 
 #[test]
-fn shards_served_over_http_retrieve_the_records_with_the_sealed_setup() {
+fn shards_served_over_http_retrieve_the_records_with_the_sealed_setup_and_through_a_gateway() {
     let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..600u32 * 40).map(|i| (i * 7 + i / 40) as u8).collect();
     let input = dir.path().join("records.bin");
@@ -147,6 +148,19 @@ fn shards_served_over_http_retrieve_the_records_with_the_sealed_setup() {
                 &data[start..start + 40],
                 "record {index}"
             );
+        }
+        // A gateway over them serves the records to any client, as one database.
+        let mut gateway_args: Vec<std::ffi::OsString> = vec!["--gateway".into(), manifest.into()];
+        for i in 0..3 {
+            gateway_args.push("--shard".into());
+            gateway_args.push(format!("{i}={}", served.url).into());
+        }
+        let args: Vec<&std::ffi::OsStr> = gateway_args.iter().map(|a| a.as_os_str()).collect();
+        let gateway = Served::start(&args);
+        for index in [2u64, 598] {
+            get(&gateway.url, index)
+                .success()
+                .stdout(hex_record(&data, index));
         }
     }
 }
