@@ -111,3 +111,21 @@ def test_a_scheme_registered_in_one_line_is_built_and_fetched_like_the_others(tm
     assert remote.get(5) == data[5 * 24 : 6 * 24]
     with pytest.raises(obscura.InvalidInputError, match="fetch records by index"):
         remote.get_key("k")
+
+
+def test_a_sharded_database_is_fetched_through_its_gateway_as_one(tmp_path, cli, serve):
+    records = bytes((i * 7 + i // 16) % 256 for i in range(400 * 16))
+    (tmp_path / "r.bin").write_bytes(records)
+    manifest = tmp_path / "db.shards.json"
+    common = ("build", "--input", str(tmp_path / "r.bin"), "--record-size", "16")
+    run(cli, *common, "--plan-shards", "2", "--out", str(manifest))
+    shards = [tmp_path / f"db.{i}.obs" for i in range(2)]
+    for i, shard in enumerate(shards):
+        run(cli, *common, "--manifest", str(manifest), "--shard", f"{i}/2", "--out", str(shard))
+    run(cli, "shards", "seal", str(manifest), *map(str, shards))
+    servers = serve(*shards)
+    gateway = serve("--gateway", manifest, "--shard", f"0={servers.url}", "--shard", f"1={servers.url}")
+    client = obscura.Client.connect(gateway.url, "db", cache_dir=False)
+    assert client.lookup == "index"
+    for index in (0, 123, 399):
+        assert client.get(index) == records[index * 16:(index + 1) * 16]
