@@ -206,3 +206,27 @@ async function setupHash(name) {
 test("the service's refusals are ObscuraErrors with its reason", async () => {
   await assert.rejects(Database.connect(url, "absent", { wasm }), (error) => error instanceof ObscuraError && error.status === 404);
 });
+
+test("a sharded database is fetched through its gateway as one", async () => {
+  const manifest = join(folder, "sharded.shards.json");
+  const input = ["--input", join(folder, "records.bin"), "--record-size", "64"];
+  build(...input, "--plan-shards", "2", "--out", manifest);
+  const shards = [0, 1].map((i) => join(folder, `sharded.${i}.obs`));
+  shards.forEach((shard, i) => build(...input, "--manifest", manifest, "--shard", `${i}/2`, "--out", shard));
+  execFileSync(cli, ["shards", "seal", manifest, ...shards]);
+  const servers = await serve(cli, ...shards);
+  try {
+    const gateway = await serve(cli, "--gateway", manifest, "--shard", `0=${servers.url}`, "--shard", `1=${servers.url}`, "--cors-origin", "*");
+    try {
+      const database = await Database.connect(gateway.url, "sharded", { wasm });
+      assert.equal(database.lookup, "index");
+      for (const index of [0, 150, 299]) {
+        assert.deepEqual(Buffer.from(await database.get(index)), records.subarray(index * 64, (index + 1) * 64));
+      }
+    } finally {
+      gateway.process.kill();
+    }
+  } finally {
+    servers.process.kill();
+  }
+});
