@@ -281,17 +281,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
     }
     let input = match format {
         InputFormat::Raw => {
-            let record_size = args
-                .record_size
-                .ok_or_else(|| Usage("--record-size is needed for raw input".into()))?;
-            let size = std::fs::metadata(&args.input)
-                .with_context(|| format!("cannot read {}", args.input.display()))?
-                .len();
-            ensure!(
-                size > 0,
-                "{} is empty: there are no records to serve",
-                args.input.display()
-            );
+            let (size, record_size) = raw_input(&args)?;
             let shape = Shape::Index(RecordShape::Raw {
                 bytes: size,
                 record_bytes: record_size,
@@ -352,21 +342,28 @@ pub fn run(args: BuildArgs) -> Result<()> {
     build_and_write(&args.engine, &args.out, records, &options)
 }
 
+/// The size of the raw input and its records' size: raw input needs `--record-size`, and
+/// records.
+fn raw_input(args: &BuildArgs) -> Result<(u64, u64)> {
+    let record_size = args
+        .record_size
+        .ok_or_else(|| Usage("--record-size is needed for raw input".into()))?;
+    let size = std::fs::metadata(&args.input)
+        .with_context(|| format!("cannot read {}", args.input.display()))?
+        .len();
+    ensure!(
+        size > 0,
+        "{} is empty: there are no records to serve",
+        args.input.display()
+    );
+    Ok((size, record_size))
+}
+
 /// Plans a sharded database (`--plan-shards`) or builds one of its shards (`--shard`).
 fn run_sharded(args: &BuildArgs, format: InputFormat, options: EngineOptions) -> Result<()> {
     let slots = match format {
         InputFormat::Raw => {
-            let record_size = args
-                .record_size
-                .ok_or_else(|| Usage("--record-size is needed for raw input".into()))?;
-            let size = std::fs::metadata(&args.input)
-                .with_context(|| format!("cannot read {}", args.input.display()))?
-                .len();
-            ensure!(
-                size > 0,
-                "{} is empty: there are no records to serve",
-                args.input.display()
-            );
+            let (size, record_size) = raw_input(args)?;
             Slots {
                 path: &args.input,
                 data_bytes: size,
