@@ -185,7 +185,7 @@ const SHARDED_CONCURRENCY: [usize; 3] = [1, 8, 32];
 /// Shards of the `service-sharded` preset.
 const SHARDS: usize = 4;
 
-/// Runs the `service-sharded` preset: one database served directly and as [`SHARDS`] shards
+/// Runs the `service-sharded` preset: one database served directly and as `SHARDS` shards
 /// by rows behind a gateway, all in this process on loopback, the two measured in turn at each
 /// level of concurrency; fills `report` (`service` direct, `service_sharded` through the
 /// gateway).
