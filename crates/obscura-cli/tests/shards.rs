@@ -307,3 +307,52 @@ fn a_gateway_serves_the_shards_as_one_database_and_never_answers_wrong() {
         .failure()
         .stderr(predicate::str::contains("not sealed"));
 }
+
+#[test]
+fn a_gateway_reaches_its_shards_over_tls_with_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..600u32 * 40).map(|i| (i * 3 + i / 40) as u8).collect();
+    let input = dir.path().join("records.bin");
+    std::fs::write(&input, &data).unwrap();
+    let (manifest, files) = plan_build_seal(dir.path(), &input, &["--split", "rows"]);
+    let key = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
+    let (cert, private) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert, key.cert.pem()).unwrap();
+    std::fs::write(&private, key.signing_key.serialize_pem()).unwrap();
+    let tokens = dir.path().join("tokens.txt");
+    std::fs::write(&tokens, "* shard-secret-of-the-gateway\n").unwrap();
+    let token = dir.path().join("token.txt");
+    std::fs::write(&token, "shard-secret-of-the-gateway\n").unwrap();
+    let mut shard_args: Vec<std::ffi::OsString> = files.iter().map(|f| f.clone().into()).collect();
+    for flag in [
+        ("--tls-cert", &cert),
+        ("--tls-key", &private),
+        ("--tokens", &tokens),
+    ] {
+        shard_args.extend([flag.0.into(), flag.1.clone().into()]);
+    }
+    let args: Vec<&std::ffi::OsStr> = shard_args.iter().map(|a| a.as_os_str()).collect();
+    let shards = Served::start(&args);
+    assert!(shards.url.starts_with("https://"), "{}", shards.url);
+    let gateway_with = |extra: &[&std::path::Path]| {
+        let mut args: Vec<std::ffi::OsString> = vec!["--gateway".into(), manifest.clone().into()];
+        for i in 0..3 {
+            args.extend(["--shard".into(), format!("{i}={}", shards.url).into()]);
+        }
+        args.extend(["--shard-ca-cert".into(), cert.clone().into()]);
+        for file in extra {
+            args.extend(["--shard-token-file".into(), file.as_os_str().to_owned()]);
+        }
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        Served::start(&args)
+    };
+    let gateway = gateway_with(&[&token]);
+    get(&gateway.url, 123)
+        .success()
+        .stdout(hex_record(&data, 123));
+    // Without the token the shards refuse the gateway, and it says so.
+    let untrusted = gateway_with(&[]);
+    get(&untrusted.url, 123)
+        .failure()
+        .stderr(predicate::str::contains("503").and(predicate::str::contains("token")));
+}

@@ -261,7 +261,8 @@ impl Replica {
             .map(|info| info.name)
             .ok_or_else(|| {
                 format!(
-                    "serves no shard {} with the sealed setup (another version, or not this database's)",
+                    "lists no shard {} with the sealed setup (it holds another version or \
+                     another database, or needs a token the gateway was not given)",
                     link.index
                 )
             })?;
