@@ -154,8 +154,8 @@ mod tests {
         assert_eq!(
             error,
             "--params and --layout apply to the PIR presets (frodo, simple-1g, chalamet, \
-             service, treepir-e2e, double-1g, ypir-small, streamed-setup, update, update-double, \
-             update-merkle, update-keyword), \
+             service, service-sharded, treepir-e2e, double-1g, ypir-small, streamed-setup, \
+             update, update-double, update-merkle, update-keyword), \
              not to psi-kkrt"
         );
         assert!(args(None, Some("uniform"), None)
