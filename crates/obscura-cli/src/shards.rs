@@ -72,16 +72,22 @@ pub struct Slots<'a> {
 }
 
 impl Slots<'_> {
-    /// The bytes `range` of the slots.
-    fn read(&self, range: std::ops::Range<u64>) -> Result<Vec<u8>> {
+    /// The input of shard `index` of `plan` ([`ShardPlan::input`]): raw records are read from
+    /// the file, only the stretches the shard reads ([`ShardPlan::input_read`]); the rest of
+    /// the buffer is zeros the system maps only when touched, which the build never does.
+    fn input(&self, plan: &ShardPlan, index: usize) -> Result<Vec<u8>> {
+        let input = plan.input(index);
         if let Some(held) = &self.held {
-            return Ok(held[range.start as usize..range.end as usize].to_vec());
+            return Ok(held[input.start as usize..input.end as usize].to_vec());
         }
         let file = std::fs::File::open(self.path)
             .with_context(|| format!("cannot read {}", self.path.display()))?;
-        let mut bytes = vec![0u8; (range.end - range.start) as usize];
-        file.read_exact_at(&mut bytes, range.start)
-            .with_context(|| format!("cannot read {}", self.path.display()))?;
+        let mut bytes = vec![0u8; (input.end - input.start) as usize];
+        for range in plan.input_read(index) {
+            let at = (range.start - input.start) as usize..(range.end - input.start) as usize;
+            file.read_exact_at(&mut bytes[at], range.start)
+                .with_context(|| format!("cannot read {}", self.path.display()))?;
+        }
         Ok(bytes)
     }
 }
@@ -128,19 +134,17 @@ pub fn plan(
     );
     for (index, range) in plan.ranges().iter().enumerate() {
         println!(
-            "  shard {index}: {} {}..{} ({} of input)",
+            "  shard {index}: {} {}..{} (reads {} of the input)",
             split.name(),
             range.start,
             range.end,
-            obscura_store::memory::human({
-                let input = plan.input(index);
-                input.end - input.start
-            })
+            obscura_store::memory::human(
+                plan.input_read(index).iter().map(|r| r.end - r.start).sum()
+            )
         );
     }
     println!(
-        "build each with `obscura build --input {} --manifest {} --shard I/{} --out FILE`, then `obscura shards seal {} FILES`",
-        slots.path.display(),
+        "build each with the same `obscura build` (input and its options) plus `--manifest {} --shard I/{} --out FILE`, then `obscura shards seal {} FILES`",
         out.display(),
         plan.shards(),
         out.display()
@@ -176,7 +180,7 @@ pub fn build(slots: &Slots<'_>, manifest: &Path, shard: ShardIndex, out: &Path) 
             format_name(planned.2)
         );
     }
-    let input = slots.read(plan.input(shard.index))?;
+    let input = slots.input(plan, shard.index)?;
     let written = shards::build_shard(&read, shard.index, &input, out)?;
     let range = plan.range(shard.index);
     println!(

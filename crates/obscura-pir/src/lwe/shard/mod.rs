@@ -227,7 +227,8 @@ impl ShardPlan {
 
     /// The bytes of the input shard `index` is built from ([`ShardPlan::build`]): by columns,
     /// the records its columns hold (none for columns past the data, room for appends); by
-    /// rows, all of them, as every record has digits in every band of its column's rows.
+    /// rows, all of them, as every column holds records with digits in the shard's rows (of
+    /// which it reads only [`ShardPlan::input_read`]).
     pub fn input(&self, index: usize) -> Range<u64> {
         let g = self.layer.geometry();
         match self.split {
@@ -241,8 +242,40 @@ impl ShardPlan {
         }
     }
 
-    /// Builds shard `index` from `input`, the bytes [`ShardPlan::input`] names: its block of the
-    /// matrix, and its part of the hint and of the rows' norms.
+    /// The stretches of the input that building shard `index` reads, in order, within
+    /// [`ShardPlan::input`]: by columns all of it; by rows, in each column, the bytes that hold
+    /// the digits of the shard's rows (the others may be left unread, as zeros: a shard by
+    /// rows needs about its share of the input).
+    pub fn input_read(&self, index: usize) -> Vec<Range<u64>> {
+        let input = self.input(index);
+        let Split::Rows = self.split else {
+            return vec![input];
+        };
+        let g = self.layer.geometry();
+        let rows = self.range(index);
+        let width = u64::from(g.log_p());
+        let mut read: Vec<Range<u64>> = Vec::new();
+        for c in 0..g.cols() {
+            let (start, last) = g.column_bits(c);
+            let (from, to) = (
+                (start + rows.start * width).min(last),
+                (start + rows.end * width).min(last),
+            );
+            if from == to {
+                continue;
+            }
+            let bytes = from / 8..to.div_ceil(8);
+            match read.last_mut() {
+                Some(previous) if previous.end >= bytes.start => previous.end = bytes.end,
+                _ => read.push(bytes),
+            }
+        }
+        read
+    }
+
+    /// Builds shard `index` from `input`, the bytes [`ShardPlan::input`] names (of which only
+    /// [`ShardPlan::input_read`] are read): its block of the matrix, and its part of the hint
+    /// and of the rows' norms.
     pub fn build(&self, index: usize, input: &[u8]) -> Result<Shard, PirError> {
         if index >= self.shards() {
             return Err(PirError::InvalidParameters(format!(
@@ -668,6 +701,40 @@ mod tests {
             "{:?}",
             refused.err()
         );
+    }
+
+    /// A shard by rows built from only the stretches of the input it reads (zeros elsewhere)
+    /// is the shard built from all of it; by columns it reads its whole input.
+    #[test]
+    fn a_shard_by_rows_reads_about_its_share_of_the_input() {
+        let options = options(Layout::Square, MatrixKind::Uniform);
+        let data: Vec<u8> = (0..40_000u32).map(|i| (i * 101 + i / 7) as u8).collect();
+        let seed = MatrixSeed::random().unwrap();
+        for (width, split) in [(100, Split::Rows), (3, Split::Rows), (100, Split::Columns)] {
+            let plan =
+                ShardPlan::new(40_000, width, RecordFormat::Raw, options, split, 4, seed).unwrap();
+            let mut read = 0;
+            for i in 0..4 {
+                let input = plan.input(i);
+                let whole = &data[input.start as usize..input.end as usize];
+                let mut sparse = vec![0u8; whole.len()];
+                for range in plan.input_read(i) {
+                    let at =
+                        (range.start - input.start) as usize..(range.end - input.start) as usize;
+                    sparse[at.clone()].copy_from_slice(&whole[at]);
+                    read += range.end - range.start;
+                }
+                let from_all = plan.build(i, whole).unwrap();
+                let from_read = plan.build(i, &sparse).unwrap();
+                assert_eq!(from_read.setup(), from_all.setup());
+                assert!(from_read.database() == from_all.database());
+            }
+            // Each byte is read once, but for the digits two bands share.
+            assert!(
+                (40_000..40_000 + 4 * plan.geometry().cols()).contains(&read),
+                "{read}"
+            );
+        }
     }
 
     /// Inputs, parts, queries and answers that do not fit the plan are refused.
