@@ -107,39 +107,57 @@ impl std::str::FromStr for ShardServers {
     }
 }
 
-/// The catalog of the gateway over `manifest`'s shards at `shards`: one database, named after
-/// the manifest's file name up to its first dot.
-fn open_gateway(args: &ServeArgs, manifest: &Path) -> Result<Catalog> {
-    let mut replicas: Vec<Vec<String>> = Vec::new();
-    for ShardServers { index, urls } in &args.shards {
-        if replicas.len() <= *index {
-            replicas.resize(index + 1, Vec::new());
+/// What a gateway serves: its sealed manifest, each shard's replicas and how it reaches them.
+struct GatewaySource {
+    manifest: PathBuf,
+    replicas: Vec<Vec<String>>,
+    options: GatewayOptions,
+}
+
+impl GatewaySource {
+    /// The gateway `args` ask for, over the shards of `manifest`.
+    fn of(args: &ServeArgs, manifest: &Path) -> Result<Self> {
+        let mut replicas: Vec<Vec<String>> = Vec::new();
+        for ShardServers { index, urls } in &args.shards {
+            if replicas.len() <= *index {
+                replicas.resize(index + 1, Vec::new());
+            }
+            if !replicas[*index].is_empty() {
+                bail!(Usage(format!(
+                    "--shard {index} is given twice: list its replicas in one, I=URL,URL"
+                )));
+            }
+            replicas[*index] = urls.clone();
         }
-        if !replicas[*index].is_empty() {
-            bail!(Usage(format!(
-                "--shard {index} is given twice: list its replicas in one, I=URL,URL"
-            )));
-        }
-        replicas[*index] = urls.clone();
+        let options = GatewayOptions {
+            timeout: Duration::from_secs(args.timeout_secs),
+            token: args
+                .shard_token_file
+                .as_deref()
+                .map(get::read_token)
+                .transpose()?,
+            trusted_roots: args
+                .shard_ca_cert
+                .as_deref()
+                .map(get::read_roots)
+                .transpose()?,
+        };
+        Ok(Self {
+            manifest: manifest.to_path_buf(),
+            replicas,
+            options,
+        })
     }
-    let options = GatewayOptions {
-        timeout: Duration::from_secs(args.timeout_secs),
-        token: args
-            .shard_token_file
-            .as_deref()
-            .map(get::read_token)
-            .transpose()?,
-        trusted_roots: args
-            .shard_ca_cert
-            .as_deref()
-            .map(get::read_roots)
-            .transpose()?,
-    };
-    let gateway = Gateway::open(manifest, replicas, &options)
-        .with_context(|| format!("cannot serve {}", manifest.display()))?;
-    let mut catalog = Catalog::default();
-    catalog.insert(gateway_name(manifest), gateway.into_database())?;
-    Ok(catalog)
+
+    /// The catalog of the gateway: one database, named after the manifest's file name up to
+    /// its first dot, with the setup its seal recorded now.
+    fn open(&self) -> Result<Catalog> {
+        let gateway = Gateway::open(&self.manifest, self.replicas.clone(), &self.options)
+            .with_context(|| format!("cannot serve {}", self.manifest.display()))?;
+        let mut catalog = Catalog::default();
+        catalog.insert(gateway_name(&self.manifest), gateway.into_database())?;
+        Ok(catalog)
+    }
 }
 
 /// The name a gateway serves the database of `manifest` under: the manifest's file name up to
@@ -206,8 +224,14 @@ pub fn run(args: ServeArgs) -> Result<()> {
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .with_context(|| format!("cannot listen on {}", args.listen))?;
+        let mut gateway = None;
         let catalog = match &args.gateway {
-            Some(manifest) => open_gateway(&args, manifest)?,
+            Some(manifest) => {
+                let source = GatewaySource::of(&args, manifest)?;
+                let catalog = source.open()?;
+                gateway = Some(source);
+                catalog
+            }
             None => {
                 let paths = args.databases.clone();
                 let file_bytes = paths
@@ -240,7 +264,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
             None => String::new(),
         };
         let reloading = if args.gateway.is_some() {
-            ""
+            ", SIGHUP to serve the manifest's new seal"
         } else {
             ", SIGHUP to reload the files"
         };
@@ -250,14 +274,15 @@ pub fn run(args: ServeArgs) -> Result<()> {
         }
         let limits = config.connections;
         let (router, databases) = service::router_with_databases(catalog, config);
-        // A gateway's database is its shards': they take new versions, not the gateway.
-        if args.gateway.is_none() {
-            let reloads = Reloads::new(databases, args.databases.clone());
-            if let Some(every) = args.watch {
-                tokio::spawn(reloads.clone().watch(every));
-            }
-            tokio::spawn(reload_on_hangup(reloads, args.tokens.clone()));
+        let source = match gateway {
+            Some(gateway) => Source::Gateway(gateway),
+            None => Source::Files(args.databases.clone().into()),
+        };
+        let reloads = Reloads::new(databases, source);
+        if let Some(every) = args.watch {
+            tokio::spawn(reloads.clone().watch(every));
         }
+        tokio::spawn(reload_on_hangup(reloads, args.tokens.clone()));
         service::serve(listener, router, limits, tls, service::shutdown_signal())
             .await
             .context("the server failed")
@@ -314,43 +339,94 @@ fn describe(entry: &Entry) {
     );
 }
 
-/// Reloads of the database files served: a file whose change log grew is caught up (its new
-/// versions applied to a copy), one that changed otherwise is loaded again, and either is served
-/// from then on; requests in flight finish on the old ones. One reload runs at a time.
+/// What a server serves, and reloads: database files, or a gateway's sealed manifest.
+enum Source {
+    /// Database files.
+    Files(Arc<[PathBuf]>),
+    /// The shards of a sealed manifest, through a gateway.
+    Gateway(GatewaySource),
+}
+
+impl Source {
+    /// The names its databases are served under.
+    fn names(&self) -> Vec<String> {
+        match self {
+            Self::Files(paths) => stems(paths),
+            Self::Gateway(gateway) => vec![gateway_name(&gateway.manifest)],
+        }
+    }
+}
+
+/// Reloads of what is served. Database files: a file whose change log grew is caught up (its
+/// new versions applied to a copy), one that changed otherwise is loaded again, and either is
+/// served from then on. A gateway: the manifest's seal is read again, and a new one served
+/// (its shards must serve the sealed setups by then; until they do, queries are a 503). Either
+/// way requests in flight finish on the old ones. One reload runs at a time.
 #[derive(Clone)]
 struct Reloads {
     databases: Databases,
-    paths: Arc<[PathBuf]>,
+    source: Arc<Source>,
     running: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Reloads {
-    fn new(databases: Databases, paths: Vec<PathBuf>) -> Self {
+    fn new(databases: Databases, source: Source) -> Self {
         Self {
             databases,
-            paths: paths.into(),
+            source: Arc::new(source),
             running: Arc::default(),
         }
     }
 
-    /// Reloads the files, saying what changed.
+    /// Reloads what is served, saying what changed.
     async fn run(&self) {
         let _running = self.running.lock().await;
-        let (current, paths) = (self.databases.catalog(), self.paths.clone());
-        let reloaded = tokio::task::spawn_blocking(move || current.reload(&paths)).await;
+        let (current, source) = (self.databases.catalog(), self.source.clone());
+        let reloaded = tokio::task::spawn_blocking(move || match &*source {
+            Source::Files(paths) => {
+                current
+                    .reload(paths)
+                    .map_err(anyhow::Error::from)
+                    .map(|(catalog, failures)| {
+                        let failures = failures.into_iter().map(anyhow::Error::from).collect();
+                        (catalog, failures)
+                    })
+            }
+            Source::Gateway(gateway) => gateway.open().map(|catalog| (catalog, Vec::new())),
+        })
+        .await;
         let (catalog, failures) = match reloaded {
             Ok(Ok(reloaded)) => reloaded,
             Ok(Err(error)) => {
-                let error = anyhow::Error::from(error);
                 return eprintln!("error: reload failed, still serving as before: {error:#}");
             }
             Err(_) => return eprintln!("error: the reload stopped, still serving as before"),
         };
         for failure in failures {
-            let failure = anyhow::Error::from(failure);
             eprintln!("error: not reloaded, still serving the previous version: {failure:#}");
         }
         let old = self.databases.catalog();
+        if let Source::Gateway(gateway) = &*self.source {
+            let same = catalog
+                .entries()
+                .all(|e| old.get(&e.name).is_some_and(|old| old.sha256 == e.sha256));
+            if same {
+                return eprintln!(
+                    "reloaded: {} holds the same seal",
+                    gateway.manifest.display()
+                );
+            }
+            for entry in catalog.entries() {
+                eprintln!(
+                    "reloaded {}: the new seal of {}, setup sha256 {}",
+                    entry.name,
+                    gateway.manifest.display(),
+                    hex::encode(entry.sha256)
+                );
+                describe(entry);
+            }
+            return self.databases.replace(catalog);
+        }
         let changed: Vec<&Arc<Entry>> = catalog
             .entries()
             .filter(|e| old.get(&e.name).is_none_or(|old| !Arc::ptr_eq(old, e)))
@@ -374,12 +450,17 @@ impl Reloads {
         let look = |paths: &[PathBuf]| -> Vec<Option<FileStat>> {
             paths.iter().map(|path| FileStat::now(path)).collect()
         };
-        let mut seen = look(&self.paths);
+        // A gateway's manifest is read again on SIGHUP only (`--watch` is for files).
+        let Source::Files(paths) = &*self.source else {
+            return;
+        };
+        let paths = paths.clone();
+        let mut seen = look(&paths);
         let mut ticks = tokio::time::interval(every);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticks.tick().await;
-            let now = look(&self.paths);
+            let now = look(&paths);
             if now != seen {
                 seen = now;
                 self.run().await;
@@ -397,7 +478,7 @@ async fn reload_on_hangup(reloads: Reloads, tokens: Option<PathBuf>) {
         return;
     };
     while hangups.recv().await.is_some() {
-        match read_tokens(tokens.as_deref(), &stems(&reloads.paths)) {
+        match read_tokens(tokens.as_deref(), &reloads.source.names()) {
             Ok(tokens) => reloads.databases.replace_tokens(tokens),
             Err(error) => eprintln!("error: {error:#}; the previous tokens stay in force"),
         }

@@ -356,3 +356,79 @@ fn a_gateway_reaches_its_shards_over_tls_with_a_token() {
         .failure()
         .stderr(predicate::str::contains("503").and(predicate::str::contains("token")));
 }
+
+#[test]
+fn a_gateway_serves_a_new_seal_on_sighup() {
+    let dir = tempfile::tempdir().unwrap();
+    let old: Vec<u8> = (0..600u32 * 40).map(|i| (i * 5 + 1) as u8).collect();
+    let input = dir.path().join("records.bin");
+    std::fs::write(&input, &old).unwrap();
+    let (manifest, files) = plan_build_seal(dir.path(), &input, &["--split", "rows"]);
+    let os = |p: &Path| p.as_os_str().to_owned();
+    let args: Vec<std::ffi::OsString> = files.iter().map(|f| os(f)).collect();
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    let mut shards = Served::start(&args);
+    shards.drain_stderr();
+    let mut gateway_args: Vec<std::ffi::OsString> = vec!["--gateway".into(), os(&manifest)];
+    for i in 0..3 {
+        gateway_args.extend(["--shard".into(), format!("{i}={}", shards.url).into()]);
+    }
+    let args: Vec<&std::ffi::OsStr> = gateway_args.iter().map(|a| a.as_os_str()).collect();
+    let mut gateway = Served::start(&args);
+    gateway.drain_stderr();
+    get(&gateway.url, 42).success().stdout(hex_record(&old, 42));
+
+    // New records of the same shape: the shards rebuilt from the same plan, sealed again.
+    let new: Vec<u8> = old.iter().map(|b| b ^ 0x5a).collect();
+    std::fs::write(&input, &new).unwrap();
+    for (i, file) in files.iter().enumerate() {
+        obscura()
+            .args([
+                "build",
+                "--record-size",
+                "40",
+                "--shard",
+                &format!("{i}/3"),
+                "--input",
+            ])
+            .arg(&input)
+            .arg("--manifest")
+            .arg(&manifest)
+            .arg("--out")
+            .arg(file)
+            .assert()
+            .success();
+    }
+    obscura()
+        .args(["shards", "seal"])
+        .arg(&manifest)
+        .args(&files)
+        .assert()
+        .success();
+    // The shards serve the new version before the gateway reads the new seal: its queries
+    // are refused then, never answered with a mix.
+    shards.signal("HUP");
+    let refused = || {
+        let output = get(&gateway.url, 42).get_output().clone();
+        !output.status.success() && String::from_utf8_lossy(&output.stderr).contains("503")
+    };
+    wait_until(refused);
+    gateway.signal("HUP");
+    let answered = || {
+        let output = get(&gateway.url, 42).get_output().clone();
+        output.status.success() && output.stdout == hex_record(&new, 42).as_bytes()
+    };
+    wait_until(answered);
+    get(&gateway.url, 599)
+        .success()
+        .stdout(hex_record(&new, 599));
+}
+
+/// Waits up to 20 s for `done`.
+fn wait_until(mut done: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(started.elapsed().as_secs() < 20, "not done after 20 s");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
