@@ -432,3 +432,45 @@ fn wait_until(mut done: impl FnMut() -> bool) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+#[test]
+fn a_shard_that_never_answers_is_a_503_within_the_request_time_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..600u32 * 40).map(|i| (i * 11) as u8).collect();
+    let input = dir.path().join("records.bin");
+    std::fs::write(&input, &data).unwrap();
+    let (manifest, files) = plan_build_seal(dir.path(), &input, &["--split", "rows"]);
+    let args: Vec<&std::ffi::OsStr> = files[..2].iter().map(|f| f.as_os_str()).collect();
+    let shards = Served::start(&args);
+    // A server that takes connections and never says a word.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://{}", silent.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let held: Vec<_> = silent.incoming().take(8).collect();
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        drop(held);
+    });
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "--gateway".into(),
+        manifest.into(),
+        "--timeout-secs".into(),
+        "2".into(),
+    ];
+    for (i, url) in [&shards.url, &shards.url, &silent_url]
+        .into_iter()
+        .enumerate()
+    {
+        args.extend(["--shard".into(), format!("{i}={url}").into()]);
+    }
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    let gateway = Served::start(&args);
+    let started = std::time::Instant::now();
+    get(&gateway.url, 7)
+        .failure()
+        .stderr(predicate::str::contains("503").and(predicate::str::contains("shard 2 of 3")));
+    assert!(
+        started.elapsed().as_secs_f64() < 2.0,
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -34,7 +34,9 @@ use crate::metrics::{render_timings, Timings};
 /// How a gateway reaches its shards.
 #[derive(Clone, Debug, Default)]
 pub struct GatewayOptions {
-    /// Time limit of each request to a shard.
+    /// The time a shard's part of a request may take in all, every replica tried included
+    /// (the service's request time limit, so that a shard out of reach is a 503 within it):
+    /// each of a shard's `r` replicas is given `1 / (r + 1)` of it.
     pub timeout: Duration,
     /// The bearer token sent to the shards' servers.
     pub token: Option<String>,
@@ -159,29 +161,31 @@ impl Gateway {
         shards: Vec<(ShardTag, String, Vec<String>)>,
         options: &GatewayOptions,
     ) -> Self {
-        let client = ClientOptions {
-            timeout: options.timeout,
-            token: options.token.clone(),
-            trusted_roots: options.trusted_roots.clone(),
-            ..ClientOptions::default()
-        };
         let shards = shards
             .into_iter()
             .enumerate()
-            .map(|(index, (tag, setup_sha256, urls))| ShardLink {
-                index,
-                tag,
-                setup_sha256,
-                replicas: urls
-                    .into_iter()
-                    .map(|url| Replica {
-                        http: HttpClient::with_options(&url, client.clone()),
-                        url,
-                        name: Mutex::new(None),
-                    })
-                    .collect(),
-                next: AtomicUsize::new(0),
-                timings: Timings::default(),
+            .map(|(index, (tag, setup_sha256, urls))| {
+                let client = ClientOptions {
+                    timeout: options.timeout / (urls.len() as u32 + 1),
+                    token: options.token.clone(),
+                    trusted_roots: options.trusted_roots.clone(),
+                    ..ClientOptions::default()
+                };
+                ShardLink {
+                    index,
+                    tag,
+                    setup_sha256,
+                    replicas: urls
+                        .into_iter()
+                        .map(|url| Replica {
+                            http: HttpClient::with_options(&url, client.clone()),
+                            url,
+                            name: Mutex::new(None),
+                        })
+                        .collect(),
+                    next: AtomicUsize::new(0),
+                    timings: Timings::default(),
+                }
             })
             .collect();
         Self {
