@@ -28,7 +28,7 @@ pub struct ServeArgs {
     databases: Vec<PathBuf>,
     /// Serve the sharded database of this sealed manifest (`obscura shards seal`) from its
     /// shards' servers, given with --shard, as one database named after the manifest (its file
-    /// name up to the first dot).
+    /// name up to the first dot); SIGHUP serves the manifest's new seal.
     #[arg(long, requires = "shards", conflicts_with_all = ["databases", "watch"])]
     gateway: Option<PathBuf>,
     /// With --gateway: the servers of shard I, `I=URL[,URL...]` (replicas, tried in turn);
@@ -51,7 +51,7 @@ pub struct ServeArgs {
     /// waiting; queries that arrive during a pass are answered together by the next).
     #[arg(long, default_value_t = 0)]
     batch_window_ms: u64,
-    /// Time limit of a request, in seconds.
+    /// Time limit of a request, in seconds (a gateway shares it among a shard's replicas).
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     timeout_secs: u64,
     /// Threads that answer queries (default: all cores).
