@@ -6,7 +6,10 @@ use obscura_pir::batch::shards::Shards;
 use obscura_pir::batch::treepir::{TreePir, TreePirClient, TreePirServer, TreePirSetup};
 use obscura_pir::framing;
 use obscura_pir::keyword::{Keyword, KeywordClient, KeywordServer, KeywordSetup};
-use obscura_pir::lwe::{Answer, Client, Geometry, Lwe, PublicSetup, Query, RecordFormat, Server};
+use obscura_pir::lwe::{
+    Answer, Client, EngineOptions, Geometry, Lwe, PublicSetup, Query, RecordFormat, Server,
+    ShardAnswer, ShardClient, ShardPlan, ShardQuery, ShardSetup, Split,
+};
 use obscura_pir::params::{MatrixKind, ParamSet};
 use obscura_pir::wire::{self, Kind, Reader};
 use obscura_pir::ypir::{self, Variant, YpirOptions};
@@ -59,6 +62,13 @@ pub(super) fn targets() -> Vec<Target> {
             seeds_end: SeedsEnd::Accepted,
             run: lwe_answer,
             seeds: || vec![honest_answer(index_setup())],
+        },
+        Target {
+            name: "shard_setup",
+            about: "a shard's setup, then a query part and an answer of the lengths it announces",
+            seeds_end: SeedsEnd::Accepted,
+            run: shard_setup,
+            seeds: shard_setups,
         },
         Target {
             name: "keyword_setup",
@@ -177,6 +187,60 @@ fn ypir_server() -> &'static ypir::Server {
 }
 
 /// YPIR setups of both variants over the index fixture's records (no server needed).
+/// The setups of the shards of the index fixture's records, by rows and by columns.
+fn shard_setups() -> Vec<Vec<u8>> {
+    let data = fixtures::index_records();
+    let options = EngineOptions {
+        matrix: Some(MatrixKind::Uniform),
+        ..EngineOptions::default()
+    };
+    let seed = MatrixSeed([5; SEED_BYTES]);
+    [Split::Rows, Split::Columns]
+        .into_iter()
+        .flat_map(|split| {
+            let len = data.len() as u64;
+            let plan = ShardPlan::new(len, 4, RecordFormat::Raw, options, split, 2, seed)
+                .expect("a fixture plan");
+            (0..2)
+                .map(|i| {
+                    let input = plan.input(i);
+                    let input = &data[input.start as usize..input.end as usize];
+                    plan.build(i, input)
+                        .expect("a fixture shard")
+                        .setup()
+                        .to_bytes()
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn shard_setup(input: &[u8]) -> Verdict {
+    let setup = ShardSetup::from_bytes(input);
+    if let Ok(setup) = &setup {
+        round_trip(input, &setup.to_bytes())?;
+        if setup.cols() > MAX_QUERY_BYTES / 4 {
+            return Ok("queries too large for the harness".into());
+        }
+        let mut client = ShardClient::new(setup.clone());
+        let (query, ()) = client
+            .query(&vec![0; setup.cols() as usize])
+            .map_err(|e| format!("a part of the announced length: {e}"))?;
+        let query = ShardQuery::from_bytes(&query.to_bytes(), &setup.tag())
+            .map_err(|e| format!("a query part made by its client: {e}"))?;
+        if query.values().len() as u64 != setup.cols() {
+            return Err("a query part's length is not the announced one".into());
+        }
+        let mut answer = Vec::new();
+        wire::write_compact_header(&mut answer, Kind::LWE_SHARD_ANSWER, setup.digest());
+        answer.resize(ShardAnswer::encoded_len(&setup.tag()) as usize, 0);
+        let answer = ShardAnswer::from_bytes(&answer, &setup.tag())
+            .map_err(|e| format!("an answer of the announced length: {e}"))?;
+        outcome(&client.decode((), &answer))?;
+    }
+    outcome(&setup)
+}
+
 fn ypir_setups() -> Vec<ypir::PublicSetup> {
     let data = fixtures::index_records();
     let records = (data.len() as u64).div_ceil(4);
