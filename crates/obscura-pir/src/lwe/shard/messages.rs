@@ -52,7 +52,9 @@ impl ShardSetup {
             part: Arc::new(part),
             digest: [0; 32],
         };
-        setup.digest = digest_of(&setup.body());
+        let mut body = Vec::new();
+        setup.write_body(&mut body);
+        setup.digest = digest_of(&body);
         setup
     }
 
@@ -102,21 +104,20 @@ impl ShardSetup {
 
     /// The encoded setup.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let body = self.body();
-        let mut out = Vec::with_capacity(wire::HEADER_BYTES + body.len());
+        let mut out = Vec::new();
         wire::write_header(&mut out, Kind::LWE_SHARD_SETUP, &self.digest);
-        wire::extend_parallel(&mut out, &body);
+        self.write_body(&mut out);
         out
     }
 
-    /// Everything after the envelope.
-    fn body(&self) -> Vec<u8> {
+    /// Appends everything after the envelope to `out` (which the digest is the hash of).
+    fn write_body(&self, out: &mut Vec<u8>) {
         let plan = &self.plan;
         let (hint, norms) = (self.part.hint.as_slice(), &self.part.norms);
-        let mut out = Vec::with_capacity(
+        out.reserve(
             Layer::ENCODED_BYTES + 17 + 16 * plan.shards() + 4 * hint.len() + 8 * norms.len(),
         );
-        plan.layer().write(&mut out);
+        plan.layer().write(out);
         out.push(match plan.split() {
             Split::Rows => 0,
             Split::Columns => 1,
@@ -128,11 +129,10 @@ impl ShardSetup {
         {
             out.extend_from_slice(&value.to_le_bytes());
         }
-        wire::extend_parallel(&mut out, &wire::le_bytes(hint));
+        wire::extend_parallel(out, &wire::le_bytes(hint));
         for norm in norms {
             out.extend_from_slice(&norm.to_le_bytes());
         }
-        out
     }
 
     /// Decodes a setup: every length is checked before allocating, the plan is checked as
