@@ -3,7 +3,7 @@
 //! with the sealed setup, and a gateway over them serves the database as one, failing clearly
 //! (never with a wrong answer) when a shard is out of reach or of another version.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use obscura_client::http::HttpClient;
@@ -21,11 +21,7 @@ fn obscura() -> Command {
 
 /// Plans `input` (records of 40 bytes) in three shards with `extra` arguments, builds each,
 /// seals them; returns the manifest's path and the shard files.
-fn plan_build_seal(
-    dir: &Path,
-    input: &Path,
-    extra: &[&str],
-) -> (std::path::PathBuf, Vec<std::path::PathBuf>) {
+fn plan_build_seal(dir: &Path, input: &Path, extra: &[&str]) -> (PathBuf, Vec<PathBuf>) {
     let manifest = dir.join("db.shards.json");
     obscura()
         .args([
@@ -44,25 +40,7 @@ fn plan_build_seal(
         .success()
         .stdout(predicate::str::contains("in 3 shards"));
     let files: Vec<_> = (0..3).map(|i| dir.join(format!("db.{i}.obs"))).collect();
-    for (i, file) in files.iter().enumerate() {
-        obscura()
-            .args([
-                "build",
-                "--record-size",
-                "40",
-                "--shard",
-                &format!("{i}/3"),
-                "--input",
-            ])
-            .arg(input)
-            .arg("--manifest")
-            .arg(&manifest)
-            .arg("--out")
-            .arg(file)
-            .assert()
-            .success()
-            .stdout(predicate::str::contains(format!("shard {i} of 3")));
-    }
+    build_shards(input, &manifest, &files);
     // Every shard is needed.
     obscura()
         .args(["shards", "seal"])
@@ -115,8 +93,7 @@ fn shards_served_over_http_retrieve_the_records_with_the_sealed_setup_and_throug
         let plan = sealed.plan().clone();
         let setup = std::fs::read(Manifest::setup_path(&manifest)).unwrap();
         let setup = PublicSetup::from_bytes(&setup).unwrap();
-        let args: Vec<&std::ffi::OsStr> = files.iter().map(|f| f.as_os_str()).collect();
-        let served = Served::start(&args);
+        let served = serve_files(&files);
         let http = HttpClient::new(&served.url, None);
         let shards: Vec<(String, ShardClient)> = (0..3)
             .map(|i| {
@@ -150,19 +127,54 @@ fn shards_served_over_http_retrieve_the_records_with_the_sealed_setup_and_throug
             );
         }
         // A gateway over them serves the records to any client, as one database.
-        let mut gateway_args: Vec<std::ffi::OsString> = vec!["--gateway".into(), manifest.into()];
-        for i in 0..3 {
-            gateway_args.push("--shard".into());
-            gateway_args.push(format!("{i}={}", served.url).into());
-        }
-        let args: Vec<&std::ffi::OsStr> = gateway_args.iter().map(|a| a.as_os_str()).collect();
-        let gateway = Served::start(&args);
+        let gateway = start_gateway(&manifest, &[served.url.as_str(); 3], &[]);
         for index in [2u64, 598] {
             get(&gateway.url, index)
                 .success()
                 .stdout(hex_record(&data, index));
         }
     }
+}
+
+/// Builds shard `i` of the 3 that `manifest` plans from `input` into `files[i]`, for each.
+fn build_shards(input: &Path, manifest: &Path, files: &[PathBuf]) {
+    for (i, file) in files.iter().enumerate() {
+        obscura()
+            .args([
+                "build",
+                "--record-size",
+                "40",
+                "--shard",
+                &format!("{i}/3"),
+                "--input",
+            ])
+            .arg(input)
+            .arg("--manifest")
+            .arg(manifest)
+            .arg("--out")
+            .arg(file)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(format!("shard {i} of 3")));
+    }
+}
+
+/// `obscura serve` of `files`.
+fn serve_files(files: &[PathBuf]) -> Served {
+    let args: Vec<&std::ffi::OsStr> = files.iter().map(|f| f.as_os_str()).collect();
+    Served::start(&args)
+}
+
+/// `obscura serve --gateway MANIFEST`, shard `i` served at `servers[i]` (replicas' URLs joined
+/// by commas), with `extra` arguments.
+fn start_gateway(manifest: &Path, servers: &[&str], extra: &[&std::ffi::OsStr]) -> Served {
+    let mut args: Vec<std::ffi::OsString> = vec!["--gateway".into(), manifest.into()];
+    for (i, urls) in servers.iter().enumerate() {
+        args.extend(["--shard".into(), format!("{i}={urls}").into()]);
+    }
+    args.extend(extra.iter().map(|a| a.to_os_string()));
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    Served::start(&args)
 }
 
 /// `obscura get --server URL --db db --index INDEX --hex`.
@@ -215,25 +227,13 @@ fn a_gateway_serves_the_shards_as_one_database_and_never_answers_wrong() {
     let input = dir.path().join("records.bin");
     std::fs::write(&input, &data).unwrap();
     let (manifest, files) = plan_build_seal(dir.path(), &input, &["--split", "rows"]);
-    let os = |p: &Path| p.as_os_str().to_owned();
 
     // Shards 0 and 1 on one server, shard 2 on two replicas.
-    let first = Served::start(&[&os(&files[0]), &os(&files[1])]);
-    let mut replica = Served::start(&[&os(&files[2])]);
-    let other = Served::start(&[&os(&files[2])]);
-    let shard = |i: usize, urls: &[&str]| format!("{i}={}", urls.join(","));
-    let gateway_args: Vec<std::ffi::OsString> = vec![
-        "--gateway".into(),
-        os(&manifest),
-        "--shard".into(),
-        shard(0, &[&first.url]).into(),
-        "--shard".into(),
-        shard(1, &[&first.url]).into(),
-        "--shard".into(),
-        shard(2, &[&replica.url, &other.url]).into(),
-    ];
-    let args: Vec<&std::ffi::OsStr> = gateway_args.iter().map(|a| a.as_os_str()).collect();
-    let gateway = Served::start(&args);
+    let first = serve_files(&files[..2]);
+    let mut replica = serve_files(&files[2..]);
+    let other = serve_files(&files[2..]);
+    let replicas = format!("{},{}", replica.url, other.url);
+    let gateway = start_gateway(&manifest, &[first.url.as_str(), &first.url, &replicas], &[]);
     for index in [0u64, 17, 300, 599] {
         get(&gateway.url, index)
             .success()
@@ -252,7 +252,7 @@ fn a_gateway_serves_the_shards_as_one_database_and_never_answers_wrong() {
         .failure()
         .stderr(predicate::str::contains("503").and(predicate::str::contains("shard 2 of 3")));
     // A replica that comes back is used again.
-    let _back = Served::start_at(&replica_at, &[&os(&files[2])]);
+    let _back = Served::start_at(&replica_at, &[files[2].as_os_str()]);
     get(&gateway.url, 452)
         .success()
         .stdout(hex_record(&data, 452));
@@ -273,7 +273,7 @@ fn a_gateway_serves_the_shards_as_one_database_and_never_answers_wrong() {
     let stranger_dir = dir.path().join("stranger");
     std::fs::create_dir(&stranger_dir).unwrap();
     let (_, strangers) = plan_build_seal(&stranger_dir, &input, &["--split", "rows"]);
-    let _mixed = Served::start_at(&first_at, &[&os(&files[0]), &os(&strangers[1])]);
+    let _mixed = Served::start_at(&first_at, &[files[0].as_os_str(), strangers[1].as_os_str()]);
     get(&gateway.url, 3).failure().stderr(
         predicate::str::contains("shard 1 of 3").and(predicate::str::contains("another version")),
     );
@@ -334,24 +334,18 @@ fn a_gateway_reaches_its_shards_over_tls_with_a_token() {
     let args: Vec<&std::ffi::OsStr> = shard_args.iter().map(|a| a.as_os_str()).collect();
     let shards = Served::start(&args);
     assert!(shards.url.starts_with("https://"), "{}", shards.url);
-    let gateway_with = |extra: &[&std::path::Path]| {
-        let mut args: Vec<std::ffi::OsString> = vec!["--gateway".into(), manifest.clone().into()];
-        for i in 0..3 {
-            args.extend(["--shard".into(), format!("{i}={}", shards.url).into()]);
-        }
-        args.extend(["--shard-ca-cert".into(), cert.clone().into()]);
-        for file in extra {
-            args.extend(["--shard-token-file".into(), file.as_os_str().to_owned()]);
-        }
-        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-        Served::start(&args)
-    };
-    let gateway = gateway_with(&[&token]);
+    let trusted = ["--shard-ca-cert".as_ref(), cert.as_os_str()];
+    let with_token = [
+        &trusted[..],
+        &["--shard-token-file".as_ref(), token.as_os_str()],
+    ]
+    .concat();
+    let gateway = start_gateway(&manifest, &[shards.url.as_str(); 3], &with_token);
     get(&gateway.url, 123)
         .success()
         .stdout(hex_record(&data, 123));
     // Without the token the shards refuse the gateway, and it says so.
-    let untrusted = gateway_with(&[]);
+    let untrusted = start_gateway(&manifest, &[shards.url.as_str(); 3], &trusted);
     get(&untrusted.url, 123)
         .failure()
         .stderr(predicate::str::contains("503").and(predicate::str::contains("token")));
@@ -364,41 +358,16 @@ fn a_gateway_serves_a_new_seal_on_sighup() {
     let input = dir.path().join("records.bin");
     std::fs::write(&input, &old).unwrap();
     let (manifest, files) = plan_build_seal(dir.path(), &input, &["--split", "rows"]);
-    let os = |p: &Path| p.as_os_str().to_owned();
-    let args: Vec<std::ffi::OsString> = files.iter().map(|f| os(f)).collect();
-    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-    let mut shards = Served::start(&args);
+    let mut shards = serve_files(&files);
     shards.drain_stderr();
-    let mut gateway_args: Vec<std::ffi::OsString> = vec!["--gateway".into(), os(&manifest)];
-    for i in 0..3 {
-        gateway_args.extend(["--shard".into(), format!("{i}={}", shards.url).into()]);
-    }
-    let args: Vec<&std::ffi::OsStr> = gateway_args.iter().map(|a| a.as_os_str()).collect();
-    let mut gateway = Served::start(&args);
+    let mut gateway = start_gateway(&manifest, &[shards.url.as_str(); 3], &[]);
     gateway.drain_stderr();
     get(&gateway.url, 42).success().stdout(hex_record(&old, 42));
 
     // New records of the same shape: the shards rebuilt from the same plan, sealed again.
     let new: Vec<u8> = old.iter().map(|b| b ^ 0x5a).collect();
     std::fs::write(&input, &new).unwrap();
-    for (i, file) in files.iter().enumerate() {
-        obscura()
-            .args([
-                "build",
-                "--record-size",
-                "40",
-                "--shard",
-                &format!("{i}/3"),
-                "--input",
-            ])
-            .arg(&input)
-            .arg("--manifest")
-            .arg(&manifest)
-            .arg("--out")
-            .arg(file)
-            .assert()
-            .success();
-    }
+    build_shards(&input, &manifest, &files);
     obscura()
         .args(["shards", "seal"])
         .arg(&manifest)
@@ -440,8 +409,7 @@ fn a_shard_that_never_answers_is_a_503_within_the_request_time_limit() {
     let input = dir.path().join("records.bin");
     std::fs::write(&input, &data).unwrap();
     let (manifest, files) = plan_build_seal(dir.path(), &input, &["--split", "rows"]);
-    let args: Vec<&std::ffi::OsStr> = files[..2].iter().map(|f| f.as_os_str()).collect();
-    let shards = Served::start(&args);
+    let shards = serve_files(&files[..2]);
     // A server that takes connections and never says a word.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let silent_url = format!("http://{}", silent.local_addr().unwrap());
@@ -450,20 +418,12 @@ fn a_shard_that_never_answers_is_a_503_within_the_request_time_limit() {
         std::thread::sleep(std::time::Duration::from_secs(60));
         drop(held);
     });
-    let mut args: Vec<std::ffi::OsString> = vec![
-        "--gateway".into(),
-        manifest.into(),
-        "--timeout-secs".into(),
-        "2".into(),
-    ];
-    for (i, url) in [&shards.url, &shards.url, &silent_url]
-        .into_iter()
-        .enumerate()
-    {
-        args.extend(["--shard".into(), format!("{i}={url}").into()]);
-    }
-    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-    let gateway = Served::start(&args);
+    let servers = [&shards.url[..], &shards.url, &silent_url];
+    let gateway = start_gateway(
+        &manifest,
+        &servers,
+        &["--timeout-secs".as_ref(), "2".as_ref()],
+    );
     let started = std::time::Instant::now();
     get(&gateway.url, 7)
         .failure()
