@@ -136,6 +136,15 @@ fn shards_served_over_http_retrieve_the_records_with_the_sealed_setup_and_throug
     }
 }
 
+/// Writes `data` (records of 40 bytes) in `dir` and plans, builds and seals it in three shards
+/// by rows: the input's, the manifest's and the shards' paths.
+fn sealed_by_rows(dir: &Path, data: &[u8]) -> (PathBuf, PathBuf, Vec<PathBuf>) {
+    let input = dir.join("records.bin");
+    std::fs::write(&input, data).unwrap();
+    let (manifest, files) = plan_build_seal(dir, &input, &["--split", "rows"]);
+    (input, manifest, files)
+}
+
 /// Builds shard `i` of the 3 that `manifest` plans from `input` into `files[i]`, for each.
 fn build_shards(input: &Path, manifest: &Path, files: &[PathBuf]) {
     for (i, file) in files.iter().enumerate() {
@@ -224,9 +233,7 @@ fn address(served: &Served) -> String {
 fn a_gateway_serves_the_shards_as_one_database_and_never_answers_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..600u32 * 40).map(|i| (i * 13 + i / 40) as u8).collect();
-    let input = dir.path().join("records.bin");
-    std::fs::write(&input, &data).unwrap();
-    let (manifest, files) = plan_build_seal(dir.path(), &input, &["--split", "rows"]);
+    let (input, manifest, files) = sealed_by_rows(dir.path(), &data);
 
     // Shards 0 and 1 on one server, shard 2 on two replicas.
     let first = serve_files(&files[..2]);
@@ -312,9 +319,7 @@ fn a_gateway_serves_the_shards_as_one_database_and_never_answers_wrong() {
 fn a_gateway_reaches_its_shards_over_tls_with_a_token() {
     let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..600u32 * 40).map(|i| (i * 3 + i / 40) as u8).collect();
-    let input = dir.path().join("records.bin");
-    std::fs::write(&input, &data).unwrap();
-    let (manifest, files) = plan_build_seal(dir.path(), &input, &["--split", "rows"]);
+    let (_, manifest, files) = sealed_by_rows(dir.path(), &data);
     let key = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
     let (cert, private) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
     std::fs::write(&cert, key.cert.pem()).unwrap();
@@ -355,9 +360,7 @@ fn a_gateway_reaches_its_shards_over_tls_with_a_token() {
 fn a_gateway_serves_a_new_seal_on_sighup() {
     let dir = tempfile::tempdir().unwrap();
     let old: Vec<u8> = (0..600u32 * 40).map(|i| (i * 5 + 1) as u8).collect();
-    let input = dir.path().join("records.bin");
-    std::fs::write(&input, &old).unwrap();
-    let (manifest, files) = plan_build_seal(dir.path(), &input, &["--split", "rows"]);
+    let (input, manifest, files) = sealed_by_rows(dir.path(), &old);
     let mut shards = serve_files(&files);
     shards.drain_stderr();
     let mut gateway = start_gateway(&manifest, &[shards.url.as_str(); 3], &[]);
@@ -406,9 +409,7 @@ fn wait_until(mut done: impl FnMut() -> bool) {
 fn a_shard_that_never_answers_is_a_503_within_the_request_time_limit() {
     let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..600u32 * 40).map(|i| (i * 11) as u8).collect();
-    let input = dir.path().join("records.bin");
-    std::fs::write(&input, &data).unwrap();
-    let (manifest, files) = plan_build_seal(dir.path(), &input, &["--split", "rows"]);
+    let (_, manifest, files) = sealed_by_rows(dir.path(), &data);
     let shards = serve_files(&files[..2]);
     // A server that takes connections and never says a word.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
